@@ -1,0 +1,112 @@
+# dlcache top-level Makefile.
+#
+#   make            library (static + shared + pkg-config), dlcachectl, and
+#                   dlcache.ko when kernel headers are found (KDIR=...)
+#   make demo       generate a data set once, bench 3 epochs (in-process cache)
+#   make check      every test; ends with "N passed, N failed, N skipped"
+#   make deps       install missing Debian packages (root, idempotent)
+
+SHELL := /bin/bash
+CC ?= cc
+BUILD ?= build
+OPT ?= -O2
+CFLAGS ?= $(OPT) -g
+WARNINGS := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wstrict-prototypes \
+	-Wmissing-prototypes -Wformat=2 -Wvla
+CPPFLAGS_ALL := -D_GNU_SOURCE -Ilibdlcache/include -Ilibdlcache -Iuapi
+LIBS := -luring -ljpeg -lpthread -lm
+TOOL_LIBS := -lpng -lturbojpeg
+
+VERSION := 0.1.0
+SOVERSION := 0
+
+LIB_SRCS := $(sort $(wildcard libdlcache/*.c))
+TOOL_SRCS := $(sort $(wildcard tools/dlcachectl/*.c))
+TEST_SRCS := $(sort $(wildcard tests/unit/test_*.c))
+TEST_HELPER_SRCS := $(sort $(wildcard tests/unit/helpers/*.c))
+
+# One tree of objects per flavour: normal and sanitized.
+define flavour
+$(1)_DIR := $(BUILD)/$(1)
+$(1)_LIB_OBJS := $$(LIB_SRCS:%.c=$(BUILD)/$(1)/%.o)
+$(1)_TOOL_OBJS := $$(TOOL_SRCS:%.c=$(BUILD)/$(1)/%.o)
+$(1)_TEST_HELPER_OBJS := $$(TEST_HELPER_SRCS:%.c=$(BUILD)/$(1)/%.o)
+$(1)_TESTS := $$(TEST_SRCS:tests/unit/%.c=$(BUILD)/$(1)/tests/%)
+
+$(BUILD)/$(1)/%.o: %.c $$(wildcard libdlcache/*.h libdlcache/include/*.h tools/dlcachectl/*.h tests/unit/helpers/*.h uapi/*.h)
+	@mkdir -p $$(@D)
+	$$(CC) $$(CPPFLAGS_ALL) $$(CFLAGS) $(2) $$(WARNINGS) -fPIC -MMD -c $$< -o $$@
+
+$(BUILD)/$(1)/libdlcache.a: $$($(1)_LIB_OBJS)
+	@rm -f $$@
+	ar rcs $$@ $$^
+
+$(BUILD)/$(1)/tests/%: $(BUILD)/$(1)/tests/unit/%.o $$($(1)_TEST_HELPER_OBJS) $(BUILD)/$(1)/libdlcache.a
+	@mkdir -p $$(@D)
+	$$(CC) $$(CFLAGS) $(2) -o $$@ $$^ $$(LIBS) $$(TOOL_LIBS)
+endef
+
+$(eval $(call flavour,release,))
+$(eval $(call flavour,asan,-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined))
+
+.PHONY: all lib tools tests demo check deps clean install module kunit qemu-test style
+.SECONDARY:
+
+all: lib tools module
+
+lib: $(BUILD)/release/libdlcache.a $(BUILD)/libdlcache.so.$(VERSION) $(BUILD)/dlcache.pc
+
+$(BUILD)/libdlcache.so.$(VERSION): $(release_LIB_OBJS) libdlcache/libdlcache.map
+	$(CC) -shared -Wl,-soname,libdlcache.so.$(SOVERSION) \
+		-Wl,--version-script=libdlcache/libdlcache.map \
+		-o $@ $(release_LIB_OBJS) $(LIBS)
+	ln -sf libdlcache.so.$(VERSION) $(BUILD)/libdlcache.so.$(SOVERSION)
+	ln -sf libdlcache.so.$(SOVERSION) $(BUILD)/libdlcache.so
+
+PREFIX ?= /usr/local
+$(BUILD)/dlcache.pc: libdlcache/dlcache.pc.in
+	@mkdir -p $(@D)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+
+tools: $(BUILD)/dlcachectl
+
+$(BUILD)/dlcachectl: $(release_TOOL_OBJS) $(BUILD)/release/libdlcache.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LIBS) $(TOOL_LIBS)
+
+$(BUILD)/asan/dlcachectl: $(asan_TOOL_OBJS) $(BUILD)/asan/libdlcache.a
+	$(CC) $(CFLAGS) -fsanitize=address,undefined -o $@ $^ $(LIBS) $(TOOL_LIBS)
+
+tests: $(release_TESTS) $(asan_TESTS) $(BUILD)/dlcachectl $(BUILD)/asan/dlcachectl
+
+install: lib tools
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
+		$(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
+	install -m 644 libdlcache/include/dlcache.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 $(BUILD)/release/libdlcache.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(BUILD)/libdlcache.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libdlcache.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libdlcache.so.$(SOVERSION)
+	ln -sf libdlcache.so.$(SOVERSION) $(DESTDIR)$(PREFIX)/lib/libdlcache.so
+	install -m 644 $(BUILD)/dlcache.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -m 755 $(BUILD)/dlcachectl $(DESTDIR)$(PREFIX)/bin/
+
+deps:
+	@tests/deps.sh
+
+# ---- the main job --------------------------------------------------------
+DEMO_DIR ?= $(BUILD)/demo-data
+DEMO_IMAGES ?= 1200
+demo: deps lib tools
+	@tests/demo.sh $(BUILD)/dlcachectl $(DEMO_DIR) $(DEMO_IMAGES)
+
+# ---- tests ----------------------------------------------------------------
+check: deps
+	@$(MAKE) --no-print-directory lib tools tests module
+	@tests/run-checks.sh $(BUILD)
+
+-include kmod/kmod.mk
+-include tests/qemu/qemu.mk
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

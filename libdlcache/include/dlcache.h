@@ -1,0 +1,419 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libdlcache: shuffled, cached, decoded mini-batches for training.
+ *
+ * Conventions, as in liburing: every function that can fail returns 0 (or
+ * a count) on success and a negative errno on failure. The library never
+ * calls exit() and never prints unless a log callback is set in the
+ * config. Objects are not thread safe unless a function says so.
+ */
+#ifndef DLCACHE_H
+#define DLCACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Logging                                                             */
+/* ------------------------------------------------------------------ */
+
+enum dlc_log_level {
+	DLC_LOG_ERROR = 0,	/* a sample or the loader failed */
+	DLC_LOG_WARN = 1,	/* degraded: fallback, unpinned memory, skip */
+	DLC_LOG_INFO = 2,	/* one-off facts: backend chosen, sizes */
+};
+
+/*
+ * Log callback. @msg is one line without a trailing newline. Called from
+ * any library thread; the callee must be thread safe.
+ */
+typedef void (*dlc_log_fn)(void *arg, int level, const char *msg);
+
+/* A ready-made callback that writes "dlcache: <msg>\n" to stderr. */
+void dlc_log_stderr(void *arg, int level, const char *msg);
+
+/* ------------------------------------------------------------------ */
+/* Index: the samples of an ImageFolder data set                       */
+/* ------------------------------------------------------------------ */
+
+struct dlc_index;
+
+/*
+ * Build an index of @root in ImageFolder layout: each subdirectory is a
+ * class, classes sorted by name and numbered from 0, files in each class
+ * sorted by name, as torchvision does. Files are taken by torchvision's
+ * image extensions (.jpg .jpeg .png .ppm .bmp .pgm .tif .tiff .webp, any
+ * case); only JPEG is decoded, the rest fail as "not a JPEG" when read.
+ * Returns 0, -ENOENT / -ENOTDIR / -EACCES for @root, -ENODATA when no
+ * class holds a sample, or -ENOMEM.
+ */
+int dlc_index_build(const char *root, struct dlc_index **out);
+
+/*
+ * Save to / load from an index file (text, versioned). Loading checks the
+ * header, every field and the stored key. -EBADMSG for a malformed file.
+ */
+int dlc_index_save(const struct dlc_index *idx, const char *path);
+int dlc_index_load(const char *path, struct dlc_index **out);
+void dlc_index_free(struct dlc_index *idx);
+
+uint32_t dlc_index_count(const struct dlc_index *idx);
+uint32_t dlc_index_num_classes(const struct dlc_index *idx);
+/* Data set root directory. */
+const char *dlc_index_root(const struct dlc_index *idx);
+/* Class name of class @c, or NULL when out of range. */
+const char *dlc_index_class_name(const struct dlc_index *idx, uint32_t c);
+/* Path of sample @id relative to the root, or NULL when out of range. */
+const char *dlc_index_relpath(const struct dlc_index *idx, uint32_t id);
+/* Label (class number) of sample @id, or -1 when out of range. */
+int32_t dlc_index_label(const struct dlc_index *idx, uint32_t id);
+/* File size recorded at indexing, or 0 when out of range. */
+uint64_t dlc_index_size(const struct dlc_index *idx, uint32_t id);
+/* Sum of all sample sizes. */
+uint64_t dlc_index_total_bytes(const struct dlc_index *idx);
+/*
+ * The data set key: 128 bits hashed over the index's content (paths,
+ * labels, sizes) with the sample count in the low 32 bits of key[1].
+ */
+void dlc_index_key(const struct dlc_index *idx, uint64_t key[2]);
+
+/* ------------------------------------------------------------------ */
+/* Order: deterministic shuffles, sharded like DistributedSampler      */
+/* ------------------------------------------------------------------ */
+
+struct dlc_order_params {
+	uint64_t seed;		/* shuffle seed, the same on every rank */
+	uint32_t epoch;		/* epoch number; the permutation depends on it */
+	uint32_t rank;		/* this process's rank, < world */
+	uint32_t world;		/* number of ranks, >= 1 */
+	uint32_t shuffle;	/* 0: identity order (eval) */
+	uint32_t drop_last;	/* 1: drop the tail; 0: pad by wrapping */
+	uint32_t pad;		/* must be zero */
+};
+
+/*
+ * Samples per rank per epoch for @n samples, as DistributedSampler: with
+ * drop_last, floor(n / world); otherwise ceil(n / world), the global order
+ * padded by repeating its head. 0 for bad arguments.
+ */
+uint32_t dlc_order_len(uint32_t n, const struct dlc_order_params *p);
+
+/*
+ * Write this rank's order of the epoch into @out (@len must equal
+ * dlc_order_len()). The global permutation is a Fisher-Yates shuffle
+ * driven by a counter-based generator keyed by (seed, epoch); rank r takes
+ * global positions r, r + world, r + 2 world, ... Returns 0 or -EINVAL.
+ */
+int dlc_order_fill(uint32_t n, const struct dlc_order_params *p,
+		   uint32_t *out, uint32_t len);
+
+/* ------------------------------------------------------------------ */
+/* Transforms and decode                                               */
+/* ------------------------------------------------------------------ */
+
+enum dlc_transform_kind {
+	/* RandomResizedCrop(out, scale, ratio) + RandomHorizontalFlip */
+	DLC_TRANSFORM_TRAIN = 0,
+	/* Resize(shorter side = resize) + CenterCrop(out) */
+	DLC_TRANSFORM_EVAL = 1,
+};
+
+enum dlc_layout {
+	DLC_LAYOUT_NCHW = 0,	/* planes R, G, B of out_h x out_w */
+	DLC_LAYOUT_NHWC = 1,	/* rows of interleaved RGB */
+};
+
+/* Largest output side accepted. */
+#define DLC_MAX_OUT_SIDE	4096
+/* Default cap on source pixels (width x height), a decompression-bomb guard. */
+#define DLC_DEFAULT_MAX_PIXELS	(64ULL * 1024 * 1024)
+
+struct dlc_transform {
+	uint32_t kind;		/* enum dlc_transform_kind */
+	uint32_t out_w;		/* output width, 1 .. DLC_MAX_OUT_SIDE */
+	uint32_t out_h;		/* output height, 1 .. DLC_MAX_OUT_SIDE */
+	uint32_t resize;	/* eval: shorter side before the crop, >= out */
+	float scale_min;	/* train: area fraction range, 0 < min <= max <= 1 */
+	float scale_max;
+	float ratio_min;	/* train: aspect (w/h) range, 0 < min <= max */
+	float ratio_max;
+	uint32_t hflip;		/* train: 1 flips with probability 1/2 */
+	uint32_t pad;		/* must be zero */
+};
+
+/* Fill @t with torchvision's ImageNet defaults for @kind at 224 x 224. */
+void dlc_transform_default(struct dlc_transform *t, uint32_t kind);
+
+/* Check @t; -EINVAL with a reason in @why (if not NULL) when bad. */
+int dlc_transform_check(const struct dlc_transform *t, const char **why);
+
+/* A crop box in source pixel coordinates, and whether to flip. */
+struct dlc_crop {
+	double x, y;		/* top left corner */
+	double w, h;		/* size, > 0, within the image */
+	uint32_t flip;		/* 1: mirror the output horizontally */
+	uint32_t pad;
+};
+
+/*
+ * The crop of sample @sample in epoch @epoch for an image of @img_w x
+ * @img_h, following torchvision's sampling rules (ten tries, then the
+ * center-crop fallback). A pure function of its arguments.
+ * Returns 0 or -EINVAL.
+ */
+int dlc_transform_crop(const struct dlc_transform *t, uint64_t seed,
+		       uint32_t epoch, uint32_t sample, uint32_t img_w,
+		       uint32_t img_h, struct dlc_crop *out);
+
+/* What a JPEG header says. */
+struct dlc_jpeg_info {
+	uint32_t width;
+	uint32_t height;
+	uint32_t components;	/* 1 gray, 3 YCbCr/RGB, 4 CMYK/YCCK */
+	uint32_t progressive;	/* 1 for progressive (SOF2) */
+	uint32_t h_samp;	/* luma sampling factors: 2x2 is 4:2:0 */
+	uint32_t v_samp;
+};
+
+/* Why a decode failed; counted per kind in the stats. */
+enum dlc_error_kind {
+	DLC_ERR_NONE = 0,
+	DLC_ERR_IO,		/* open or read failed (EIO, EACCES, ...) */
+	DLC_ERR_MISSING,	/* the file vanished (ENOENT) */
+	DLC_ERR_EMPTY,		/* zero bytes */
+	DLC_ERR_NOT_JPEG,	/* no JPEG SOI marker */
+	DLC_ERR_CORRUPT,	/* libjpeg reported bad data */
+	DLC_ERR_TRUNCATED,	/* the data ended early */
+	DLC_ERR_TOO_LARGE,	/* over max_pixels or the size limit */
+	DLC_ERR_NOMEM,		/* out of memory */
+	DLC_ERR_KINDS		/* number of kinds */
+};
+
+/* Short name of @kind ("corrupt", "truncated", ...). */
+const char *dlc_error_kind_name(uint32_t kind);
+
+/* A per-thread JPEG decoder; reuse it, it holds libjpeg state. */
+struct dlc_decoder;
+
+/* @max_pixels: cap on width x height, 0 for DLC_DEFAULT_MAX_PIXELS. */
+int dlc_decoder_create(uint64_t max_pixels, struct dlc_decoder **out);
+void dlc_decoder_destroy(struct dlc_decoder *d);
+
+/*
+ * Reason for the decoder's last failure: its kind and a one-line message
+ * (valid until the next call on @d).
+ */
+uint32_t dlc_decoder_error_kind(const struct dlc_decoder *d);
+const char *dlc_decoder_error(const struct dlc_decoder *d);
+
+/* Parse the header only. -EBADMSG (kind set) when it is not a good JPEG. */
+int dlc_decoder_header(struct dlc_decoder *d, const void *buf, size_t len,
+		       struct dlc_jpeg_info *info);
+
+/*
+ * Full decode to packed RGB (width * 3 bytes a row) in a malloc'd buffer
+ * that the caller frees. Gray and CMYK/YCCK are converted to RGB.
+ * Returns 0, -EBADMSG (corrupt, truncated, empty, not a JPEG), -E2BIG
+ * (over max_pixels) or -ENOMEM.
+ */
+int dlc_decoder_full(struct dlc_decoder *d, const void *buf, size_t len,
+		     uint8_t **rgb, uint32_t *width, uint32_t *height);
+
+/*
+ * Crop-first decode of one sample straight into its batch slot: parse the
+ * header, draw the crop with dlc_transform_crop(), decode only that region
+ * at the smallest DCT scale (1/8, 1/4, 1/2, 1) whose output still covers
+ * out_w x out_h, resize with an antialiased bilinear filter, flip, and
+ * write out_w x out_h x 3 bytes in @layout to @dst. @crop_out, if not
+ * NULL, receives the crop used. Same errors as dlc_decoder_full().
+ */
+int dlc_decoder_sample(struct dlc_decoder *d, const void *buf, size_t len,
+		       const struct dlc_transform *t, uint64_t seed,
+		       uint32_t epoch, uint32_t sample, uint32_t layout,
+		       uint8_t *dst, struct dlc_crop *crop_out);
+
+/*
+ * The same pipeline with a given crop, and a choice of method:
+ * DLC_DECODE_CROP_FIRST (the default path above) or DLC_DECODE_FULL_THEN_CROP
+ * (full decode at scale 1, then crop and resize: the reference).
+ */
+enum dlc_decode_method {
+	DLC_DECODE_CROP_FIRST = 0,
+	DLC_DECODE_FULL_THEN_CROP = 1,
+};
+int dlc_decoder_crop(struct dlc_decoder *d, const void *buf, size_t len,
+		     const struct dlc_crop *crop, uint32_t out_w,
+		     uint32_t out_h, uint32_t layout, uint32_t method,
+		     uint8_t *dst);
+
+/*
+ * Antialiased bilinear resize (a triangle filter widened by the downscale
+ * factor, as PIL and torchvision's antialias=True) of the box @box of a
+ * packed RGB image @src (@src_w x @src_h, @src_stride bytes a row) to
+ * @out_w x @out_h, mirrored when box->flip, written in @layout to @dst.
+ * Returns 0, -EINVAL or -ENOMEM.
+ */
+int dlc_resize_rgb(const uint8_t *src, uint32_t src_w, uint32_t src_h,
+		   size_t src_stride, const struct dlc_crop *box,
+		   uint32_t out_w, uint32_t out_h, uint32_t layout,
+		   uint8_t *dst);
+
+/* ------------------------------------------------------------------ */
+/* Loader: batches of decoded samples                                  */
+/* ------------------------------------------------------------------ */
+
+enum dlc_on_error {
+	DLC_ON_ERROR_SKIP = 0,		/* drop the sample; the batch is shorter */
+	DLC_ON_ERROR_SUBSTITUTE = 1,	/* decode another sample in its slot */
+	DLC_ON_ERROR_FAIL = 2,		/* dlc_next_batch() returns the error */
+};
+
+enum dlc_backend {
+	DLC_BACKEND_AUTO = 0,		/* kernel cache if present, else in-process */
+	DLC_BACKEND_INPROCESS = 1,
+	DLC_BACKEND_KERNEL = 2,
+};
+
+struct dlc_config {
+	uint32_t batch_size;	/* samples per batch, 1 .. 65536 */
+	uint32_t layout;	/* enum dlc_layout */
+	struct dlc_transform transform;
+	uint64_t seed;		/* shuffle and augmentation seed */
+	uint32_t shuffle;	/* 1: shuffle each epoch (train) */
+	uint32_t drop_last;	/* 1: drop the last partial batch and shard tail */
+	uint32_t rank;		/* DDP rank, < world */
+	uint32_t world;		/* DDP world size, >= 1 */
+	uint32_t decode_threads; /* 0: one per online CPU, less the I/O thread */
+	uint32_t queue_depth;	/* io_uring reads in flight, 1 .. 4096 */
+	uint32_t window;	/* look-ahead window in samples, >= 1 */
+	uint32_t nbatches;	/* batch buffers in the ring, 2 .. 64 */
+	uint32_t on_error;	/* enum dlc_on_error */
+	uint32_t backend;	/* enum dlc_backend */
+	uint64_t cache_bytes;	/* in-process cache capacity, 0 disables it */
+	uint64_t max_pixels;	/* decompression-bomb cap, 0: default */
+	uint64_t max_file_bytes; /* larger samples fail as too large */
+	uint32_t direct_io;	/* 1: O_DIRECT where the file system allows */
+	uint32_t max_read_bytes; /* split reads to at most this, 0: no limit */
+	dlc_log_fn log;		/* NULL: silent */
+	void *log_arg;
+	uint32_t log_level;	/* highest level passed to @log */
+	uint32_t pad;
+};
+
+/* Defaults: batch 64, NCHW, train transform at 224, depth 64, window 256. */
+void dlc_config_init(struct dlc_config *cfg);
+
+/* One decoded batch, owned by the loader until released. */
+struct dlc_batch {
+	uint64_t seq;		/* batch number within the epoch */
+	uint32_t epoch;
+	uint32_t count;		/* valid samples, <= batch_size */
+	uint8_t *data;		/* count x 3 x out_h x out_w bytes (layout) */
+	int32_t *labels;	/* count labels */
+	uint32_t *ids;		/* count sample IDs (after substitution) */
+	uint32_t layout;
+	uint32_t out_w, out_h;
+	uint32_t errors;	/* samples skipped or substituted in it */
+};
+
+struct dlc_loader;
+
+/*
+ * Create a loader over @idx (which must outlive it). Checks every field of
+ * @cfg: -EINVAL with a log line naming the field, -ENOMEM, or the error of
+ * setting up io_uring. Starts the threads; no epoch runs yet.
+ */
+int dlc_loader_create(const struct dlc_config *cfg,
+		      const struct dlc_index *idx, struct dlc_loader **out);
+
+/*
+ * Start epoch @epoch at sample position @start (0, or k * batch_size to
+ * resume after k batches: the batches then equal those of an uninterrupted
+ * epoch). Ends any epoch in progress, waiting for its batches to be
+ * released. -EINVAL when @start is past the epoch.
+ */
+int dlc_loader_start_epoch(struct dlc_loader *l, uint32_t epoch,
+			   uint32_t start);
+
+/* Samples this rank sees per epoch, and batches per epoch. */
+uint32_t dlc_loader_epoch_samples(const struct dlc_loader *l);
+uint32_t dlc_loader_epoch_batches(const struct dlc_loader *l);
+
+/*
+ * The next batch of the epoch, in order. Blocks until it is ready.
+ * Returns 0 with *@out set, -ENODATA after the last batch, or the error of
+ * a failed sample under DLC_ON_ERROR_FAIL (the batch is lost; the epoch
+ * must be restarted). At most nbatches - 1 batches may be held at once;
+ * asking for more returns -EBUSY.
+ */
+int dlc_next_batch(struct dlc_loader *l, struct dlc_batch **out);
+
+/* Give a batch's memory back for reuse. */
+void dlc_release_batch(struct dlc_loader *l, struct dlc_batch *b);
+
+/* Stop the threads and free everything. Safe with batches unreleased. */
+void dlc_loader_destroy(struct dlc_loader *l);
+
+/* Whether the batch buffers are mlock'd, and huge-page backed. */
+int dlc_loader_pinned(const struct dlc_loader *l);
+int dlc_loader_hugepages(const struct dlc_loader *l);
+
+/* Last failed sample: its ID, path, kind and message. */
+struct dlc_error_info {
+	uint32_t sample;
+	uint32_t kind;		/* enum dlc_error_kind */
+	int err;		/* negative errno */
+	uint32_t pad;
+	char path[512];
+	char msg[256];
+};
+/* Copy the last error into @out; -ENOENT when there was none. */
+int dlc_loader_last_error(struct dlc_loader *l, struct dlc_error_info *out);
+
+/* ------------------------------------------------------------------ */
+/* Stats                                                               */
+/* ------------------------------------------------------------------ */
+
+struct dlc_stats {
+	/* cache */
+	uint64_t hits;			/* samples served from the cache */
+	uint64_t misses;		/* samples read from storage */
+	uint64_t hit_bytes;
+	uint64_t miss_bytes;
+	uint64_t evictions;		/* samples dropped to make room */
+	uint64_t bypasses;		/* misses not admitted (next use too far) */
+	uint64_t cache_used;		/* bytes held now */
+	uint64_t cache_capacity;
+	/* I/O */
+	uint64_t reads;			/* read requests completed */
+	uint64_t bytes_read;		/* bytes read from storage */
+	uint64_t short_reads;		/* reads resubmitted for the rest */
+	uint64_t retries;		/* EINTR / EAGAIN resubmissions */
+	uint64_t read_ns;		/* submit-to-complete time, summed */
+	uint64_t direct_reads;		/* of reads, how many were O_DIRECT */
+	/* decode */
+	uint64_t decoded;		/* samples decoded */
+	uint64_t decode_ns;		/* time in decode, summed over threads */
+	uint64_t io_thread_decodes;	/* decodes the I/O thread took on */
+	/* consumer */
+	uint64_t batches;		/* batches handed out */
+	uint64_t wait_ns;		/* time dlc_next_batch() blocked */
+	/* errors */
+	uint64_t errors;		/* failed samples, all kinds */
+	uint64_t errors_by_kind[DLC_ERR_KINDS];
+	uint64_t substituted;
+	uint64_t skipped;
+};
+
+/* Counters since the loader was created. Thread safe. */
+int dlc_loader_stats(struct dlc_loader *l, struct dlc_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DLCACHE_H */

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "cli.h"
+
+static void vsay(const char *cmd, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "dlcachectl %s: ", cmd);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+int usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsay(cmd, fmt, ap);
+	va_end(ap);
+	return EXIT_USAGE;
+}
+
+int fail(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsay(cmd, fmt, ap);
+	va_end(ap);
+	return 1;
+}
+
+int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!s || !*s || *s == '-')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || *end || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
+{
+	uint64_t v;
+
+	if (parse_u64(s, min, max, &v))
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+int parse_size(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	unsigned int shift = 0;
+	char *end;
+
+	if (!s || !*s || *s == '-')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -1;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	default: break;
+	}
+	if (*end == 'i' || *end == 'B')
+		end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
+	if (*end || (shift && v > (UINT64_MAX >> shift)))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}

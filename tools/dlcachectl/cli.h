@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dlcachectl: one function per subcommand, and the few helpers they share
+ * for argument errors and number parsing.
+ *
+ * Exit status: 0 success, 1 the work failed, 2 a bad argument (one line
+ * on stderr: "dlcachectl CMD: what is wrong").
+ */
+#ifndef DLCACHECTL_CLI_H
+#define DLCACHECTL_CLI_H
+
+#include <stdint.h>
+
+#define EXIT_USAGE 2
+
+int cmd_gen(int argc, char **argv);
+int cmd_index(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_decode(int argc, char **argv);
+int cmd_preview(int argc, char **argv);
+int cmd_decodebench(int argc, char **argv);
+
+/* Print "dlcachectl @cmd: <msg>" to stderr and return EXIT_USAGE. */
+int usage_error(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Print "dlcachectl @cmd: <msg>" to stderr and return 1. */
+int fail(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/*
+ * Parse an unsigned integer in [min, max]; 0 or -1 (nothing printed).
+ * parse_size() also takes a K, M or G suffix (powers of 1024).
+ */
+int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+int parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out);
+int parse_size(const char *s, uint64_t *out);
+
+/* Monotonic clock in nanoseconds. */
+uint64_t now_ns(void);
+
+#endif

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: MIT
+/*
+ * dlcachectl: generate, index, benchmark and inspect dlcache data sets.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+} commands[] = {
+	{ "gen", cmd_gen, "generate an ImageNet-like JPEG data set" },
+	{ "index", cmd_index, "index an ImageFolder directory into a file" },
+	{ "bench", cmd_bench, "run the loader for some epochs and report rates" },
+	{ "decode", cmd_decode, "fully decode one JPEG to a PPM file" },
+	{ "preview", cmd_preview, "contact sheet of one batch as the model sees it" },
+	{ "decodebench", cmd_decodebench, "decode limits: full and crop-first, from memory" },
+};
+
+static void usage(FILE *f)
+{
+	size_t i;
+
+	fprintf(f, "usage: dlcachectl COMMAND [ARGS]\n\ncommands:\n");
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\n'dlcachectl COMMAND --help' describes each one.\n");
+}
+
+int main(int argc, char **argv)
+{
+	size_t i;
+
+	if (argc < 2)
+		return usage(stderr), EXIT_USAGE;
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+	    !strcmp(argv[1], "help"))
+		return usage(stdout), 0;
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "dlcachectl: unknown command '%s' (try --help)\n", argv[1]);
+	return EXIT_USAGE;
+}
