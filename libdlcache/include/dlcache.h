@@ -49,7 +49,9 @@ struct dlc_index;
  * image extensions (.jpg .jpeg .png .ppm .bmp .pgm .tif .tiff .webp, any
  * case); only JPEG is decoded, the rest fail as "not a JPEG" when read.
  * Returns 0, -ENOENT / -ENOTDIR / -EACCES for @root, -ENODATA when no
- * class holds a sample, or -ENOMEM.
+ * class holds a sample, -ENOMEM, the errno of an unreadable subdirectory,
+ * -ELOOP for a symlink cycle, -ENAMETOOLONG for a path of PATH_MAX or
+ * more, or -E2BIG past 2^28 samples.
  */
 int dlc_index_build(const char *root, struct dlc_index **out);
 
@@ -78,6 +80,7 @@ uint64_t dlc_index_total_bytes(const struct dlc_index *idx);
 /*
  * The data set key: 128 bits hashed over the index's content (paths,
  * labels, sizes) with the sample count in the low 32 bits of key[1].
+ * The root is not hashed: the same files elsewhere have the same key.
  */
 void dlc_index_key(const struct dlc_index *idx, uint64_t key[2]);
 
@@ -106,7 +109,8 @@ uint32_t dlc_order_len(uint32_t n, const struct dlc_order_params *p);
  * Write this rank's order of the epoch into @out (@len must equal
  * dlc_order_len()). The global permutation is a Fisher-Yates shuffle
  * driven by a counter-based generator keyed by (seed, epoch); rank r takes
- * global positions r, r + world, r + 2 world, ... Returns 0 or -EINVAL.
+ * global positions r, r + world, r + 2 world, ... Returns 0, -EINVAL or
+ * -ENOMEM (a shuffle needs 4 * @n bytes of scratch).
  */
 int dlc_order_fill(uint32_t n, const struct dlc_order_params *p,
 		   uint32_t *out, uint32_t len);
@@ -272,10 +276,13 @@ enum dlc_on_error {
 	DLC_ON_ERROR_FAIL = 2,		/* dlc_next_batch() returns the error */
 };
 
+/*
+ * Where the cache lives. This version has the in-process cache only; the
+ * shared /dev/dlcache backend joins AUTO when the library learns it.
+ */
 enum dlc_backend {
-	DLC_BACKEND_AUTO = 0,		/* kernel cache if present, else in-process */
+	DLC_BACKEND_AUTO = 0,		/* the best available: in-process here */
 	DLC_BACKEND_INPROCESS = 1,
-	DLC_BACKEND_KERNEL = 2,
 };
 
 struct dlc_config {

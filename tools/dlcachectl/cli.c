@@ -3,7 +3,11 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+
+#include "dlcache.h"
 
 #include "cli.h"
 
@@ -91,4 +95,40 @@ uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+int open_index(const char *path, struct dlc_index **out)
+{
+	struct stat st;
+
+	if (stat(path, &st))
+		return -errno;
+	if (S_ISDIR(st.st_mode))
+		return dlc_index_build(path, out);
+	return dlc_index_load(path, out);
+}
+
+const char *index_error(int err)
+{
+	switch (err) {
+	case -ENODATA:
+		return "no samples: want class subdirectories holding images";
+	case -EBADMSG:
+		return "not a valid dlcache index file";
+	default:
+		return strerror(-err);
+	}
+}
+
+int parse_on_error(const char *s, uint32_t *out)
+{
+	static const char *const names[] = { "skip", "substitute", "fail" };
+	uint32_t i;
+
+	for (i = 0; i < 3; i++)
+		if (!strcmp(s, names[i])) {
+			*out = i;
+			return 0;
+		}
+	return -1;
 }

@@ -36,6 +36,17 @@ int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 int parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out);
 int parse_size(const char *s, uint64_t *out);
 
+/*
+ * Open a data set given as an index file or an ImageFolder directory.
+ * Returns 0 or the library's -errno; index_error() words it for a user.
+ */
+struct dlc_index;
+int open_index(const char *path, struct dlc_index **out);
+const char *index_error(int err);
+
+/* "skip", "substitute" or "fail" to enum dlc_on_error; 0 or -1. */
+int parse_on_error(const char *s, uint32_t *out);
+
 /* Monotonic clock in nanoseconds. */
 uint64_t now_ns(void);
 

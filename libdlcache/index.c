@@ -1,0 +1,1258 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The index: the samples of an ImageFolder data set, built by walking the
+ * tree the way torchvision.datasets.ImageFolder does, and kept in a text
+ * file so that every rank trains on the same list without walking again.
+ *
+ * All strings (class names, then relative paths) live in one arena; the
+ * per-sample arrays hold offsets, labels and sizes, so a million samples
+ * cost about 20 bytes each plus their paths.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dlcache.h"
+
+/* Keeps sample IDs and the policy's positions comfortably in 32 bits. */
+#define IDX_MAX_SAMPLES		(1U << 28)
+#define IDX_MAX_CLASSES		IDX_MAX_SAMPLES
+
+#define IDX_MAGIC		"dlcache-index 1"
+
+struct dlc_index {
+	char *root;
+	char *arena;		/* class names, then relpaths, NUL-terminated */
+	size_t *class_off;	/* nclasses offsets into arena */
+	size_t *path_off;	/* count offsets into arena */
+	int32_t *labels;
+	uint64_t *sizes;
+	uint32_t count;
+	uint32_t nclasses;
+	uint64_t total;
+	uint64_t key[2];
+};
+
+/* ------------------------------------------------------------------ */
+/* Key: SipHash-2-4 with 128-bit output, streamed                      */
+/* ------------------------------------------------------------------ */
+
+/*
+ * SipHash is keyed and well analysed; the index key only has to tell data
+ * sets apart, so the keys are fixed constants ("dlcache-" "index-v1").
+ * Every integer is fed little-endian, so the key is the same on any host.
+ */
+#define SIP_K0	0x2d65686361636c64ULL
+#define SIP_K1	0x31762d7865646e69ULL
+
+struct sip {
+	uint64_t v0, v1, v2, v3;
+	uint64_t tail;
+	unsigned int ntail;
+	uint64_t len;
+};
+
+static inline uint64_t rotl64(uint64_t x, unsigned int b)
+{
+	return (x << b) | (x >> (64 - b));
+}
+
+static inline void sip_round(struct sip *s)
+{
+	s->v0 += s->v1; s->v1 = rotl64(s->v1, 13); s->v1 ^= s->v0;
+	s->v0 = rotl64(s->v0, 32);
+	s->v2 += s->v3; s->v3 = rotl64(s->v3, 16); s->v3 ^= s->v2;
+	s->v0 += s->v3; s->v3 = rotl64(s->v3, 21); s->v3 ^= s->v0;
+	s->v2 += s->v1; s->v1 = rotl64(s->v1, 17); s->v1 ^= s->v2;
+	s->v2 = rotl64(s->v2, 32);
+}
+
+static inline void sip_word(struct sip *s, uint64_t m)
+{
+	s->v3 ^= m;
+	sip_round(s);
+	sip_round(s);
+	s->v0 ^= m;
+}
+
+static void sip_init(struct sip *s, uint64_t k0, uint64_t k1)
+{
+	s->v0 = 0x736f6d6570736575ULL ^ k0;
+	s->v1 = 0x646f72616e646f6dULL ^ k1 ^ 0xee;
+	s->v2 = 0x6c7967656e657261ULL ^ k0;
+	s->v3 = 0x7465646279746573ULL ^ k1;
+	s->tail = 0;
+	s->ntail = 0;
+	s->len = 0;
+}
+
+static inline uint64_t load_le64(const unsigned char *p)
+{
+	return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 |
+	       (uint64_t)p[3] << 24 | (uint64_t)p[4] << 32 |
+	       (uint64_t)p[5] << 40 | (uint64_t)p[6] << 48 |
+	       (uint64_t)p[7] << 56;
+}
+
+static void sip_update(struct sip *s, const void *data, size_t n)
+{
+	const unsigned char *p = data;
+
+	s->len += n;
+	while (n && s->ntail) {
+		s->tail |= (uint64_t)*p++ << (8 * s->ntail);
+		n--;
+		if (++s->ntail == 8) {
+			sip_word(s, s->tail);
+			s->tail = 0;
+			s->ntail = 0;
+		}
+	}
+	for (; n >= 8; p += 8, n -= 8)
+		sip_word(s, load_le64(p));
+	for (; n; n--)
+		s->tail |= (uint64_t)*p++ << (8 * s->ntail++);
+}
+
+static void sip_u32(struct sip *s, uint32_t v)
+{
+	unsigned char b[4] = { v, v >> 8, v >> 16, v >> 24 };
+
+	sip_update(s, b, sizeof(b));
+}
+
+static void sip_u64(struct sip *s, uint64_t v)
+{
+	sip_u32(s, (uint32_t)v);
+	sip_u32(s, (uint32_t)(v >> 32));
+}
+
+static void sip_final(struct sip *s, uint64_t out[2])
+{
+	uint64_t b = s->len << 56 | s->tail;
+	int i;
+
+	sip_word(s, b);
+	s->v2 ^= 0xee;
+	for (i = 0; i < 4; i++)
+		sip_round(s);
+	out[0] = s->v0 ^ s->v1 ^ s->v2 ^ s->v3;
+	s->v1 ^= 0xdd;
+	for (i = 0; i < 4; i++)
+		sip_round(s);
+	out[1] = s->v0 ^ s->v1 ^ s->v2 ^ s->v3;
+}
+
+/*
+ * Every string goes in with its length first, so no two different indexes
+ * serialise to the same bytes. The root is left out on purpose: the same
+ * files moved or mounted elsewhere are the same data set.
+ */
+static void index_compute_key(const struct dlc_index *idx, uint64_t key[2])
+{
+	struct sip s;
+	uint32_t i;
+
+	sip_init(&s, SIP_K0, SIP_K1);
+	sip_update(&s, IDX_MAGIC, sizeof(IDX_MAGIC) - 1);
+	sip_u32(&s, idx->nclasses);
+	for (i = 0; i < idx->nclasses; i++) {
+		const char *name = idx->arena + idx->class_off[i];
+		size_t len = strlen(name);
+
+		sip_u64(&s, len);
+		sip_update(&s, name, len);
+	}
+	sip_u32(&s, idx->count);
+	for (i = 0; i < idx->count; i++) {
+		const char *path = idx->arena + idx->path_off[i];
+		size_t len = strlen(path);
+
+		sip_u64(&s, len);
+		sip_update(&s, path, len);
+		sip_u32(&s, (uint32_t)idx->labels[i]);
+		sip_u64(&s, idx->sizes[i]);
+	}
+	sip_final(&s, key);
+	key[1] = (key[1] & ~(uint64_t)UINT32_MAX) | idx->count;
+}
+
+/* ------------------------------------------------------------------ */
+/* Small helpers                                                       */
+/* ------------------------------------------------------------------ */
+
+static int grow(void *pp, size_t *cap, size_t need, size_t elem)
+{
+	void **p = pp;
+	size_t ncap = *cap ? *cap : 16;
+	void *np;
+
+	if (need <= *cap)
+		return 0;
+	while (ncap < need) {
+		if (ncap > SIZE_MAX / 2)
+			return -ENOMEM;
+		ncap *= 2;
+	}
+	if (ncap > SIZE_MAX / elem)
+		return -ENOMEM;
+	np = realloc(*p, ncap * elem);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = ncap;
+	return 0;
+}
+
+struct strbuf {
+	char *p;
+	size_t len, cap;
+};
+
+/* Append @n bytes and a NUL; the offset of the copy goes to @off. */
+static int strbuf_add(struct strbuf *b, const char *s, size_t n, size_t *off)
+{
+	int ret;
+
+	if (n >= SIZE_MAX - b->len)
+		return -ENOMEM;
+	ret = grow(&b->p, &b->cap, b->len + n + 1, 1);
+	if (ret)
+		return ret;
+	memcpy(b->p + b->len, s, n);
+	b->p[b->len + n] = '\0';
+	if (off)
+		*off = b->len;
+	b->len += n + 1;
+	return 0;
+}
+
+static int index_alloc_arrays(struct dlc_index *idx)
+{
+	idx->class_off = calloc(idx->nclasses ? idx->nclasses : 1,
+				sizeof(*idx->class_off));
+	idx->path_off = calloc(idx->count, sizeof(*idx->path_off));
+	idx->labels = calloc(idx->count, sizeof(*idx->labels));
+	idx->sizes = calloc(idx->count, sizeof(*idx->sizes));
+	if (!idx->class_off || !idx->path_off || !idx->labels || !idx->sizes)
+		return -ENOMEM;
+	return 0;
+}
+
+void dlc_index_free(struct dlc_index *idx)
+{
+	if (!idx)
+		return;
+	free(idx->root);
+	free(idx->arena);
+	free(idx->class_off);
+	free(idx->path_off);
+	free(idx->labels);
+	free(idx->sizes);
+	free(idx);
+}
+
+/* Byte order, as Python's sorted() on str for valid UTF-8 names. */
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/*
+ * torchvision orders samples as sorted(os.walk(class_dir)) and then sorted
+ * file names: by the directory path as a whole, then by the name. That is
+ * not the order of the joined paths ("c/x/z" < "c/x y/a" bytewise, but
+ * directory "c/x" sorts before "c/x y"), so compare the parts separately.
+ */
+static int path_cmp(const char *a, size_t adir, const char *b, size_t bdir)
+{
+	size_t n = adir < bdir ? adir : bdir;
+	int c = memcmp(a, b, n);
+
+	if (c)
+		return c;
+	if (adir != bdir)
+		return adir < bdir ? -1 : 1;
+	return strcmp(a + adir + 1, b + bdir + 1);
+}
+
+/* Length of the directory part of a relpath (it always has one). */
+static size_t dir_len(const char *path)
+{
+	return (size_t)(strrchr(path, '/') - path);
+}
+
+/* ------------------------------------------------------------------ */
+/* Build                                                               */
+/* ------------------------------------------------------------------ */
+
+static const char *const image_exts[] = {
+	".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff",
+	".webp",
+};
+
+static int has_image_ext(const char *name, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(image_exts) / sizeof(image_exts[0]); i++) {
+		size_t el = strlen(image_exts[i]);
+
+		if (len >= el && !strcasecmp(name + len - el, image_exts[i]))
+			return 1;
+	}
+	return 0;
+}
+
+struct walk_dir {
+	size_t path_off;	/* relpath in the dirs strbuf */
+	size_t parent;		/* index of the parent, SIZE_MAX for the class */
+	dev_t dev;
+	ino_t ino;
+};
+
+struct walk_ent {
+	size_t off;		/* relpath in the paths strbuf */
+	uint32_t label;
+	uint64_t size;
+};
+
+struct walk {
+	int rootfd;
+	size_t root_len;
+	struct strbuf dirs;
+	struct walk_dir *dir;
+	size_t ndir, dir_cap;
+	struct strbuf paths;
+	struct walk_ent *ent;
+	size_t nent, ent_cap;
+};
+
+static int walk_sample_cmp(const void *a, const void *b, void *arg)
+{
+	const struct walk_ent *x = a, *y = b;
+	const char *base = arg;
+	const char *px = base + x->off, *py = base + y->off;
+
+	if (x->label != y->label)
+		return x->label < y->label ? -1 : 1;
+	return path_cmp(px, dir_len(px), py, dir_len(py));
+}
+
+/*
+ * Whether a directory entry is a directory, following symlinks as
+ * os.walk(followlinks=True) does. A dangling symlink is neither (1 = skip),
+ * as DirEntry.is_dir() swallows ENOENT; other stat errors are real.
+ */
+static int entry_stat(int dfd, const struct dirent *de, struct stat *st)
+{
+	if (fstatat(dfd, de->d_name, st, 0) == 0)
+		return 0;
+	if (errno == ENOENT)
+		return 1;
+	return -errno;
+}
+
+/* Queue @name under directory @parent (SIZE_MAX: @name is a class). */
+static int walk_add_dir(struct walk *w, size_t parent, const char *name)
+{
+	size_t nlen = strlen(name), plen = 0, off;
+	struct walk_dir *d;
+	int ret;
+
+	if (parent != SIZE_MAX)
+		plen = strlen(w->dirs.p + w->dir[parent].path_off) + 1;
+	if (w->root_len + 1 + plen + nlen >= PATH_MAX)
+		return -ENAMETOOLONG;
+	ret = grow(&w->dir, &w->dir_cap, w->ndir + 1, sizeof(*w->dir));
+	if (ret)
+		return ret;
+	ret = grow(&w->dirs.p, &w->dirs.cap, w->dirs.len + plen + nlen + 1, 1);
+	if (ret)
+		return ret;
+	/* The parent's path is read only now: growing may have moved it. */
+	off = w->dirs.len;
+	if (plen) {
+		memcpy(w->dirs.p + off, w->dirs.p + w->dir[parent].path_off,
+		       plen - 1);
+		w->dirs.p[off + plen - 1] = '/';
+	}
+	memcpy(w->dirs.p + off + plen, name, nlen + 1);
+	w->dirs.len += plen + nlen + 1;
+	d = &w->dir[w->ndir++];
+	d->path_off = off;
+	d->parent = parent;
+	d->dev = 0;
+	d->ino = 0;
+	return 0;
+}
+
+static int walk_add_file(struct walk *w, const char *dir, size_t dlen,
+			 const char *name, uint32_t label, uint64_t size)
+{
+	size_t nlen = strlen(name);
+	struct walk_ent *e;
+	int ret;
+
+	if (w->root_len + 1 + dlen + 1 + nlen >= PATH_MAX)
+		return -ENAMETOOLONG;
+	if (w->nent >= IDX_MAX_SAMPLES)
+		return -E2BIG;
+	ret = grow(&w->ent, &w->ent_cap, w->nent + 1, sizeof(*w->ent));
+	if (ret)
+		return ret;
+	ret = grow(&w->paths.p, &w->paths.cap,
+		   w->paths.len + dlen + nlen + 2, 1);
+	if (ret)
+		return ret;
+	e = &w->ent[w->nent++];
+	e->off = w->paths.len;
+	e->label = label;
+	e->size = size;
+	memcpy(w->paths.p + w->paths.len, dir, dlen);
+	w->paths.p[w->paths.len + dlen] = '/';
+	memcpy(w->paths.p + w->paths.len + dlen + 1, name, nlen + 1);
+	w->paths.len += dlen + nlen + 2;
+	return 0;
+}
+
+/*
+ * Scan one directory: its image files become samples, its subdirectories
+ * are queued. Queued, not recursed into, so that a deep tree costs neither
+ * stack nor open descriptors.
+ */
+static int walk_one(struct walk *w, size_t di, uint32_t label)
+{
+	struct dirent *de;
+	struct stat st;
+	size_t p, dlen;
+	DIR *d;
+	int fd, ret = 0;
+
+	fd = openat(w->rootfd, w->dirs.p + w->dir[di].path_off,
+		    O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st)) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	w->dir[di].dev = st.st_dev;
+	w->dir[di].ino = st.st_ino;
+	/*
+	 * os.walk would follow a symlink cycle until the path got too long
+	 * and silently drop the rest; a cycle is a broken data set, say so.
+	 */
+	for (p = w->dir[di].parent; p != SIZE_MAX; p = w->dir[p].parent) {
+		if (w->dir[p].dev == st.st_dev && w->dir[p].ino == st.st_ino) {
+			close(fd);
+			return -ELOOP;
+		}
+	}
+	d = fdopendir(fd);
+	if (!d) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	for (;;) {
+		const char *dir;
+		size_t nlen;
+		int isdir, have_st = 0;
+
+		errno = 0;
+		de = readdir(d);
+		if (!de) {
+			ret = -errno;
+			break;
+		}
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		nlen = strlen(de->d_name);
+		switch (de->d_type) {
+		case DT_DIR:
+			isdir = 1;
+			break;
+		case DT_REG:
+			isdir = 0;
+			break;
+		case DT_LNK:
+		case DT_UNKNOWN:
+			ret = entry_stat(fd, de, &st);
+			if (ret < 0)
+				goto out;
+			if (ret > 0) {
+				ret = 0;
+				continue;
+			}
+			isdir = S_ISDIR(st.st_mode);
+			have_st = 1;
+			break;
+		default:
+			continue;
+		}
+		if (isdir) {
+			ret = walk_add_dir(w, di, de->d_name);
+			if (ret)
+				goto out;
+			continue;
+		}
+		if (!has_image_ext(de->d_name, nlen))
+			continue;
+		if (!have_st) {
+			ret = entry_stat(fd, de, &st);
+			if (ret < 0)
+				goto out;
+		}
+		/*
+		 * torchvision would list a FIFO or a dangling link and fail on
+		 * open; reading a FIFO would hang the loader, so only regular
+		 * files count.
+		 */
+		if (ret > 0 || !S_ISREG(st.st_mode)) {
+			ret = 0;
+			continue;
+		}
+		/* Re-read each time: queueing may move the strbuf. */
+		dir = w->dirs.p + w->dir[di].path_off;
+		dlen = strlen(dir);
+		ret = walk_add_file(w, dir, dlen, de->d_name, label,
+				    (uint64_t)st.st_size);
+		if (ret)
+			goto out;
+	}
+out:
+	closedir(d);
+	return ret;
+}
+
+/* The classes: every entry of the root that is a directory, sorted. */
+static int list_classes(int rootfd, struct strbuf *names, char ***sorted,
+			uint32_t *nclasses)
+{
+	size_t *offs = NULL, n = 0, cap = 0, i;
+	struct dirent *de;
+	struct stat st;
+	char **v = NULL;
+	DIR *d;
+	int fd, ret = 0;
+
+	fd = dup(rootfd);
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
+	if (!d) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	for (;;) {
+		errno = 0;
+		de = readdir(d);
+		if (!de) {
+			ret = -errno;
+			break;
+		}
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (de->d_type != DT_DIR) {
+			if (de->d_type != DT_LNK && de->d_type != DT_UNKNOWN)
+				continue;
+			ret = entry_stat(rootfd, de, &st);
+			if (ret < 0)
+				break;
+			if (ret > 0 || !S_ISDIR(st.st_mode)) {
+				ret = 0;
+				continue;
+			}
+		}
+		if (n >= IDX_MAX_CLASSES) {
+			ret = -E2BIG;
+			break;
+		}
+		ret = grow(&offs, &cap, n + 1, sizeof(*offs));
+		if (!ret)
+			ret = strbuf_add(names, de->d_name, strlen(de->d_name),
+					 &offs[n]);
+		if (ret)
+			break;
+		n++;
+	}
+	closedir(d);
+	if (!ret && n) {
+		v = malloc(n * sizeof(*v));
+		if (!v)
+			ret = -ENOMEM;
+	}
+	if (!ret) {
+		for (i = 0; i < n; i++)
+			v[i] = names->p + offs[i];
+		if (n)
+			qsort(v, n, sizeof(*v), name_cmp);
+		*sorted = v;
+		*nclasses = (uint32_t)n;
+	}
+	free(offs);
+	return ret;
+}
+
+/* Move the walk's results into the index's compact arrays, sorted. */
+static int index_fill(struct dlc_index *idx, struct walk *w, char **classes)
+{
+	size_t need = 0, pos = 0, len, i;
+	int ret;
+
+	idx->count = (uint32_t)w->nent;
+	ret = index_alloc_arrays(idx);
+	if (ret)
+		return ret;
+	qsort_r(w->ent, w->nent, sizeof(*w->ent), walk_sample_cmp, w->paths.p);
+	for (i = 0; i < idx->nclasses; i++)
+		need += strlen(classes[i]) + 1;
+	need += w->paths.len;
+	idx->arena = malloc(need ? need : 1);
+	if (!idx->arena)
+		return -ENOMEM;
+	for (i = 0; i < idx->nclasses; i++) {
+		len = strlen(classes[i]) + 1;
+		memcpy(idx->arena + pos, classes[i], len);
+		idx->class_off[i] = pos;
+		pos += len;
+	}
+	idx->total = 0;
+	for (i = 0; i < w->nent; i++) {
+		const char *p = w->paths.p + w->ent[i].off;
+
+		len = strlen(p) + 1;
+		memcpy(idx->arena + pos, p, len);
+		idx->path_off[i] = pos;
+		pos += len;
+		idx->labels[i] = (int32_t)w->ent[i].label;
+		idx->sizes[i] = w->ent[i].size;
+		idx->total += w->ent[i].size;
+	}
+	index_compute_key(idx, idx->key);
+	return 0;
+}
+
+int dlc_index_build(const char *root, struct dlc_index **out)
+{
+	struct walk w = { .rootfd = -1 };
+	struct strbuf names = { 0 };
+	struct dlc_index *idx;
+	char **classes = NULL;
+	struct stat st;
+	uint32_t c;
+	size_t i;
+	int ret;
+
+	if (!root || !out)
+		return -EINVAL;
+	*out = NULL;
+	idx = calloc(1, sizeof(*idx));
+	if (!idx)
+		return -ENOMEM;
+	idx->root = realpath(root, NULL);
+	if (!idx->root) {
+		ret = -errno;
+		goto err;
+	}
+	w.root_len = strlen(idx->root);
+	/* stat first: a root that is an unreadable file is -ENOTDIR. */
+	if (stat(idx->root, &st)) {
+		ret = -errno;
+		goto err;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		ret = -ENOTDIR;
+		goto err;
+	}
+	w.rootfd = open(idx->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (w.rootfd < 0) {
+		ret = -errno;
+		goto err;
+	}
+	ret = list_classes(w.rootfd, &names, &classes, &idx->nclasses);
+	if (ret)
+		goto err;
+	/*
+	 * Newer torchvision raises on an empty class unless allow_empty is
+	 * set; an empty class still gets its number here, so labels match
+	 * the allow_empty=True numbering, and only a set with no sample at
+	 * all is an error.
+	 */
+	for (c = 0; c < idx->nclasses; c++) {
+		size_t first = w.ndir;
+
+		ret = walk_add_dir(&w, SIZE_MAX, classes[c]);
+		if (ret)
+			goto err;
+		for (i = first; i < w.ndir; i++) {
+			ret = walk_one(&w, i, c);
+			if (ret)
+				goto err;
+		}
+	}
+	if (!w.nent) {
+		ret = -ENODATA;
+		goto err;
+	}
+	ret = index_fill(idx, &w, classes);
+	if (ret)
+		goto err;
+	*out = idx;
+	idx = NULL;
+err:
+	if (w.rootfd >= 0)
+		close(w.rootfd);
+	free(w.dirs.p);
+	free(w.dir);
+	free(w.paths.p);
+	free(w.ent);
+	free(names.p);
+	free(classes);
+	dlc_index_free(idx);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* Accessors                                                           */
+/* ------------------------------------------------------------------ */
+
+uint32_t dlc_index_count(const struct dlc_index *idx)
+{
+	return idx->count;
+}
+
+uint32_t dlc_index_num_classes(const struct dlc_index *idx)
+{
+	return idx->nclasses;
+}
+
+const char *dlc_index_root(const struct dlc_index *idx)
+{
+	return idx->root;
+}
+
+const char *dlc_index_class_name(const struct dlc_index *idx, uint32_t c)
+{
+	if (c >= idx->nclasses)
+		return NULL;
+	return idx->arena + idx->class_off[c];
+}
+
+const char *dlc_index_relpath(const struct dlc_index *idx, uint32_t id)
+{
+	if (id >= idx->count)
+		return NULL;
+	return idx->arena + idx->path_off[id];
+}
+
+int32_t dlc_index_label(const struct dlc_index *idx, uint32_t id)
+{
+	if (id >= idx->count)
+		return -1;
+	return idx->labels[id];
+}
+
+uint64_t dlc_index_size(const struct dlc_index *idx, uint32_t id)
+{
+	if (id >= idx->count)
+		return 0;
+	return idx->sizes[id];
+}
+
+uint64_t dlc_index_total_bytes(const struct dlc_index *idx)
+{
+	return idx->total;
+}
+
+void dlc_index_key(const struct dlc_index *idx, uint64_t key[2])
+{
+	key[0] = idx->key[0];
+	key[1] = idx->key[1];
+}
+
+/* ------------------------------------------------------------------ */
+/* Save                                                                */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Names may hold any byte but '/' and NUL. '%' and '\\' are escaped too so
+ * the encoding is unambiguous and a file never looks like it holds C
+ * escapes; control bytes are escaped so each record stays on one line.
+ */
+static int needs_escape(unsigned char c)
+{
+	return c < 0x20 || c == 0x7f || c == '%' || c == '\\';
+}
+
+static void put_encoded(FILE *f, const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (needs_escape(c)) {
+			putc('%', f);
+			putc(hex[c >> 4], f);
+			putc(hex[c & 15], f);
+		} else {
+			putc(c, f);
+		}
+	}
+}
+
+static int write_index(FILE *f, const struct dlc_index *idx)
+{
+	uint32_t i;
+
+	fprintf(f, IDX_MAGIC "\nroot ");
+	put_encoded(f, idx->root);
+	fprintf(f, "\nclasses %u\nsamples %u\nkey %016llx%016llx\n",
+		idx->nclasses, idx->count, (unsigned long long)idx->key[0],
+		(unsigned long long)idx->key[1]);
+	for (i = 0; i < idx->nclasses; i++) {
+		fputs("class ", f);
+		put_encoded(f, idx->arena + idx->class_off[i]);
+		putc('\n', f);
+	}
+	for (i = 0; i < idx->count; i++) {
+		fprintf(f, "%d %llu ", idx->labels[i],
+			(unsigned long long)idx->sizes[i]);
+		put_encoded(f, idx->arena + idx->path_off[i]);
+		putc('\n', f);
+	}
+	if (fflush(f) || ferror(f))
+		return errno ? -errno : -EIO;
+	return 0;
+}
+
+/*
+ * Written beside @path and renamed over it, so readers see the old file or
+ * the new one, never a mix. A fresh name with O_EXCL rather than mkstemp()
+ * so the file gets the usual umask-derived mode, not 0600.
+ */
+int dlc_index_save(const struct dlc_index *idx, const char *path)
+{
+	struct timespec ts;
+	char *tmp = NULL;
+	FILE *f = NULL;
+	int fd = -1, ret, tries;
+
+	if (!idx || !path || !*path)
+		return -EINVAL;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	for (tries = 0; tries < 100; tries++) {
+		free(tmp);
+		if (asprintf(&tmp, "%s.tmp.%ld.%lx", path, (long)getpid(),
+			     (unsigned long)(ts.tv_nsec + tries)) < 0) {
+			tmp = NULL;
+			return -ENOMEM;
+		}
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		if (fd >= 0 || errno != EEXIST)
+			break;
+	}
+	if (fd < 0) {
+		ret = -errno;
+		free(tmp);
+		return ret;
+	}
+	f = fdopen(fd, "w");
+	if (!f) {
+		ret = -errno;
+		close(fd);
+		goto err;
+	}
+	errno = 0;
+	ret = write_index(f, idx);
+	if (ret) {
+		fclose(f);
+		goto err;
+	}
+	/* The rename must not land before the data does. */
+	if (fsync(fileno(f))) {
+		ret = -errno;
+		fclose(f);
+		goto err;
+	}
+	if (fclose(f)) {
+		ret = -errno;
+		goto err;
+	}
+	if (rename(tmp, path)) {
+		ret = -errno;
+		goto err;
+	}
+	free(tmp);
+	return 0;
+err:
+	unlink(tmp);
+	free(tmp);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* Load                                                                */
+/* ------------------------------------------------------------------ */
+
+struct cursor {
+	char *p;
+	char *end;
+};
+
+/* Next line, NUL-terminated in place; NULL when no complete line is left. */
+static char *next_line(struct cursor *c)
+{
+	char *line = c->p, *nl;
+
+	if (c->p >= c->end)
+		return NULL;
+	nl = memchr(c->p, '\n', (size_t)(c->end - c->p));
+	if (!nl)
+		return NULL;
+	*nl = '\0';
+	c->p = nl + 1;
+	return line;
+}
+
+/* Plain decimal: digits only, no sign, no leading zero, no overflow. */
+static int parse_dec(const char **sp, uint64_t max, uint64_t *out)
+{
+	const char *s = *sp;
+	uint64_t v = 0;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	if (*s == '0' && s[1] >= '0' && s[1] <= '9')
+		return -1;
+	for (; *s >= '0' && *s <= '9'; s++) {
+		unsigned int d = (unsigned int)(*s - '0');
+
+		if (d > max || v > (max - d) / 10)
+			return -1;
+		v = v * 10 + d;
+	}
+	*sp = s;
+	*out = v;
+	return 0;
+}
+
+static int parse_field(const char *line, const char *name, uint64_t max,
+		       uint64_t *out)
+{
+	size_t n = strlen(name);
+
+	if (strncmp(line, name, n) || line[n] != ' ')
+		return -1;
+	line += n + 1;
+	if (parse_dec(&line, max, out) || *line)
+		return -1;
+	return 0;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/*
+ * Decode @s into @dst (never longer than @s). Only what put_encoded()
+ * writes is accepted: raw control bytes, a raw '\\' or a bad or needless
+ * escape mean the file was not written by us.
+ */
+static int decode_name(const char *s, char *dst, size_t *len)
+{
+	size_t n = 0;
+
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '%') {
+			int hi = hexval(s[1]), lo;
+
+			if (hi < 0)
+				return -1;
+			lo = hexval(s[2]);
+			if (lo < 0)
+				return -1;
+			c = (unsigned char)(hi << 4 | lo);
+			if (!c || !needs_escape(c))
+				return -1;
+			s += 2;
+		} else if (needs_escape(c)) {
+			return -1;
+		}
+		dst[n++] = (char)c;
+	}
+	dst[n] = '\0';
+	*len = n;
+	return 0;
+}
+
+static int valid_class_name(const char *s, size_t len)
+{
+	return len && !memchr(s, '/', len) && strcmp(s, ".") &&
+	       strcmp(s, "..");
+}
+
+/*
+ * A relpath must stay under the root: no absolute path, no empty, "." or
+ * ".." component, and at least "class/file".
+ */
+static int valid_relpath(const char *s)
+{
+	const char *comp = s;
+	int ncomp = 0;
+
+	for (;;) {
+		const char *slash = strchr(comp, '/');
+		size_t n = slash ? (size_t)(slash - comp) : strlen(comp);
+
+		if (!n || (n == 1 && comp[0] == '.') ||
+		    (n == 2 && comp[0] == '.' && comp[1] == '.'))
+			return 0;
+		ncomp++;
+		if (!slash)
+			break;
+		comp = slash + 1;
+	}
+	return ncomp >= 2;
+}
+
+static int parse_key(const char *line, uint64_t key[2])
+{
+	int i, v;
+
+	if (strncmp(line, "key ", 4))
+		return -1;
+	line += 4;
+	key[0] = key[1] = 0;
+	for (i = 0; i < 32; i++) {
+		v = hexval(line[i]);
+		if (v < 0)
+			return -1;
+		key[i / 16] = key[i / 16] << 4 | (uint64_t)v;
+	}
+	return line[32] ? -1 : 0;
+}
+
+static int read_file(const char *path, char **buf, size_t *len)
+{
+	size_t cap = 0, n = 0;
+	char *p = NULL;
+	struct stat st;
+	int fd, ret = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st)) {
+		ret = -errno;
+		goto out;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		ret = -EISDIR;
+		goto out;
+	}
+	/* The size is a hint only; the file may change while it is read. */
+	cap = st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
+	p = malloc(cap);
+	if (!p) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (;;) {
+		ssize_t r;
+
+		if (n + 1 >= cap) {
+			ret = grow(&p, &cap, cap + 1, 1);
+			if (ret)
+				goto out;
+		}
+		r = read(fd, p + n, cap - n - 1);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			ret = -errno;
+			goto out;
+		}
+		if (!r)
+			break;
+		n += (size_t)r;
+	}
+	p[n] = '\0';
+	*buf = p;
+	*len = n;
+	p = NULL;
+out:
+	free(p);
+	close(fd);
+	return ret;
+}
+
+static int parse_index(struct dlc_index *idx, char *buf, size_t len)
+{
+	struct cursor cur = { buf, buf + len };
+	uint64_t v, key[2], size;
+	size_t pos = 0, n, root_len;
+	const char *s;
+	char *line;
+	uint32_t i;
+	int ret;
+
+	/* A NUL would end a line early and hide whatever follows it. */
+	if (memchr(buf, '\0', len))
+		return -EBADMSG;
+	line = next_line(&cur);
+	if (!line || strcmp(line, IDX_MAGIC))
+		return -EBADMSG;
+
+	line = next_line(&cur);
+	if (!line || strncmp(line, "root ", 5))
+		return -EBADMSG;
+	idx->root = malloc(strlen(line + 5) + 1);
+	if (!idx->root)
+		return -ENOMEM;
+	if (decode_name(line + 5, idx->root, &root_len) || !root_len ||
+	    idx->root[0] != '/' || root_len >= PATH_MAX)
+		return -EBADMSG;
+
+	line = next_line(&cur);
+	if (!line || parse_field(line, "classes", IDX_MAX_CLASSES, &v) || !v)
+		return -EBADMSG;
+	idx->nclasses = (uint32_t)v;
+	line = next_line(&cur);
+	if (!line || parse_field(line, "samples", IDX_MAX_SAMPLES, &v) || !v)
+		return -EBADMSG;
+	idx->count = (uint32_t)v;
+	line = next_line(&cur);
+	if (!line || parse_key(line, key))
+		return -EBADMSG;
+
+	/*
+	 * Every decoded string is shorter than its line, so the file's size
+	 * bounds the arena; the counts are checked against the lines before
+	 * the arrays are trusted.
+	 */
+	if ((uint64_t)idx->nclasses + idx->count > len)
+		return -EBADMSG;
+	ret = index_alloc_arrays(idx);
+	if (ret)
+		return ret;
+	idx->arena = malloc(len + 1);
+	if (!idx->arena)
+		return -ENOMEM;
+
+	for (i = 0; i < idx->nclasses; i++) {
+		line = next_line(&cur);
+		if (!line || strncmp(line, "class ", 6))
+			return -EBADMSG;
+		if (decode_name(line + 6, idx->arena + pos, &n) ||
+		    !valid_class_name(idx->arena + pos, n))
+			return -EBADMSG;
+		idx->class_off[i] = pos;
+		/* Sorted and unique, as build makes them. */
+		if (i && strcmp(idx->arena + idx->class_off[i - 1],
+				idx->arena + pos) >= 0)
+			return -EBADMSG;
+		pos += n + 1;
+	}
+
+	idx->total = 0;
+	for (i = 0; i < idx->count; i++) {
+		const char *path, *cls;
+		size_t clen;
+
+		line = next_line(&cur);
+		if (!line)
+			return -EBADMSG;
+		s = line;
+		if (parse_dec(&s, idx->nclasses - 1, &v) || *s++ != ' ')
+			return -EBADMSG;
+		idx->labels[i] = (int32_t)v;
+		if (parse_dec(&s, UINT64_MAX, &size) || *s++ != ' ')
+			return -EBADMSG;
+		idx->sizes[i] = size;
+		if (decode_name(s, idx->arena + pos, &n))
+			return -EBADMSG;
+		path = idx->arena + pos;
+		if (!valid_relpath(path) || root_len + 1 + n >= PATH_MAX)
+			return -EBADMSG;
+		/* The first component is the class directory. */
+		cls = idx->arena + idx->class_off[idx->labels[i]];
+		clen = strlen(cls);
+		if (strncmp(path, cls, clen) || path[clen] != '/')
+			return -EBADMSG;
+		idx->path_off[i] = pos;
+		/* In build's order: by class, then directory, then name. */
+		if (i) {
+			const char *prev = idx->arena + idx->path_off[i - 1];
+
+			if (idx->labels[i - 1] > idx->labels[i] ||
+			    (idx->labels[i - 1] == idx->labels[i] &&
+			     path_cmp(prev, dir_len(prev), path,
+				      dir_len(path)) >= 0))
+				return -EBADMSG;
+		}
+		if (idx->total > UINT64_MAX - size)
+			return -EBADMSG;
+		idx->total += size;
+		pos += n + 1;
+	}
+	if (cur.p != cur.end)
+		return -EBADMSG;
+
+	index_compute_key(idx, idx->key);
+	if (idx->key[0] != key[0] || idx->key[1] != key[1])
+		return -EBADMSG;
+	/* Give back the slack; the arena was sized for the whole file. */
+	line = realloc(idx->arena, pos ? pos : 1);
+	if (line)
+		idx->arena = line;
+	return 0;
+}
+
+int dlc_index_load(const char *path, struct dlc_index **out)
+{
+	struct dlc_index *idx;
+	char *buf = NULL;
+	size_t len = 0;
+	int ret;
+
+	if (!path || !out)
+		return -EINVAL;
+	*out = NULL;
+	ret = read_file(path, &buf, &len);
+	if (ret)
+		return ret;
+	idx = calloc(1, sizeof(*idx));
+	if (!idx) {
+		free(buf);
+		return -ENOMEM;
+	}
+	ret = parse_index(idx, buf, len);
+	free(buf);
+	if (ret) {
+		dlc_index_free(idx);
+		return ret;
+	}
+	*out = idx;
+	return 0;
+}

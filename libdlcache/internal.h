@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libdlcache internals shared between its files: logging, reference
+ * counted sample buffers, the in-process cache, the io_uring reader and
+ * the pinned batch memory.
+ */
+#ifndef DLC_INTERNAL_H
+#define DLC_INTERNAL_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <time.h>
+
+#include "dlcache.h"
+#include "policy.h"
+
+/* ---- logging ---- */
+
+struct dlc_logger {
+	dlc_log_fn fn;
+	void *arg;
+	uint32_t level;
+};
+
+void dlc_logf(const struct dlc_logger *lg, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static inline uint64_t dlc_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+#define dlc_stat_add(field, v) __atomic_fetch_add(&(field), (v), __ATOMIC_RELAXED)
+
+/* ---- sample bytes ---- */
+
+/*
+ * The encoded bytes of one sample. Shared by the cache and the decode
+ * queue; freed when the last reference goes.
+ */
+struct dlc_buf {
+	uint32_t refs;		/* atomic */
+	uint32_t pad;
+	size_t len;
+	uint8_t data[];
+};
+
+struct dlc_buf *dlc_buf_alloc(size_t len);
+struct dlc_buf *dlc_buf_get(struct dlc_buf *b);
+void dlc_buf_put(struct dlc_buf *b);
+
+/* ---- in-process cache (used by the I/O thread only) ---- */
+
+struct dlc_cache;
+
+/*
+ * A cache of up to @capacity bytes over @nsamples samples whose orders are
+ * up to @epoch_len positions long.
+ */
+int dlc_cache_create(uint32_t nsamples, uint32_t epoch_len, uint64_t capacity,
+		     struct dlc_cache **out);
+void dlc_cache_destroy(struct dlc_cache *c);
+
+/*
+ * Make sure the orders of @epoch and @epoch + 1 are known, uploading them
+ * with @fill (which writes one epoch's order); an epoch out of sequence
+ * restarts the time line, keeping the cached bytes.
+ */
+int dlc_cache_prepare_epoch(struct dlc_cache *c, uint32_t epoch,
+			    int (*fill)(void *arg, uint32_t epoch,
+					uint32_t *ids, uint32_t len),
+			    void *arg);
+
+/*
+ * (@epoch, @index) and every position before it are consumed: the sample
+ * used there now ranks by its following use.
+ */
+void dlc_cache_advance(struct dlc_cache *c, uint32_t epoch, uint32_t index);
+
+/* A new reference to the cached bytes of @id, or NULL on a miss. */
+struct dlc_buf *dlc_cache_lookup(struct dlc_cache *c, uint32_t id);
+
+/*
+ * Offer @b as the bytes of @id. Returns 1 when cached (the cache takes its
+ * own reference), 0 when bypassed. Evicts as the policy says.
+ */
+int dlc_cache_offer(struct dlc_cache *c, uint32_t id, struct dlc_buf *b);
+
+struct dlc_cache_counters {
+	uint64_t evictions;
+	uint64_t bypasses;
+	uint64_t used;
+	uint64_t capacity;
+};
+void dlc_cache_counters(const struct dlc_cache *c,
+			struct dlc_cache_counters *out);
+
+/* ---- io_uring reader (used by one thread at a time) ---- */
+
+struct dlc_reader_opts {
+	uint32_t queue_depth;	/* reads in flight at most */
+	uint32_t direct;	/* try O_DIRECT */
+	uint32_t max_read_bytes; /* split reads, 0: whole file at once */
+	uint64_t max_file_bytes; /* larger files fail with -EFBIG */
+	uint32_t slot_bytes;	/* size of each registered buffer */
+	const struct dlc_logger *log;
+	struct dlc_stats *stats; /* counters to add to (atomics) */
+};
+
+struct dlc_reader;
+
+/* A finished read: the bytes, or why there are none. */
+struct dlc_read_done {
+	uint64_t tag;		/* as submitted */
+	int err;		/* 0 or negative errno */
+	struct dlc_buf *buf;	/* reference owned by the caller when err == 0 */
+	const char *why;	/* static text for err, e.g. "open" or "read" */
+};
+
+int dlc_reader_create(const struct dlc_reader_opts *o, struct dlc_reader **out);
+void dlc_reader_destroy(struct dlc_reader *r);
+
+/* Reads submitted and not yet reaped. */
+uint32_t dlc_reader_inflight(const struct dlc_reader *r);
+
+/*
+ * Open @path and queue a read of the whole file, tagged @tag. Returns 0,
+ * or -EBUSY when queue_depth reads are in flight. Open errors are not
+ * returned here: they come back from dlc_reader_reap() like read errors.
+ */
+int dlc_reader_queue(struct dlc_reader *r, const char *path, uint64_t tag);
+
+/* Hand queued reads to the kernel. */
+int dlc_reader_submit(struct dlc_reader *r);
+
+/*
+ * Collect up to @max finished reads into @done. With @wait, blocks until
+ * at least one read finishes or something else completes on the ring (a
+ * wake-up: see dlc_reader_wake). Returns the number collected or -errno.
+ */
+int dlc_reader_reap(struct dlc_reader *r, struct dlc_read_done *done,
+		    uint32_t max, int wait);
+
+/* Wake a thread blocked in dlc_reader_reap(); any thread may call it. */
+void dlc_reader_wake(struct dlc_reader *r);
+
+/* ---- pinned batch memory ---- */
+
+struct dlc_pinned {
+	void *base;
+	size_t bytes;		/* mapped length */
+	int locked;		/* mlock succeeded */
+	int huge;		/* 2: hugetlbfs pages, 1: THP advised, 0: none */
+};
+
+/* Map @bytes (rounded to 2 MiB), try huge pages, try mlock; log the outcome. */
+int dlc_pinned_alloc(size_t bytes, const struct dlc_logger *log,
+		     struct dlc_pinned *out);
+void dlc_pinned_free(struct dlc_pinned *p);
+
+#endif /* DLC_INTERNAL_H */

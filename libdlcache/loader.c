@@ -1,0 +1,1025 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The loader: an epoch's order in, decoded batches out.
+ *
+ * Threads and who owns what:
+ *  - the I/O thread owns the io_uring reader and the in-process cache. It
+ *    walks the order, claims batch slots, looks each sample up in the
+ *    cache, reads the misses, offers them to the cache and queues every
+ *    sample for decode. When decode is the bottleneck (a backlog, and the
+ *    reads it could issue are all issued) it decodes too: the controller.
+ *  - decode workers pop samples and decode them straight into their slot.
+ *  - the consumer takes ready batches in order and releases them.
+ * Everything shared is under l->lock, except the stats (atomics).
+ *
+ * A slot moves FREE -> FILLING (I/O thread) -> READY (last decoder) ->
+ * HELD (consumer) -> FREE (release). Samples in flight never exceed the
+ * window, and the I/O thread only claims a slot that is FREE, so memory
+ * is bounded by the config alone.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_HELD };
+
+struct slot {
+	struct dlc_batch b;	/* first: the consumer's handle */
+	enum slot_state state;
+	uint32_t pending;	/* samples not yet decoded */
+	uint32_t want;		/* samples the batch holds before skips */
+	uint8_t *skip;		/* per index: dropped under DLC_ON_ERROR_SKIP */
+	int err;		/* first fatal sample error (DLC_ON_ERROR_FAIL) */
+};
+
+struct item {
+	uint32_t slot;
+	uint32_t index;		/* in the batch */
+	uint32_t sample;
+	uint32_t pos;		/* in the epoch order */
+	struct dlc_buf *buf;	/* NULL when the read failed */
+	int err;		/* read error */
+	const char *why;
+};
+
+struct dlc_loader {
+	struct dlc_config cfg;
+	struct dlc_logger log;
+	const struct dlc_index *idx;
+	uint32_t n;			/* samples in the data set */
+	uint32_t epoch_len;		/* this rank's order length */
+	size_t sample_bytes;		/* 3 x out_w x out_h */
+
+	pthread_mutex_t lock;
+	pthread_cond_t work_cv;		/* decode queue got an item, or stop */
+	pthread_cond_t ready_cv;	/* a slot became READY, or stop */
+	pthread_cond_t idle_cv;		/* outstanding reached 0 */
+	int stop;
+
+	/* Epoch state, written by start_epoch while the pipeline is idle. */
+	uint64_t gen;			/* bumps on every start_epoch */
+	int active;
+	uint32_t epoch;
+	uint32_t *order;		/* epoch_len sample IDs */
+	uint32_t start, end;		/* positions this run covers */
+	uint32_t next_pos;		/* next position to issue */
+	uint32_t nbatches_run;		/* batches from start to end */
+	uint64_t base_seq;		/* public seq of the first batch */
+	uint32_t next_local;		/* next batch the consumer gets */
+	uint32_t held;			/* batches the consumer holds */
+	int failed;			/* sticky error under ON_ERROR_FAIL */
+	uint32_t outstanding;		/* issued, not yet finished */
+	int io_idle;			/* the I/O thread sleeps in reap */
+
+	struct slot *slots;
+	struct dlc_pinned mem;
+
+	struct item *queue;		/* decode queue, a ring of window items */
+	uint32_t qhead, qlen;
+
+	struct dlc_cache *cache;	/* I/O thread only */
+	struct dlc_reader *reader;	/* I/O thread only */
+	uint32_t ndecode;
+	pthread_t io_thread;
+	pthread_t *decode_threads;
+	uint32_t nthreads_started;
+	int io_started;
+
+	struct dlc_stats stats;
+	struct dlc_error_info last_err;
+	int have_err;
+};
+
+/* ------------------------------------------------------------------ */
+
+void dlc_config_init(struct dlc_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->batch_size = 64;
+	cfg->layout = DLC_LAYOUT_NCHW;
+	dlc_transform_default(&cfg->transform, DLC_TRANSFORM_TRAIN);
+	cfg->shuffle = 1;
+	cfg->world = 1;
+	cfg->queue_depth = 64;
+	cfg->window = 256;
+	cfg->nbatches = 4;
+	cfg->on_error = DLC_ON_ERROR_SKIP;
+	cfg->backend = DLC_BACKEND_AUTO;
+	cfg->max_file_bytes = 64ULL << 20;
+	cfg->direct_io = 1;
+	cfg->log_level = DLC_LOG_WARN;
+}
+
+#define BAD(field, ...)							\
+	do {								\
+		dlc_logf(log, DLC_LOG_ERROR, "invalid config: " field ": " \
+			 __VA_ARGS__);					\
+		return -EINVAL;						\
+	} while (0)
+
+static int check_config(const struct dlc_config *c, const struct dlc_logger *log)
+{
+	const char *why = NULL;
+
+	if (c->batch_size < 1 || c->batch_size > 65536)
+		BAD("batch_size", "must be 1..65536, got %u", c->batch_size);
+	if (c->layout > DLC_LAYOUT_NHWC)
+		BAD("layout", "must be NCHW (0) or NHWC (1), got %u", c->layout);
+	if (dlc_transform_check(&c->transform, &why))
+		BAD("transform", "%s", why ? why : "invalid");
+	if (c->world < 1 || c->rank >= c->world)
+		BAD("rank/world", "rank %u must be below world %u", c->rank,
+		    c->world);
+	if (c->queue_depth < 1 || c->queue_depth > 4096)
+		BAD("queue_depth", "must be 1..4096, got %u", c->queue_depth);
+	if (c->window < 1 || c->window > (1U << 20))
+		BAD("window", "must be 1..1048576, got %u", c->window);
+	if (c->nbatches < 2 || c->nbatches > 64)
+		BAD("nbatches", "must be 2..64, got %u", c->nbatches);
+	if (c->on_error > DLC_ON_ERROR_FAIL)
+		BAD("on_error", "unknown policy %u", c->on_error);
+	if (c->backend > DLC_BACKEND_INPROCESS)
+		BAD("backend", "unknown backend %u", c->backend);
+	if (c->decode_threads > 256)
+		BAD("decode_threads", "at most 256, got %u", c->decode_threads);
+	if (c->shuffle > 1 || c->drop_last > 1 || c->direct_io > 1)
+		BAD("shuffle/drop_last/direct_io", "must be 0 or 1");
+	if (c->pad)
+		BAD("pad", "must be zero");
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Errors                                                              */
+
+static uint32_t read_error_kind(int err)
+{
+	switch (err) {
+	case -ENOENT:
+		return DLC_ERR_MISSING;
+	case -EFBIG:
+		return DLC_ERR_TOO_LARGE;
+	case -ENOMEM:
+		return DLC_ERR_NOMEM;
+	default:
+		return DLC_ERR_IO;
+	}
+}
+
+static void sample_path(const struct dlc_loader *l, uint32_t id, char *buf,
+			size_t len)
+{
+	snprintf(buf, len, "%s/%s", dlc_index_root(l->idx),
+		 dlc_index_relpath(l->idx, id));
+}
+
+/* Count and log a failed sample; remember it as the last error. */
+static void note_error(struct dlc_loader *l, uint32_t id, uint32_t kind,
+		       int err, const char *msg, const char *action)
+{
+	struct dlc_error_info e;
+
+	memset(&e, 0, sizeof(e));
+	e.sample = id;
+	e.kind = kind;
+	e.err = err;
+	sample_path(l, id, e.path, sizeof(e.path));
+	snprintf(e.msg, sizeof(e.msg), "%s", msg);
+	dlc_stat_add(l->stats.errors, 1);
+	dlc_stat_add(l->stats.errors_by_kind[kind < DLC_ERR_KINDS ? kind : 0], 1);
+	dlc_logf(&l->log, l->cfg.on_error == DLC_ON_ERROR_FAIL ?
+		 DLC_LOG_ERROR : DLC_LOG_WARN,
+		 "sample %u (%s): %s: %s; %s", id, e.path,
+		 dlc_error_kind_name(kind), msg, action);
+	pthread_mutex_lock(&l->lock);
+	l->last_err = e;
+	l->have_err = 1;
+	pthread_mutex_unlock(&l->lock);
+}
+
+/* Read a whole file the plain way: substitutes are rare. */
+static int slurp(const char *path, uint64_t max, struct dlc_buf **out)
+{
+	FILE *f = fopen(path, "rb");
+	struct dlc_buf *b;
+	long sz;
+
+	if (!f)
+		return -errno;
+	if (fseek(f, 0, SEEK_END) || (sz = ftell(f)) < 0 ||
+	    fseek(f, 0, SEEK_SET)) {
+		fclose(f);
+		return -EIO;
+	}
+	if (max && (uint64_t)sz > max) {
+		fclose(f);
+		return -EFBIG;
+	}
+	b = dlc_buf_alloc((size_t)sz);
+	if (!b) {
+		fclose(f);
+		return -ENOMEM;
+	}
+	if (sz && fread(b->data, 1, (size_t)sz, f) != (size_t)sz) {
+		fclose(f);
+		dlc_buf_put(b);
+		return -EIO;
+	}
+	fclose(f);
+	*out = b;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Decode                                                              */
+
+static uint8_t *slot_sample(struct dlc_loader *l, struct slot *s, uint32_t i)
+{
+	return s->b.data + (size_t)i * l->sample_bytes;
+}
+
+/* Decode @buf as sample @id into @dst; kind/msg describe a failure. */
+static int decode_one(struct dlc_loader *l, struct dlc_decoder *dec,
+		      uint32_t epoch, uint32_t id, const struct dlc_buf *buf,
+		      uint8_t *dst, uint32_t *kind, const char **msg)
+{
+	uint64_t t0 = dlc_now_ns();
+	int ret;
+
+	ret = dlc_decoder_sample(dec, buf->data, buf->len, &l->cfg.transform,
+				 l->cfg.seed, epoch, id, l->cfg.layout, dst,
+				 NULL);
+	dlc_stat_add(l->stats.decode_ns, dlc_now_ns() - t0);
+	if (ret) {
+		*kind = dlc_decoder_error_kind(dec);
+		*msg = dlc_decoder_error(dec);
+		return ret;
+	}
+	dlc_stat_add(l->stats.decoded, 1);
+	return 0;
+}
+
+/* Try other samples in the slot of a failed one; 0 when one worked. */
+static int substitute(struct dlc_loader *l, struct dlc_decoder *dec,
+		      uint32_t epoch, struct item *it, struct slot *s)
+{
+	char path[4096];
+	uint32_t k;
+
+	for (k = 1; k <= 16 && k < l->n; k++) {
+		uint32_t alt = (it->sample + k) % l->n, kind;
+		struct dlc_buf *b = NULL;
+		const char *msg;
+		int ret;
+
+		sample_path(l, alt, path, sizeof(path));
+		if (slurp(path, l->cfg.max_file_bytes, &b))
+			continue;
+		ret = decode_one(l, dec, epoch, alt, b, slot_sample(l, s, it->index),
+				 &kind, &msg);
+		dlc_buf_put(b);
+		if (ret)
+			continue;
+		s->b.ids[it->index] = alt;
+		s->b.labels[it->index] = dlc_index_label(l->idx, alt);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* Called with l->lock held: one sample of @s is done. */
+static void finish_sample(struct dlc_loader *l, struct slot *s)
+{
+	uint32_t i, w = 0;
+
+	l->outstanding--;
+	if (l->io_idle) {
+		l->io_idle = 0;
+		dlc_reader_wake(l->reader);
+	}
+	if (l->outstanding == 0)
+		pthread_cond_broadcast(&l->idle_cv);
+	if (--s->pending)
+		return;
+	if (s->b.errors && l->cfg.on_error == DLC_ON_ERROR_SKIP) {
+		for (i = 0; i < s->want; i++) {
+			if (s->skip[i])
+				continue;
+			if (w != i) {
+				memmove(slot_sample(l, s, w), slot_sample(l, s, i),
+					l->sample_bytes);
+				s->b.labels[w] = s->b.labels[i];
+				s->b.ids[w] = s->b.ids[i];
+			}
+			w++;
+		}
+		s->b.count = w;
+	}
+	s->state = SLOT_READY;
+	pthread_cond_broadcast(&l->ready_cv);
+}
+
+static void process_item(struct dlc_loader *l, struct dlc_decoder *dec,
+			 struct item *it, uint32_t epoch, uint64_t gen)
+{
+	struct slot *s = &l->slots[it->slot];
+	const char *msg = it->why;
+	uint32_t kind;
+	int ret;
+
+	if (it->buf) {
+		ret = decode_one(l, dec, epoch, it->sample, it->buf,
+				 slot_sample(l, s, it->index), &kind, &msg);
+		dlc_buf_put(it->buf);
+	} else {
+		ret = it->err;
+		kind = read_error_kind(ret);
+		msg = msg ? msg : "read";
+	}
+	if (ret) {
+		char what[256];
+
+		if (!it->buf) {
+			snprintf(what, sizeof(what), "%s failed: %s", msg,
+				 strerror(-ret));
+			msg = what;
+		}
+		switch (l->cfg.on_error) {
+		case DLC_ON_ERROR_SUBSTITUTE:
+			note_error(l, it->sample, kind, ret, msg,
+				   "substituting another sample");
+			if (substitute(l, dec, epoch, it, s) == 0) {
+				dlc_stat_add(l->stats.substituted, 1);
+				ret = 0;
+				break;
+			}
+			/* Nothing decodable nearby: drop it instead. */
+			/* fall through */
+		case DLC_ON_ERROR_SKIP:
+			if (l->cfg.on_error == DLC_ON_ERROR_SKIP)
+				note_error(l, it->sample, kind, ret, msg,
+					   "skipping it");
+			dlc_stat_add(l->stats.skipped, 1);
+			s->skip[it->index] = 1;
+			ret = 0;
+			break;
+		default:
+			note_error(l, it->sample, kind, ret, msg,
+				   "failing the batch");
+			break;
+		}
+	}
+
+	pthread_mutex_lock(&l->lock);
+	if (gen == l->gen) {
+		if (ret && !s->err)
+			s->err = ret;
+		if (s->skip[it->index] || ret ||
+		    s->b.ids[it->index] != it->sample)
+			s->b.errors++;
+	}
+	finish_sample(l, s);
+	pthread_mutex_unlock(&l->lock);
+}
+
+/* Called with l->lock held; drops it while decoding. */
+static int pop_and_process(struct dlc_loader *l, struct dlc_decoder *dec)
+{
+	struct item it;
+	uint32_t epoch;
+	uint64_t gen;
+
+	if (!l->qlen)
+		return 0;
+	it = l->queue[l->qhead];
+	l->qhead = (l->qhead + 1) % l->cfg.window;
+	l->qlen--;
+	epoch = l->epoch;
+	gen = l->gen;
+	pthread_mutex_unlock(&l->lock);
+	process_item(l, dec, &it, epoch, gen);
+	pthread_mutex_lock(&l->lock);
+	return 1;
+}
+
+struct worker_arg {
+	struct dlc_loader *l;
+};
+
+static void *decode_main(void *arg)
+{
+	struct dlc_loader *l = arg;
+	struct dlc_decoder *dec = NULL;
+
+	if (dlc_decoder_create(l->cfg.max_pixels, &dec))
+		return NULL;
+	pthread_mutex_lock(&l->lock);
+	while (!l->stop) {
+		if (!pop_and_process(l, dec))
+			pthread_cond_wait(&l->work_cv, &l->lock);
+	}
+	pthread_mutex_unlock(&l->lock);
+	dlc_decoder_destroy(dec);
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* I/O thread                                                          */
+
+static int fill_order(void *arg, uint32_t epoch, uint32_t *ids, uint32_t len)
+{
+	struct dlc_loader *l = arg;
+	struct dlc_order_params p = {
+		.seed = l->cfg.seed, .epoch = epoch, .rank = l->cfg.rank,
+		.world = l->cfg.world, .shuffle = l->cfg.shuffle,
+		.drop_last = l->cfg.drop_last,
+	};
+
+	return dlc_order_fill(l->n, &p, ids, len);
+}
+
+/* Called with l->lock held. */
+static void push_item(struct dlc_loader *l, const struct item *it)
+{
+	l->queue[(l->qhead + l->qlen) % l->cfg.window] = *it;
+	l->qlen++;
+	pthread_cond_signal(&l->work_cv);
+}
+
+/* Whether the next position may be issued now. Called with l->lock held. */
+static int issuable(const struct dlc_loader *l)
+{
+	uint32_t local, si;
+
+	if (!l->active || l->failed || l->next_pos >= l->end ||
+	    l->outstanding >= l->cfg.window)
+		return 0;
+	if ((l->next_pos - l->start) % l->cfg.batch_size)
+		return 1;
+	local = (l->next_pos - l->start) / l->cfg.batch_size;
+	si = local % l->cfg.nbatches;
+	return l->slots[si].state == SLOT_FREE;
+}
+
+static void item_at(const struct dlc_loader *l, uint32_t pos, struct item *it)
+{
+	it->pos = pos;
+	it->sample = l->order[pos];
+	it->slot = ((pos - l->start) / l->cfg.batch_size) % l->cfg.nbatches;
+	it->index = (pos - l->start) % l->cfg.batch_size;
+	it->buf = NULL;
+	it->err = 0;
+	it->why = NULL;
+}
+
+/* Claim the next position. Called with l->lock held, when issuable(). */
+static void claim_next(struct dlc_loader *l, struct item *it)
+{
+	struct slot *s;
+
+	item_at(l, l->next_pos, it);
+	s = &l->slots[it->slot];
+	if (it->index == 0) {
+		uint32_t left = l->end - l->next_pos;
+
+		s->state = SLOT_FILLING;
+		s->want = left < l->cfg.batch_size ? left : l->cfg.batch_size;
+		s->pending = s->want;
+		s->err = 0;
+		memset(s->skip, 0, l->cfg.batch_size);
+		s->b.seq = l->base_seq + (l->next_pos - l->start) /
+					 l->cfg.batch_size;
+		s->b.epoch = l->epoch;
+		s->b.count = s->want;
+		s->b.errors = 0;
+	}
+	s->b.ids[it->index] = it->sample;
+	s->b.labels[it->index] = dlc_index_label(l->idx, it->sample);
+	l->next_pos++;
+	l->outstanding++;
+}
+
+/* Called with l->lock held: a sample of an abandoned epoch is dropped. */
+static void drop_sample(struct dlc_loader *l, struct dlc_buf *buf)
+{
+	dlc_buf_put(buf);
+	l->outstanding--;
+	if (l->outstanding == 0)
+		pthread_cond_broadcast(&l->idle_cv);
+}
+
+/* Finished reads: offer them to the cache and queue them for decode. */
+static void hand_over(struct dlc_loader *l, struct dlc_read_done *done,
+		      int n)
+{
+	struct dlc_cache_counters cc;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		struct dlc_read_done *d = &done[i];
+		struct item it;
+
+		dlc_stat_add(l->stats.misses, 1);
+		if (d->buf) {
+			dlc_stat_add(l->stats.miss_bytes, d->buf->len);
+			if (l->cache && d->buf->len)
+				dlc_cache_offer(l->cache,
+						l->order[(uint32_t)d->tag], d->buf);
+		}
+		pthread_mutex_lock(&l->lock);
+		if (!l->active) {
+			drop_sample(l, d->buf);
+			pthread_mutex_unlock(&l->lock);
+			continue;
+		}
+		item_at(l, (uint32_t)d->tag, &it);
+		it.buf = d->buf;
+		it.err = d->err;
+		it.why = d->why;
+		push_item(l, &it);
+		pthread_mutex_unlock(&l->lock);
+	}
+	if (l->cache && n > 0) {
+		dlc_cache_counters(l->cache, &cc);
+		__atomic_store_n(&l->stats.evictions, cc.evictions,
+				 __ATOMIC_RELAXED);
+		__atomic_store_n(&l->stats.bypasses, cc.bypasses,
+				 __ATOMIC_RELAXED);
+		__atomic_store_n(&l->stats.cache_used, cc.used,
+				 __ATOMIC_RELAXED);
+	}
+}
+
+static void *io_main(void *arg)
+{
+	struct dlc_loader *l = arg;
+	struct dlc_read_done *done;
+	struct dlc_decoder *dec = NULL;
+	uint64_t my_gen = 0;
+	uint32_t qd = l->cfg.queue_depth;
+	char path[4096];
+
+	done = calloc(qd, sizeof(*done));
+	if (!done || dlc_decoder_create(l->cfg.max_pixels, &dec)) {
+		free(done);
+		pthread_mutex_lock(&l->lock);
+		l->failed = -ENOMEM;
+		pthread_cond_broadcast(&l->ready_cv);
+		pthread_mutex_unlock(&l->lock);
+		return NULL;
+	}
+
+	pthread_mutex_lock(&l->lock);
+	while (!l->stop) {
+		int progressed = 0, n, lend;
+		struct item it;
+
+		if (l->active && l->gen != my_gen) {
+			uint32_t epoch = l->epoch;
+			int ret = 0;
+
+			my_gen = l->gen;
+			pthread_mutex_unlock(&l->lock);
+			if (l->cache)
+				ret = dlc_cache_prepare_epoch(l->cache, epoch,
+							      fill_order, l);
+			pthread_mutex_lock(&l->lock);
+			if (ret) {
+				dlc_logf(&l->log, DLC_LOG_ERROR,
+					 "cache: cannot take the order of epoch %u: %s",
+					 epoch, strerror(-ret));
+				l->failed = ret;
+				pthread_cond_broadcast(&l->ready_cv);
+			}
+		}
+
+		/* Issue: hits go straight to decode, misses to io_uring. */
+		while (dlc_reader_inflight(l->reader) < qd && issuable(l)) {
+			struct dlc_buf *hit = NULL;
+			uint32_t epoch = l->epoch;
+
+			claim_next(l, &it);
+			pthread_mutex_unlock(&l->lock);
+			if (l->cache) {
+				dlc_cache_advance(l->cache, epoch, it.pos);
+				hit = dlc_cache_lookup(l->cache, it.sample);
+			}
+			if (hit) {
+				it.buf = hit;
+				dlc_stat_add(l->stats.hits, 1);
+				dlc_stat_add(l->stats.hit_bytes, hit->len);
+			} else {
+				sample_path(l, it.sample, path, sizeof(path));
+				/* There is reader room, so this queues. */
+				dlc_reader_queue(l->reader, path, it.pos);
+			}
+			pthread_mutex_lock(&l->lock);
+			if (hit)
+				push_item(l, &it);
+			progressed = 1;
+		}
+		pthread_mutex_unlock(&l->lock);
+
+		if (progressed)
+			dlc_reader_submit(l->reader);
+		n = dlc_reader_reap(l->reader, done, qd, 0);
+		if (n > 0) {
+			hand_over(l, done, n);
+			progressed = 1;
+		}
+
+		pthread_mutex_lock(&l->lock);
+		/*
+		 * The controller: decode is behind (more queued than the
+		 * workers can take) while I/O has issued all it may, so this
+		 * thread decodes one sample and then looks again.
+		 */
+		lend = l->qlen > l->ndecode &&
+		       (dlc_reader_inflight(l->reader) >= qd || !issuable(l));
+		if (lend && pop_and_process(l, dec)) {
+			dlc_stat_add(l->stats.io_thread_decodes, 1);
+			continue;
+		}
+		if (progressed || l->stop || (l->active && l->gen != my_gen) ||
+		    (issuable(l) && dlc_reader_inflight(l->reader) < qd))
+			continue;
+		/* Nothing to do: sleep until a read completes or a wake. */
+		l->io_idle = 1;
+		pthread_mutex_unlock(&l->lock);
+		n = dlc_reader_reap(l->reader, done, qd, 1);
+		if (n > 0)
+			hand_over(l, done, n);
+		pthread_mutex_lock(&l->lock);
+		l->io_idle = 0;
+	}
+	pthread_mutex_unlock(&l->lock);
+	dlc_decoder_destroy(dec);
+	free(done);
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Public API                                                          */
+
+static uint32_t online_cpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n > 0 ? (uint32_t)n : 1;
+}
+
+static void stop_threads(struct dlc_loader *l)
+{
+	uint32_t i;
+
+	pthread_mutex_lock(&l->lock);
+	l->stop = 1;
+	pthread_cond_broadcast(&l->work_cv);
+	pthread_cond_broadcast(&l->ready_cv);
+	pthread_mutex_unlock(&l->lock);
+	if (l->reader)
+		dlc_reader_wake(l->reader);
+	if (l->io_started)
+		pthread_join(l->io_thread, NULL);
+	for (i = 0; i < l->nthreads_started; i++)
+		pthread_join(l->decode_threads[i], NULL);
+	l->io_started = 0;
+	l->nthreads_started = 0;
+}
+
+void dlc_loader_destroy(struct dlc_loader *l)
+{
+	uint32_t i;
+
+	if (!l)
+		return;
+	stop_threads(l);
+	/* Samples still queued hold buffer references. */
+	for (i = 0; i < l->qlen; i++)
+		dlc_buf_put(l->queue[(l->qhead + i) % l->cfg.window].buf);
+	dlc_reader_destroy(l->reader);
+	dlc_cache_destroy(l->cache);
+	if (l->slots)
+		for (i = 0; i < l->cfg.nbatches; i++) {
+			free(l->slots[i].skip);
+			free(l->slots[i].b.labels);
+			free(l->slots[i].b.ids);
+		}
+	free(l->slots);
+	dlc_pinned_free(&l->mem);
+	free(l->queue);
+	free(l->order);
+	free(l->decode_threads);
+	pthread_mutex_destroy(&l->lock);
+	pthread_cond_destroy(&l->work_cv);
+	pthread_cond_destroy(&l->ready_cv);
+	pthread_cond_destroy(&l->idle_cv);
+	free(l);
+}
+
+int dlc_loader_create(const struct dlc_config *cfg,
+		      const struct dlc_index *idx, struct dlc_loader **out)
+{
+	struct dlc_logger log = { cfg ? cfg->log : NULL,
+				  cfg ? cfg->log_arg : NULL,
+				  cfg ? cfg->log_level : 0 };
+	struct dlc_order_params op = { 0 };
+	struct dlc_reader_opts ro = { 0 };
+	struct dlc_loader *l;
+	size_t batch_bytes, stride;
+	uint32_t i;
+	int ret;
+
+	if (!cfg || !idx || !out)
+		return -EINVAL;
+	*out = NULL;
+	ret = check_config(cfg, &log);
+	if (ret)
+		return ret;
+	if (dlc_index_count(idx) == 0) {
+		dlc_logf(&log, DLC_LOG_ERROR, "invalid data set: it holds no samples");
+		return -EINVAL;
+	}
+	op.world = cfg->world;
+	op.rank = cfg->rank;
+	op.drop_last = cfg->drop_last;
+	if (dlc_order_len(dlc_index_count(idx), &op) == 0) {
+		dlc_logf(&log, DLC_LOG_ERROR,
+			 "invalid config: world: %u ranks leave no samples for rank %u of %u samples",
+			 cfg->world, cfg->rank, dlc_index_count(idx));
+		return -EINVAL;
+	}
+
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	l->cfg = *cfg;
+	l->log = log;
+	l->idx = idx;
+	l->n = dlc_index_count(idx);
+	l->epoch_len = dlc_order_len(l->n, &op);
+	l->sample_bytes = (size_t)3 * cfg->transform.out_w * cfg->transform.out_h;
+	l->ndecode = cfg->decode_threads ? cfg->decode_threads :
+		     (online_cpus() > 1 ? online_cpus() - 1 : 1);
+	pthread_mutex_init(&l->lock, NULL);
+	pthread_cond_init(&l->work_cv, NULL);
+	pthread_cond_init(&l->ready_cv, NULL);
+	pthread_cond_init(&l->idle_cv, NULL);
+
+	ret = -ENOMEM;
+	l->order = malloc(sizeof(*l->order) * l->epoch_len);
+	l->queue = calloc(cfg->window, sizeof(*l->queue));
+	l->slots = calloc(cfg->nbatches, sizeof(*l->slots));
+	l->decode_threads = calloc(l->ndecode, sizeof(*l->decode_threads));
+	if (!l->order || !l->queue || !l->slots || !l->decode_threads)
+		goto err;
+
+	batch_bytes = l->sample_bytes * cfg->batch_size;
+	stride = (batch_bytes + 4095) & ~(size_t)4095;
+	ret = dlc_pinned_alloc(stride * cfg->nbatches, &l->log, &l->mem);
+	if (ret)
+		goto err;
+	for (i = 0; i < cfg->nbatches; i++) {
+		struct slot *s = &l->slots[i];
+
+		s->b.data = (uint8_t *)l->mem.base + stride * i;
+		s->b.labels = calloc(cfg->batch_size, sizeof(*s->b.labels));
+		s->b.ids = calloc(cfg->batch_size, sizeof(*s->b.ids));
+		s->skip = calloc(cfg->batch_size, 1);
+		s->b.layout = cfg->layout;
+		s->b.out_w = cfg->transform.out_w;
+		s->b.out_h = cfg->transform.out_h;
+		if (!s->b.labels || !s->b.ids || !s->skip) {
+			ret = -ENOMEM;
+			goto err;
+		}
+	}
+
+	if (cfg->cache_bytes) {
+		ret = dlc_cache_create(l->n, l->epoch_len, cfg->cache_bytes,
+				       &l->cache);
+		if (ret)
+			goto err;
+		l->stats.cache_capacity = cfg->cache_bytes;
+	}
+
+	ro.queue_depth = cfg->queue_depth;
+	ro.direct = cfg->direct_io;
+	ro.max_read_bytes = cfg->max_read_bytes;
+	ro.max_file_bytes = cfg->max_file_bytes;
+	ro.slot_bytes = 256 << 10;
+	ro.log = &l->log;
+	ro.stats = &l->stats;
+	ret = dlc_reader_create(&ro, &l->reader);
+	if (ret) {
+		dlc_logf(&l->log, DLC_LOG_ERROR, "io_uring setup failed: %s",
+			 strerror(-ret));
+		goto err;
+	}
+
+	dlc_logf(&l->log, DLC_LOG_INFO,
+		 "in-process cache of %llu MiB over %u samples; %u decode threads + 1 I/O thread",
+		 (unsigned long long)(cfg->cache_bytes >> 20), l->n, l->ndecode);
+
+	if (pthread_create(&l->io_thread, NULL, io_main, l)) {
+		ret = -EAGAIN;
+		goto err;
+	}
+	l->io_started = 1;
+	for (i = 0; i < l->ndecode; i++) {
+		if (pthread_create(&l->decode_threads[i], NULL, decode_main, l)) {
+			ret = -EAGAIN;
+			goto err;
+		}
+		l->nthreads_started++;
+	}
+	*out = l;
+	return 0;
+err:
+	dlc_loader_destroy(l);
+	return ret;
+}
+
+int dlc_loader_start_epoch(struct dlc_loader *l, uint32_t epoch,
+			   uint32_t start)
+{
+	struct dlc_order_params op = {
+		.seed = l->cfg.seed, .epoch = epoch, .rank = l->cfg.rank,
+		.world = l->cfg.world, .shuffle = l->cfg.shuffle,
+		.drop_last = l->cfg.drop_last,
+	};
+	uint32_t end, i, b = l->cfg.batch_size;
+	int ret;
+
+	end = l->cfg.drop_last ? l->epoch_len / b * b : l->epoch_len;
+	if (start > end || epoch == UINT32_MAX)
+		return -EINVAL;
+
+	pthread_mutex_lock(&l->lock);
+	if (l->held) {
+		pthread_mutex_unlock(&l->lock);
+		return -EBUSY;
+	}
+	/* Wind down the epoch in progress. */
+	l->active = 0;
+	while (l->qlen) {
+		drop_sample(l, l->queue[l->qhead].buf);
+		l->qhead = (l->qhead + 1) % l->cfg.window;
+		l->qlen--;
+	}
+	while (l->outstanding && !l->stop)
+		pthread_cond_wait(&l->idle_cv, &l->lock);
+
+	ret = dlc_order_fill(l->n, &op, l->order, l->epoch_len);
+	if (ret) {
+		pthread_mutex_unlock(&l->lock);
+		return ret;
+	}
+	for (i = 0; i < l->cfg.nbatches; i++)
+		l->slots[i].state = SLOT_FREE;
+	l->gen++;
+	l->epoch = epoch;
+	l->start = start;
+	l->end = end;
+	l->next_pos = start;
+	l->nbatches_run = (end - start + b - 1) / b;
+	l->base_seq = start / b;
+	l->next_local = 0;
+	l->failed = 0;
+	l->active = 1;
+	l->io_idle = 0;
+	pthread_mutex_unlock(&l->lock);
+	dlc_reader_wake(l->reader);
+	return 0;
+}
+
+uint32_t dlc_loader_epoch_samples(const struct dlc_loader *l)
+{
+	return l->cfg.drop_last ? l->epoch_len / l->cfg.batch_size *
+				  l->cfg.batch_size : l->epoch_len;
+}
+
+uint32_t dlc_loader_epoch_batches(const struct dlc_loader *l)
+{
+	uint32_t b = l->cfg.batch_size;
+
+	return l->cfg.drop_last ? l->epoch_len / b : (l->epoch_len + b - 1) / b;
+}
+
+int dlc_next_batch(struct dlc_loader *l, struct dlc_batch **out)
+{
+	struct slot *s;
+	uint64_t t0;
+	int ret;
+
+	pthread_mutex_lock(&l->lock);
+	if (!l->active && !l->gen) {
+		pthread_mutex_unlock(&l->lock);
+		return -EINVAL;		/* no epoch started */
+	}
+	if (l->failed) {
+		ret = l->failed;
+		goto out;
+	}
+	if (l->next_local >= l->nbatches_run) {
+		ret = -ENODATA;
+		goto out;
+	}
+	if (l->held >= l->cfg.nbatches - 1) {
+		ret = -EBUSY;
+		goto out;
+	}
+	s = &l->slots[l->next_local % l->cfg.nbatches];
+	t0 = dlc_now_ns();
+	while (!l->stop && !l->failed &&
+	       !(s->state == SLOT_READY &&
+		 s->b.seq == l->base_seq + l->next_local))
+		pthread_cond_wait(&l->ready_cv, &l->lock);
+	dlc_stat_add(l->stats.wait_ns, dlc_now_ns() - t0);
+	if (l->stop) {
+		ret = -ECANCELED;
+		goto out;
+	}
+	if (l->failed) {
+		ret = l->failed;
+		goto out;
+	}
+	l->next_local++;
+	if (s->err) {
+		/* Under DLC_ON_ERROR_FAIL the batch is lost with its error. */
+		l->failed = s->err;
+		s->state = SLOT_FREE;
+		ret = s->err;
+		if (l->io_idle) {
+			l->io_idle = 0;
+			dlc_reader_wake(l->reader);
+		}
+		goto out;
+	}
+	s->state = SLOT_HELD;
+	l->held++;
+	dlc_stat_add(l->stats.batches, 1);
+	*out = &s->b;
+	ret = 0;
+out:
+	pthread_mutex_unlock(&l->lock);
+	return ret;
+}
+
+void dlc_release_batch(struct dlc_loader *l, struct dlc_batch *b)
+{
+	struct slot *s = (struct slot *)b;
+
+	if (!b)
+		return;
+	pthread_mutex_lock(&l->lock);
+	if (s >= l->slots && s < l->slots + l->cfg.nbatches &&
+	    s->state == SLOT_HELD) {
+		s->state = SLOT_FREE;
+		l->held--;
+		if (l->io_idle) {
+			l->io_idle = 0;
+			dlc_reader_wake(l->reader);
+		}
+	}
+	pthread_mutex_unlock(&l->lock);
+}
+
+int dlc_loader_pinned(const struct dlc_loader *l)
+{
+	return l->mem.locked;
+}
+
+int dlc_loader_hugepages(const struct dlc_loader *l)
+{
+	return l->mem.huge;
+}
+
+int dlc_loader_last_error(struct dlc_loader *l, struct dlc_error_info *out)
+{
+	int ret = -ENOENT;
+
+	pthread_mutex_lock(&l->lock);
+	if (l->have_err) {
+		*out = l->last_err;
+		ret = 0;
+	}
+	pthread_mutex_unlock(&l->lock);
+	return ret;
+}
+
+int dlc_loader_stats(struct dlc_loader *l, struct dlc_stats *out)
+{
+	const uint64_t *src = (const uint64_t *)&l->stats;
+	uint64_t *dst = (uint64_t *)out;
+	size_t i;
+
+	for (i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
+		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+	return 0;
+}

@@ -1,0 +1,102 @@
+#!/bin/bash
+# Run every test and end with one line "N passed, N failed, N skipped".
+#
+# Host tests are small programs, one per feature, built twice: plain and
+# with AddressSanitizer + UBSan. Exit 0 passes, 77 skips, anything else
+# fails. The kernel side (KUnit under UML, QEMU boots) prints one line per
+# result: "ok NAME", "FAIL NAME" or "skip NAME". Afterwards the host's
+# kernel log is checked for splats that appeared during the run.
+set -uo pipefail
+
+BUILD=${1:-build}
+cd "$(dirname "$0")/.."
+pass=0 fail=0 skip=0
+failed=()
+log_dir="$BUILD/test-logs"
+mkdir -p "$log_dir"
+
+dmesg_mark=$(dmesg 2>/dev/null | wc -l || echo 0)
+
+result() {	# name status
+	case "$2" in
+	ok)   pass=$((pass + 1)); echo "ok   $1" ;;
+	skip) skip=$((skip + 1)); echo "skip $1" ;;
+	*)    fail=$((fail + 1)); failed+=("$1"); echo "FAIL $1" ;;
+	esac
+}
+
+run_program() {	# name log cmd...
+	local name=$1 log=$2 rc
+	shift 2
+	timeout 600 "$@" >"$log" 2>&1
+	rc=$?
+	case $rc in
+	0)  result "$name" ok ;;
+	77) result "$name" skip; grep -m1 -i skip "$log" | sed 's/^/     /' ;;
+	*)  result "$name" fail
+	    echo "     exit $rc; last lines of $log:"
+	    tail -n 15 "$log" | sed 's/^/     | /' ;;
+	esac
+}
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+for flavour in release asan; do
+	for t in "$BUILD/$flavour"/tests/test_*; do
+		[ -x "$t" ] || continue
+		name="$flavour/$(basename "$t")"
+		ctl="$PWD/$BUILD/dlcachectl"
+		[ "$flavour" = asan ] && ctl="$PWD/$BUILD/asan/dlcachectl"
+		DLCACHECTL="$ctl" run_program "$name" "$log_dir/${flavour}-$(basename "$t").log" "$t"
+	done
+done
+for t in tests/cli/test_*.sh; do
+	[ -f "$t" ] || continue
+	DLCACHECTL="$PWD/$BUILD/dlcachectl" run_program "cli/$(basename "$t" .sh)" \
+		"$log_dir/cli-$(basename "$t").log" bash "$t"
+done
+
+# Kernel side: each make target prints "ok|FAIL|skip NAME" lines.
+for target in kunit qemu-test style; do
+	if ! make -n "$target" >/dev/null 2>&1; then
+		continue
+	fi
+	log="$log_dir/$target.log"
+	timeout 2400 make --no-print-directory "$target" BUILD="$BUILD" >"$log" 2>&1
+	rc=$?
+	n=0
+	while read -r status name rest; do
+		case "$status" in
+		ok)   result "$name" ok; n=$((n + 1)) ;;
+		FAIL) result "$name" fail; n=$((n + 1)) ;;
+		skip) result "$name" skip; n=$((n + 1)) ;;
+		esac
+	done < <(grep -E '^(ok|FAIL|skip) [^ ]+' "$log")
+	if [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$log"; then
+		result "make-$target" fail
+	fi
+	if [ $rc -ne 0 ] || grep -q '^FAIL ' "$log"; then
+		echo "     make $target exit $rc; last lines of $log:"
+		tail -n 25 "$log" | sed 's/^/     | /'
+	elif [ $n -eq 0 ]; then
+		result "make-$target" ok
+	fi
+done
+
+# Splats in the host kernel log while we ran (io_uring, O_DIRECT, mlock).
+if dmesg >/dev/null 2>&1; then
+	splats=$(dmesg | tail -n +"$((dmesg_mark + 1))" |
+		grep -E 'WARNING:|BUG:|Oops|general protection|lockdep|hung_task|blocked for more than' || true)
+	if [ -n "$splats" ]; then
+		result host-dmesg fail
+		echo "$splats" | sed 's/^/     | /'
+	else
+		result host-dmesg ok
+	fi
+fi
+
+if [ ${#failed[@]} -gt 0 ]; then
+	echo "failed: ${failed[*]}"
+fi
+echo "$pass passed, $fail failed, $skip skipped"
+[ $fail -eq 0 ]

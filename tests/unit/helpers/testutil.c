@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <jpeglib.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+int t_failures;
+
+int t_done(const char *name)
+{
+	if (t_failures) {
+		printf("%s: %d failures\n", name, t_failures);
+		return 1;
+	}
+	printf("%s: ok\n", name);
+	return 0;
+}
+
+char *t_mkdtemp(const char *base)
+{
+	const char *tmp = base ? base : getenv("TMPDIR");
+	char *dir;
+
+	if (!tmp || !*tmp)
+		tmp = "/tmp";
+	if (asprintf(&dir, "%s/dlctest.XXXXXX", tmp) < 0)
+		return NULL;
+	if (!mkdtemp(dir)) {
+		free(dir);
+		return NULL;
+	}
+	return dir;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag,
+		  struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP)
+		return rmdir(path);
+	return unlink(path);
+}
+
+void t_rmtree(const char *dir)
+{
+	if (dir)
+		nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static int mkparents(const char *path)
+{
+	char buf[4096], *p;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(buf, 0755) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	return 0;
+}
+
+int t_write_file(const char *path, const void *data, size_t len)
+{
+	int fd, ret = mkparents(path);
+	ssize_t n;
+
+	if (ret)
+		return ret;
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		return -errno;
+	n = len ? write(fd, data, len) : 0;
+	ret = (n < 0 || (size_t)n != len) ? -EIO : 0;
+	close(fd);
+	return ret;
+}
+
+uint8_t *t_read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *buf;
+	long sz;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	sz = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc(sz > 0 ? (size_t)sz : 1);
+	if (buf && sz > 0 && fread(buf, 1, (size_t)sz, f) != (size_t)sz) {
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	if (buf)
+		*len = (size_t)sz;
+	return buf;
+}
+
+uint8_t *t_make_jpeg(uint32_t w, uint32_t h, uint32_t seed, int gray,
+		     int quality, size_t *len)
+{
+	struct jpeg_compress_struct c;
+	struct jpeg_error_mgr jerr;
+	unsigned char *out = NULL;
+	unsigned long outlen = 0;
+	int comps = gray ? 1 : 3;
+	uint8_t *row = malloc((size_t)w * comps);
+	uint32_t x, y, cx = seed * 37 % w, cy = seed * 53 % h, r = 10 + seed % 40;
+
+	if (!row)
+		return NULL;
+	c.err = jpeg_std_error(&jerr);
+	jpeg_create_compress(&c);
+	jpeg_mem_dest(&c, &out, &outlen);
+	c.image_width = w;
+	c.image_height = h;
+	c.input_components = comps;
+	c.in_color_space = gray ? JCS_GRAYSCALE : JCS_RGB;
+	jpeg_set_defaults(&c);
+	jpeg_set_quality(&c, quality, TRUE);
+	jpeg_start_compress(&c, TRUE);
+	for (y = 0; y < h; y++) {
+		for (x = 0; x < w; x++) {
+			uint32_t dx = x > cx ? x - cx : cx - x;
+			uint32_t dy = y > cy ? y - cy : cy - y;
+			int in = dx * dx + dy * dy < r * r;
+			uint8_t v[3] = {
+				(uint8_t)(x * 255 / w),
+				(uint8_t)(y * 255 / h),
+				(uint8_t)((x ^ y ^ seed) & 0xff),
+			};
+			int k;
+
+			if (in)
+				v[0] = 255 - v[0], v[2] = (uint8_t)(seed * 29);
+			for (k = 0; k < comps; k++)
+				row[x * comps + k] = v[k];
+		}
+		JSAMPROW rp = row;
+
+		jpeg_write_scanlines(&c, &rp, 1);
+	}
+	jpeg_finish_compress(&c);
+	jpeg_destroy_compress(&c);
+	free(row);
+	*len = outlen;
+	return out;
+}
+
+int t_make_dataset(const char *root, uint32_t classes, uint32_t per_class)
+{
+	uint32_t c, i;
+	char path[4096];
+
+	for (c = 0; c < classes; c++)
+		for (i = 0; i < per_class; i++) {
+			uint32_t seed = c * 1000 + i + 1;
+			size_t len;
+			uint8_t *j = t_make_jpeg(120 + seed * 7 % 240,
+						 120 + seed * 13 % 240, seed,
+						 0, 85, &len);
+			int ret;
+
+			if (!j)
+				return -ENOMEM;
+			snprintf(path, sizeof(path), "%s/class%02u/img%04u.jpg",
+				 root, c, i);
+			ret = t_write_file(path, j, len);
+			free(j);
+			if (ret)
+				return ret;
+		}
+	return 0;
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared by the host tests: assertions that count instead of abort,
+ * scratch directories, and small real JPEG data sets.
+ */
+#ifndef DLC_TESTUTIL_H
+#define DLC_TESTUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+extern int t_failures;
+
+#define CHECK(cond, ...)						\
+	do {								\
+		if (!(cond)) {						\
+			t_failures++;					\
+			printf("FAIL: %s:%d: ", __FILE__, __LINE__);	\
+			printf(__VA_ARGS__);				\
+			printf("\n");					\
+			fflush(stdout);					\
+		}							\
+	} while (0)
+
+/* Print the verdict for test @name; returns the exit status. */
+int t_done(const char *name);
+
+/* A fresh directory under @base (NULL: $TMPDIR or /tmp); removed by t_rmtree. */
+char *t_mkdtemp(const char *base);
+void t_rmtree(const char *dir);
+
+/* Write @len bytes to @path (creating parents); 0 or -errno. */
+int t_write_file(const char *path, const void *data, size_t len);
+/* Read a whole file into a malloc'd buffer; NULL on error. */
+uint8_t *t_read_file(const char *path, size_t *len);
+
+/*
+ * Encode a @w x @h JPEG with structured content (gradients and shapes
+ * seeded by @seed) at @quality; @gray for one component. Returns a
+ * malloc'd buffer and its length, or NULL.
+ */
+uint8_t *t_make_jpeg(uint32_t w, uint32_t h, uint32_t seed, int gray,
+		     int quality, size_t *len);
+
+/*
+ * An ImageFolder data set under @root: @classes classes of @per_class
+ * JPEGs, sizes between 120 and 360 pixels a side. 0 or -errno.
+ */
+int t_make_dataset(const char *root, uint32_t classes, uint32_t per_class);
+
+#endif

@@ -1,0 +1,715 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Index: ImageFolder walk order and labels, sizes, the key, the file
+ * format round trip, and rejection of malformed files and bad roots.
+ * Exit 0 pass, 1 fail.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "dlcache.h"
+
+static int failures;
+
+#define CHECK(cond) do {						\
+	if (!(cond)) {							\
+		printf("FAIL: %s (line %d)\n", #cond, __LINE__);	\
+		failures++;						\
+	}								\
+} while (0)
+
+#define CHECK_EQ(a, b) do {						\
+	long long a_ = (long long)(a), b_ = (long long)(b);		\
+	if (a_ != b_) {							\
+		printf("FAIL: %s == %s: %lld != %lld (line %d)\n",	\
+		       #a, #b, a_, b_, __LINE__);			\
+		failures++;						\
+	}								\
+} while (0)
+
+static char tmpdir[64];
+
+static const char *at(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
+/* tmpdir/<fmt>; a few rotating buffers so two can be live at once. */
+static const char *at(const char *fmt, ...)
+{
+	static char bufs[4][4096];
+	static int next;
+	char *b = bufs[next++ & 3];
+	int n;
+	va_list ap;
+
+	n = snprintf(b, 4096, "%s/", tmpdir);
+	va_start(ap, fmt);
+	vsnprintf(b + n, 4096 - (size_t)n, fmt, ap);
+	va_end(ap);
+	return b;
+}
+
+static void mkdirs(const char *path)
+{
+	char buf[4096];
+	char *p;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (p = buf + 1; *p; p++) {
+		if (*p == '/') {
+			*p = '\0';
+			mkdir(buf, 0755);
+			*p = '/';
+		}
+	}
+	mkdir(buf, 0755);
+}
+
+/* Create @path (and its directories) holding @size bytes. */
+static void put_file(const char *path, size_t size)
+{
+	char dir[4096], *slash;
+	FILE *f;
+	size_t i;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	*slash = '\0';
+	mkdirs(dir);
+	f = fopen(path, "w");
+	if (!f) {
+		printf("FAIL: create %s: %s\n", path, strerror(errno));
+		failures++;
+		return;
+	}
+	for (i = 0; i < size; i++)
+		putc('x', f);
+	fclose(f);
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+	char *buf = NULL;
+	size_t cap = 0, n = 0, r;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return NULL;
+	do {
+		if (n + 4096 > cap) {
+			char *nb = realloc(buf, cap + 8192);
+
+			if (!nb) {
+				free(buf);
+				fclose(f);
+				return NULL;
+			}
+			buf = nb;
+			cap += 8192;
+		}
+		r = fread(buf + n, 1, cap - n - 1, f);
+		n += r;
+	} while (r);
+	fclose(f);
+	buf[n] = '\0';
+	*len = n;
+	return buf;
+}
+
+static void spit(const char *path, const char *data, size_t len)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return;
+	fwrite(data, 1, len, f);
+	fclose(f);
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag,
+		  struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP)
+		rmdir(path);
+	else
+		unlink(path);
+	return 0;
+}
+
+static void rm_rf(const char *path)
+{
+	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static int build(const char *root, struct dlc_index **idx)
+{
+	*idx = NULL;
+	return dlc_index_build(root, idx);
+}
+
+/* The expected walk of the main tree, in torchvision's order. */
+static const struct {
+	const char *path;
+	int label;
+	size_t size;
+} expect[] = {
+	{ ".hid/h.jpg", 0, 1 },
+	{ "A/up.JPEG", 1, 2 },
+	/* directory "a" first: "B.JPG" < "c.webp" < "x.jpg" bytewise */
+	{ "a/B.JPG", 2, 3 },
+	{ "a/c.webp", 2, 4 },
+	{ "a/x.jpg", 2, 5 },
+	/* then directories as whole strings: "a/sub" < "a/sub y" < "a/sub/d" */
+	{ "a/sub/z.png", 2, 6 },
+	{ "a/sub y/q.tif", 2, 7 },
+	{ "a/sub/deeper/w.jpeg", 2, 8 },
+	{ "b/100% sure.jpg", 3, 9 },
+	{ "b/back\\slash.PnG", 3, 10 },
+	{ "b/new\nline.bmp", 3, 11 },
+	{ "b/tab\there.ppm", 3, 12 },
+	/* "d.jpg" is a directory, walked like any other */
+	{ "b/d.jpg/e.pgm", 3, 0 },
+	/* class 4 "empty" has no sample */
+};
+
+static void make_tree(void)
+{
+	size_t i;
+
+	mkdirs(at("data"));
+	for (i = 0; i < sizeof(expect) / sizeof(expect[0]); i++)
+		put_file(at("data/%s", expect[i].path), expect[i].size);
+	put_file(at("data/a/readme.txt"), 13);
+	put_file(at("data/a/jpg"), 13);
+	put_file(at("data/a/x.jpg.bak"), 13);
+	put_file(at("data/root.jpg"), 13);	/* not in a class */
+	mkdirs(at("data/empty"));
+	put_file(at("data/empty/notes.txt"), 3);
+	mkdirs(at("data/empty/sub"));
+}
+
+static void check_tree(const struct dlc_index *idx)
+{
+	static const char *const classes[] = { ".hid", "A", "a", "b", "empty" };
+	size_t n = sizeof(expect) / sizeof(expect[0]);
+	uint64_t total = 0;
+	uint32_t i;
+
+	CHECK_EQ(dlc_index_count(idx), n);
+	CHECK_EQ(dlc_index_num_classes(idx), 5);
+	for (i = 0; i < 5 && i < dlc_index_num_classes(idx); i++) {
+		const char *c = dlc_index_class_name(idx, i);
+
+		if (!c || strcmp(c, classes[i]))
+			printf("FAIL: class %u is '%s', want '%s'\n", i,
+			       c ? c : "(null)", classes[i]), failures++;
+	}
+	for (i = 0; i < n && i < dlc_index_count(idx); i++) {
+		const char *p = dlc_index_relpath(idx, i);
+
+		if (!p || strcmp(p, expect[i].path))
+			printf("FAIL: sample %u is '%s', want '%s'\n", i,
+			       p ? p : "(null)", expect[i].path), failures++;
+		CHECK_EQ(dlc_index_label(idx, i), expect[i].label);
+		CHECK_EQ(dlc_index_size(idx, i), expect[i].size);
+		total += expect[i].size;
+	}
+	CHECK_EQ(dlc_index_total_bytes(idx), total);
+	CHECK(dlc_index_class_name(idx, 5) == NULL);
+	CHECK(dlc_index_relpath(idx, (uint32_t)n) == NULL);
+	CHECK_EQ(dlc_index_label(idx, (uint32_t)n), -1);
+	CHECK_EQ(dlc_index_size(idx, (uint32_t)n), 0);
+	CHECK(dlc_index_root(idx) && dlc_index_root(idx)[0] == '/');
+}
+
+static void same_index(const struct dlc_index *a, const struct dlc_index *b)
+{
+	uint64_t ka[2], kb[2];
+	uint32_t i;
+
+	CHECK_EQ(dlc_index_count(a), dlc_index_count(b));
+	CHECK_EQ(dlc_index_num_classes(a), dlc_index_num_classes(b));
+	CHECK(!strcmp(dlc_index_root(a), dlc_index_root(b)));
+	CHECK_EQ(dlc_index_total_bytes(a), dlc_index_total_bytes(b));
+	for (i = 0; i < dlc_index_num_classes(a); i++)
+		CHECK(!strcmp(dlc_index_class_name(a, i),
+			      dlc_index_class_name(b, i) ?: ""));
+	for (i = 0; i < dlc_index_count(a); i++) {
+		CHECK(!strcmp(dlc_index_relpath(a, i),
+			      dlc_index_relpath(b, i) ?: ""));
+		CHECK_EQ(dlc_index_label(a, i), dlc_index_label(b, i));
+		CHECK_EQ(dlc_index_size(a, i), dlc_index_size(b, i));
+	}
+	dlc_index_key(a, ka);
+	dlc_index_key(b, kb);
+	CHECK(ka[0] == kb[0] && ka[1] == kb[1]);
+}
+
+static void test_build_and_roundtrip(void)
+{
+	struct dlc_index *idx, *again, *loaded;
+	char *real;
+	uint64_t k[2];
+
+	make_tree();
+	CHECK_EQ(build(at("data"), &idx), 0);
+	if (!idx)
+		return;
+	check_tree(idx);
+	real = realpath(at("data"), NULL);
+	CHECK(real && !strcmp(real, dlc_index_root(idx)));
+	free(real);
+
+	dlc_index_key(idx, k);
+	CHECK_EQ(k[1] & 0xffffffffu, dlc_index_count(idx));
+
+	/* A relative root is stored absolute. */
+	if (!chdir(tmpdir)) {
+		CHECK_EQ(build("data/", &again), 0);
+		if (again) {
+			CHECK(!strcmp(dlc_index_root(again), dlc_index_root(idx)));
+			same_index(idx, again);
+			dlc_index_free(again);
+		}
+		CHECK(!chdir("/"));
+	}
+
+	CHECK_EQ(dlc_index_save(idx, at("idx")), 0);
+	CHECK_EQ(dlc_index_load(at("idx"), &loaded), 0);
+	if (loaded) {
+		check_tree(loaded);
+		same_index(idx, loaded);
+		/* Saving what was loaded gives the same bytes. */
+		CHECK_EQ(dlc_index_save(loaded, at("idx2")), 0);
+		{
+			size_t l1 = 0, l2 = 0;
+			char *b1 = slurp(at("idx"), &l1);
+			char *b2 = slurp(at("idx2"), &l2);
+
+			CHECK(b1 && b2 && l1 == l2 && !memcmp(b1, b2, l1));
+			/* Records stay one to a line despite the newline. */
+			CHECK(b1 && strstr(b1, "\n3 11 b/new%0Aline.bmp\n"));
+			CHECK(b1 && strstr(b1, "\n3 9 b/100%25 sure.jpg\n"));
+			free(b1);
+			free(b2);
+		}
+		dlc_index_free(loaded);
+	}
+	/* Saving over an existing file replaces it and leaves no temp. */
+	CHECK_EQ(dlc_index_save(idx, at("idx")), 0);
+	CHECK_EQ(dlc_index_save(idx, at("nodir/idx")), -ENOENT);
+	dlc_index_free(idx);
+	CHECK_EQ(dlc_index_load(at("missing"), &loaded), -ENOENT);
+	CHECK(loaded == NULL);
+}
+
+static void key_of(const char *root, uint64_t k[2])
+{
+	struct dlc_index *idx;
+
+	k[0] = k[1] = 0;
+	if (build(root, &idx)) {
+		printf("FAIL: build %s\n", root);
+		failures++;
+		return;
+	}
+	dlc_index_key(idx, k);
+	dlc_index_free(idx);
+}
+
+#define KEY_DIFFERS(k, base) CHECK((k)[0] != (base)[0] || (k)[1] != (base)[1])
+
+static void test_key(void)
+{
+	uint64_t base[2], k[2];
+
+	put_file(at("k/cat/1.jpg"), 10);
+	put_file(at("k/cat/2.jpg"), 20);
+	put_file(at("k/dog/3.jpg"), 30);
+	key_of(at("k"), base);
+	key_of(at("k"), k);
+	CHECK(k[0] == base[0] && k[1] == base[1]);
+	CHECK_EQ(base[1] & 0xffffffffu, 3);
+
+	/* The same files elsewhere: same key. */
+	put_file(at("k2/cat/1.jpg"), 10);
+	put_file(at("k2/cat/2.jpg"), 20);
+	put_file(at("k2/dog/3.jpg"), 30);
+	key_of(at("k2"), k);
+	CHECK(k[0] == base[0] && k[1] == base[1]);
+
+	/* Size. */
+	put_file(at("k/cat/2.jpg"), 21);
+	key_of(at("k"), k);
+	KEY_DIFFERS(k, base);
+	put_file(at("k/cat/2.jpg"), 20);
+	key_of(at("k"), k);
+	CHECK(k[0] == base[0] && k[1] == base[1]);
+
+	/* Name. */
+	CHECK(!rename(at("k/cat/2.jpg"), at("k/cat/4.jpg")));
+	key_of(at("k"), k);
+	KEY_DIFFERS(k, base);
+	CHECK(!rename(at("k/cat/4.jpg"), at("k/cat/2.jpg")));
+
+	/* Labels only: an empty class in front renumbers, paths stay. */
+	mkdirs(at("k/0none"));
+	key_of(at("k"), k);
+	KEY_DIFFERS(k, base);
+	CHECK(!rmdir(at("k/0none")));
+
+	/* A class name only: an empty class at the end. */
+	mkdirs(at("k/zzz"));
+	key_of(at("k"), k);
+	KEY_DIFFERS(k, base);
+	CHECK(!rmdir(at("k/zzz")));
+
+	/* One more sample. */
+	put_file(at("k/dog/5.jpg"), 0);
+	key_of(at("k"), k);
+	KEY_DIFFERS(k, base);
+	CHECK_EQ(k[1] & 0xffffffffu, 4);
+}
+
+/* Replace the first @old in @s (length *@len) with @new, in place. */
+static char *edit(const char *s, size_t len, const char *old, const char *new,
+		  size_t *out_len)
+{
+	const char *p = strstr(s, old);
+	size_t ol = strlen(old), nl = strlen(new);
+	char *r;
+
+	if (!p) {
+		printf("FAIL: edit: '%s' not found\n", old);
+		failures++;
+		return NULL;
+	}
+	r = malloc(len - ol + nl + 1);
+	if (!r)
+		return NULL;
+	memcpy(r, s, (size_t)(p - s));
+	memcpy(r + (p - s), new, nl);
+	memcpy(r + (p - s) + nl, p + ol, len - (size_t)(p - s) - ol + 1);
+	*out_len = len - ol + nl;
+	return r;
+}
+
+static void expect_bad(const char *what, const char *data, size_t len)
+{
+	struct dlc_index *idx = (struct dlc_index *)1;
+	int ret;
+
+	if (!data)
+		return;
+	spit(at("bad"), data, len);
+	ret = dlc_index_load(at("bad"), &idx);
+	if (ret != -EBADMSG) {
+		printf("FAIL: malformed index (%s) loads with %d\n", what, ret);
+		failures++;
+	}
+	if (idx) {
+		printf("FAIL: malformed index (%s) leaves *out set\n", what);
+		failures++;
+		if (!ret)
+			dlc_index_free(idx);
+	}
+}
+
+static void expect_bad_edit(const char *what, const char *good, size_t len,
+			    const char *old, const char *new)
+{
+	size_t n = 0;
+	char *d = edit(good, len, old, new, &n);
+
+	expect_bad(what, d, n);
+	free(d);
+}
+
+static void test_malformed(void)
+{
+	struct dlc_index *idx;
+	char *good, *line;
+	size_t len = 0, cut;
+	char keyline[64];
+
+	put_file(at("m/cat/a b.jpg"), 5);
+	put_file(at("m/cat/c.jpg"), 6);
+	put_file(at("m/dog/d.jpg"), 7);
+	if (build(at("m"), &idx))
+		return;
+	CHECK_EQ(dlc_index_save(idx, at("m.idx")), 0);
+	dlc_index_free(idx);
+	good = slurp(at("m.idx"), &len);
+	if (!good)
+		return;
+	CHECK_EQ(dlc_index_load(at("m.idx"), &idx), 0);
+	dlc_index_free(idx);
+
+	/* Truncations: everywhere but the full length must fail. */
+	for (cut = 0; cut < len; cut++)
+		expect_bad("truncated", good, cut);
+
+	expect_bad_edit("version", good, len, "dlcache-index 1", "dlcache-index 2");
+	expect_bad_edit("magic", good, len, "dlcache-index", "dlcache-indeks");
+	expect_bad_edit("samples+1", good, len, "samples 3", "samples 4");
+	expect_bad_edit("samples-1", good, len, "samples 3", "samples 2");
+	expect_bad_edit("samples 0", good, len, "samples 3", "samples 0");
+	expect_bad_edit("samples 03", good, len, "samples 3", "samples 03");
+	expect_bad_edit("samples huge", good, len, "samples 3",
+			"samples 99999999999999999999999");
+	expect_bad_edit("classes+1", good, len, "classes 2", "classes 3");
+	expect_bad_edit("classes-1", good, len, "classes 2", "classes 1");
+	expect_bad_edit("label = C", good, len, "\n1 7 dog", "\n2 7 dog");
+	expect_bad_edit("label negative", good, len, "\n1 7 dog", "\n-1 7 dog");
+	expect_bad_edit("label changed", good, len, "\n0 6 cat", "\n1 6 cat");
+	expect_bad_edit("size changed", good, len, "\n0 6 cat", "\n0 8 cat");
+	expect_bad_edit("size junk", good, len, "\n0 6 cat", "\n0 6x cat");
+	expect_bad_edit("size missing", good, len, "\n0 6 cat", "\n0 cat");
+	expect_bad_edit("two spaces", good, len, "\n0 6 cat", "\n0  6 cat");
+	expect_bad_edit("name changed", good, len, "cat/c.jpg", "cat/e.jpg");
+	expect_bad_edit("path escapes", good, len, "cat/c.jpg", "cat/../c.jpg");
+	expect_bad_edit("absolute path", good, len, "0 6 cat/c.jpg", "0 6 /cat/c.jpg");
+	expect_bad_edit("wrong class dir", good, len, "dog/d.jpg", "cat/d.jpg");
+	expect_bad_edit("bad escape", good, len, "a b.jpg", "a%2 .jpg");
+	expect_bad_edit("nul escape", good, len, "a b.jpg", "a%00.jpg");
+	expect_bad_edit("class renamed", good, len, "class dog", "class dof");
+	expect_bad_edit("class order", good, len, "class cat\nclass dog",
+			"class dog\nclass cat");
+	expect_bad_edit("CRLF", good, len, "classes 2\n", "classes 2\r\n");
+	expect_bad_edit("relative root", good, len, "root /", "root ");
+
+	/* A key digit flipped. */
+	line = strstr(good, "key ");
+	if (line) {
+		snprintf(keyline, sizeof(keyline), "%.36s", line);
+		{
+			char flipped[64];
+
+			snprintf(flipped, sizeof(flipped), "%s", keyline);
+			flipped[10] = flipped[10] == '0' ? '1' : '0';
+			expect_bad_edit("key mismatch", good, len, keyline, flipped);
+			/* The count half of the key too. */
+			snprintf(flipped, sizeof(flipped), "%s", keyline);
+			flipped[35] = flipped[35] == '3' ? '4' : '3';
+			expect_bad_edit("key count", good, len, keyline, flipped);
+			snprintf(flipped, sizeof(flipped), "%.35s", keyline);
+			expect_bad_edit("key short", good, len, keyline,
+					flipped);
+		}
+	}
+
+	/* Trailing junk, with and without a newline; a blank line. */
+	{
+		char *d = malloc(len + 32);
+
+		if (d) {
+			memcpy(d, good, len);
+			memcpy(d + len, "junk\n", 5);
+			expect_bad("trailing line", d, len + 5);
+			memcpy(d + len, "x", 1);
+			expect_bad("trailing bytes", d, len + 1);
+			memcpy(d + len, "\n", 1);
+			expect_bad("trailing blank line", d, len + 1);
+			memcpy(d, good, len);
+			d[len - 3] = '\0';
+			expect_bad("nul byte", d, len);
+			free(d);
+		}
+	}
+	/* A duplicated sample line (with a count to match). */
+	{
+		size_t n1 = 0, n2 = 0;
+		char *d1 = edit(good, len, "samples 3", "samples 4", &n1);
+		char *d2 = d1 ? edit(d1, n1, "0 6 cat/c.jpg\n",
+				     "0 6 cat/c.jpg\n0 6 cat/c.jpg\n", &n2) : NULL;
+
+		expect_bad("duplicate", d2, n2);
+		free(d1);
+		free(d2);
+	}
+	expect_bad("empty file", "", 0);
+	free(good);
+}
+
+static void test_errors(void)
+{
+	struct dlc_index *idx;
+	int ret;
+
+	CHECK_EQ(build(at("nope"), &idx), -ENOENT);
+	CHECK(idx == NULL);
+	put_file(at("plain"), 3);
+	CHECK_EQ(build(at("plain"), &idx), -ENOTDIR);
+	CHECK_EQ(build(at("plain/x"), &idx), -ENOTDIR);
+
+	mkdirs(at("void"));
+	CHECK_EQ(build(at("void"), &idx), -ENODATA);
+	mkdirs(at("void/c1"));
+	mkdirs(at("void/c2/sub"));
+	put_file(at("void/c2/sub/readme.md"), 4);
+	put_file(at("void/top.jpg"), 4);
+	CHECK_EQ(build(at("void"), &idx), -ENODATA);
+	CHECK(idx == NULL);
+
+	/* A symlink cycle inside a class. */
+	put_file(at("loop/c/a.jpg"), 1);
+	CHECK(!symlink("..", at("loop/c/up")));
+	CHECK_EQ(build(at("loop"), &idx), -ELOOP);
+
+	/* Symlinked class and file are followed; dangling ones skipped. */
+	put_file(at("links/real/a.jpg"), 2);
+	CHECK(!symlink("real", at("links/sym")));
+	CHECK(!symlink("a.jpg", at("links/real/b.jpg")));
+	CHECK(!symlink("missing.jpg", at("links/real/c.jpg")));
+	CHECK(!symlink("missing", at("links/dangling")));
+	ret = build(at("links"), &idx);
+	CHECK_EQ(ret, 0);
+	if (!ret) {
+		CHECK_EQ(dlc_index_num_classes(idx), 2);
+		CHECK_EQ(dlc_index_count(idx), 4);
+		CHECK(!strcmp(dlc_index_relpath(idx, 3) ?: "", "sym/b.jpg"));
+		CHECK_EQ(dlc_index_size(idx, 3), 2);
+		dlc_index_free(idx);
+	}
+
+	CHECK_EQ(dlc_index_save(NULL, at("x")), -EINVAL);
+	CHECK_EQ(dlc_index_load(tmpdir, &idx), -EISDIR);
+
+	/* Permission errors mean nothing to root. */
+	if (geteuid() != 0) {
+		put_file(at("perm/ok/a.jpg"), 1);
+		put_file(at("perm/locked/sub/b.jpg"), 1);
+		CHECK(!chmod(at("perm/locked/sub"), 0));
+		CHECK_EQ(build(at("perm"), &idx), -EACCES);
+		CHECK(!chmod(at("perm/locked/sub"), 0755));
+		CHECK(!chmod(at("perm"), 0));
+		CHECK_EQ(build(at("perm"), &idx), -EACCES);
+		CHECK(!chmod(at("perm"), 0755));
+	} else {
+		printf("note: running as root, permission cases skipped\n");
+	}
+}
+
+/*
+ * torchvision's own make_dataset() on the main tree, when /usr/bin/python3
+ * has it. Names go through as hex so newlines and '%' survive. Versions
+ * before allow_empty reject an empty class, so "empty" gets a file first.
+ */
+static const char tv_script[] =
+	"import os, sys\n"
+	"try:\n"
+	"    from torchvision.datasets.folder import (find_classes,\n"
+	"        make_dataset, IMG_EXTENSIONS)\n"
+	"except Exception:\n"
+	"    sys.exit(77)\n"
+	"root = sys.argv[1]\n"
+	"classes, c2i = find_classes(root)\n"
+	"for c in classes:\n"
+	"    print('class', os.fsencode(c).hex())\n"
+	"for path, label in make_dataset(root, c2i, IMG_EXTENSIONS):\n"
+	"    rel = os.path.relpath(path, root)\n"
+	"    print(label, os.path.getsize(path), os.fsencode(rel).hex())\n";
+
+static void hex_of(const char *s, char *out, size_t cap)
+{
+	size_t n = 0;
+
+	for (; *s && n + 3 < cap; s++, n += 2)
+		snprintf(out + n, 3, "%02x", (unsigned char)*s);
+	out[n] = '\0';
+}
+
+static void test_torchvision(void)
+{
+	char line[8192], hex[8192], cmd[512];
+	struct dlc_index *idx;
+	uint32_t classes = 0, samples = 0;
+	int status, mismatch = 0;
+	FILE *f;
+
+	if (access("/usr/bin/python3", X_OK)) {
+		printf("note: no /usr/bin/python3, torchvision comparison skipped\n");
+		return;
+	}
+	put_file(at("data/empty/sub/late.jpg"), 14);
+	spit(at("tv.py"), tv_script, sizeof(tv_script) - 1);
+	if (build(at("data"), &idx))
+		return;
+	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s %s 2>/dev/null",
+		 at("tv.py"), at("data"));
+	f = popen(cmd, "r");
+	if (!f) {
+		dlc_index_free(idx);
+		return;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char name[8192];
+		unsigned long long size;
+		unsigned int label;
+
+		if (sscanf(line, "class %8191s", name) == 1) {
+			const char *c = dlc_index_class_name(idx, classes++);
+
+			hex_of(c ? c : "", hex, sizeof(hex));
+			mismatch |= strcmp(hex, name) != 0;
+		} else if (sscanf(line, "%u %llu %8191s", &label, &size,
+				  name) == 3) {
+			const char *p = dlc_index_relpath(idx, samples);
+
+			hex_of(p ? p : "", hex, sizeof(hex));
+			if (strcmp(hex, name) ||
+			    dlc_index_label(idx, samples) != (int32_t)label ||
+			    dlc_index_size(idx, samples) != size) {
+				printf("FAIL: torchvision sample %u is %s, ours '%s'\n",
+				       samples, name, p ? p : "(null)");
+				failures++;
+			}
+			samples++;
+		}
+	}
+	status = pclose(f);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+		printf("note: python3 has no torchvision, comparison skipped\n");
+	} else if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		printf("FAIL: torchvision comparison script failed\n");
+		failures++;
+	} else {
+		if (mismatch || classes != dlc_index_num_classes(idx)) {
+			printf("FAIL: classes differ from torchvision's\n");
+			failures++;
+		}
+		CHECK_EQ(samples, dlc_index_count(idx));
+		printf("note: %u samples compared with torchvision\n", samples);
+	}
+	dlc_index_free(idx);
+}
+
+int main(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_index.XXXXXX");
+	if (!mkdtemp(tmpdir)) {
+		printf("FAIL: mkdtemp: %s\n", strerror(errno));
+		return 1;
+	}
+	test_build_and_roundtrip();
+	test_key();
+	test_malformed();
+	test_errors();
+	test_torchvision();
+	rm_rf(tmpdir);
+	if (failures) {
+		printf("test_index: %d failure(s)\n", failures);
+		return 1;
+	}
+	printf("test_index: ok\n");
+	return 0;
+}

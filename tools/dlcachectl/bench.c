@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: MIT
+/*
+ * dlcachectl bench: run the loader as a training job would, epoch after
+ * epoch, and report per epoch what a user tunes by: images/s, the cache
+ * hit ratio, how long the consumer waited and the bytes read from storage.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "dlcache.h"
+
+static void help(void)
+{
+	printf("usage: dlcachectl bench INDEX|DIR [options]\n"
+	       "\n"
+	       "Run the loader for some epochs and report, per epoch, images/s,\n"
+	       "the cache hit ratio, the consumer's wait and the bytes read.\n"
+	       "\n"
+	       "  --epochs N           epochs to run (default 3)\n"
+	       "  --batch-size B       samples per batch (default 64)\n"
+	       "  --cache SIZE         in-process cache capacity, e.g. 256M (default: half the data set)\n"
+	       "  --cache-fraction F   capacity as a fraction of the data set, 0..1\n"
+	       "  --threads T          decode threads (default: CPUs - 1, plus the I/O thread)\n"
+	       "  --queue-depth Q      io_uring reads in flight (default 64)\n"
+	       "  --window W           look-ahead window in samples (default 256)\n"
+	       "  --size S             output side in pixels (default 224)\n"
+	       "  --layout nchw|nhwc   batch layout (default nchw)\n"
+	       "  --eval               Resize + CenterCrop instead of the train transform\n"
+	       "  --seed N             shuffle and augmentation seed (default 0)\n"
+	       "  --rank R --world W   this process's shard, as DistributedSampler\n"
+	       "  --on-error skip|substitute|fail   what a bad sample does (default skip)\n"
+	       "  --no-direct          buffered reads instead of O_DIRECT\n"
+	       "  --drop-caches        drop the page cache before the first epoch (root)\n"
+	       "  --json               one JSON object on stdout instead of the table\n"
+	       "  -v, --verbose        library log lines on stderr\n");
+}
+
+static int drop_page_cache(void)
+{
+	FILE *f;
+
+	sync();
+	f = fopen("/proc/sys/vm/drop_caches", "w");
+	if (!f)
+		return -1;
+	fputs("3\n", f);
+	return fclose(f);
+}
+
+struct epoch_result {
+	uint32_t epoch;
+	uint64_t images;
+	double seconds;
+	struct dlc_stats delta;
+};
+
+static void stats_delta(const struct dlc_stats *a, const struct dlc_stats *b,
+			struct dlc_stats *d)
+{
+	const uint64_t *pa = (const uint64_t *)a, *pb = (const uint64_t *)b;
+	uint64_t *pd = (uint64_t *)d;
+	size_t i;
+
+	for (i = 0; i < sizeof(*d) / sizeof(uint64_t); i++)
+		pd[i] = pb[i] - pa[i];
+	/* Levels, not counters. */
+	d->cache_used = b->cache_used;
+	d->cache_capacity = b->cache_capacity;
+}
+
+static double hit_ratio(const struct dlc_stats *s)
+{
+	uint64_t all = s->hits + s->misses;
+
+	return all ? (double)s->hits / (double)all : 0.0;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "epochs", required_argument, NULL, 'e' },
+		{ "batch-size", required_argument, NULL, 'b' },
+		{ "cache", required_argument, NULL, 'c' },
+		{ "cache-fraction", required_argument, NULL, 'F' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "queue-depth", required_argument, NULL, 'q' },
+		{ "window", required_argument, NULL, 'w' },
+		{ "size", required_argument, NULL, 's' },
+		{ "layout", required_argument, NULL, 'L' },
+		{ "eval", no_argument, NULL, 'E' },
+		{ "seed", required_argument, NULL, 'S' },
+		{ "rank", required_argument, NULL, 'r' },
+		{ "world", required_argument, NULL, 'W' },
+		{ "on-error", required_argument, NULL, 'o' },
+		{ "no-direct", no_argument, NULL, 'D' },
+		{ "drop-caches", no_argument, NULL, 'C' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	struct epoch_result *res = NULL;
+	struct dlc_config cfg;
+	struct dlc_index *idx = NULL;
+	struct dlc_loader *l = NULL;
+	struct dlc_stats before, after;
+	uint32_t epochs = 3, e, size = 224;
+	uint64_t cache = 0;
+	double fraction = 0.5;
+	int have_cache = 0, json = 0, drop = 0, eval = 0, c, ret, rc = 1;
+	char *end;
+
+	dlc_config_init(&cfg);
+	cfg.log = dlc_log_stderr;
+	cfg.log_level = DLC_LOG_WARN;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'e':
+			if (parse_u32(optarg, 1, 1000, &epochs))
+				return usage_error("bench", "--epochs: want 1..1000, got '%s'", optarg);
+			break;
+		case 'b':
+			if (parse_u32(optarg, 1, 65536, &cfg.batch_size))
+				return usage_error("bench", "--batch-size: want 1..65536, got '%s'", optarg);
+			break;
+		case 'c':
+			if (parse_size(optarg, &cache))
+				return usage_error("bench", "--cache: want a size like 512M, got '%s'", optarg);
+			have_cache = 1;
+			break;
+		case 'F':
+			fraction = strtod(optarg, &end);
+			if (*end || end == optarg || fraction < 0 || fraction > 1)
+				return usage_error("bench", "--cache-fraction: want 0..1, got '%s'", optarg);
+			break;
+		case 't':
+			if (parse_u32(optarg, 1, 256, &cfg.decode_threads))
+				return usage_error("bench", "--threads: want 1..256, got '%s'", optarg);
+			break;
+		case 'q':
+			if (parse_u32(optarg, 1, 4096, &cfg.queue_depth))
+				return usage_error("bench", "--queue-depth: want 1..4096, got '%s'", optarg);
+			break;
+		case 'w':
+			if (parse_u32(optarg, 1, 1U << 20, &cfg.window))
+				return usage_error("bench", "--window: want 1..1048576, got '%s'", optarg);
+			break;
+		case 's':
+			if (parse_u32(optarg, 1, DLC_MAX_OUT_SIDE, &size))
+				return usage_error("bench", "--size: want 1..%d, got '%s'", DLC_MAX_OUT_SIDE, optarg);
+			break;
+		case 'L':
+			if (!strcmp(optarg, "nchw"))
+				cfg.layout = DLC_LAYOUT_NCHW;
+			else if (!strcmp(optarg, "nhwc"))
+				cfg.layout = DLC_LAYOUT_NHWC;
+			else
+				return usage_error("bench", "--layout: want nchw or nhwc, got '%s'", optarg);
+			break;
+		case 'E':
+			eval = 1;
+			break;
+		case 'S':
+			if (parse_u64(optarg, 0, UINT64_MAX, &cfg.seed))
+				return usage_error("bench", "--seed: want a number, got '%s'", optarg);
+			break;
+		case 'r':
+			if (parse_u32(optarg, 0, 65535, &cfg.rank))
+				return usage_error("bench", "--rank: want 0..65535, got '%s'", optarg);
+			break;
+		case 'W':
+			if (parse_u32(optarg, 1, 65536, &cfg.world))
+				return usage_error("bench", "--world: want 1..65536, got '%s'", optarg);
+			break;
+		case 'o':
+			if (parse_on_error(optarg, &cfg.on_error))
+				return usage_error("bench", "--on-error: want skip, substitute or fail, got '%s'", optarg);
+			break;
+		case 'D':
+			cfg.direct_io = 0;
+			break;
+		case 'C':
+			drop = 1;
+			break;
+		case 'j':
+			json = 1;
+			break;
+		case 'v':
+			cfg.log_level = DLC_LOG_INFO;
+			break;
+		case 'h':
+			help();
+			return 0;
+		default:
+			return usage_error("bench", "bad option (try --help)");
+		}
+	}
+	if (optind != argc - 1)
+		return usage_error("bench", "want exactly one INDEX file or data set DIR (try --help)");
+	if (cfg.rank >= cfg.world)
+		return usage_error("bench", "--rank %u must be below --world %u", cfg.rank, cfg.world);
+
+	ret = open_index(argv[optind], &idx);
+	if (ret)
+		return fail("bench", "%s: %s", argv[optind], index_error(ret));
+
+	if (eval) {
+		dlc_transform_default(&cfg.transform, DLC_TRANSFORM_EVAL);
+		cfg.shuffle = 0;
+	}
+	cfg.transform.out_w = cfg.transform.out_h = size;
+	if (eval && cfg.transform.resize < size)
+		cfg.transform.resize = size * 8 / 7;
+	cfg.cache_bytes = have_cache ? cache :
+		(uint64_t)(fraction * (double)dlc_index_total_bytes(idx));
+
+	ret = dlc_loader_create(&cfg, idx, &l);
+	if (ret) {
+		fail("bench", "cannot start the loader: %s", strerror(-ret));
+		goto out;
+	}
+	res = calloc(epochs, sizeof(*res));
+	if (!res) {
+		fail("bench", "out of memory");
+		goto out;
+	}
+	if (drop && drop_page_cache())
+		fprintf(stderr, "dlcachectl bench: cannot drop the page cache (not root?); epoch 0 may be warm\n");
+
+	if (!json)
+		printf("%-5s %8s %10s %9s %9s %11s %7s\n", "epoch", "images",
+		       "images/s", "hit ratio", "wait s", "read MB", "errors");
+	for (e = 0; e < epochs; e++) {
+		struct dlc_batch *b;
+		uint64_t t0, images = 0;
+
+		dlc_loader_stats(l, &before);
+		t0 = now_ns();
+		ret = dlc_loader_start_epoch(l, e, 0);
+		while (!ret && (ret = dlc_next_batch(l, &b)) == 0) {
+			images += b->count;
+			dlc_release_batch(l, b);
+		}
+		if (ret != -ENODATA) {
+			struct dlc_error_info ei;
+
+			if (dlc_loader_last_error(l, &ei) == 0)
+				fail("bench", "epoch %u: %s: %s: %s", e, ei.path,
+				     dlc_error_kind_name(ei.kind), ei.msg);
+			else
+				fail("bench", "epoch %u: %s", e, strerror(-ret));
+			goto out;
+		}
+		res[e].epoch = e;
+		res[e].images = images;
+		res[e].seconds = (double)(now_ns() - t0) / 1e9;
+		dlc_loader_stats(l, &after);
+		stats_delta(&before, &after, &res[e].delta);
+		if (!json) {
+			const struct dlc_stats *d = &res[e].delta;
+
+			printf("%-5u %8llu %10.1f %9.3f %9.3f %11.1f %7llu\n", e,
+			       (unsigned long long)images,
+			       (double)images / res[e].seconds, hit_ratio(d),
+			       (double)d->wait_ns / 1e9,
+			       (double)d->bytes_read / 1e6,
+			       (unsigned long long)d->errors);
+			fflush(stdout);
+		}
+	}
+
+	if (json) {
+		printf("{\"backend\": \"inprocess\", \"images\": %u, \"threads\": %u, "
+		       "\"batch_size\": %u, \"cache_bytes\": %llu, \"dataset_bytes\": %llu, "
+		       "\"pinned\": %s, \"epochs\": [",
+		       dlc_index_count(idx),
+		       (cfg.decode_threads ? cfg.decode_threads :
+			(uint32_t)(sysconf(_SC_NPROCESSORS_ONLN) > 1 ?
+				   sysconf(_SC_NPROCESSORS_ONLN) - 1 : 1)) + 1,
+		       cfg.batch_size, (unsigned long long)cfg.cache_bytes,
+		       (unsigned long long)dlc_index_total_bytes(idx),
+		       dlc_loader_pinned(l) ? "true" : "false");
+		for (e = 0; e < epochs; e++) {
+			const struct dlc_stats *d = &res[e].delta;
+
+			printf("%s{\"epoch\": %u, \"images_per_s\": %.2f, \"hit_ratio\": %.4f, "
+			       "\"wait_s\": %.4f, \"bytes_read\": %llu, \"errors\": %llu, "
+			       "\"seconds\": %.4f, \"images\": %llu, \"evictions\": %llu, "
+			       "\"bypasses\": %llu, \"io_thread_decodes\": %llu}",
+			       e ? ", " : "", e,
+			       (double)res[e].images / res[e].seconds, hit_ratio(d),
+			       (double)d->wait_ns / 1e9,
+			       (unsigned long long)d->bytes_read,
+			       (unsigned long long)d->errors, res[e].seconds,
+			       (unsigned long long)res[e].images,
+			       (unsigned long long)d->evictions,
+			       (unsigned long long)d->bypasses,
+			       (unsigned long long)d->io_thread_decodes);
+		}
+		printf("]}\n");
+	} else {
+		printf("cache %.1f MB of a %.1f MB data set: best steady hit ratio %.3f\n",
+		       (double)cfg.cache_bytes / 1e6,
+		       (double)dlc_index_total_bytes(idx) / 1e6,
+		       dlc_index_total_bytes(idx) ?
+		       (double)cfg.cache_bytes / (double)dlc_index_total_bytes(idx) : 0.0);
+	}
+	rc = 0;
+out:
+	dlc_loader_destroy(l);
+	dlc_index_free(idx);
+	free(res);
+	return rc;
+}
