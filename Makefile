@@ -15,7 +15,7 @@ WARNINGS := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wstrict-prototypes \
 	-Wmissing-prototypes -Wformat=2 -Wvla
 CPPFLAGS_ALL := -D_GNU_SOURCE -Ilibdlcache/include -Ilibdlcache -Iuapi
 LIBS := -luring -ljpeg -lpthread -lm
-TOOL_LIBS := -lpng -lturbojpeg
+TOOL_LIBS := -lpng
 
 VERSION := 0.1.0
 SOVERSION := 0
@@ -49,7 +49,7 @@ endef
 $(eval $(call flavour,release,))
 $(eval $(call flavour,asan,-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined))
 
-.PHONY: all lib tools tests demo check deps clean install module kunit qemu-test style
+.PHONY: all lib tools tests demo compare check deps clean install
 .SECONDARY:
 
 all: lib tools module
@@ -97,6 +97,10 @@ DEMO_DIR ?= $(BUILD)/demo-data
 DEMO_IMAGES ?= 1200
 demo: deps lib tools
 	@tests/demo.sh $(BUILD)/dlcachectl $(DEMO_DIR) $(DEMO_IMAGES)
+
+# Side by side with PyTorch and the decode limits, with ratios.
+compare: deps lib tools
+	@tests/perf/compare.sh $(BUILD)/dlcachectl $(DEMO_DIR) $(DEMO_IMAGES)
 
 # ---- tests ----------------------------------------------------------------
 check: deps

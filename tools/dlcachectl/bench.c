@@ -120,6 +120,7 @@ int cmd_bench(int argc, char **argv)
 	cfg.log = dlc_log_stderr;
 	cfg.log_level = DLC_LOG_WARN;
 	optind = 1;
+	opterr = 0;
 	while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'e':
@@ -199,7 +200,8 @@ int cmd_bench(int argc, char **argv)
 			help();
 			return 0;
 		default:
-			return usage_error("bench", "bad option (try --help)");
+			return usage_error("bench", "unknown or incomplete option '%s' (try --help)",
+					   argv[optind - 1]);
 		}
 	}
 	if (optind != argc - 1)

@@ -34,8 +34,10 @@ int main(int argc, char **argv)
 {
 	size_t i;
 
-	if (argc < 2)
-		return usage(stderr), EXIT_USAGE;
+	if (argc < 2) {
+		fprintf(stderr, "dlcachectl: no command given (try --help)\n");
+		return EXIT_USAGE;
+	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
 	    !strcmp(argv[1], "help"))
 		return usage(stdout), 0;
