@@ -1,0 +1,353 @@
+// SPDX-License-Identifier: MIT
+/*
+ * dlcachectl preview: a contact sheet of one batch exactly as the model
+ * gets it. It runs the real loader (order, crop, flip, resize, layout)
+ * rather than re-implementing any of it, so what the sheet shows is what
+ * a training step would have been fed: the way to see that augmentation,
+ * labels and the tensor layout are right.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <png.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "dlcache.h"
+
+#define GAP	2	/* pixels between tiles */
+#define GAP_GRAY 40	/* dark, so tiles' edges show */
+
+static void help(void)
+{
+	printf("usage: dlcachectl preview INDEX|DIR -o GRID.png [options]\n"
+	       "\n"
+	       "Write a PNG contact sheet of one batch as the loader hands it to\n"
+	       "the model, and print the batch's sample IDs and labels.\n"
+	       "\n"
+	       "  -o, --output FILE    the PNG to write (required)\n"
+	       "  --epoch E            epoch number (default 0)\n"
+	       "  --batch B            batch number within the epoch (default 0)\n"
+	       "  --batch-size N       samples per batch (default 16)\n"
+	       "  --size S             output side in pixels (default 224)\n"
+	       "  --seed N             shuffle and augmentation seed (default 0)\n"
+	       "  --layout nchw|nhwc   batch layout to read back (default nchw)\n"
+	       "  --eval               Resize + CenterCrop, unshuffled, as bench --eval\n"
+	       "  -v, --verbose        library log lines on stderr\n"
+	       "  -h, --help           show this help\n");
+}
+
+/* Tile @k of the batch into the sheet, whatever the batch layout. */
+static void draw_tile(uint8_t *sheet, size_t sheet_stride,
+		      const struct dlc_batch *b, uint32_t k, uint32_t ox,
+		      uint32_t oy)
+{
+	size_t plane = (size_t)b->out_w * b->out_h;
+	const uint8_t *src = b->data + (size_t)k * plane * 3;
+	uint32_t x, y;
+
+	for (y = 0; y < b->out_h; y++) {
+		uint8_t *d = sheet + (size_t)(oy + y) * sheet_stride +
+			     (size_t)ox * 3;
+
+		if (b->layout == DLC_LAYOUT_NHWC) {
+			memcpy(d, src + (size_t)y * b->out_w * 3,
+			       (size_t)b->out_w * 3);
+			continue;
+		}
+		for (x = 0; x < b->out_w; x++) {
+			size_t i = (size_t)y * b->out_w + x;
+
+			d[x * 3 + 0] = src[i];
+			d[x * 3 + 1] = src[plane + i];
+			d[x * 3 + 2] = src[2 * plane + i];
+		}
+	}
+}
+
+/* libpng reports errors by longjmp; turn them into a message. */
+static void png_fail(png_structp png, png_const_charp msg)
+{
+	char *buf = png_get_error_ptr(png);
+
+	snprintf(buf, 256, "%s", msg);
+	png_longjmp(png, 1);
+}
+
+static void png_warn(png_structp png, png_const_charp msg)
+{
+	(void)png;
+	(void)msg;
+}
+
+/*
+ * Write an 8-bit RGB PNG to a temporary name and rename it over @path, so
+ * a viewer never sees a half-written sheet. Returns 0, or -1 with @why.
+ */
+static int write_png(const char *path, const uint8_t *rgb, uint32_t w,
+		     uint32_t h, char *why, size_t why_len)
+{
+	char tmp[PATH_MAX], err[256] = "";
+	png_structp png = NULL;
+	png_infop info = NULL;
+	FILE *volatile f = NULL;
+	uint32_t y;
+	int n;
+
+	n = snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
+	if (n < 0 || (size_t)n >= sizeof(tmp)) {
+		snprintf(why, why_len, "%s", strerror(ENAMETOOLONG));
+		return -1;
+	}
+	f = fopen(tmp, "wb");
+	if (!f) {
+		snprintf(why, why_len, "%s", strerror(errno));
+		return -1;
+	}
+	png = png_create_write_struct(PNG_LIBPNG_VER_STRING, err, png_fail,
+				      png_warn);
+	if (png)
+		info = png_create_info_struct(png);
+	if (!png || !info) {
+		snprintf(why, why_len, "%s", strerror(ENOMEM));
+		goto fail;
+	}
+	if (setjmp(png_jmpbuf(png))) {
+		snprintf(why, why_len, "png: %s", err);
+		goto fail;
+	}
+	png_init_io(png, f);
+	png_set_IHDR(png, info, w, h, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
+		     PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+	png_write_info(png, info);
+	for (y = 0; y < h; y++)
+		png_write_row(png, rgb + (size_t)y * w * 3);
+	png_write_end(png, info);
+	png_destroy_write_struct(&png, &info);
+	if (fflush(f) || ferror(f)) {
+		snprintf(why, why_len, "%s", strerror(errno ? errno : EIO));
+		fclose(f);
+		unlink(tmp);
+		return -1;
+	}
+	if (fclose(f)) {
+		snprintf(why, why_len, "%s", strerror(errno));
+		unlink(tmp);
+		return -1;
+	}
+	if (rename(tmp, path)) {
+		snprintf(why, why_len, "%s", strerror(errno));
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+fail:
+	png_destroy_write_struct(&png, &info);
+	fclose(f);
+	unlink(tmp);
+	return -1;
+}
+
+int cmd_preview(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "epoch", required_argument, NULL, 'e' },
+		{ "batch", required_argument, NULL, 'B' },
+		{ "batch-size", required_argument, NULL, 'b' },
+		{ "size", required_argument, NULL, 's' },
+		{ "seed", required_argument, NULL, 'S' },
+		{ "layout", required_argument, NULL, 'L' },
+		{ "eval", no_argument, NULL, 'E' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	uint32_t epoch = 0, batch = 0, size = 224, cols, rows, k, nb;
+	const char *out = NULL, *root;
+	struct dlc_loader *l = NULL;
+	struct dlc_index *idx = NULL;
+	struct dlc_batch *b = NULL;
+	struct dlc_config cfg;
+	uint8_t *sheet = NULL;
+	size_t sheet_w, sheet_h;
+	char why[320];
+	int eval = 0, opt, ret, rc = 1;
+
+	dlc_config_init(&cfg);
+	cfg.batch_size = 16;
+	opterr = 0;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, ":o:vh", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'o':
+			if (!*optarg)
+				return usage_error("preview", "--output is empty");
+			out = optarg;
+			break;
+		case 'e':
+			if (parse_u32(optarg, 0, UINT32_MAX, &epoch))
+				return usage_error("preview", "--epoch: want 0..%u, got '%s'",
+						   UINT32_MAX, optarg);
+			break;
+		case 'B':
+			if (parse_u32(optarg, 0, UINT32_MAX, &batch))
+				return usage_error("preview", "--batch: want a batch number, got '%s'",
+						   optarg);
+			break;
+		case 'b':
+			/* A sheet of more than 1024 tiles is not a preview. */
+			if (parse_u32(optarg, 1, 1024, &cfg.batch_size))
+				return usage_error("preview", "--batch-size: want 1..1024, got '%s'",
+						   optarg);
+			break;
+		case 's':
+			if (parse_u32(optarg, 1, DLC_MAX_OUT_SIDE, &size))
+				return usage_error("preview", "--size: want 1..%d, got '%s'",
+						   DLC_MAX_OUT_SIDE, optarg);
+			break;
+		case 'S':
+			if (parse_u64(optarg, 0, UINT64_MAX, &cfg.seed))
+				return usage_error("preview", "--seed: want an unsigned 64-bit integer, got '%s'",
+						   optarg);
+			break;
+		case 'L':
+			if (!strcmp(optarg, "nchw"))
+				cfg.layout = DLC_LAYOUT_NCHW;
+			else if (!strcmp(optarg, "nhwc"))
+				cfg.layout = DLC_LAYOUT_NHWC;
+			else
+				return usage_error("preview", "--layout: want nchw or nhwc, got '%s'",
+						   optarg);
+			break;
+		case 'E':
+			eval = 1;
+			break;
+		case 'v':
+			cfg.log_level = DLC_LOG_INFO;
+			break;
+		case 'h':
+			help();
+			return 0;
+		case ':':
+			return usage_error("preview", "%s needs an argument",
+					   argv[optind - 1]);
+		default:
+			return usage_error("preview", "unknown option '%s' (try --help)",
+					   argv[optind - 1]);
+		}
+	}
+	if (optind != argc - 1)
+		return usage_error("preview", "want exactly one INDEX file or data set DIR (try --help)");
+	if (!out)
+		return usage_error("preview", "missing -o GRID.png (try --help)");
+	/* The sheet is width * height * 3 bytes; keep it far from overflow. */
+	if ((uint64_t)size * size * cfg.batch_size > (1ULL << 31))
+		return usage_error("preview", "--size %u with --batch-size %u makes a sheet over 2 GiB",
+				   size, cfg.batch_size);
+
+	ret = open_index(argv[optind], &idx);
+	if (ret)
+		return fail("preview", "%s: %s", argv[optind], index_error(ret));
+
+	/* The same transform set-up as bench, so the sheet shows its input. */
+	if (eval) {
+		dlc_transform_default(&cfg.transform, DLC_TRANSFORM_EVAL);
+		cfg.shuffle = 0;
+	}
+	cfg.transform.out_w = cfg.transform.out_h = size;
+	if (eval && cfg.transform.resize < size)
+		cfg.transform.resize = size * 8 / 7;
+	cfg.log = dlc_log_stderr;
+	/* One batch is read once: a cache would only cost memory. */
+	cfg.cache_bytes = 0;
+
+	ret = dlc_loader_create(&cfg, idx, &l);
+	if (ret) {
+		fail("preview", "%s: cannot start the loader: %s", argv[optind],
+		     strerror(-ret));
+		goto out;
+	}
+	nb = dlc_loader_epoch_batches(l);
+	if (batch >= nb) {
+		rc = usage_error("preview", "--batch %u: the epoch has %u batches of %u",
+				 batch, nb, cfg.batch_size);
+		goto out;
+	}
+	ret = dlc_loader_start_epoch(l, epoch, batch * cfg.batch_size);
+	if (ret) {
+		fail("preview", "%s: cannot start epoch %u at batch %u: %s",
+		     argv[optind], epoch, batch, strerror(-ret));
+		goto out;
+	}
+	ret = dlc_next_batch(l, &b);
+	if (ret) {
+		struct dlc_error_info ei;
+
+		if (ret != -ENODATA && !dlc_loader_last_error(l, &ei))
+			fail("preview", "%s: %s", ei.path, ei.msg);
+		else
+			fail("preview", "%s: batch %u of epoch %u: %s",
+			     argv[optind], batch, epoch, strerror(-ret));
+		goto out;
+	}
+	if (!b->count) {
+		fail("preview", "%s: batch %u of epoch %u: every sample failed",
+		     argv[optind], batch, epoch);
+		goto out;
+	}
+
+	for (cols = 1; cols * cols < b->count; cols++)
+		;
+	rows = (b->count + cols - 1) / cols;
+	sheet_w = (size_t)cols * b->out_w + (size_t)(cols - 1) * GAP;
+	sheet_h = (size_t)rows * b->out_h + (size_t)(rows - 1) * GAP;
+	sheet = malloc(sheet_w * sheet_h * 3);
+	if (!sheet) {
+		fail("preview", "%s: %s", out, strerror(ENOMEM));
+		goto out;
+	}
+	memset(sheet, GAP_GRAY, sheet_w * sheet_h * 3);
+	for (k = 0; k < b->count; k++)
+		draw_tile(sheet, sheet_w * 3, b, k,
+			  (k % cols) * (b->out_w + GAP),
+			  (k / cols) * (b->out_h + GAP));
+	if (write_png(out, sheet, (uint32_t)sheet_w, (uint32_t)sheet_h, why,
+		      sizeof(why))) {
+		fail("preview", "%s: %s", out, why);
+		goto out;
+	}
+
+	root = dlc_index_root(idx);
+	printf("epoch %u batch %u (seq %llu): %u samples, %ux%u %s, seed %llu%s -> %s (%zux%zu)\n",
+	       b->epoch, batch, (unsigned long long)b->seq, b->count,
+	       b->out_w, b->out_h,
+	       b->layout == DLC_LAYOUT_NHWC ? "NHWC" : "NCHW",
+	       (unsigned long long)cfg.seed, eval ? ", eval" : "", out,
+	       sheet_w, sheet_h);
+	if (b->errors)
+		printf("%u samples failed and were %s\n", b->errors,
+		       cfg.on_error == DLC_ON_ERROR_SUBSTITUTE ? "substituted"
+							       : "skipped");
+	printf("data set %s; tiles left to right, top to bottom:\n", root);
+	printf("%-5s %-8s %-6s %-12s %s\n", "tile", "id", "label", "class",
+	       "path");
+	for (k = 0; k < b->count; k++) {
+		const char *cls = dlc_index_class_name(idx, (uint32_t)b->labels[k]);
+		const char *rel = dlc_index_relpath(idx, b->ids[k]);
+
+		printf("%-5u %-8u %-6d %-12s %s\n", k, b->ids[k], b->labels[k],
+		       cls ? cls : "?", rel ? rel : "?");
+	}
+	rc = 0;
+out:
+	if (b)
+		dlc_release_batch(l, b);
+	dlc_loader_destroy(l);
+	dlc_index_free(idx);
+	free(sheet);
+	return rc;
+}
