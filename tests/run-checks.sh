@@ -86,7 +86,7 @@ done
 # Splats in the host kernel log while we ran (io_uring, O_DIRECT, mlock).
 if dmesg >/dev/null 2>&1; then
 	splats=$(dmesg | tail -n +"$((dmesg_mark + 1))" |
-		grep -E 'WARNING:|BUG:|Oops|general protection|lockdep|hung_task|blocked for more than' || true)
+		grep -E 'WARNING:|BUG:|Oops|general protection fault|possible circular locking|possible recursive locking|INFO: task .* blocked for more than|UBSAN:|KASAN:' || true)
 	if [ -n "$splats" ]; then
 		result host-dmesg fail
 		echo "$splats" | sed 's/^/     | /'

@@ -1,0 +1,676 @@
+// SPDX-License-Identifier: MIT
+/*
+ * JPEG decode with libjpeg-turbo's libjpeg API: full decode to RGB, and
+ * crop-first decode of one training sample straight into its batch slot.
+ *
+ * Strictness. Like Pillow without LOAD_TRUNCATED_IMAGES, a file whose data
+ * ends early or that libjpeg flags as corrupt (even by a mere warning) is a
+ * failure, never a half-grey image. libjpeg reports errors through
+ * error_exit(), which must not return: we longjmp back to the entry point,
+ * abort the decompressor (it stays reusable) and return -errno with a kind
+ * and a message. Nothing is ever printed.
+ *
+ * Crop-first. Huffman decoding dominates the cost, so the savings come
+ * from stopping after the crop's last row, skipping rows above it
+ * (jpeg_skip_scanlines), running the IDCT only for the crop's iMCU columns
+ * (jpeg_crop_scanline) and at the smallest 1/d scale whose output still
+ * covers the output size. Only power-of-two scales are used: libjpeg-turbo
+ * has SIMD IDCTs for 1/1, 1/2, 1/4 and 1/8 only, so 3/8 or 6/8 cost more
+ * than a full decode here.
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jpeglib.h>
+#include <jerror.h>
+
+#include "dlcache.h"
+#include "resize.h"
+
+struct dlc_decoder {
+	struct jpeg_decompress_struct cinfo;
+	struct jpeg_error_mgr jerr;
+	struct jpeg_source_mgr src;
+	jmp_buf jb;
+	uint64_t max_pixels;
+	size_t len;			/* bytes of the current image */
+	const char *phase;		/* what is being read, for messages */
+	uint32_t kind;			/* enum dlc_error_kind of the last call */
+	int err;			/* its negative errno */
+	struct dlc_crop crop;		/* crop of the current sample */
+	/* scratch, grown on demand and kept: steady state allocates nothing */
+	uint8_t *region;		/* decoded RGB rows */
+	size_t region_cap;
+	uint8_t *row4;			/* one CMYK row before conversion */
+	size_t row4_cap;
+	uint8_t *pending;		/* dlc_decoder_full()'s buffer in flight */
+	struct dlc_resize_ws ws;
+	char msg[256];
+};
+
+static const char *const kind_names[DLC_ERR_KINDS] = {
+	[DLC_ERR_NONE] = "none",
+	[DLC_ERR_IO] = "io",
+	[DLC_ERR_MISSING] = "missing",
+	[DLC_ERR_EMPTY] = "empty",
+	[DLC_ERR_NOT_JPEG] = "not_jpeg",
+	[DLC_ERR_CORRUPT] = "corrupt",
+	[DLC_ERR_TRUNCATED] = "truncated",
+	[DLC_ERR_TOO_LARGE] = "too_large",
+	[DLC_ERR_NOMEM] = "nomem",
+};
+
+const char *dlc_error_kind_name(uint32_t kind)
+{
+	return kind < DLC_ERR_KINDS ? kind_names[kind] : "unknown";
+}
+
+__attribute__((format(printf, 4, 5)))
+static int set_error(struct dlc_decoder *d, uint32_t kind, int err,
+		     const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(d->msg, sizeof(d->msg), fmt, ap);
+	va_end(ap);
+	d->kind = kind;
+	d->err = err;
+	return err;
+}
+
+/* ---- libjpeg hooks: errors and corrupt-data warnings longjmp out ---- */
+
+static struct dlc_decoder *to_dec(j_common_ptr c)
+{
+	return c->client_data;
+}
+
+static void jpeg_failed(j_common_ptr c, uint32_t kind, int err,
+			const char *what)
+{
+	struct dlc_decoder *d = to_dec(c);
+	char text[JMSG_LENGTH_MAX];
+
+	c->err->format_message(c, text);
+	set_error(d, kind, err, "%s: %s", what, text);
+	longjmp(d->jb, 1);
+}
+
+static void on_error_exit(j_common_ptr c)
+{
+	switch (c->err->msg_code) {
+	case JERR_OUT_OF_MEMORY:
+		jpeg_failed(c, DLC_ERR_NOMEM, -ENOMEM, "out of memory");
+		break;
+	case JERR_IMAGE_TOO_BIG:
+	case JERR_WIDTH_OVERFLOW:
+		jpeg_failed(c, DLC_ERR_TOO_LARGE, -E2BIG, "image too large");
+		break;
+	case JERR_NO_SOI:
+		jpeg_failed(c, DLC_ERR_NOT_JPEG, -EBADMSG, "not a JPEG");
+		break;
+	case JERR_INPUT_EOF:
+	case JERR_INPUT_EMPTY:
+		jpeg_failed(c, DLC_ERR_TRUNCATED, -EBADMSG, "truncated JPEG");
+		break;
+	default:
+		jpeg_failed(c, DLC_ERR_CORRUPT, -EBADMSG, "corrupt JPEG");
+		break;
+	}
+}
+
+static void on_emit_message(j_common_ptr c, int level)
+{
+	/* levels >= 0 are trace messages; -1 is a warning */
+	if (level >= 0)
+		return;
+	switch (c->err->msg_code) {
+	case JWRN_JPEG_EOF:
+		jpeg_failed(c, DLC_ERR_TRUNCATED, -EBADMSG, "truncated JPEG");
+		break;
+	case JWRN_ARITH_BAD_CODE:
+	case JWRN_BOGUS_PROGRESSION:
+	case JWRN_EXTRANEOUS_DATA:
+	case JWRN_HIT_MARKER:
+	case JWRN_HUFF_BAD_CODE:
+	case JWRN_MUST_RESYNC:
+	case JWRN_NOT_SEQUENTIAL:
+		jpeg_failed(c, DLC_ERR_CORRUPT, -EBADMSG, "corrupt JPEG");
+		break;
+	default:
+		/* e.g. an unknown JFIF revision: harmless to the pixels */
+		break;
+	}
+}
+
+static void on_output_message(j_common_ptr c)
+{
+	(void)c;
+}
+
+/* ---- source: the whole file is in memory; running dry is truncation ---- */
+
+static void src_init(j_decompress_ptr c)
+{
+	(void)c;
+}
+
+static boolean src_fill(j_decompress_ptr c)
+{
+	struct dlc_decoder *d = to_dec((j_common_ptr)c);
+
+	set_error(d, DLC_ERR_TRUNCATED, -EBADMSG,
+		  "truncated JPEG: the data ends after %zu bytes, inside the %s",
+		  d->len, d->phase);
+	longjmp(d->jb, 1);
+}
+
+static void src_skip(j_decompress_ptr c, long n)
+{
+	struct jpeg_source_mgr *s = c->src;
+
+	if (n <= 0)
+		return;
+	if ((size_t)n > s->bytes_in_buffer)
+		src_fill(c);
+	s->next_input_byte += n;
+	s->bytes_in_buffer -= (size_t)n;
+}
+
+static void src_term(j_decompress_ptr c)
+{
+	(void)c;
+}
+
+/* ---- decoder object ---- */
+
+int dlc_decoder_create(uint64_t max_pixels, struct dlc_decoder **out)
+{
+	struct dlc_decoder *d;
+
+	if (!out)
+		return -EINVAL;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->max_pixels = max_pixels ? max_pixels : DLC_DEFAULT_MAX_PIXELS;
+	d->cinfo.err = jpeg_std_error(&d->jerr);
+	d->jerr.error_exit = on_error_exit;
+	d->jerr.emit_message = on_emit_message;
+	d->jerr.output_message = on_output_message;
+	d->cinfo.client_data = d;
+	if (setjmp(d->jb)) {
+		/* only an allocation can fail in here */
+		jpeg_destroy_decompress(&d->cinfo);
+		free(d);
+		return -ENOMEM;
+	}
+	jpeg_create_decompress(&d->cinfo);
+	d->src.init_source = src_init;
+	d->src.fill_input_buffer = src_fill;
+	d->src.skip_input_data = src_skip;
+	d->src.resync_to_restart = jpeg_resync_to_restart;
+	d->src.term_source = src_term;
+	d->cinfo.src = &d->src;
+	*out = d;
+	return 0;
+}
+
+void dlc_decoder_destroy(struct dlc_decoder *d)
+{
+	if (!d)
+		return;
+	jpeg_destroy_decompress(&d->cinfo);
+	free(d->region);
+	free(d->row4);
+	free(d->pending);
+	free(d->ws.mem);
+	free(d);
+}
+
+uint32_t dlc_decoder_error_kind(const struct dlc_decoder *d)
+{
+	return d ? d->kind : DLC_ERR_NONE;
+}
+
+const char *dlc_decoder_error(const struct dlc_decoder *d)
+{
+	if (!d)
+		return "no decoder";
+	return d->msg[0] ? d->msg : "no error";
+}
+
+static int grow(uint8_t **buf, size_t *cap, size_t need)
+{
+	uint8_t *p;
+
+	if (need <= *cap)
+		return 0;
+	p = realloc(*buf, need);
+	if (!p)
+		return -ENOMEM;
+	*buf = p;
+	*cap = need;
+	return 0;
+}
+
+/* Checks that need no libjpeg, then points the source at @buf. */
+static int begin(struct dlc_decoder *d, const void *buf, size_t len)
+{
+	const uint8_t *b = buf;
+
+	d->kind = DLC_ERR_NONE;
+	d->err = 0;
+	d->msg[0] = '\0';
+	if (!len)
+		return set_error(d, DLC_ERR_EMPTY, -EBADMSG,
+				 "empty file: zero bytes");
+	if (!buf)
+		return set_error(d, DLC_ERR_NONE, -EINVAL,
+				 "invalid argument: no buffer");
+	if (len < 2)
+		return set_error(d, DLC_ERR_NOT_JPEG, -EBADMSG,
+				 "not a JPEG: only 1 byte (0x%02x)", b[0]);
+	if (b[0] != 0xff || b[1] != 0xd8)
+		return set_error(d, DLC_ERR_NOT_JPEG, -EBADMSG,
+				 "not a JPEG: starts with 0x%02x 0x%02x, not the SOI marker 0xff 0xd8",
+				 b[0], b[1]);
+	d->len = len;
+	d->phase = "header";
+	d->src.next_input_byte = b;
+	d->src.bytes_in_buffer = len;
+	return 0;
+}
+
+/* After an error, wherever it came from: leave the decoder reusable. */
+static int recover(struct dlc_decoder *d)
+{
+	jpeg_abort_decompress(&d->cinfo);
+	free(d->pending);
+	d->pending = NULL;
+	return d->err ? d->err : -EBADMSG;
+}
+
+/*
+ * Parse the header and apply the size cap before libjpeg allocates
+ * anything image-sized (that happens in jpeg_start_decompress()).
+ * Runs under the caller's setjmp.
+ */
+static int read_header(struct dlc_decoder *d)
+{
+	struct jpeg_decompress_struct *c = &d->cinfo;
+	uint64_t pixels;
+
+	jpeg_read_header(c, TRUE);
+	d->phase = "image data";
+	pixels = (uint64_t)c->image_width * c->image_height;
+	if (pixels > d->max_pixels) {
+		set_error(d, DLC_ERR_TOO_LARGE, -E2BIG,
+			  "image too large: %ux%u is %llu pixels, over the cap of %llu",
+			  c->image_width, c->image_height,
+			  (unsigned long long)pixels,
+			  (unsigned long long)d->max_pixels);
+		jpeg_abort_decompress(c);
+		return -E2BIG;
+	}
+	/* libjpeg converts gray and YCbCr to RGB; CMYK and YCCK only to CMYK */
+	if (c->jpeg_color_space == JCS_CMYK || c->jpeg_color_space == JCS_YCCK)
+		c->out_color_space = JCS_CMYK;
+	else
+		c->out_color_space = JCS_RGB;
+	c->dct_method = JDCT_ISLOW;
+	c->do_fancy_upsampling = TRUE;
+	c->scale_num = 1;
+	c->scale_denom = 1;
+	return 0;
+}
+
+static int no_memory(struct dlc_decoder *d, size_t bytes)
+{
+	set_error(d, DLC_ERR_NOMEM, -ENOMEM,
+		  "out of memory: %zu bytes of decode buffer", bytes);
+	jpeg_abort_decompress(&d->cinfo);
+	return -ENOMEM;
+}
+
+static uint8_t muldiv255(uint32_t a, uint32_t b)
+{
+	uint32_t t = a * b + 128;
+
+	return (uint8_t)(((t >> 8) + t) >> 8);
+}
+
+/*
+ * CMYK to RGB as Pillow does (255 - k) * (255 - c) / 255 with its
+ * rounding. Adobe's APP14 marker means the file stores inverted CMYK,
+ * which is what Photoshop writes and libjpeg passes through untouched.
+ */
+static void cmyk_to_rgb(uint8_t *out, const uint8_t *in, uint32_t n,
+			int inverted)
+{
+	uint32_t i, j;
+
+	for (i = 0; i < n; i++, in += 4, out += 3) {
+		uint32_t k = inverted ? in[3] : 255u - in[3];
+
+		for (j = 0; j < 3; j++) {
+			uint32_t v = inverted ? 255u - in[j] : in[j];
+
+			out[j] = (uint8_t)(k - muldiv255(v, k));
+		}
+	}
+}
+
+/* Read @n output rows into @dst, @stride bytes apart, as RGB. */
+static int read_rows(struct dlc_decoder *d, uint8_t *dst, size_t stride,
+		     uint32_t n)
+{
+	struct jpeg_decompress_struct *c = &d->cinfo;
+	int cmyk = c->out_color_space == JCS_CMYK;
+	uint32_t i;
+
+	if (cmyk && grow(&d->row4, &d->row4_cap, (size_t)c->output_width * 4))
+		return no_memory(d, (size_t)c->output_width * 4);
+	for (i = 0; i < n; i++) {
+		JSAMPROW row = cmyk ? d->row4 : dst + i * stride;
+
+		if (jpeg_read_scanlines(c, &row, 1) != 1) {
+			/* cannot happen with an in-memory source: no suspension */
+			set_error(d, DLC_ERR_CORRUPT, -EBADMSG,
+				  "corrupt JPEG: no scanline %u of %u",
+				  c->output_scanline, c->output_height);
+			jpeg_abort_decompress(c);
+			return -EBADMSG;
+		}
+		if (cmyk)
+			cmyk_to_rgb(dst + i * stride, d->row4, c->output_width,
+				    c->saw_Adobe_marker);
+	}
+	return 0;
+}
+
+int dlc_decoder_header(struct dlc_decoder *d, const void *buf, size_t len,
+		       struct dlc_jpeg_info *info)
+{
+	struct jpeg_decompress_struct *c;
+	int ret;
+
+	if (!d || !info)
+		return -EINVAL;
+	c = &d->cinfo;
+	ret = begin(d, buf, len);
+	if (ret)
+		return ret;
+	if (setjmp(d->jb))
+		return recover(d);
+	jpeg_read_header(c, TRUE);
+	memset(info, 0, sizeof(*info));
+	info->width = c->image_width;
+	info->height = c->image_height;
+	info->components = (uint32_t)c->num_components;
+	info->progressive = c->progressive_mode ? 1 : 0;
+	info->h_samp = (uint32_t)c->comp_info[0].h_samp_factor;
+	info->v_samp = (uint32_t)c->comp_info[0].v_samp_factor;
+	jpeg_abort_decompress(c);
+	return 0;
+}
+
+int dlc_decoder_full(struct dlc_decoder *d, const void *buf, size_t len,
+		     uint8_t **rgb, uint32_t *width, uint32_t *height)
+{
+	struct jpeg_decompress_struct *c;
+	size_t stride, bytes;
+	int ret;
+
+	if (!d || !rgb || !width || !height)
+		return -EINVAL;
+	c = &d->cinfo;
+	ret = begin(d, buf, len);
+	if (ret)
+		return ret;
+	if (setjmp(d->jb))
+		return recover(d);
+	ret = read_header(d);
+	if (ret)
+		return ret;
+	jpeg_start_decompress(c);
+	stride = (size_t)c->output_width * 3;
+	bytes = stride * c->output_height;
+	d->pending = malloc(bytes);
+	if (!d->pending)
+		return no_memory(d, bytes);
+	ret = read_rows(d, d->pending, stride, c->output_height);
+	if (ret) {
+		free(d->pending);
+		d->pending = NULL;
+		return ret;
+	}
+	/* reads on to EOI: a file cut short after the last row fails too */
+	jpeg_finish_decompress(c);
+	*rgb = d->pending;
+	*width = c->output_width;
+	*height = c->output_height;
+	d->pending = NULL;
+	return 0;
+}
+
+/*
+ * A single-scan file is read only as far as the crop's last row, so its
+ * end is never seen: check that an EOI marker follows the entropy data.
+ * Entropy-coded bytes cannot contain 0xff 0xd9, so scanning back from the
+ * end finds the EOI at once in a good file (past any trailing bytes) and
+ * runs through to the header only in a truncated one.
+ */
+static int has_eoi(const uint8_t *buf, size_t len, size_t data_start)
+{
+	size_t i;
+
+	for (i = len; i >= data_start + 2; i--)
+		if (buf[i - 2] == 0xff && buf[i - 1] == 0xd9)
+			return 1;
+	return 0;
+}
+
+static uint32_t pick_denom(const struct dlc_crop *cr, uint32_t out_w,
+			   uint32_t out_h)
+{
+	uint32_t den;
+
+	for (den = 8; den > 1; den /= 2)
+		if (cr->w / den >= out_w && cr->h / den >= out_h)
+			break;
+	return den;
+}
+
+/* Decoded pixels kept beyond the box for the filter: its reach, plus 1. */
+static uint32_t margin(double span, uint32_t out)
+{
+	double support = span / out;
+
+	return (uint32_t)ceil(support < 1.0 ? 1.0 : support) + 1;
+}
+
+/* Crop-first decode of d->crop; runs under the caller's setjmp. */
+static int decode_crop_first(struct dlc_decoder *d, const uint8_t *buf,
+			     uint32_t out_w, uint32_t out_h, uint32_t layout,
+			     uint8_t *dst)
+{
+	struct jpeg_decompress_struct *c = &d->cinfo;
+	size_t data_start = d->len - d->src.bytes_in_buffer;
+	double bx0, by0, bx1, by1;
+	uint32_t den, mx, my, ow, oh, c0, c1, r0, r1;
+	JDIMENSION xoff, cw;
+	struct dlc_crop box;
+	size_t stride;
+	int ret;
+
+	den = pick_denom(&d->crop, out_w, out_h);
+	c->scale_num = 1;
+	c->scale_denom = den;
+	jpeg_start_decompress(c);
+	ow = c->output_width;
+	oh = c->output_height;
+
+	/* the box at scale 1/den: output pixel i covers [i * den, i * den + den) */
+	bx0 = d->crop.x / den;
+	by0 = d->crop.y / den;
+	bx1 = (d->crop.x + d->crop.w) / den;
+	by1 = (d->crop.y + d->crop.h) / den;
+	mx = margin(bx1 - bx0, out_w);
+	my = margin(by1 - by0, out_h);
+	c0 = floor(bx0) > mx ? (uint32_t)floor(bx0) - mx : 0;
+	c1 = (uint32_t)ceil(bx1) + mx < ow ? (uint32_t)ceil(bx1) + mx : ow;
+	r0 = floor(by0) > my ? (uint32_t)floor(by0) - my : 0;
+	r1 = (uint32_t)ceil(by1) + my < oh ? (uint32_t)ceil(by1) + my : oh;
+
+	xoff = c0;
+	cw = c1 - c0;
+	/* widened to iMCU column boundaries: xoff moves left, cw grows */
+	if (cw < ow)
+		jpeg_crop_scanline(c, &xoff, &cw);
+	stride = (size_t)cw * 3;
+	if (grow(&d->region, &d->region_cap, stride * (r1 - r0)))
+		return no_memory(d, stride * (r1 - r0));
+	if (r0 && jpeg_skip_scanlines(c, r0) != r0) {
+		set_error(d, DLC_ERR_CORRUPT, -EBADMSG,
+			  "corrupt JPEG: cannot skip to row %u", r0);
+		jpeg_abort_decompress(c);
+		return -EBADMSG;
+	}
+	ret = read_rows(d, d->region, stride, r1 - r0);
+	if (ret)
+		return ret;
+	if (!jpeg_has_multiple_scans(c) && !has_eoi(buf, d->len, data_start)) {
+		set_error(d, DLC_ERR_TRUNCATED, -EBADMSG,
+			  "truncated JPEG: no EOI marker after the image data (%zu bytes)",
+			  d->len);
+		jpeg_abort_decompress(c);
+		return -EBADMSG;
+	}
+	/* the rows below the crop are never decoded */
+	jpeg_abort_decompress(c);
+
+	box.x = bx0 - xoff;
+	box.y = by0 - r0;
+	box.w = bx1 - bx0;
+	box.h = by1 - by0;
+	box.flip = d->crop.flip;
+	box.pad = 0;
+	return dlc_resize_rgb_ws(&d->ws, d->region, cw, r1 - r0, stride, &box,
+				 out_w, out_h, layout, dst);
+}
+
+/* The reference: everything at scale 1, then the same resize. */
+static int decode_full_then_crop(struct dlc_decoder *d, uint32_t out_w,
+				 uint32_t out_h, uint32_t layout, uint8_t *dst)
+{
+	struct jpeg_decompress_struct *c = &d->cinfo;
+	size_t stride, bytes;
+	int ret;
+
+	jpeg_start_decompress(c);
+	stride = (size_t)c->output_width * 3;
+	bytes = stride * c->output_height;
+	if (grow(&d->region, &d->region_cap, bytes))
+		return no_memory(d, bytes);
+	ret = read_rows(d, d->region, stride, c->output_height);
+	if (ret)
+		return ret;
+	jpeg_finish_decompress(c);
+	return dlc_resize_rgb_ws(&d->ws, d->region, c->output_width,
+				 c->output_height, stride, &d->crop, out_w,
+				 out_h, layout, dst);
+}
+
+static int crop_inside(const struct dlc_crop *cr, uint32_t w, uint32_t h)
+{
+	const double slack = 1e-6;
+
+	return isfinite(cr->x) && isfinite(cr->y) && isfinite(cr->w) &&
+	       isfinite(cr->h) && cr->w > 0 && cr->h > 0 &&
+	       cr->x >= -slack && cr->y >= -slack &&
+	       cr->x + cr->w <= w + slack && cr->y + cr->h <= h + slack;
+}
+
+/* dlc_decoder_sample() when @t is set, else dlc_decoder_crop() of @given. */
+static int decode_sample(struct dlc_decoder *d, const void *buf, size_t len,
+			 const struct dlc_transform *t, uint64_t seed,
+			 uint32_t epoch, uint32_t sample,
+			 const struct dlc_crop *given, uint32_t out_w,
+			 uint32_t out_h, uint32_t layout, uint32_t method,
+			 uint8_t *dst, struct dlc_crop *crop_out)
+{
+	struct jpeg_decompress_struct *c = &d->cinfo;
+	int ret;
+
+	if (!dst || layout > DLC_LAYOUT_NHWC || method > DLC_DECODE_FULL_THEN_CROP ||
+	    !out_w || !out_h || out_w > DLC_MAX_OUT_SIDE || out_h > DLC_MAX_OUT_SIDE) {
+		return set_error(d, DLC_ERR_NONE, -EINVAL,
+				 "invalid argument: output, layout or method");
+	}
+	ret = begin(d, buf, len);
+	if (ret)
+		return ret;
+	if (setjmp(d->jb))
+		return recover(d);
+	ret = read_header(d);
+	if (ret)
+		return ret;
+	if (t) {
+		ret = dlc_transform_crop(t, seed, epoch, sample, c->image_width,
+					 c->image_height, &d->crop);
+		if (ret) {
+			jpeg_abort_decompress(c);
+			return set_error(d, DLC_ERR_NONE, ret,
+					 "invalid argument: bad transform");
+		}
+	} else {
+		d->crop = *given;
+		if (!crop_inside(&d->crop, c->image_width, c->image_height)) {
+			jpeg_abort_decompress(c);
+			return set_error(d, DLC_ERR_NONE, -EINVAL,
+					 "invalid argument: crop box outside the %ux%u image",
+					 c->image_width, c->image_height);
+		}
+	}
+	if (crop_out)
+		*crop_out = d->crop;
+	if (method == DLC_DECODE_FULL_THEN_CROP)
+		ret = decode_full_then_crop(d, out_w, out_h, layout, dst);
+	else
+		ret = decode_crop_first(d, buf, out_w, out_h, layout, dst);
+	if (ret == -ENOMEM && d->kind == DLC_ERR_NONE)
+		set_error(d, DLC_ERR_NOMEM, -ENOMEM,
+			  "out of memory: resize scratch");
+	return ret;
+}
+
+int dlc_decoder_sample(struct dlc_decoder *d, const void *buf, size_t len,
+		       const struct dlc_transform *t, uint64_t seed,
+		       uint32_t epoch, uint32_t sample, uint32_t layout,
+		       uint8_t *dst, struct dlc_crop *crop_out)
+{
+	if (!d || !t)
+		return -EINVAL;
+	return decode_sample(d, buf, len, t, seed, epoch, sample, NULL,
+			     t->out_w, t->out_h, layout, DLC_DECODE_CROP_FIRST,
+			     dst, crop_out);
+}
+
+int dlc_decoder_crop(struct dlc_decoder *d, const void *buf, size_t len,
+		     const struct dlc_crop *crop, uint32_t out_w,
+		     uint32_t out_h, uint32_t layout, uint32_t method,
+		     uint8_t *dst)
+{
+	if (!d || !crop)
+		return -EINVAL;
+	return decode_sample(d, buf, len, NULL, 0, 0, 0, crop, out_w, out_h,
+			     layout, method, dst, NULL);
+}

@@ -1,0 +1,342 @@
+// SPDX-License-Identifier: MIT
+/*
+ * dlcachectl decodebench: the decode limit of DESIGN.md section 6. The
+ * files are read into memory first, so only decoding is timed: full
+ * decode, crop-first decode of epoch 0's train crops (the loader's work),
+ * and the full-decode-then-crop reference, each on T threads.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "dlcache.h"
+
+static const char decodebench_usage[] =
+	"usage: dlcachectl decodebench INDEX_FILE_OR_DIR [--threads T] [--images N]\n"
+	"                              [--seconds S] [--json]\n"
+	"\n"
+	"Load the data set's files into memory, then decode them over and over\n"
+	"on T threads for about S seconds per mode: 'full' (whole image to RGB),\n"
+	"'crop' (crop-first decode of the default train transform's epoch-0\n"
+	"crops, seed 0, as the loader does) and 'full_then_crop' (full decode,\n"
+	"then the same crop and resize). Prints images/s and crop/full.\n"
+	"\n"
+	"  --threads T    decode threads (default: online CPUs)\n"
+	"  --images N     use only the first N samples (default: all)\n"
+	"  --seconds S    seconds per mode (default 3)\n"
+	"  --json         one JSON object on stdout\n"
+	"  -h, --help     show this help\n";
+
+enum mode { MODE_FULL, MODE_CROP, MODE_FULL_THEN_CROP, MODES };
+
+static const char *const mode_names[MODES] = {
+	"full", "crop", "full_then_crop",
+};
+
+struct image {
+	uint8_t *buf;
+	size_t len;
+	uint32_t id;
+	struct dlc_crop crop;	/* epoch 0's train crop, for full_then_crop */
+};
+
+struct run {
+	const struct image *imgs;
+	uint32_t n;
+	enum mode mode;
+	uint64_t deadline;
+	struct dlc_transform t;
+};
+
+struct worker {
+	pthread_t th;
+	const struct run *run;
+	uint32_t first;
+	uint64_t done;
+	uint64_t errors;
+	uint64_t end_ns;
+	int err;
+	char why[256];
+};
+
+static int read_file(const char *path, struct image *img)
+{
+	struct stat st;
+	size_t got = 0;
+	int fd, err = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st)) {
+		err = -errno;
+		goto out;
+	}
+	img->buf = malloc(st.st_size ? (size_t)st.st_size : 1);
+	if (!img->buf) {
+		err = -ENOMEM;
+		goto out;
+	}
+	while (got < (size_t)st.st_size) {
+		ssize_t r = read(fd, img->buf + got, (size_t)st.st_size - got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			err = r < 0 ? -errno : -EIO;
+			break;
+		}
+		got += (size_t)r;
+	}
+	img->len = got;
+out:
+	close(fd);
+	return err;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	const struct run *r = w->run;
+	struct dlc_decoder *d;
+	uint8_t *dst, *rgb;
+	uint32_t i = w->first, iw, ih;
+	size_t out = (size_t)r->t.out_w * r->t.out_h * 3;
+	int ret;
+
+	w->err = dlc_decoder_create(0, &d);
+	if (w->err)
+		return NULL;
+	dst = malloc(out);
+	if (!dst) {
+		w->err = -ENOMEM;
+		dlc_decoder_destroy(d);
+		return NULL;
+	}
+	while (now_ns() < r->deadline) {
+		const struct image *img = &r->imgs[i];
+
+		switch (r->mode) {
+		case MODE_FULL:
+			ret = dlc_decoder_full(d, img->buf, img->len, &rgb,
+					       &iw, &ih);
+			if (!ret)
+				free(rgb);
+			break;
+		case MODE_CROP:
+			ret = dlc_decoder_sample(d, img->buf, img->len, &r->t,
+						 0, 0, img->id,
+						 DLC_LAYOUT_NCHW, dst, NULL);
+			break;
+		default:
+			ret = dlc_decoder_crop(d, img->buf, img->len,
+					       &img->crop, r->t.out_w,
+					       r->t.out_h, DLC_LAYOUT_NCHW,
+					       DLC_DECODE_FULL_THEN_CROP, dst);
+			break;
+		}
+		if (ret && !w->errors++)
+			snprintf(w->why, sizeof(w->why), "sample %u: %s",
+				 img->id, dlc_decoder_error(d));
+		w->done++;
+		if (++i == r->n)
+			i = 0;
+	}
+	w->end_ns = now_ns();
+	free(dst);
+	dlc_decoder_destroy(d);
+	return NULL;
+}
+
+/* Images per second of one mode on @nthreads threads, or -errno. */
+static int run_mode(struct run *r, struct worker *ws, uint32_t nthreads,
+		    double seconds, double *rate, uint64_t *errors,
+		    char *why, size_t why_len)
+{
+	uint64_t start = now_ns(), end = start, done = 0;
+	uint32_t t, started;
+	int err = 0;
+
+	r->deadline = start + (uint64_t)(seconds * 1e9);
+	*errors = 0;
+	for (started = 0; started < nthreads; started++) {
+		memset(&ws[started], 0, sizeof(ws[started]));
+		ws[started].run = r;
+		ws[started].first = (uint32_t)((uint64_t)started * r->n / nthreads);
+		err = -pthread_create(&ws[started].th, NULL, worker_main,
+				      &ws[started]);
+		if (err)
+			break;
+	}
+	for (t = 0; t < started; t++) {
+		pthread_join(ws[t].th, NULL);
+		if (ws[t].err && !err)
+			err = ws[t].err;
+		done += ws[t].done;
+		if (ws[t].errors && !*errors)
+			snprintf(why, why_len, "%s", ws[t].why);
+		*errors += ws[t].errors;
+		if (ws[t].end_ns > end)
+			end = ws[t].end_ns;
+	}
+	if (err)
+		return err;
+	*rate = end > start ? done / ((end - start) / 1e9) : 0.0;
+	return 0;
+}
+
+static int load_index(const char *path, struct dlc_index **idx)
+{
+	struct stat st;
+
+	if (stat(path, &st))
+		return -errno;
+	if (S_ISDIR(st.st_mode))
+		return dlc_index_build(path, idx);
+	return dlc_index_load(path, idx);
+}
+
+int cmd_decodebench(int argc, char **argv)
+{
+	const char *path = NULL;
+	uint32_t nthreads = 0, nimages = 0, seconds_u = 0, n, i, m;
+	double seconds = 3.0, rate[MODES];
+	int json = 0, opts = 1, i_arg, ret, status = 1;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	struct dlc_decoder *hdr = NULL;
+	struct worker *ws = NULL;
+	struct image *imgs = NULL;
+	struct dlc_index *idx;
+	uint64_t bytes = 0;
+	struct run r;
+
+	for (i_arg = 1; i_arg < argc; i_arg++) {
+		const char *a = argv[i_arg];
+		const char *v = i_arg + 1 < argc ? argv[i_arg + 1] : NULL;
+
+		if (opts && (!strcmp(a, "-h") || !strcmp(a, "--help"))) {
+			fputs(decodebench_usage, stdout);
+			return 0;
+		} else if (opts && !strcmp(a, "--threads")) {
+			if (!v || parse_u32(v, 1, 1024, &nthreads))
+				return usage_error("decodebench",
+						   "--threads needs a number in 1..1024");
+			i_arg++;
+		} else if (opts && !strcmp(a, "--images")) {
+			if (!v || parse_u32(v, 1, UINT32_MAX, &nimages))
+				return usage_error("decodebench",
+						   "--images needs a positive number");
+			i_arg++;
+		} else if (opts && !strcmp(a, "--seconds")) {
+			if (!v || parse_u32(v, 1, 3600, &seconds_u))
+				return usage_error("decodebench",
+						   "--seconds needs a number in 1..3600");
+			seconds = seconds_u;
+			i_arg++;
+		} else if (opts && !strcmp(a, "--json")) {
+			json = 1;
+		} else if (opts && !strcmp(a, "--")) {
+			opts = 0;
+		} else if (opts && a[0] == '-' && a[1]) {
+			return usage_error("decodebench", "unknown option '%s'", a);
+		} else if (!path) {
+			path = a;
+		} else {
+			return usage_error("decodebench", "unexpected argument '%s'", a);
+		}
+	}
+	if (!path || !*path)
+		return usage_error("decodebench",
+				   "missing INDEX_FILE_OR_DIR (try --help)");
+	if (!nthreads)
+		nthreads = cpus > 0 ? (uint32_t)cpus : 1;
+
+	ret = load_index(path, &idx);
+	if (ret)
+		return fail("decodebench", "%s: %s", path, strerror(-ret));
+	n = dlc_index_count(idx);
+	if (nimages && nimages < n)
+		n = nimages;
+	imgs = calloc(n, sizeof(*imgs));
+	ws = calloc(nthreads, sizeof(*ws));
+	ret = dlc_decoder_create(0, &hdr);
+	if (!imgs || !ws || ret) {
+		fail("decodebench", "%s", strerror(ret ? -ret : ENOMEM));
+		goto out;
+	}
+	memset(&r, 0, sizeof(r));
+	dlc_transform_default(&r.t, DLC_TRANSFORM_TRAIN);
+	for (i = 0; i < n; i++) {
+		struct dlc_jpeg_info info;
+		char *file;
+
+		if (asprintf(&file, "%s/%s", dlc_index_root(idx),
+			     dlc_index_relpath(idx, i)) < 0) {
+			fail("decodebench", "%s", strerror(ENOMEM));
+			goto out;
+		}
+		ret = read_file(file, &imgs[i]);
+		if (ret) {
+			fail("decodebench", "%s: %s", file, strerror(-ret));
+			free(file);
+			goto out;
+		}
+		free(file);
+		imgs[i].id = i;
+		bytes += imgs[i].len;
+		/* a box for the reference mode; unreadable files fail there too */
+		imgs[i].crop.w = imgs[i].crop.h = 1;
+		if (!dlc_decoder_header(hdr, imgs[i].buf, imgs[i].len, &info))
+			dlc_transform_crop(&r.t, 0, 0, i, info.width,
+					   info.height, &imgs[i].crop);
+	}
+	r.imgs = imgs;
+	r.n = n;
+
+	if (!json)
+		printf("decodebench: %u images, %.1f MB in memory, %u threads, %.0f s per mode\n",
+		       n, bytes / 1e6, nthreads, seconds);
+	for (m = 0; m < MODES; m++) {
+		uint64_t errors;
+		char why[256] = "";
+
+		r.mode = (enum mode)m;
+		ret = run_mode(&r, ws, nthreads, seconds, &rate[m], &errors,
+			       why, sizeof(why));
+		if (ret) {
+			fail("decodebench", "%s: %s", mode_names[m],
+			     strerror(-ret));
+			goto out;
+		}
+		if (errors)
+			fprintf(stderr, "dlcachectl decodebench: %s: %llu failed decodes, first %s\n",
+				mode_names[m], (unsigned long long)errors, why);
+		if (!json)
+			printf("  %-15s %9.1f images/s  (%.1f per thread)\n",
+			       mode_names[m], rate[m], rate[m] / nthreads);
+	}
+	if (json)
+		printf("{\"threads\":%u,\"images\":%u,\"full_images_per_s\":%.1f,"
+		       "\"crop_images_per_s\":%.1f,\"full_then_crop_images_per_s\":%.1f}\n",
+		       nthreads, n, rate[MODE_FULL], rate[MODE_CROP],
+		       rate[MODE_FULL_THEN_CROP]);
+	else
+		printf("  %-15s %9.3f\n", "crop/full",
+		       rate[MODE_FULL] > 0 ? rate[MODE_CROP] / rate[MODE_FULL] : 0.0);
+	status = 0;
+out:
+	if (imgs)
+		for (i = 0; i < n; i++)
+			free(imgs[i].buf);
+	free(imgs);
+	free(ws);
+	dlc_decoder_destroy(hdr);
+	dlc_index_free(idx);
+	return status;
+}
