@@ -113,4 +113,4 @@ check: deps
 clean:
 	rm -rf $(BUILD)
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/release $(BUILD)/asan -name '*.d' -type f 2>/dev/null)

@@ -20,7 +20,14 @@
 #define DLC_POLICY_H
 
 #ifdef __KERNEL__
+#include <linux/limits.h>
 #include <linux/types.h>
+#ifndef UINT64_MAX
+#define UINT64_MAX	U64_MAX
+#endif
+#ifndef UINT32_MAX
+#define UINT32_MAX	U32_MAX
+#endif
 #else
 #include <stddef.h>
 #include <stdint.h>
