@@ -615,12 +615,16 @@ static void *io_main(void *arg)
 				dlc_stat_add(l->stats.hit_bytes, hit->len);
 			} else {
 				sample_path(l, it.sample, path, sizeof(path));
-				/* There is reader room, so this queues. */
-				dlc_reader_queue(l->reader, path, it.pos);
+				/* There is reader room, so this should queue. */
+				it.err = dlc_reader_queue(l->reader, path, it.pos);
+				it.why = "queue";
 			}
 			pthread_mutex_lock(&l->lock);
-			if (hit)
+			if (hit || it.err) {
+				if (it.err)
+					dlc_stat_add(l->stats.misses, 1);
 				push_item(l, &it);
+			}
 			progressed = 1;
 		}
 		pthread_mutex_unlock(&l->lock);
