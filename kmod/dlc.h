@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * dlcache.ko internals, shared by the module files and the KUnit suites.
+ *
+ * ring.c   ring layout, index arithmetic and SQE validation (no state);
+ * store.c  the page-backed sample store: data sets, samples, admission,
+ *          eviction, capacity and shrinking;
+ * main.c   the device: sessions, ioctls, mmap, poll, fills and waiters.
+ *
+ * Lock order (outermost first):
+ *   dlc_session.ring_lock -> dlc_cache.lock -> dlc_dataset.lock ->
+ *   dlc_session.wait_lock
+ * Paths that hold a dlc_dataset.lock and need dlc_cache.lock or another
+ * data set's lock only ever mutex_trylock() them (admission stealing
+ * space, the shrinker), so they cannot deadlock. No dlc_dataset.lock is
+ * held across a copy from or to user memory.
+ */
+#ifndef DLC_KMOD_H
+#define DLC_KMOD_H
+
+#include <linux/atomic.h>
+#include <linux/kref.h>
+#include <linux/limits.h>
+#include <linux/list.h>
+#include <linux/lockdep.h>
+#include <linux/mutex.h>
+#include <linux/refcount.h>
+#include <linux/types.h>
+#include <linux/uidgid.h>
+#include <linux/uio.h>
+#include <linux/xarray.h>
+
+#include "../uapi/dlcache.h"
+
+#include "../libdlcache/policy.h"
+
+/* Limits, reported by DLCACHE_IOC_GET_INFO. */
+#define DLC_MAX_SAMPLE_SIZE	(16U * 1024 * 1024)
+#define DLC_MAX_SAMPLES		(4U * 1024 * 1024)
+#define DLC_MAX_DATASETS	64U
+#define DLC_MAX_ORDER_LEN	(8U * 1024 * 1024)
+#define DLC_MAX_WINDOW		(16U * 1024 * 1024)
+#define DLC_MAX_RING_ENTRIES	4096U
+#define DLC_MAX_HANDLES		64U
+#define DLC_MAX_FILLS		16384U
+#define DLC_DEFAULT_LOOKAHEAD	65536U
+
+#define DLC_FEATURES	(DLCACHE_FEAT_RING | DLCACHE_FEAT_POLL |	\
+			 DLCACHE_FEAT_GET_AT | DLCACHE_FEAT_FILL_WAIT |	\
+			 DLCACHE_FEAT_SHRINKER)
+
+/* ------------------------------------------------------------------ */
+/* ring.c                                                              */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Control block at the start of each ring region. Its layout is private:
+ * user space finds the fields through the offsets SETUP_RING returns.
+ * The consumer's and the producer's indices sit on their own cache lines.
+ */
+struct dlc_ring_ctl {
+	u32 head ____cacheline_aligned;
+	u32 tail ____cacheline_aligned;
+	u32 ring_mask ____cacheline_aligned;
+	u32 ring_entries;
+	u32 flags;
+	u32 aux;		/* SQ: dropped; CQ: pending */
+};
+
+/*
+ * One ring, SQ or CQ, over a vmalloc_user() region mapped into the
+ * session's users. The kernel-side index (SQ head or CQ tail) is kept
+ * here and published to ctl; the user-side one is read from ctl and never
+ * trusted beyond the ring size. Protected by dlc_session.ring_lock.
+ */
+struct dlc_ring {
+	void *mem;			/* region start, vmalloc_user() */
+	size_t size;			/* region bytes, page aligned */
+	struct dlc_ring_ctl *ctl;	/* == mem */
+	void *entries;			/* entry array inside mem */
+	u32 nentries;			/* power of two */
+	u32 mask;			/* nentries - 1 */
+	u32 kidx;			/* SQ: head; CQ: tail (kernel-owned) */
+};
+
+size_t dlc_ring_bytes(u32 nentries, size_t entry_size);
+void dlc_ring_init(struct dlc_ring *r, void *mem, size_t size, u32 nentries);
+void dlc_ring_sq_offsets(struct dlcache_sqring_offsets *o);
+void dlc_ring_cq_offsets(struct dlcache_cqring_offsets *o);
+u32 dlc_sq_ready(const struct dlc_ring *sq);
+void dlc_sq_fetch(struct dlc_ring *sq, struct dlcache_sqe *sqe);
+void dlc_sq_publish(struct dlc_ring *sq);
+u32 dlc_cq_used(const struct dlc_ring *cq);
+void dlc_cq_post(struct dlc_ring *cq, const struct dlcache_cqe *cqe);
+int dlc_sqe_check(const struct dlcache_sqe *sqe);
+int dlc_ring_sizes(u32 *sq_entries, u32 *cq_entries);
+
+/* ------------------------------------------------------------------ */
+/* store.c                                                             */
+/* ------------------------------------------------------------------ */
+
+/* The whole cache: one per module, or one per KUnit test. */
+struct dlc_cache {
+	struct mutex lock;		/* protects datasets, ndatasets */
+	struct list_head datasets;	/* dlc_dataset.node */
+	u32 ndatasets;
+	u32 nsessions;			/* open sessions; lock */
+	u64 capacity;			/* bytes; READ_ONCE, set under lock */
+	atomic64_t used;		/* bytes charged: sum of ds used */
+	atomic64_t ncached;		/* samples held */
+	atomic64_t nfilling;		/* fills in flight */
+	atomic64_t errors;		/* completions with an error */
+	u64 policy_bytes;		/* policy memory of data sets; lock */
+	u64 policy_limit;		/* most policy memory at once */
+	struct dlcache_counters retired; /* of freed data sets; lock */
+};
+
+/* Sample state bits (dlc_sample.state), protected by dlc_dataset.lock. */
+enum {
+	/*
+	 * DLC_S_FILLING: a placeholder with no pages. @filler (a session's
+	 * attachment) owns the fill: it got -ENOENT with DLCACHE_CQE_F_FILL
+	 * and must PUT or ABORT. @waiters holds parked GETs.
+	 */
+	DLC_S_FILLING,
+	/*
+	 * DLC_S_CACHED: @pages hold @size bytes, the sample is charged to
+	 * the cache and marked cached in the data set's policy. Owned by the
+	 * data set's xarray; readers copy out under a reference.
+	 */
+	DLC_S_CACHED,
+};
+
+struct dlc_sample {
+	refcount_t ref;			/* xarray's + copiers' references */
+	u32 id;
+	u32 size;			/* bytes in pages (CACHED) */
+	u32 npages;
+	unsigned long state;		/* DLC_S_*; dataset lock */
+	void *filler;			/* FILLING: owner attachment */
+	struct list_head fill_link;	/* FILLING: on the owner's fills */
+	struct list_head waiters;	/* FILLING: parked GETs */
+	struct page *pages[];		/* CACHED: npages order-0 pages */
+};
+
+/* A data set: samples of one key, shared by every session attached. */
+struct dlc_dataset {
+	struct kref ref;		/* attachments; put under cache lock */
+	struct list_head node;		/* cache->datasets; cache lock */
+	struct dlc_cache *cache;
+	/* Set at creation, constant after. */
+	u64 key[2];
+	u32 nsamples;
+	u32 mode;
+	u32 window;
+	u32 lookahead;
+	kuid_t uid;
+	kgid_t gid;
+	u32 nattached;			/* cache lock */
+
+	struct mutex lock;	/* protects everything below */
+	struct xarray samples;		/* id -> struct dlc_sample */
+	struct dlc_policy policy;
+	void *policy_mem;		/* kvmalloc(), policy arrays */
+	size_t policy_size;		/* bytes of policy_mem */
+	u64 used;			/* bytes charged by this data set */
+	u64 ncached;
+	u64 nfilling;
+	struct dlcache_counters st;	/* counters; used/cached/filling 0 */
+};
+
+struct dlc_dataset *dlc_dataset_create(struct dlc_cache *cache,
+				       const u64 key[2], u32 nsamples,
+				       u32 window, u32 lookahead, u32 mode);
+void dlc_dataset_free(struct dlc_dataset *ds);
+size_t dlc_dataset_mem_size(u32 nsamples, u32 window);
+
+void dlc_cache_init(struct dlc_cache *cache, u64 capacity);
+void dlc_cache_destroy(struct dlc_cache *cache);
+
+struct dlc_sample *dlc_sample_alloc(u32 id, u32 size, gfp_t gfp);
+struct dlc_sample *dlc_sample_placeholder(u32 id, gfp_t gfp);
+void dlc_sample_put(struct dlc_sample *s);
+int dlc_sample_copy_in(struct dlc_sample *s, struct iov_iter *from);
+int dlc_sample_copy_out(struct dlc_sample *s, struct iov_iter *to);
+
+struct dlc_sample *dlc_store_lookup(struct dlc_dataset *ds, u32 id);
+bool dlc_store_admit(struct dlc_dataset *ds, struct dlc_sample *s,
+		     bool force);
+int dlc_store_set_filling(struct dlc_dataset *ds, struct dlc_sample *ph);
+void dlc_store_erase(struct dlc_dataset *ds, struct dlc_sample *s);
+u64 dlc_store_evict(struct dlc_dataset *ds, u32 id, bool shrinker);
+u64 dlc_store_drop(struct dlc_dataset *ds);
+void dlc_store_use(struct dlc_dataset *ds, u32 id, const struct dlcache_sqe *sqe);
+int dlc_store_set_order(struct dlc_dataset *ds, u32 epoch, const u32 *ids,
+			u32 len);
+void dlc_store_counters(struct dlc_dataset *ds, struct dlcache_counters *c);
+void dlc_cache_counters(struct dlc_cache *cache, struct dlcache_counters *c);
+void dlc_cache_retire(struct dlc_cache *cache, struct dlc_dataset *ds);
+
+u64 dlc_cache_shrink(struct dlc_cache *cache, u64 bytes, bool shrinker);
+u64 dlc_cache_set_capacity(struct dlc_cache *cache, u64 bytes);
+
+static inline u64 dlc_sample_charge(const struct dlc_sample *s)
+{
+	return (u64)s->npages << PAGE_SHIFT;
+}
+
+#endif /* DLC_KMOD_H */

@@ -1,0 +1,1470 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dlcache.ko: a node-local sample cache for training input pipelines.
+ *
+ * /dev/dlcache is a misc device. Each open file is a session: it attaches
+ * to data sets by key, sets up a submission/completion ring pair that it
+ * maps, and drives it with DLCACHE_IOC_ENTER. All work runs synchronously
+ * in the ENTER caller's context; the module has no threads.
+ *
+ * Fills. A GET that misses makes its attachment the sample's filler (a
+ * FILLING placeholder in the store). A GET for a sample another session
+ * fills is parked: a struct dlc_wait goes on the placeholder's waiter list.
+ * When the fill ends (PUT, ABORT, or the filler's session going away), the
+ * fill's ender moves each waiter to its own session's ready list and wakes
+ * it; it does not touch the waiter's memory. The waiter's next ENTER runs
+ * the ready waits in the waiter's own context: it copies the bytes (a GET
+ * run again) or posts the result decided for it (-ENOENT with the fill
+ * handed over, -EIO for a failed fill). This is the task-work model of
+ * io_uring's DEFER_TASKRUN: poll() reports EPOLLIN for ready waits and
+ * the CQ ring's flags say DLCACHE_CQ_F_PENDING. ENTER itself never sleeps
+ * on a fill, so two sessions each filling what the other waits for cannot
+ * deadlock inside the kernel.
+ *
+ * Completions never overflow: an SQE is consumed only while the CQ has a
+ * free slot for it counting every parked or ready wait as taken.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/build_bug.h>
+#include <linux/capability.h>
+#include <linux/cred.h>
+#include <linux/debugfs.h>
+#include <linux/fs.h>
+#include <linux/hrtimer.h>
+#include <linux/init.h>
+#include <linux/kernel.h>
+#include <linux/ktime.h>
+#include <linux/miscdevice.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/poll.h>
+#include <linux/sched/signal.h>
+#include <linux/seq_file.h>
+#include <linux/shrinker.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/uaccess.h>
+#include <linux/uio.h>
+#include <linux/vmalloc.h>
+#include <linux/wait.h>
+
+#include "dlc.h"
+
+static unsigned long capacity_mb = 256;
+static bool dlc_ready;		/* dlc_cache is set up; READ_ONCE */
+static struct dlc_cache dlc_cache;
+
+struct dlc_session;
+
+/* A session's view of one data set: handle = index in atts[] + 1. */
+struct dlc_attachment {
+	struct dlc_session *sess;
+	struct dlc_dataset *ds;		/* holds a ds->ref */
+	u32 handle;
+	bool may_read;			/* GET */
+	bool may_write;			/* PUT, ABORT, SET_ORDER */
+	struct list_head fills;		/* FILLING samples owned; ds->lock */
+	u32 nfills;			/* ds->lock */
+};
+
+/* States of a dlc_wait, and the lock that protects it in that state. */
+enum dlc_wait_state {
+	DLC_W_FREE,	/* on sess->free_waits; ring_lock */
+	DLC_W_PARKED,	/* on sample->waiters; ds->lock */
+	DLC_W_READY,	/* on sess->ready; sess->wait_lock */
+};
+
+/* A GET that waits for another session's fill. */
+struct dlc_wait {
+	struct list_head link;		/* see enum dlc_wait_state */
+	struct dlc_attachment *att;	/* owner; set while not FREE */
+	struct dlcache_sqe sqe;		/* the GET, copied */
+	enum dlc_wait_state state;
+	bool rerun;			/* READY: run the GET again */
+	int res;			/* READY, !rerun: result to post */
+	u32 cflags;			/* READY: CQE flags to add */
+};
+
+struct dlc_session {
+	struct dlc_cache *cache;
+	/*
+	 * ring_lock serializes the session's ioctls and protects sq, cq,
+	 * atts[], waits[] (but see enum dlc_wait_state), free_waits and
+	 * nbusy. User copies happen under it; mmap never takes it.
+	 */
+	struct mutex ring_lock;
+	bool ring_ready;		/* rings set up; store_release once */
+	struct dlc_ring sq;
+	struct dlc_ring cq;
+	struct dlc_attachment *atts[DLC_MAX_HANDLES];
+	struct dlc_wait *waits;		/* pool of cq.nentries */
+	struct list_head free_waits;
+	u32 nbusy;			/* waits not FREE: CQ slots reserved */
+
+	spinlock_t wait_lock;		/* protects ready, cq.ctl->flags */
+	struct list_head ready;		/* READY waits, oldest first */
+	wait_queue_head_t wq;		/* poll and ENTER waiters */
+};
+
+/* ------------------------------------------------------------------ */
+/* Completions                                                         */
+/* ------------------------------------------------------------------ */
+
+static void dlc_post(struct dlc_session *sess, const struct dlcache_sqe *sqe,
+		     int res, u32 flags, u32 size)
+{
+	struct dlcache_cqe cqe = {
+		.user_data = sqe->user_data,
+		.res = res,
+		.flags = flags,
+		.handle = sqe->handle,
+		.sample = sqe->sample,
+		.size = size,
+	};
+
+	lockdep_assert_held(&sess->ring_lock);
+	if (res < 0 && res != -ENOENT)
+		atomic64_inc(&sess->cache->errors);
+	dlc_cq_post(&sess->cq, &cqe);
+}
+
+static void dlc_update_pending(struct dlc_session *sess)
+{
+	lockdep_assert_held(&sess->ring_lock);
+	WRITE_ONCE(sess->cq.ctl->aux, sess->nbusy);
+}
+
+static struct dlc_wait *dlc_wait_get(struct dlc_session *sess)
+{
+	struct dlc_wait *w;
+
+	lockdep_assert_held(&sess->ring_lock);
+	w = list_first_entry_or_null(&sess->free_waits, struct dlc_wait, link);
+	if (WARN_ON_ONCE(!w))
+		return NULL;
+	list_del_init(&w->link);
+	sess->nbusy++;
+	dlc_update_pending(sess);
+	return w;
+}
+
+static void dlc_wait_free(struct dlc_session *sess, struct dlc_wait *w)
+{
+	lockdep_assert_held(&sess->ring_lock);
+	w->state = DLC_W_FREE;
+	w->att = NULL;
+	list_add(&w->link, &sess->free_waits);
+	sess->nbusy--;
+	dlc_update_pending(sess);
+}
+
+/*
+ * Make parked wait @w ready (it is off its sample's list) and wake its
+ * session. Runs in whichever context ended the fill.
+ */
+static void dlc_wait_ready(struct dlc_wait *w, int res, u32 cflags, bool rerun)
+{
+	struct dlc_session *sess = w->att->sess;
+
+	lockdep_assert_held(&w->att->ds->lock);
+	spin_lock(&sess->wait_lock);
+	w->state = DLC_W_READY;
+	w->res = res;
+	w->cflags = cflags;
+	w->rerun = rerun;
+	list_add_tail(&w->link, &sess->ready);
+	WRITE_ONCE(sess->cq.ctl->flags,
+		   READ_ONCE(sess->cq.ctl->flags) | DLCACHE_CQ_F_PENDING);
+	spin_unlock(&sess->wait_lock);
+	wake_up(&sess->wq);
+}
+
+/* How a fill ends. */
+enum dlc_fill_end {
+	DLC_END_DONE,		/* bytes were PUT: waiters GET again */
+	DLC_END_HANDOFF,	/* aborted: one waiter takes the fill over */
+	DLC_END_FAIL,		/* failed: waiters complete -EIO */
+};
+
+/*
+ * End the fill of placeholder @ph. For a hand-off the first waiter that
+ * may write becomes the filler and @ph stays; otherwise every waiter is
+ * made ready and @ph leaves the store.
+ */
+static void dlc_fill_end(struct dlc_dataset *ds, struct dlc_sample *ph,
+			 enum dlc_fill_end how)
+{
+	struct dlc_attachment *owner = ph->filler;
+	struct dlc_wait *w, *tmp;
+
+	lockdep_assert_held(&ds->lock);
+	if (owner) {
+		list_del_init(&ph->fill_link);
+		owner->nfills--;
+		ph->filler = NULL;
+	}
+	if (how == DLC_END_HANDOFF) {
+		list_for_each_entry(w, &ph->waiters, link) {
+			if (!w->att->may_write)
+				continue;
+			list_del_init(&w->link);
+			ph->filler = w->att;
+			list_add_tail(&ph->fill_link, &w->att->fills);
+			w->att->nfills++;
+			dlc_wait_ready(w, -ENOENT, DLCACHE_CQE_F_FILL |
+				       DLCACHE_CQE_F_WAITED, false);
+			return;
+		}
+		how = DLC_END_DONE;
+	}
+	list_for_each_entry_safe(w, tmp, &ph->waiters, link) {
+		list_del_init(&w->link);
+		if (how == DLC_END_FAIL)
+			dlc_wait_ready(w, -EIO, DLCACHE_CQE_F_WAITED, false);
+		else
+			dlc_wait_ready(w, 0, DLCACHE_CQE_F_WAITED, true);
+	}
+	dlc_store_erase(ds, ph);
+}
+
+/* ------------------------------------------------------------------ */
+/* Operations                                                          */
+/* ------------------------------------------------------------------ */
+
+/*
+ * GET. @w is NULL for a new SQE, or the wait being run again (off every
+ * list); a parked GET keeps @w, any other outcome frees it.
+ */
+static void dlc_op_get(struct dlc_session *sess, struct dlc_attachment *att,
+		       const struct dlcache_sqe *sqe, struct dlc_wait *w)
+{
+	struct dlc_dataset *ds = att->ds;
+	u32 cflags = w ? DLCACHE_CQE_F_WAITED : 0;
+	struct dlc_sample *s, *ph;
+	struct iov_iter iter;
+	struct iovec iov;
+	int ret;
+
+	if (!att->may_read) {
+		dlc_post(sess, sqe, -EACCES, 0, 0);
+		goto free_wait;
+	}
+	mutex_lock(&ds->lock);
+	if (!w)
+		dlc_store_use(ds, sqe->sample, sqe);
+	s = dlc_store_lookup(ds, sqe->sample);
+	if (s && test_bit(DLC_S_CACHED, &s->state)) {
+		u32 size = s->size;
+
+		if (sqe->len < size) {
+			mutex_unlock(&ds->lock);
+			dlc_post(sess, sqe, -EMSGSIZE, cflags, size);
+			goto free_wait;
+		}
+		refcount_inc(&s->ref);
+		ds->st.hits++;
+		ds->st.hit_bytes += size;
+		mutex_unlock(&ds->lock);
+
+		ret = import_single_range(READ, u64_to_user_ptr(sqe->addr),
+					  sqe->len, &iov, &iter);
+		if (!ret)
+			ret = dlc_sample_copy_out(s, &iter);
+		dlc_sample_put(s);
+		dlc_post(sess, sqe, ret ? ret : size, cflags, size);
+		goto free_wait;
+	}
+	if (s) {
+		/* FILLING. */
+		if (s->filler == att) {
+			mutex_unlock(&ds->lock);
+			dlc_post(sess, sqe, -ENOENT,
+				 cflags | DLCACHE_CQE_F_FILL, 0);
+			goto free_wait;
+		}
+		if (!w) {
+			w = dlc_wait_get(sess);
+			if (!w) {
+				mutex_unlock(&ds->lock);
+				dlc_post(sess, sqe, -EBUSY, 0, 0);
+				return;
+			}
+			w->att = att;
+			w->sqe = *sqe;
+			ds->st.waits++;
+		}
+		w->state = DLC_W_PARKED;
+		list_add_tail(&w->link, &s->waiters);
+		mutex_unlock(&ds->lock);
+		return;
+	}
+
+	/* Miss: take the fill when this attachment may PUT. */
+	ds->st.misses++;
+	if (att->may_write && att->nfills < DLC_MAX_FILLS) {
+		ph = dlc_sample_placeholder(sqe->sample, GFP_KERNEL);
+		if (ph && !dlc_store_set_filling(ds, ph)) {
+			ph->filler = att;
+			list_add_tail(&ph->fill_link, &att->fills);
+			att->nfills++;
+			cflags |= DLCACHE_CQE_F_FILL;
+		} else if (ph) {
+			dlc_sample_put(ph);
+		}
+	}
+	mutex_unlock(&ds->lock);
+	dlc_post(sess, sqe, -ENOENT, cflags, 0);
+
+free_wait:
+	if (w)
+		dlc_wait_free(sess, w);
+}
+
+/*
+ * Cheap early bypass before copying: true when @id would not be admitted
+ * anyway (the cache is full, this data set holds at least its share and
+ * its own victim is used sooner).
+ */
+static bool dlc_put_hopeless(struct dlc_dataset *ds, u32 id, u64 charge)
+{
+	struct dlc_cache *cache = ds->cache;
+	u64 cap = READ_ONCE(cache->capacity);
+	u64 share = cap / max_t(u32, READ_ONCE(cache->ndatasets), 1);
+	u32 victim;
+
+	lockdep_assert_held(&ds->lock);
+	if (charge > cap)
+		return true;
+	if (atomic64_read(&cache->used) + charge <= cap ||
+	    ds->used + charge <= share)
+		return false;
+	victim = dlc_policy_victim(&ds->policy);
+	return victim != DLC_POLICY_NIL &&
+	       !dlc_policy_prefer(&ds->policy, id, victim);
+}
+
+/* The PUT was not admitted: count it and end a fill of the sample. */
+static void dlc_put_bypass(struct dlc_dataset *ds, const struct dlcache_sqe *sqe)
+{
+	struct dlc_sample *s;
+
+	lockdep_assert_held(&ds->lock);
+	ds->st.bypasses++;
+	ds->st.bypass_bytes += sqe->len;
+	s = dlc_store_lookup(ds, sqe->sample);
+	if (s && test_bit(DLC_S_FILLING, &s->state)) {
+		ds->st.miss_bytes += sqe->len;
+		dlc_fill_end(ds, s, DLC_END_DONE);
+	}
+}
+
+static void dlc_op_put(struct dlc_session *sess, struct dlc_attachment *att,
+		       const struct dlcache_sqe *sqe)
+{
+	struct dlc_dataset *ds = att->ds;
+	struct dlc_sample *s, *ns;
+	struct iov_iter iter;
+	struct iovec iov;
+	bool cached;
+	int ret;
+
+	if (!att->may_write) {
+		dlc_post(sess, sqe, -EACCES, 0, 0);
+		return;
+	}
+	mutex_lock(&ds->lock);
+	s = dlc_store_lookup(ds, sqe->sample);
+	if (s && test_bit(DLC_S_CACHED, &s->state)) {
+		mutex_unlock(&ds->lock);
+		dlc_post(sess, sqe, sqe->len, DLCACHE_CQE_F_CACHED, 0);
+		return;
+	}
+	if ((!s || list_empty(&s->waiters)) &&
+	    dlc_put_hopeless(ds, sqe->sample,
+			     (u64)PAGE_ALIGN(sqe->len))) {
+		dlc_put_bypass(ds, sqe);
+		mutex_unlock(&ds->lock);
+		dlc_post(sess, sqe, sqe->len, 0, 0);
+		return;
+	}
+	mutex_unlock(&ds->lock);
+
+	/* Copy without the data set's lock: user memory may fault. */
+	ns = dlc_sample_alloc(sqe->sample, sqe->len, GFP_KERNEL);
+	if (ns) {
+		ret = import_single_range(WRITE, u64_to_user_ptr(sqe->addr),
+					  sqe->len, &iov, &iter);
+		if (!ret)
+			ret = dlc_sample_copy_in(ns, &iter);
+		if (ret) {
+			/* The fill stays owned: PUT again or ABORT. */
+			dlc_sample_put(ns);
+			dlc_post(sess, sqe, ret, 0, 0);
+			return;
+		}
+	}
+
+	mutex_lock(&ds->lock);
+	s = dlc_store_lookup(ds, sqe->sample);
+	if (s && test_bit(DLC_S_CACHED, &s->state)) {
+		/* Another session PUT it meanwhile. */
+		mutex_unlock(&ds->lock);
+		if (ns)
+			dlc_sample_put(ns);
+		dlc_post(sess, sqe, sqe->len, DLCACHE_CQE_F_CACHED, 0);
+		return;
+	}
+	cached = ns && dlc_store_admit(ds, ns, s && !list_empty(&s->waiters));
+	if (!cached) {
+		dlc_put_bypass(ds, sqe);
+	} else {
+		ds->st.inserts++;
+		ds->st.insert_bytes += sqe->len;
+		if (s) {
+			/* @ns replaced the placeholder in the xarray. */
+			ds->st.miss_bytes += sqe->len;
+			dlc_fill_end(ds, s, DLC_END_DONE);
+		}
+	}
+	mutex_unlock(&ds->lock);
+	if (ns && !cached)
+		dlc_sample_put(ns);
+	dlc_post(sess, sqe, sqe->len, cached ? DLCACHE_CQE_F_CACHED : 0, 0);
+}
+
+static void dlc_op_abort(struct dlc_session *sess, struct dlc_attachment *att,
+			 const struct dlcache_sqe *sqe)
+{
+	struct dlc_dataset *ds = att->ds;
+	struct dlc_sample *s;
+
+	mutex_lock(&ds->lock);
+	s = dlc_store_lookup(ds, sqe->sample);
+	if (!s || !test_bit(DLC_S_FILLING, &s->state) || s->filler != att) {
+		mutex_unlock(&ds->lock);
+		dlc_post(sess, sqe, -ENOENT, 0, 0);
+		return;
+	}
+	ds->st.aborts++;
+	dlc_fill_end(ds, s, sqe->flags & DLCACHE_SQE_F_FAIL ?
+			    DLC_END_FAIL : DLC_END_HANDOFF);
+	mutex_unlock(&ds->lock);
+	dlc_post(sess, sqe, 0, 0, 0);
+}
+
+static struct dlc_attachment *dlc_att(struct dlc_session *sess, u32 handle)
+{
+	lockdep_assert_held(&sess->ring_lock);
+	if (!handle || handle > DLC_MAX_HANDLES)
+		return NULL;
+	return sess->atts[handle - 1];
+}
+
+/* Run one SQE (copied out of the ring). Always posts or parks. */
+static void dlc_submit(struct dlc_session *sess, const struct dlcache_sqe *sqe)
+{
+	struct dlc_attachment *att;
+
+	lockdep_assert_held(&sess->ring_lock);
+	if (dlc_sqe_check(sqe))
+		goto malformed;
+	if (sqe->opcode == DLCACHE_OP_NOP) {
+		dlc_post(sess, sqe, 0, 0, 0);
+		return;
+	}
+	att = dlc_att(sess, sqe->handle);
+	if (!att) {
+		dlc_post(sess, sqe, -EBADF, 0, 0);
+		return;
+	}
+	if (sqe->sample >= att->ds->nsamples)
+		goto malformed;
+
+	switch (sqe->opcode) {
+	case DLCACHE_OP_GET:
+		dlc_op_get(sess, att, sqe, NULL);
+		break;
+	case DLCACHE_OP_PUT:
+		dlc_op_put(sess, att, sqe);
+		break;
+	case DLCACHE_OP_ABORT:
+		dlc_op_abort(sess, att, sqe);
+		break;
+	}
+	return;
+
+malformed:
+	WRITE_ONCE(sess->sq.ctl->aux, READ_ONCE(sess->sq.ctl->aux) + 1);
+	dlc_post(sess, sqe, -EINVAL, 0, 0);
+}
+
+/* Post the completions of ready waits, in the waiting session's context. */
+static void dlc_run_ready(struct dlc_session *sess)
+{
+	struct dlc_wait *w, *tmp;
+	LIST_HEAD(list);
+
+	lockdep_assert_held(&sess->ring_lock);
+	spin_lock(&sess->wait_lock);
+	list_splice_init(&sess->ready, &list);
+	WRITE_ONCE(sess->cq.ctl->flags,
+		   READ_ONCE(sess->cq.ctl->flags) & ~DLCACHE_CQ_F_PENDING);
+	spin_unlock(&sess->wait_lock);
+
+	list_for_each_entry_safe(w, tmp, &list, link) {
+		list_del_init(&w->link);
+		if (w->rerun) {
+			dlc_op_get(sess, w->att, &w->sqe, w);
+		} else {
+			dlc_post(sess, &w->sqe, w->res, w->cflags, 0);
+			dlc_wait_free(sess, w);
+		}
+	}
+}
+
+/* CQEs that can be reaped, read without the ring lock. */
+static u32 dlc_cq_avail(struct dlc_session *sess)
+{
+	u32 n = READ_ONCE(sess->cq.ctl->tail) - READ_ONCE(sess->cq.ctl->head);
+
+	return min(n, sess->cq.nentries);
+}
+
+static bool dlc_has_ready(struct dlc_session *sess)
+{
+	bool ready;
+
+	spin_lock(&sess->wait_lock);
+	ready = !list_empty(&sess->ready);
+	spin_unlock(&sess->wait_lock);
+	return ready;
+}
+
+static bool dlc_wake_cond(struct dlc_session *sess, u32 min_complete)
+{
+	return dlc_has_ready(sess) || dlc_cq_avail(sess) >= min_complete;
+}
+
+static long dlc_sleep(struct dlc_session *sess, u32 min, ktime_t left)
+{
+	return wait_event_interruptible_hrtimeout(sess->wq,
+						  dlc_wake_cond(sess, min),
+						  left);
+}
+
+static int dlc_wait_cqes(struct dlc_session *sess, u32 min_complete,
+			 bool timed, u64 timeout_ns)
+{
+	ktime_t deadline = ktime_add_safe(ktime_get(),
+					  min_t(u64, timeout_ns, KTIME_MAX));
+	long ret;
+
+	for (;;) {
+		mutex_lock(&sess->ring_lock);
+		dlc_run_ready(sess);
+		mutex_unlock(&sess->ring_lock);
+		if (dlc_cq_avail(sess) >= min_complete)
+			return 0;
+		if (timed) {
+			ktime_t left = ktime_sub(deadline, ktime_get());
+
+			if (ktime_to_ns(left) <= 0)
+				return -ETIME;
+			ret = dlc_sleep(sess, min_complete, left);
+		} else {
+			ret = wait_event_interruptible(sess->wq,
+						       dlc_wake_cond(sess, min_complete));
+		}
+		if (ret == -ERESTARTSYS)
+			return -EINTR;
+		if (ret == -ETIME)
+			return -ETIME;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* ioctls                                                              */
+/* ------------------------------------------------------------------ */
+
+static bool dlc_zero(const void *p, size_t n)
+{
+	return !memchr_inv(p, 0, n);
+}
+
+static long dlc_ioc_get_info(struct dlc_session *sess, void __user *uarg)
+{
+	struct dlcache_info info;
+
+	if (copy_from_user(&info, uarg, sizeof(info)))
+		return -EFAULT;
+	if (info.flags || info.resv0 || !dlc_zero(info.reserved,
+						  sizeof(info.reserved)))
+		return -EINVAL;
+	info.abi_version = DLCACHE_ABI_VERSION;
+	info.features &= DLC_FEATURES;
+	info.supported = DLC_FEATURES;
+	info.capacity_bytes = READ_ONCE(sess->cache->capacity);
+	info.max_sample_size = DLC_MAX_SAMPLE_SIZE;
+	info.max_samples = DLC_MAX_SAMPLES;
+	info.max_datasets = DLC_MAX_DATASETS;
+	info.max_order_len = DLC_MAX_ORDER_LEN;
+	info.max_ring_entries = DLC_MAX_RING_ENTRIES;
+	info.max_handles = DLC_MAX_HANDLES;
+	info.max_fills = DLC_MAX_FILLS;
+	if (copy_to_user(uarg, &info, sizeof(info)))
+		return -EFAULT;
+	return 0;
+}
+
+static long dlc_ioc_setup_ring(struct dlc_session *sess, void __user *uarg)
+{
+	struct dlcache_ring_setup p;
+	size_t sq_size, cq_size;
+	void *sq_mem, *cq_mem;
+	struct dlc_wait *waits;
+	u32 i;
+	long ret;
+
+	if (copy_from_user(&p, uarg, sizeof(p)))
+		return -EFAULT;
+	if (p.flags || p.resv0 || !dlc_zero(p.reserved, sizeof(p.reserved)))
+		return -EINVAL;
+	ret = dlc_ring_sizes(&p.sq_entries, &p.cq_entries);
+	if (ret)
+		return ret;
+
+	mutex_lock(&sess->ring_lock);
+	if (sess->ring_ready) {
+		ret = -EBUSY;
+		goto unlock;
+	}
+	ret = -ENOMEM;
+	sq_size = dlc_ring_bytes(p.sq_entries, sizeof(struct dlcache_sqe));
+	cq_size = dlc_ring_bytes(p.cq_entries, sizeof(struct dlcache_cqe));
+	sq_mem = vmalloc_user(sq_size);
+	if (!sq_mem)
+		goto unlock;
+	cq_mem = vmalloc_user(cq_size);
+	if (!cq_mem)
+		goto free_sq;
+	waits = kvcalloc(p.cq_entries, sizeof(*waits), GFP_KERNEL);
+	if (!waits)
+		goto free_cq;
+
+	p.sq_mmap_size = sq_size;
+	p.cq_mmap_size = cq_size;
+	dlc_ring_sq_offsets(&p.sq_off);
+	dlc_ring_cq_offsets(&p.cq_off);
+	if (copy_to_user(uarg, &p, sizeof(p))) {
+		ret = -EFAULT;
+		goto free_waits;
+	}
+
+	dlc_ring_init(&sess->sq, sq_mem, sq_size, p.sq_entries);
+	dlc_ring_init(&sess->cq, cq_mem, cq_size, p.cq_entries);
+	sess->waits = waits;
+	for (i = 0; i < p.cq_entries; i++)
+		list_add_tail(&waits[i].link, &sess->free_waits);
+	/* mmap() and poll() look at the rings without the lock. */
+	smp_store_release(&sess->ring_ready, true);
+	mutex_unlock(&sess->ring_lock);
+	return 0;
+
+free_waits:
+	kvfree(waits);
+free_cq:
+	vfree(cq_mem);
+free_sq:
+	vfree(sq_mem);
+unlock:
+	mutex_unlock(&sess->ring_lock);
+	return ret;
+}
+
+static long dlc_ioc_enter(struct dlc_session *sess, void __user *uarg)
+{
+	struct dlcache_enter e;
+	struct dlcache_sqe sqe;
+	u32 submitted = 0, ready, sqflags;
+	bool full = false;
+	int ret = 0;
+
+	if (copy_from_user(&e, uarg, sizeof(e)))
+		return -EFAULT;
+	if (!dlc_zero(e.reserved, sizeof(e.reserved)) ||
+	    (e.flags & ~(DLCACHE_ENTER_F_GETEVENTS | DLCACHE_ENTER_F_TIMEOUT)))
+		return -EINVAL;
+	if (!(e.flags & DLCACHE_ENTER_F_GETEVENTS) &&
+	    (e.min_complete || (e.flags & DLCACHE_ENTER_F_TIMEOUT)))
+		return -EINVAL;
+	if (!(e.flags & DLCACHE_ENTER_F_TIMEOUT) && e.timeout_ns)
+		return -EINVAL;
+
+	mutex_lock(&sess->ring_lock);
+	if (!sess->ring_ready) {
+		mutex_unlock(&sess->ring_lock);
+		return -ENXIO;
+	}
+	if (e.min_complete > sess->cq.nentries) {
+		mutex_unlock(&sess->ring_lock);
+		return -EINVAL;
+	}
+	dlc_run_ready(sess);
+	/* Read the SQ tail once: one ENTER consumes at most the ring. */
+	ready = min(e.to_submit, dlc_sq_ready(&sess->sq));
+	while (submitted < ready) {
+		if (dlc_cq_used(&sess->cq) + sess->nbusy >= sess->cq.nentries) {
+			full = true;
+			break;
+		}
+		dlc_sq_fetch(&sess->sq, &sqe);
+		dlc_submit(sess, &sqe);
+		submitted++;
+	}
+	dlc_sq_publish(&sess->sq);
+	/* Republish the CQ tail too, in case user space scribbled on it. */
+	smp_store_release(&sess->cq.ctl->tail, sess->cq.kidx);
+	sqflags = READ_ONCE(sess->sq.ctl->flags) & ~DLCACHE_SQ_F_CQ_FULL;
+	WRITE_ONCE(sess->sq.ctl->flags,
+		   sqflags | (full ? DLCACHE_SQ_F_CQ_FULL : 0));
+	mutex_unlock(&sess->ring_lock);
+	if (submitted)
+		wake_up(&sess->wq);
+
+	if (e.flags & DLCACHE_ENTER_F_GETEVENTS)
+		ret = dlc_wait_cqes(sess, e.min_complete,
+				    e.flags & DLCACHE_ENTER_F_TIMEOUT,
+				    e.timeout_ns);
+	e.submitted = submitted;
+	if (copy_to_user(uarg, &e, sizeof(e)))
+		return -EFAULT;
+	return submitted ? submitted : ret;
+}
+
+static u32 dlc_perm(const struct dlc_dataset *ds)
+{
+	u32 bits;
+
+	if (capable(CAP_SYS_ADMIN))
+		return 6;
+	if (uid_eq(current_fsuid(), ds->uid))
+		bits = ds->mode >> 6;
+	else if (in_group_p(ds->gid))
+		bits = ds->mode >> 3;
+	else
+		bits = ds->mode;
+	return bits & 6;
+}
+
+static void dlc_dataset_unlist(struct kref *ref)
+{
+	struct dlc_dataset *ds = container_of(ref, struct dlc_dataset, ref);
+
+	lockdep_assert_held(&ds->cache->lock);
+	list_del_init(&ds->node);
+	ds->cache->ndatasets--;
+	ds->cache->policy_bytes -= ds->policy_size;
+	dlc_cache_retire(ds->cache, ds);
+}
+
+/* Drop a reference; the last one frees the data set and its samples. */
+static void dlc_dataset_put(struct dlc_dataset *ds, bool attached)
+{
+	struct dlc_cache *cache = ds->cache;
+	bool gone;
+
+	mutex_lock(&cache->lock);
+	if (attached)
+		ds->nattached--;
+	gone = kref_put(&ds->ref, dlc_dataset_unlist);
+	mutex_unlock(&cache->lock);
+	if (gone)
+		dlc_dataset_free(ds);
+}
+
+/*
+ * Detach @att: its parked and ready waits end without a completion, its
+ * fills go to a waiter (or end), and its data set reference is dropped.
+ */
+static void dlc_detach(struct dlc_session *sess, struct dlc_attachment *att)
+{
+	struct dlc_dataset *ds = att->ds;
+	struct dlc_sample *ph;
+	u32 i;
+
+	lockdep_assert_held(&sess->ring_lock);
+	mutex_lock(&ds->lock);
+	for (i = 0; sess->waits && i < sess->cq.nentries; i++) {
+		struct dlc_wait *w = &sess->waits[i];
+
+		/* w->att only changes under ring_lock; the state of this
+		 * attachment's waits under ds->lock: both are held.
+		 */
+		if (w->att != att)
+			continue;
+		if (w->state == DLC_W_PARKED) {
+			list_del_init(&w->link);
+		} else {
+			spin_lock(&sess->wait_lock);
+			list_del_init(&w->link);
+			spin_unlock(&sess->wait_lock);
+		}
+		dlc_wait_free(sess, w);
+	}
+	while (!list_empty(&att->fills)) {
+		ph = list_first_entry(&att->fills, struct dlc_sample, fill_link);
+		ds->st.aborts++;
+		dlc_fill_end(ds, ph, DLC_END_HANDOFF);
+	}
+	mutex_unlock(&ds->lock);
+	sess->atts[att->handle - 1] = NULL;
+	dlc_dataset_put(ds, true);
+	kfree(att);
+}
+
+static long dlc_ioc_attach(struct dlc_session *sess, void __user *uarg)
+{
+	struct dlc_cache *cache = sess->cache;
+	struct dlc_dataset *ds, *found = NULL;
+	struct dlc_attachment *att;
+	struct dlcache_attach a;
+	u32 slot, perm;
+	long ret;
+
+	if (copy_from_user(&a, uarg, sizeof(a)))
+		return -EFAULT;
+	if (a.resv0 || !dlc_zero(a.reserved, sizeof(a.reserved)) ||
+	    (a.flags & ~(DLCACHE_ATTACH_F_NOCREATE | DLCACHE_ATTACH_F_EXCL)))
+		return -EINVAL;
+	if (!a.nsamples || a.nsamples > DLC_MAX_SAMPLES ||
+	    (a.mode & ~0666U) || a.window > DLC_MAX_WINDOW ||
+	    a.lookahead > DLC_MAX_WINDOW)
+		return -EINVAL;
+
+	att = kzalloc(sizeof(*att), GFP_KERNEL);
+	if (!att)
+		return -ENOMEM;
+	INIT_LIST_HEAD(&att->fills);
+
+	mutex_lock(&sess->ring_lock);
+	for (slot = 0; slot < DLC_MAX_HANDLES; slot++)
+		if (!sess->atts[slot])
+			break;
+	if (slot == DLC_MAX_HANDLES) {
+		ret = -EMFILE;
+		goto unlock_ring;
+	}
+
+	mutex_lock(&cache->lock);
+	list_for_each_entry(ds, &cache->datasets, node) {
+		if (ds->key[0] == a.key[0] && ds->key[1] == a.key[1]) {
+			found = ds;
+			break;
+		}
+	}
+	a.result_flags = 0;
+	if (found) {
+		ds = found;
+		ret = -EEXIST;
+		if (a.flags & DLCACHE_ATTACH_F_EXCL)
+			goto unlock_cache;
+		ret = -EINVAL;
+		if (ds->nsamples != a.nsamples)
+			goto unlock_cache;
+		perm = dlc_perm(ds);
+		ret = -EACCES;
+		if (!(perm & 4))
+			goto unlock_cache;
+		kref_get(&ds->ref);
+	} else {
+		ret = -ENOENT;
+		if (a.flags & DLCACHE_ATTACH_F_NOCREATE)
+			goto unlock_cache;
+		ret = -ENOSPC;
+		if (cache->ndatasets >= DLC_MAX_DATASETS)
+			goto unlock_cache;
+		/* Bound the kernel memory unprivileged users can pin. */
+		ret = -ENOMEM;
+		if (cache->policy_bytes +
+		    dlc_dataset_mem_size(a.nsamples, a.window) >
+		    cache->policy_limit)
+			goto unlock_cache;
+		ds = dlc_dataset_create(cache, a.key, a.nsamples, a.window,
+					a.lookahead, a.mode ? a.mode : 0600);
+		if (IS_ERR(ds)) {
+			ret = PTR_ERR(ds);
+			goto unlock_cache;
+		}
+		ds->uid = current_fsuid();
+		ds->gid = current_fsgid();
+		list_add_tail(&ds->node, &cache->datasets);
+		cache->ndatasets++;
+		cache->policy_bytes += ds->policy_size;
+		perm = dlc_perm(ds);
+		a.result_flags |= DLCACHE_ATTACH_CREATED;
+	}
+	ds->nattached++;
+	mutex_unlock(&cache->lock);
+
+	att->sess = sess;
+	att->ds = ds;
+	att->handle = slot + 1;
+	att->may_read = perm & 4;
+	att->may_write = perm & 2;
+	sess->atts[slot] = att;
+
+	a.mode = ds->mode;
+	a.window = ds->window;
+	a.lookahead = ds->lookahead;
+	a.handle = att->handle;
+	a.owner_uid = from_kuid_munged(current_user_ns(), ds->uid);
+	a.owner_gid = from_kgid_munged(current_user_ns(), ds->gid);
+	if (att->may_read)
+		a.result_flags |= DLCACHE_ATTACH_MAY_READ;
+	if (att->may_write)
+		a.result_flags |= DLCACHE_ATTACH_MAY_WRITE;
+	if (copy_to_user(uarg, &a, sizeof(a))) {
+		dlc_detach(sess, att);
+		mutex_unlock(&sess->ring_lock);
+		return -EFAULT;
+	}
+	mutex_unlock(&sess->ring_lock);
+	return 0;
+
+unlock_cache:
+	mutex_unlock(&cache->lock);
+unlock_ring:
+	mutex_unlock(&sess->ring_lock);
+	kfree(att);
+	return ret;
+}
+
+static long dlc_ioc_detach(struct dlc_session *sess, void __user *uarg)
+{
+	struct dlc_attachment *att;
+	struct dlcache_detach d;
+
+	if (copy_from_user(&d, uarg, sizeof(d)))
+		return -EFAULT;
+	if (d.flags || !dlc_zero(d.reserved, sizeof(d.reserved)))
+		return -EINVAL;
+	mutex_lock(&sess->ring_lock);
+	att = dlc_att(sess, d.handle);
+	if (att)
+		dlc_detach(sess, att);
+	mutex_unlock(&sess->ring_lock);
+	return att ? 0 : -EBADF;
+}
+
+static long dlc_ioc_set_order(struct dlc_session *sess, void __user *uarg)
+{
+	struct dlc_attachment *att;
+	struct dlcache_order o;
+	struct dlc_dataset *ds;
+	u32 *ids;
+	long ret;
+
+	if (copy_from_user(&o, uarg, sizeof(o)))
+		return -EFAULT;
+	if (o.flags || !dlc_zero(o.reserved, sizeof(o.reserved)))
+		return -EINVAL;
+	if (!o.len || o.len > DLC_MAX_ORDER_LEN)
+		return -EINVAL;
+
+	mutex_lock(&sess->ring_lock);
+	att = dlc_att(sess, o.handle);
+	ret = -EBADF;
+	if (!att)
+		goto unlock;
+	ret = -EACCES;
+	if (!att->may_write)
+		goto unlock;
+	ds = att->ds;
+	ret = -EINVAL;
+	if (o.len > ds->window)
+		goto unlock;
+	ret = -ENOMEM;
+	ids = kvmalloc_array(o.len, sizeof(*ids), GFP_KERNEL | __GFP_NOWARN |
+			     __GFP_RETRY_MAYFAIL);
+	if (!ids)
+		goto unlock;
+	ret = -EFAULT;
+	if (copy_from_user(ids, u64_to_user_ptr(o.ids),
+			   (size_t)o.len * sizeof(*ids)))
+		goto free_ids;
+	mutex_lock(&ds->lock);
+	ret = dlc_store_set_order(ds, o.epoch, ids, o.len);
+	mutex_unlock(&ds->lock);
+free_ids:
+	kvfree(ids);
+unlock:
+	mutex_unlock(&sess->ring_lock);
+	return ret;
+}
+
+static void dlc_fill_ds_stats(struct dlc_dataset *ds, struct dlcache_stats *st)
+{
+	st->ds_key[0] = ds->key[0];
+	st->ds_key[1] = ds->key[1];
+	st->ds_nsamples = ds->nsamples;
+	st->ds_mode = ds->mode;
+	st->ds_owner_uid = from_kuid_munged(current_user_ns(), ds->uid);
+	st->ds_owner_gid = from_kgid_munged(current_user_ns(), ds->gid);
+	st->ds_attached = READ_ONCE(ds->nattached);
+	st->ds_window = ds->window;
+	mutex_lock(&ds->lock);
+	st->ds_cursor = ds->policy.cursor;
+	st->ds_end = ds->policy.end;
+	dlc_store_counters(ds, &st->dataset);
+	mutex_unlock(&ds->lock);
+}
+
+static long dlc_ioc_stats(struct dlc_session *sess, void __user *uarg)
+{
+	struct dlc_cache *cache = sess->cache;
+	struct dlc_attachment *att;
+	struct dlc_dataset *ds;
+	struct dlcache_stats *st;
+	u32 flags, i = 0;
+	long ret = 0;
+
+	st = kzalloc(sizeof(*st), GFP_KERNEL);
+	if (!st)
+		return -ENOMEM;
+	if (copy_from_user(st, uarg, sizeof(*st))) {
+		ret = -EFAULT;
+		goto free_st;
+	}
+	flags = st->flags;
+	if ((flags & ~(DLCACHE_STATS_F_DATASET | DLCACHE_STATS_F_INDEX)) ||
+	    ((flags & DLCACHE_STATS_F_INDEX) &&
+	     !(flags & DLCACHE_STATS_F_DATASET)) ||
+	    !dlc_zero(st->reserved, sizeof(st->reserved))) {
+		ret = -EINVAL;
+		goto free_st;
+	}
+	i = st->handle;
+	memset(st, 0, sizeof(*st));
+	st->handle = i;
+	st->flags = flags;
+	i = 0;
+
+	mutex_lock(&cache->lock);
+	st->capacity_bytes = cache->capacity;
+	st->used_bytes = atomic64_read(&cache->used);
+	st->ndatasets = cache->ndatasets;
+	st->nsessions = cache->nsessions;
+	if (flags & DLCACHE_STATS_F_INDEX) {
+		ret = -ENOENT;
+		list_for_each_entry(ds, &cache->datasets, node) {
+			if (i++ == st->handle) {
+				dlc_fill_ds_stats(ds, st);
+				ret = 0;
+				break;
+			}
+		}
+	}
+	dlc_cache_counters(cache, &st->global);
+	mutex_unlock(&cache->lock);
+	if (ret)
+		goto free_st;
+
+	if ((flags & DLCACHE_STATS_F_DATASET) &&
+	    !(flags & DLCACHE_STATS_F_INDEX)) {
+		mutex_lock(&sess->ring_lock);
+		att = dlc_att(sess, st->handle);
+		if (att)
+			dlc_fill_ds_stats(att->ds, st);
+		mutex_unlock(&sess->ring_lock);
+		if (!att) {
+			ret = -EBADF;
+			goto free_st;
+		}
+	}
+	if (copy_to_user(uarg, st, sizeof(*st)))
+		ret = -EFAULT;
+free_st:
+	kfree(st);
+	return ret;
+}
+
+static long dlc_ioc_set_capacity(struct dlc_session *sess, void __user *uarg)
+{
+	struct dlcache_capacity c;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	if (copy_from_user(&c, uarg, sizeof(c)))
+		return -EFAULT;
+	if (c.flags || c.resv0 || !dlc_zero(c.reserved, sizeof(c.reserved)))
+		return -EINVAL;
+	c.old_bytes = dlc_cache_set_capacity(sess->cache, c.bytes);
+	if (copy_to_user(uarg, &c, sizeof(c)))
+		return -EFAULT;
+	return 0;
+}
+
+static long dlc_ioc_drop(struct dlc_session *sess, void __user *uarg)
+{
+	struct dlc_cache *cache = sess->cache;
+	struct dlc_dataset *ds;
+	struct dlcache_drop d;
+	bool found = false;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	if (copy_from_user(&d, uarg, sizeof(d)))
+		return -EFAULT;
+	if ((d.flags & ~DLCACHE_DROP_F_KEY) || d.resv0 ||
+	    !dlc_zero(d.reserved, sizeof(d.reserved)))
+		return -EINVAL;
+	if (!(d.flags & DLCACHE_DROP_F_KEY) && (d.key[0] || d.key[1]))
+		return -EINVAL;
+	d.dropped_bytes = 0;
+	mutex_lock(&cache->lock);
+	list_for_each_entry(ds, &cache->datasets, node) {
+		if ((d.flags & DLCACHE_DROP_F_KEY) &&
+		    (ds->key[0] != d.key[0] || ds->key[1] != d.key[1]))
+			continue;
+		found = true;
+		mutex_lock(&ds->lock);
+		d.dropped_bytes += dlc_store_drop(ds);
+		mutex_unlock(&ds->lock);
+	}
+	mutex_unlock(&cache->lock);
+	if ((d.flags & DLCACHE_DROP_F_KEY) && !found)
+		return -ENOENT;
+	if (copy_to_user(uarg, &d, sizeof(d)))
+		return -EFAULT;
+	return 0;
+}
+
+static long dlc_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct dlc_session *sess = file->private_data;
+	void __user *uarg = (void __user *)arg;
+
+	switch (cmd) {
+	case DLCACHE_IOC_GET_INFO:
+		return dlc_ioc_get_info(sess, uarg);
+	case DLCACHE_IOC_SETUP_RING:
+		return dlc_ioc_setup_ring(sess, uarg);
+	case DLCACHE_IOC_ENTER:
+		return dlc_ioc_enter(sess, uarg);
+	case DLCACHE_IOC_ATTACH:
+		return dlc_ioc_attach(sess, uarg);
+	case DLCACHE_IOC_DETACH:
+		return dlc_ioc_detach(sess, uarg);
+	case DLCACHE_IOC_SET_ORDER:
+		return dlc_ioc_set_order(sess, uarg);
+	case DLCACHE_IOC_STATS:
+		return dlc_ioc_stats(sess, uarg);
+	case DLCACHE_IOC_SET_CAPACITY:
+		return dlc_ioc_set_capacity(sess, uarg);
+	case DLCACHE_IOC_DROP:
+		return dlc_ioc_drop(sess, uarg);
+	default:
+		return -ENOTTY;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* File operations                                                     */
+/* ------------------------------------------------------------------ */
+
+static int dlc_open(struct inode *inode, struct file *file)
+{
+	struct dlc_session *sess;
+
+	sess = kzalloc(sizeof(*sess), GFP_KERNEL);
+	if (!sess)
+		return -ENOMEM;
+	sess->cache = &dlc_cache;
+	mutex_init(&sess->ring_lock);
+	INIT_LIST_HEAD(&sess->free_waits);
+	spin_lock_init(&sess->wait_lock);
+	INIT_LIST_HEAD(&sess->ready);
+	init_waitqueue_head(&sess->wq);
+	mutex_lock(&dlc_cache.lock);
+	dlc_cache.nsessions++;
+	mutex_unlock(&dlc_cache.lock);
+	file->private_data = sess;
+	return nonseekable_open(inode, file);
+}
+
+/*
+ * The last reference to the file is gone. A mapping of the rings holds a
+ * reference to the file (vma->vm_file), so this runs only after the last
+ * munmap, also when the process died with the rings mapped.
+ */
+static int dlc_release(struct inode *inode, struct file *file)
+{
+	struct dlc_session *sess = file->private_data;
+	u32 i;
+
+	mutex_lock(&sess->ring_lock);
+	for (i = 0; i < DLC_MAX_HANDLES; i++)
+		if (sess->atts[i])
+			dlc_detach(sess, sess->atts[i]);
+	WARN_ON_ONCE(sess->nbusy);
+	mutex_unlock(&sess->ring_lock);
+
+	kvfree(sess->waits);
+	vfree(sess->cq.mem);
+	vfree(sess->sq.mem);
+	mutex_lock(&dlc_cache.lock);
+	dlc_cache.nsessions--;
+	mutex_unlock(&dlc_cache.lock);
+	mutex_destroy(&sess->ring_lock);
+	kfree(sess);
+	return 0;
+}
+
+static int dlc_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct dlc_session *sess = file->private_data;
+	u64 off = (u64)vma->vm_pgoff << PAGE_SHIFT;
+	struct dlc_ring *r;
+
+	/* SETUP_RING published the rings before setting ring_ready. */
+	if (!smp_load_acquire(&sess->ring_ready))
+		return -ENXIO;
+	switch (off) {
+	case DLCACHE_OFF_SQ_RING:
+		r = &sess->sq;
+		break;
+	case DLCACHE_OFF_CQ_RING:
+		r = &sess->cq;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (vma->vm_end - vma->vm_start > r->size)
+		return -EINVAL;
+	return remap_vmalloc_range(vma, r->mem, 0);
+}
+
+static __poll_t dlc_poll(struct file *file, struct poll_table_struct *pt)
+{
+	struct dlc_session *sess = file->private_data;
+
+	poll_wait(file, &sess->wq, pt);
+	/* Pairs with the release in SETUP_RING: the rings are set up. */
+	if (!smp_load_acquire(&sess->ring_ready))
+		return 0;
+	if (dlc_cq_avail(sess) || dlc_has_ready(sess))
+		return EPOLLIN | EPOLLRDNORM;
+	return 0;
+}
+
+static const struct file_operations dlc_fops = {
+	.owner = THIS_MODULE,
+	.open = dlc_open,
+	.release = dlc_release,
+	.unlocked_ioctl = dlc_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.mmap = dlc_mmap,
+	.poll = dlc_poll,
+	.llseek = no_llseek,
+};
+
+static struct miscdevice dlc_misc = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = "dlcache",
+	.fops = &dlc_fops,
+	.mode = 0660,
+};
+
+/* ------------------------------------------------------------------ */
+/* Shrinker, module parameter, debugfs                                 */
+/* ------------------------------------------------------------------ */
+
+static unsigned long dlc_shrink_count(struct shrinker *shrink,
+				      struct shrink_control *sc)
+{
+	unsigned long pages = atomic64_read(&dlc_cache.used) >> PAGE_SHIFT;
+
+	return pages ? pages : SHRINK_EMPTY;
+}
+
+static unsigned long dlc_shrink_scan(struct shrinker *shrink,
+				     struct shrink_control *sc)
+{
+	u64 freed = dlc_cache_shrink(&dlc_cache,
+				     (u64)sc->nr_to_scan << PAGE_SHIFT, true);
+
+	return freed ? freed >> PAGE_SHIFT : SHRINK_STOP;
+}
+
+static struct shrinker dlc_shrinker = {
+	.count_objects = dlc_shrink_count,
+	.scan_objects = dlc_shrink_scan,
+	.seeks = DEFAULT_SEEKS,
+};
+
+static int dlc_capacity_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned long mb;
+	int ret;
+
+	ret = kstrtoul(val, 0, &mb);
+	if (ret)
+		return ret;
+	if (mb > (U64_MAX >> 20))
+		return -ERANGE;
+	capacity_mb = mb;
+	if (READ_ONCE(dlc_ready))
+		dlc_cache_set_capacity(&dlc_cache, (u64)mb << 20);
+	return 0;
+}
+
+static int dlc_capacity_get(char *buf, const struct kernel_param *kp)
+{
+	u64 mb = READ_ONCE(dlc_ready) ? READ_ONCE(dlc_cache.capacity) >> 20 :
+					capacity_mb;
+
+	return scnprintf(buf, PAGE_SIZE, "%llu\n", mb);
+}
+
+static const struct kernel_param_ops dlc_capacity_ops = {
+	.set = dlc_capacity_set,
+	.get = dlc_capacity_get,
+};
+
+module_param_cb(capacity_mb, &dlc_capacity_ops, &capacity_mb, 0644);
+MODULE_PARM_DESC(capacity_mb, "Cache capacity in MiB (default 256); lowering it evicts");
+
+static void dlc_show_counters(struct seq_file *m, const char *pfx,
+			      const struct dlcache_counters *c)
+{
+	seq_printf(m, "%shits %llu\n%shit_bytes %llu\n", pfx, c->hits, pfx,
+		   c->hit_bytes);
+	seq_printf(m, "%smisses %llu\n%smiss_bytes %llu\n", pfx, c->misses,
+		   pfx, c->miss_bytes);
+	seq_printf(m, "%sinserts %llu\n%sinsert_bytes %llu\n", pfx,
+		   c->inserts, pfx, c->insert_bytes);
+	seq_printf(m, "%sbypasses %llu\n%sbypass_bytes %llu\n", pfx,
+		   c->bypasses, pfx, c->bypass_bytes);
+	seq_printf(m, "%sevictions %llu\n%seviction_bytes %llu\n", pfx,
+		   c->evictions, pfx, c->eviction_bytes);
+	seq_printf(m, "%sshrinker_evictions %llu\n%swaits %llu\n", pfx,
+		   c->shrinker_evictions, pfx, c->waits);
+	seq_printf(m, "%saborts %llu\n%serrors %llu\n", pfx, c->aborts, pfx,
+		   c->errors);
+	seq_printf(m, "%sused_bytes %llu\n%scached_samples %llu\n", pfx,
+		   c->used_bytes, pfx, c->cached_samples);
+	seq_printf(m, "%sfills_inflight %llu\n", pfx, c->fills_inflight);
+}
+
+static int dlc_stats_show(struct seq_file *m, void *v)
+{
+	struct dlcache_counters c;
+	struct dlc_dataset *ds;
+	u32 i = 0;
+
+	mutex_lock(&dlc_cache.lock);
+	seq_printf(m, "capacity_bytes %llu\n", dlc_cache.capacity);
+	seq_printf(m, "datasets %u\nsessions %u\n", dlc_cache.ndatasets,
+		   dlc_cache.nsessions);
+	dlc_cache_counters(&dlc_cache, &c);
+	dlc_show_counters(m, "", &c);
+	list_for_each_entry(ds, &dlc_cache.datasets, node) {
+		char pfx[16];
+
+		seq_printf(m, "dataset%u.key %016llx%016llx\n", i, ds->key[0],
+			   ds->key[1]);
+		seq_printf(m, "dataset%u.nsamples %u\ndataset%u.mode 0%o\n", i,
+			   ds->nsamples, i, ds->mode);
+		seq_printf(m, "dataset%u.attached %u\n", i, ds->nattached);
+		mutex_lock(&ds->lock);
+		seq_printf(m, "dataset%u.cursor %llu\ndataset%u.end %llu\n", i,
+			   ds->policy.cursor, i, ds->policy.end);
+		dlc_store_counters(ds, &c);
+		mutex_unlock(&ds->lock);
+		snprintf(pfx, sizeof(pfx), "dataset%u.", i);
+		dlc_show_counters(m, pfx, &c);
+		i++;
+	}
+	mutex_unlock(&dlc_cache.lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(dlc_stats);
+
+static struct dentry *dlc_debugfs;
+
+static void dlc_check_abi(void)
+{
+	BUILD_BUG_ON(sizeof(struct dlcache_info) != 96);
+	BUILD_BUG_ON(sizeof(struct dlcache_sqring_offsets) != 40);
+	BUILD_BUG_ON(sizeof(struct dlcache_cqring_offsets) != 40);
+	BUILD_BUG_ON(sizeof(struct dlcache_ring_setup) != 144);
+	BUILD_BUG_ON(sizeof(struct dlcache_sqe) != 64);
+	BUILD_BUG_ON(sizeof(struct dlcache_cqe) != 32);
+	BUILD_BUG_ON(sizeof(struct dlcache_enter) != 40);
+	BUILD_BUG_ON(sizeof(struct dlcache_attach) != 72);
+	BUILD_BUG_ON(sizeof(struct dlcache_detach) != 24);
+	BUILD_BUG_ON(sizeof(struct dlcache_order) != 40);
+	BUILD_BUG_ON(sizeof(struct dlcache_counters) != 192);
+	BUILD_BUG_ON(sizeof(struct dlcache_stats) != 504);
+	BUILD_BUG_ON(sizeof(struct dlcache_capacity) != 40);
+	BUILD_BUG_ON(sizeof(struct dlcache_drop) != 48);
+	BUILD_BUG_ON(offsetof(struct dlcache_sqe, addr) != 16);
+	BUILD_BUG_ON(offsetof(struct dlcache_sqe, user_data) != 24);
+	BUILD_BUG_ON(offsetof(struct dlcache_sqe, epoch) != 32);
+	BUILD_BUG_ON(offsetof(struct dlcache_cqe, res) != 8);
+	BUILD_BUG_ON(offsetof(struct dlcache_cqe, size) != 24);
+	BUILD_BUG_ON(offsetof(struct dlcache_stats, global) != 32);
+	BUILD_BUG_ON(offsetof(struct dlcache_stats, dataset) != 280);
+	BUILD_BUG_ON(offsetof(struct dlc_ring_ctl, tail) <
+		     offsetof(struct dlc_ring_ctl, head) + L1_CACHE_BYTES);
+	BUILD_BUG_ON(DLCACHE_OP_LAST > 255);
+	BUILD_BUG_ON(DLC_MAX_SAMPLES > DLC_POLICY_MAX_SAMPLES);
+	BUILD_BUG_ON(DLC_MAX_WINDOW > DLC_POLICY_MAX_WINDOW);
+	BUILD_BUG_ON(DLC_MAX_SAMPLE_SIZE > INT_MAX);
+}
+
+static int __init dlc_init(void)
+{
+	int ret;
+
+	dlc_check_abi();
+	dlc_cache_init(&dlc_cache, (u64)capacity_mb << 20);
+	/* Policy arrays of all data sets: at most an eighth of RAM. */
+	dlc_cache.policy_limit = (u64)totalram_pages() << (PAGE_SHIFT - 3);
+	ret = register_shrinker(&dlc_shrinker, "dlcache");
+	if (ret)
+		goto destroy_cache;
+	WRITE_ONCE(dlc_ready, true);
+	ret = misc_register(&dlc_misc);
+	if (ret)
+		goto unregister_shrinker;
+	dlc_debugfs = debugfs_create_dir("dlcache", NULL);
+	debugfs_create_file("stats", 0444, dlc_debugfs, NULL, &dlc_stats_fops);
+	pr_info("ABI %u, capacity %llu MiB\n", DLCACHE_ABI_VERSION,
+		dlc_cache.capacity >> 20);
+	return 0;
+
+unregister_shrinker:
+	WRITE_ONCE(dlc_ready, false);
+	unregister_shrinker(&dlc_shrinker);
+destroy_cache:
+	dlc_cache_destroy(&dlc_cache);
+	return ret;
+}
+
+static void __exit dlc_exit(void)
+{
+	debugfs_remove_recursive(dlc_debugfs);
+	misc_deregister(&dlc_misc);
+	WRITE_ONCE(dlc_ready, false);
+	unregister_shrinker(&dlc_shrinker);
+	dlc_cache_destroy(&dlc_cache);
+}
+
+module_init(dlc_init);
+module_exit(dlc_exit);
+
+MODULE_DESCRIPTION("dlcache: node-local sample cache with next-use eviction");
+MODULE_LICENSE("GPL");

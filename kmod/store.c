@@ -1,0 +1,601 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dlcache sample store: data sets, page-backed samples, admission by the
+ * next-use policy, eviction, capacity and shrinking.
+ *
+ * A data set's samples live in an xarray indexed by sample ID. An entry
+ * is either a FILLING placeholder (no pages; a session owns the fill) or
+ * a CACHED sample (order-0 pages holding the bytes, charged to the cache
+ * and marked cached in the policy). Everything here runs in process
+ * context under the data set's mutex; lockdep_assert_held() says so.
+ */
+#include <linux/build_bug.h>
+#include <linux/errno.h>
+#include <linux/gfp.h>
+#include <linux/math64.h>
+#include <linux/minmax.h>
+#include <linux/mm.h>
+#include <linux/overflow.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+
+#include "dlc.h"
+
+void dlc_cache_init(struct dlc_cache *cache, u64 capacity)
+{
+	memset(cache, 0, sizeof(*cache));
+	mutex_init(&cache->lock);
+	INIT_LIST_HEAD(&cache->datasets);
+	cache->capacity = capacity;
+	atomic64_set(&cache->used, 0);
+}
+
+/* Every data set must be gone; the counters must be back to zero. */
+void dlc_cache_destroy(struct dlc_cache *cache)
+{
+	WARN_ON_ONCE(!list_empty(&cache->datasets));
+	WARN_ON_ONCE(atomic64_read(&cache->used));
+	WARN_ON_ONCE(atomic64_read(&cache->ncached));
+	WARN_ON_ONCE(atomic64_read(&cache->nfilling));
+	mutex_destroy(&cache->lock);
+}
+
+/* ------------------------------------------------------------------ */
+/* Samples                                                             */
+/* ------------------------------------------------------------------ */
+
+static struct dlc_sample *dlc_sample_new(u32 id, u32 npages, gfp_t gfp)
+{
+	struct dlc_sample *s;
+
+	s = kvzalloc(struct_size(s, pages, npages), gfp);
+	if (!s)
+		return NULL;
+	refcount_set(&s->ref, 1);
+	s->id = id;
+	s->npages = npages;
+	INIT_LIST_HEAD(&s->fill_link);
+	INIT_LIST_HEAD(&s->waiters);
+	return s;
+}
+
+/*
+ * A sample of @size bytes (1 .. DLC_MAX_SAMPLE_SIZE) with its pages, not
+ * yet in any data set. The pages come with __GFP_NORETRY: under memory
+ * pressure a PUT is bypassed rather than pushing the system further.
+ */
+struct dlc_sample *dlc_sample_alloc(u32 id, u32 size, gfp_t gfp)
+{
+	struct dlc_sample *s;
+	u32 i, npages;
+
+	if (WARN_ON_ONCE(!size || size > DLC_MAX_SAMPLE_SIZE))
+		return NULL;
+	npages = DIV_ROUND_UP(size, PAGE_SIZE);
+	s = dlc_sample_new(id, npages, gfp | __GFP_NOWARN);
+	if (!s)
+		return NULL;
+	s->size = size;
+	for (i = 0; i < npages; i++) {
+		s->pages[i] = alloc_page(gfp | __GFP_NOWARN | __GFP_NORETRY);
+		if (!s->pages[i])
+			goto free_pages;
+	}
+	return s;
+
+free_pages:
+	while (i--)
+		__free_page(s->pages[i]);
+	kvfree(s);
+	return NULL;
+}
+
+/* A FILLING placeholder for @id, without pages. */
+struct dlc_sample *dlc_sample_placeholder(u32 id, gfp_t gfp)
+{
+	return dlc_sample_new(id, 0, gfp);
+}
+
+void dlc_sample_put(struct dlc_sample *s)
+{
+	u32 i;
+
+	if (!refcount_dec_and_test(&s->ref))
+		return;
+	WARN_ON_ONCE(!list_empty(&s->waiters));
+	for (i = 0; i < s->npages; i++)
+		__free_page(s->pages[i]);
+	kvfree(s);
+}
+
+/* Fill the pages of @s from @from: exactly s->size bytes, or -EFAULT. */
+int dlc_sample_copy_in(struct dlc_sample *s, struct iov_iter *from)
+{
+	u32 i, left = s->size;
+
+	for (i = 0; i < s->npages; i++) {
+		size_t n = min_t(u32, left, PAGE_SIZE);
+
+		if (copy_page_from_iter(s->pages[i], 0, n, from) != n)
+			return -EFAULT;
+		left -= n;
+	}
+	return 0;
+}
+
+/* Copy the s->size bytes of @s into @to, or -EFAULT. */
+int dlc_sample_copy_out(struct dlc_sample *s, struct iov_iter *to)
+{
+	u32 i, left = s->size;
+
+	for (i = 0; i < s->npages; i++) {
+		size_t n = min_t(u32, left, PAGE_SIZE);
+
+		if (copy_page_to_iter(s->pages[i], 0, n, to) != n)
+			return -EFAULT;
+		left -= n;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Data sets                                                           */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A new data set, not yet on the cache's list (the caller adds it under
+ * cache->lock). @window and @lookahead of 0 take the defaults; the caller
+ * has checked @nsamples and @mode.
+ */
+static u32 dlc_dataset_window(u32 nsamples, u32 window)
+{
+	if (!window)
+		window = min_t(u64, 2ULL * nsamples, DLC_MAX_WINDOW);
+	return ALIGN(window, 64);
+}
+
+/*
+ * Bytes of policy memory a data set of @nsamples samples and @window
+ * positions (0: the default) takes, or 0 for values out of range.
+ */
+size_t dlc_dataset_mem_size(u32 nsamples, u32 window)
+{
+	if (!nsamples || nsamples > DLC_MAX_SAMPLES || window > DLC_MAX_WINDOW)
+		return 0;
+	return dlc_policy_mem_size(nsamples, dlc_dataset_window(nsamples,
+								window));
+}
+
+struct dlc_dataset *dlc_dataset_create(struct dlc_cache *cache,
+				       const u64 key[2], u32 nsamples,
+				       u32 window, u32 lookahead, u32 mode)
+{
+	struct dlc_dataset *ds;
+	size_t mem_size;
+
+	if (!nsamples || nsamples > DLC_MAX_SAMPLES || window > DLC_MAX_WINDOW)
+		return ERR_PTR(-EINVAL);
+	window = dlc_dataset_window(nsamples, window);
+	if (!lookahead)
+		lookahead = DLC_DEFAULT_LOOKAHEAD;
+
+	ds = kzalloc(sizeof(*ds), GFP_KERNEL);
+	if (!ds)
+		return ERR_PTR(-ENOMEM);
+	mem_size = dlc_policy_mem_size(nsamples, window);
+	if (!mem_size)
+		goto free_ds;
+	/* Fail rather than invoke the OOM killer for a large data set. */
+	ds->policy_mem = kvmalloc(mem_size, GFP_KERNEL | __GFP_NOWARN |
+				  __GFP_RETRY_MAYFAIL);
+	if (!ds->policy_mem)
+		goto free_ds;
+	if (WARN_ON_ONCE(dlc_policy_init(&ds->policy, nsamples, window,
+					 ds->policy_mem, mem_size)))
+		goto free_policy;
+
+	kref_init(&ds->ref);
+	INIT_LIST_HEAD(&ds->node);
+	ds->cache = cache;
+	ds->key[0] = key[0];
+	ds->key[1] = key[1];
+	ds->nsamples = nsamples;
+	ds->mode = mode;
+	ds->window = ds->policy.window;
+	ds->policy_size = mem_size;
+	ds->lookahead = min(lookahead, ds->window);
+	mutex_init(&ds->lock);
+	xa_init(&ds->samples);
+	return ds;
+
+free_policy:
+	kvfree(ds->policy_mem);
+free_ds:
+	kfree(ds);
+	return ERR_PTR(-ENOMEM);
+}
+
+/*
+ * Free a data set nobody can reach any more: off the cache's list, no
+ * attachment left (so no fill owner and no waiter either).
+ */
+void dlc_dataset_free(struct dlc_dataset *ds)
+{
+	struct dlc_cache *cache = ds->cache;
+	struct dlc_sample *s;
+	unsigned long id;
+
+	mutex_lock(&ds->lock);
+	xa_for_each(&ds->samples, id, s) {
+		xa_erase(&ds->samples, id);
+		if (test_bit(DLC_S_CACHED, &s->state)) {
+			atomic64_sub(dlc_sample_charge(s), &cache->used);
+			atomic64_dec(&cache->ncached);
+		} else {
+			WARN_ON_ONCE(!list_empty(&s->waiters));
+			atomic64_dec(&cache->nfilling);
+		}
+		dlc_sample_put(s);
+	}
+	mutex_unlock(&ds->lock);
+	xa_destroy(&ds->samples);
+	mutex_destroy(&ds->lock);
+	kvfree(ds->policy_mem);
+	kfree(ds);
+}
+
+struct dlc_sample *dlc_store_lookup(struct dlc_dataset *ds, u32 id)
+{
+	lockdep_assert_held(&ds->lock);
+	return xa_load(&ds->samples, id);
+}
+
+/* ------------------------------------------------------------------ */
+/* Eviction                                                            */
+/* ------------------------------------------------------------------ */
+
+/* Evict cached sample @id. Returns the bytes given back, 0 if not held. */
+u64 dlc_store_evict(struct dlc_dataset *ds, u32 id, bool shrinker)
+{
+	struct dlc_cache *cache = ds->cache;
+	struct dlc_sample *s;
+	u64 charge;
+
+	lockdep_assert_held(&ds->lock);
+	s = xa_load(&ds->samples, id);
+	if (!s || !test_bit(DLC_S_CACHED, &s->state))
+		return 0;
+	xa_erase(&ds->samples, id);
+	dlc_policy_remove(&ds->policy, id);
+	charge = dlc_sample_charge(s);
+	WRITE_ONCE(ds->used, ds->used - charge);
+	ds->ncached--;
+	atomic64_sub(charge, &cache->used);
+	atomic64_dec(&cache->ncached);
+	ds->st.evictions++;
+	ds->st.eviction_bytes += s->size;
+	if (shrinker)
+		ds->st.shrinker_evictions++;
+	/* Copiers holding a reference finish with the pages first. */
+	dlc_sample_put(s);
+	return charge;
+}
+
+/* Evict the policy's victim. Returns the bytes given back, 0 if none. */
+static u64 dlc_store_evict_victim(struct dlc_dataset *ds, bool shrinker)
+{
+	u32 victim;
+	u64 freed;
+
+	lockdep_assert_held(&ds->lock);
+	victim = dlc_policy_victim(&ds->policy);
+	if (victim == DLC_POLICY_NIL)
+		return 0;
+	freed = dlc_store_evict(ds, victim, shrinker);
+	if (WARN_ON_ONCE(!freed))
+		dlc_policy_remove(&ds->policy, victim);
+	return freed;
+}
+
+/* Evict every cached sample of @ds. Returns the bytes given back. */
+u64 dlc_store_drop(struct dlc_dataset *ds)
+{
+	struct dlc_sample *s;
+	unsigned long id;
+	u64 freed = 0;
+
+	lockdep_assert_held(&ds->lock);
+	xa_for_each(&ds->samples, id, s)
+		freed += dlc_store_evict(ds, id, false);
+	return freed;
+}
+
+/*
+ * Make room for @need bytes in another data set than @self: the one that
+ * holds most, in its policy order. Called with self->lock held, so the
+ * cache lock and the other data set's lock are only tried.
+ */
+static bool dlc_cache_steal(struct dlc_cache *cache, struct dlc_dataset *self,
+			    u64 need)
+{
+	struct dlc_dataset *ds, *best = NULL;
+	u64 best_used = 0, freed = 0, f;
+
+	lockdep_assert_held(&self->lock);
+	if (!mutex_trylock(&cache->lock))
+		return false;
+	list_for_each_entry(ds, &cache->datasets, node) {
+		u64 used = READ_ONCE(ds->used);
+
+		if (ds != self && used > best_used) {
+			best = ds;
+			best_used = used;
+		}
+	}
+	if (best && mutex_trylock(&best->lock)) {
+		while (freed < need) {
+			f = dlc_store_evict_victim(best, false);
+			if (!f)
+				break;
+			freed += f;
+		}
+		mutex_unlock(&best->lock);
+	}
+	mutex_unlock(&cache->lock);
+	return freed > 0;
+}
+
+/* Charge @bytes to the cache if they fit under the capacity. */
+static bool dlc_cache_try_charge(struct dlc_cache *cache, u64 bytes)
+{
+	s64 used = atomic64_read(&cache->used);
+
+	do {
+		if ((u64)used + bytes > READ_ONCE(cache->capacity))
+			return false;
+	} while (!atomic64_try_cmpxchg(&cache->used, &used, used + bytes));
+	return true;
+}
+
+/*
+ * Admission of @s (allocated, filled, not in the store). Room is made in
+ * the policy's order: while the cache is full, evict this data set's
+ * victim if @s is used sooner (or @force: GETs are waiting for it), or
+ * take room from the data set that holds most when this one holds less
+ * than its share or nothing at all. On success @s replaces whatever entry
+ * had its ID (the caller has dealt with a FILLING placeholder) and the
+ * store holds the caller's reference; on false the caller keeps it.
+ */
+bool dlc_store_admit(struct dlc_dataset *ds, struct dlc_sample *s, bool force)
+{
+	struct dlc_cache *cache = ds->cache;
+	u64 charge = dlc_sample_charge(s);
+	u32 victim;
+
+	lockdep_assert_held(&ds->lock);
+	if (charge > READ_ONCE(cache->capacity))
+		return false;
+	while (!dlc_cache_try_charge(cache, charge)) {
+		u64 share = READ_ONCE(cache->capacity) /
+			    max_t(u32, READ_ONCE(cache->ndatasets), 1);
+
+		victim = dlc_policy_victim(&ds->policy);
+		if ((victim == DLC_POLICY_NIL || ds->used + charge <= share) &&
+		    dlc_cache_steal(cache, ds, charge))
+			continue;
+		if (victim == DLC_POLICY_NIL)
+			return false;
+		if (!force && !dlc_policy_prefer(&ds->policy, s->id, victim))
+			return false;
+		if (!dlc_store_evict_victim(ds, false))
+			return false;
+	}
+	if (xa_is_err(xa_store(&ds->samples, s->id, s, GFP_KERNEL))) {
+		atomic64_sub(charge, &cache->used);
+		return false;
+	}
+	set_bit(DLC_S_CACHED, &s->state);
+	dlc_policy_insert(&ds->policy, s->id);
+	WRITE_ONCE(ds->used, ds->used + charge);
+	ds->ncached++;
+	atomic64_inc(&cache->ncached);
+	return true;
+}
+
+/* Insert FILLING placeholder @ph; -EBUSY if its ID has an entry. */
+int dlc_store_set_filling(struct dlc_dataset *ds, struct dlc_sample *ph)
+{
+	int ret;
+
+	lockdep_assert_held(&ds->lock);
+	ret = xa_insert(&ds->samples, ph->id, ph, GFP_KERNEL);
+	if (ret)
+		return ret;
+	set_bit(DLC_S_FILLING, &ph->state);
+	ds->nfilling++;
+	atomic64_inc(&ds->cache->nfilling);
+	return 0;
+}
+
+/*
+ * Take FILLING placeholder @s out of the store (if still there) and drop
+ * the store's reference. Its waiters must have been moved off.
+ */
+void dlc_store_erase(struct dlc_dataset *ds, struct dlc_sample *s)
+{
+	lockdep_assert_held(&ds->lock);
+	if (WARN_ON_ONCE(!test_bit(DLC_S_FILLING, &s->state)))
+		return;
+	WARN_ON_ONCE(!list_empty(&s->waiters));
+	if (xa_load(&ds->samples, s->id) == s)
+		xa_erase(&ds->samples, s->id);
+	clear_bit(DLC_S_FILLING, &s->state);
+	ds->nfilling--;
+	atomic64_dec(&ds->cache->nfilling);
+	dlc_sample_put(s);
+}
+
+/* ------------------------------------------------------------------ */
+/* Orders and uses                                                     */
+/* ------------------------------------------------------------------ */
+
+int dlc_store_set_order(struct dlc_dataset *ds, u32 epoch, const u32 *ids,
+			u32 len)
+{
+	int ret;
+
+	lockdep_assert_held(&ds->lock);
+	ret = dlc_policy_add_epoch(&ds->policy, epoch, ids, len);
+	if (ret == -DLC_POLICY_ENOSPC)
+		return -ENOSPC;
+	return ret ? -EINVAL : 0;
+}
+
+/*
+ * A GET of sample @id is a use: move the policy's cursor past it. With
+ * DLCACHE_SQE_F_AT the use is at (epoch, index), an exact position (an
+ * unknown one, or one where the order has another sample, moves
+ * nothing). Otherwise the use is the sample's next use, when that lies
+ * within the data set's lookahead of the cursor: a GET of a sample whose
+ * use was already passed must not jump a whole epoch on.
+ */
+void dlc_store_use(struct dlc_dataset *ds, u32 id, const struct dlcache_sqe *sqe)
+{
+	struct dlc_policy *p = &ds->policy;
+	u64 pos;
+
+	lockdep_assert_held(&ds->lock);
+	if (sqe->flags & DLCACHE_SQE_F_AT) {
+		if (dlc_policy_position(p, sqe->epoch, sqe->index, &pos))
+			return;
+		/* A position where the order has another sample is ignored. */
+		if (pos < p->cursor || p->order[pos & (p->window - 1)] != id)
+			return;
+	} else {
+		pos = dlc_policy_next_use(p, id);
+		if (pos == DLC_POLICY_NEVER || pos - p->cursor >= ds->lookahead)
+			return;
+	}
+	dlc_policy_advance(p, pos + 1);
+}
+
+/* ------------------------------------------------------------------ */
+/* Counters, capacity, shrinking                                       */
+/* ------------------------------------------------------------------ */
+
+void dlc_store_counters(struct dlc_dataset *ds, struct dlcache_counters *c)
+{
+	lockdep_assert_held(&ds->lock);
+	*c = ds->st;
+	c->used_bytes = ds->used;
+	c->cached_samples = ds->ncached;
+	c->fills_inflight = ds->nfilling;
+}
+
+/* Add the counters @src into @dst, field by field. */
+static void dlc_counters_add(struct dlcache_counters *dst,
+			     const struct dlcache_counters *src)
+{
+	const u64 *from = (const u64 *)src;
+	u64 *to = (u64 *)dst;
+	size_t i;
+
+	BUILD_BUG_ON(sizeof(*src) % sizeof(u64));
+	for (i = 0; i < sizeof(*src) / sizeof(u64); i++)
+		to[i] += from[i];
+}
+
+/* A data set leaves the cache's list: keep its counters in the totals. */
+void dlc_cache_retire(struct dlc_cache *cache, struct dlc_dataset *ds)
+{
+	lockdep_assert_held(&cache->lock);
+	dlc_counters_add(&cache->retired, &ds->st);
+}
+
+/* Totals over the data sets that exist and those that are gone. */
+void dlc_cache_counters(struct dlc_cache *cache, struct dlcache_counters *c)
+{
+	struct dlcache_counters one;
+	struct dlc_dataset *ds;
+
+	lockdep_assert_held(&cache->lock);
+	*c = cache->retired;
+	list_for_each_entry(ds, &cache->datasets, node) {
+		mutex_lock(&ds->lock);
+		dlc_store_counters(ds, &one);
+		mutex_unlock(&ds->lock);
+		dlc_counters_add(c, &one);
+	}
+	c->errors += atomic64_read(&cache->errors);
+	c->used_bytes = atomic64_read(&cache->used);
+	c->cached_samples = atomic64_read(&cache->ncached);
+	c->fills_inflight = atomic64_read(&cache->nfilling);
+}
+
+/*
+ * Evict about @bytes in policy order, spread over the data sets in
+ * proportion to what each holds. The shrinker (@shrinker) runs in
+ * reclaim, maybe under a data set's lock, so it only tries the locks.
+ * Returns the bytes given back.
+ */
+u64 dlc_cache_shrink(struct dlc_cache *cache, u64 bytes, bool shrinker)
+{
+	struct dlc_dataset *ds;
+	u64 total, freed = 0;
+	int pass;
+
+	if (shrinker) {
+		if (!mutex_trylock(&cache->lock))
+			return 0;
+	} else {
+		mutex_lock(&cache->lock);
+	}
+	total = atomic64_read(&cache->used);
+	for (pass = 0; pass < 2 && total && freed < bytes; pass++) {
+		list_for_each_entry(ds, &cache->datasets, node) {
+			u64 goal, got = 0, f;
+
+			if (freed >= bytes)
+				break;
+			if (shrinker) {
+				if (!mutex_trylock(&ds->lock))
+					continue;
+			} else {
+				mutex_lock(&ds->lock);
+			}
+			if (pass == 0)
+				goal = mul_u64_u64_div_u64(ds->used, bytes, total) +
+				       PAGE_SIZE;
+			else
+				goal = bytes - freed;
+			while (got < goal && freed < bytes) {
+				f = dlc_store_evict_victim(ds, shrinker);
+				if (!f)
+					break;
+				got += f;
+				freed += f;
+			}
+			mutex_unlock(&ds->lock);
+		}
+	}
+	mutex_unlock(&cache->lock);
+	return freed;
+}
+
+/* Set the capacity and evict down to it. Returns the old capacity. */
+u64 dlc_cache_set_capacity(struct dlc_cache *cache, u64 bytes)
+{
+	u64 old, used;
+
+	mutex_lock(&cache->lock);
+	old = cache->capacity;
+	WRITE_ONCE(cache->capacity, bytes);
+	mutex_unlock(&cache->lock);
+
+	for (;;) {
+		used = atomic64_read(&cache->used);
+		if (used <= bytes || !dlc_cache_shrink(cache, used - bytes, false))
+			break;
+	}
+	return old;
+}

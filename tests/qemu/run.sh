@@ -1,0 +1,224 @@
+#!/bin/bash
+# dlcache QEMU integration tests, in the manner of WireGuard's tests/qemu.
+#
+# This boots the stock Debian kernel that the module is built against
+# (/boot/vmlinuz-6.1*) under qemu-system-x86_64 with TCG (KVM does not work
+# on these machines), with a small initramfs made here: busybox-static and
+# its applet links, the guest /init (tests/qemu/init.sh), dlcache.ko, and the
+# test programs of tests/qemu/tests/*.c, each compiled statically against
+# uapi/dlcache.h and libc only. For every test the guest inserts the module,
+# runs the program under a time limit, removes the module again (a leaked
+# file or ring reference makes that fail) and scans the kernel log for
+# splats (WARNING, BUG, Oops, lockdep, hung tasks, OOM, ...). A test exits 0
+# for pass, 77 for skip and anything else for fail; its own "FAIL: ..." lines
+# say why.
+#
+# Output: one line per test, "ok qemu:<name>", "FAIL qemu:<name>" or
+# "skip qemu:<name>", details as "# ..." lines, then the guest's verdict line
+# "DLCACHE-QEMU-VERDICT: pass N fail M skip K kernel <release>". The whole
+# console log is kept in $BUILD/qemu/console.log. The script exits non-zero
+# when a test failed, when the verdict line is missing (crash or hang) or
+# when the time limit hit. Without a 6.1 kernel image, QEMU or a built
+# module it prints "skip qemu:all (<reason>)" and exits 0.
+#
+# Debian's kernel has no kmemleak, KASAN or lockdep; leaks show up as an
+# rmmod that fails after a test (a file, ring or data set reference left
+# behind) and in the reload test, which checks that rmmod gives the cached
+# memory back. With QEMU_KERNEL pointing at a debug kernel that has
+# kmemleak, the guest also scans for leaks at the end ("qemu:kmemleak").
+#
+# Usage: make qemu-test            (builds the module first)
+#        tests/qemu/run.sh [--smoke] [--only name,name] [--keep-going]
+#   --smoke   boot without the module and check only the harness itself
+#   --only    run only the named tests (file names without .c)
+# Environment: BUILD (build), DLCACHE_KO (default $BUILD/kmod/dlcache.ko),
+#   QEMU_KERNEL (newest /boot/vmlinuz-6.1*), QEMU (qemu-system-x86_64),
+#   QEMU_TIMEOUT (seconds for the whole run, 300), QEMU_TEST_TIMEOUT (per
+#   test, 60), QEMU_MEM (1G), QEMU_SMP (2), DLCACHE_PARAMS (insmod
+#   parameters), TEST_CC (gcc).
+#
+# Build outputs are reused: the busybox staging is made once, and a test
+# program is recompiled only when its source, the shared helper or the uapi
+# header changed.
+
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+BUILD=${BUILD:-build}
+case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
+OUT="$BUILD/qemu"
+KO=${DLCACHE_KO:-$BUILD/kmod/dlcache.ko}
+QEMU=${QEMU:-qemu-system-x86_64}
+TIMEOUT=${QEMU_TIMEOUT:-300}
+TEST_TIMEOUT=${QEMU_TEST_TIMEOUT:-60}
+MEM=${QEMU_MEM:-1G}
+SMP=${QEMU_SMP:-2}
+TEST_CC=${TEST_CC:-gcc}
+BUSYBOX=${BUSYBOX:-/bin/busybox}
+SRC="$ROOT/tests/qemu"
+
+MODE=tests
+ONLY=
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--smoke) MODE=smoke ;;
+	--only) ONLY=$2; shift ;;
+	--only=*) ONLY=${1#*=} ;;
+	*) echo "usage: $0 [--smoke] [--only name,...]" >&2; exit 2 ;;
+	esac
+	shift
+done
+
+skip_all() {
+	echo "skip qemu:all ($1)"
+	exit 0
+}
+
+if [ -n "${QEMU_KERNEL:-}" ]; then
+	KERNEL=$QEMU_KERNEL
+else
+	KERNEL=$(ls -1 /boot/vmlinuz-6.1* 2>/dev/null | sort -V | tail -n 1 || true)
+fi
+[ -n "$KERNEL" ] && [ -r "$KERNEL" ] || skip_all "no readable /boot/vmlinuz-6.1* kernel image"
+command -v "$QEMU" > /dev/null || skip_all "$QEMU not installed"
+[ -x "$BUSYBOX" ] || skip_all "no static busybox at $BUSYBOX (busybox-static)"
+command -v cpio > /dev/null || skip_all "cpio not installed"
+# `make module` succeeds without building anything when there are no
+# kernel headers (and fails when the build fails), so no module here means
+# no headers.
+if [ "$MODE" = tests ] && [ ! -f "$KO" ]; then
+	skip_all "no module at $KO: no kernel headers? (make deps; make module)"
+fi
+
+mkdir -p "$OUT/bin" "$OUT/obj"
+STAGE="$OUT/root"
+
+# ---- test programs ---------------------------------------------------------
+# newer_than OUT DEP...: true when OUT is missing or older than a DEP.
+newer_than() {
+	local out=$1 dep
+	shift
+	[ -e "$out" ] || return 0
+	for dep in "$@"; do
+		[ "$dep" -nt "$out" ] && return 0
+	done
+	return 1
+}
+
+CFLAGS_T=(-static -O2 -g0 -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE
+	-I"$ROOT/uapi" -I"$SRC/tests")
+HELPER_DEPS=("$SRC/tests/dlc_test.h" "$ROOT/uapi/dlcache.h")
+TESTS=()
+build_failed=0
+if [ "$MODE" = tests ]; then
+	if newer_than "$OUT/obj/dlc_test.o" "$SRC/tests/dlc_test.c" "${HELPER_DEPS[@]}"; then
+		"$TEST_CC" "${CFLAGS_T[@]}" -c "$SRC/tests/dlc_test.c" -o "$OUT/obj/dlc_test.o"
+	fi
+	for src in "$SRC"/tests/*.c; do
+		name=$(basename "$src" .c)
+		[ "$name" = dlc_test ] && continue
+		TESTS+=("$name")
+		if newer_than "$OUT/bin/$name" "$src" "$OUT/obj/dlc_test.o" "${HELPER_DEPS[@]}"; then
+			if ! "$TEST_CC" "${CFLAGS_T[@]}" "$src" "$OUT/obj/dlc_test.o" \
+					-o "$OUT/bin/$name.tmp"; then
+				echo "FAIL qemu:build-$name (compile error)"
+				build_failed=1
+				continue
+			fi
+			mv "$OUT/bin/$name.tmp" "$OUT/bin/$name"
+		fi
+	done
+	[ $build_failed -eq 0 ] || exit 1
+else
+	# The smoke run checks that a static binary starts in the guest.
+	cat > "$OUT/obj/hello.c" <<-'EOF'
+	#include <stdio.h>
+	int main(void) { puts("static binary runs"); return 0; }
+	EOF
+	if newer_than "$OUT/bin/hello" "$OUT/obj/hello.c"; then
+		"$TEST_CC" -static -O2 "$OUT/obj/hello.c" -o "$OUT/bin/hello"
+	fi
+	TESTS=(hello)
+fi
+
+# ---- initramfs -------------------------------------------------------------
+if newer_than "$STAGE/bin/busybox" "$BUSYBOX"; then
+	rm -rf "$STAGE"
+	mkdir -p "$STAGE"/{bin,dev,proc,sys,tmp,root,etc,tests}
+	cp "$BUSYBOX" "$STAGE/bin/busybox"
+	for applet in $("$BUSYBOX" --list); do
+		[ "$applet" = busybox ] || ln -sf busybox "$STAGE/bin/$applet"
+	done
+	ln -sfn bin "$STAGE/sbin"
+	mkdir -p "$STAGE/usr"
+	ln -sfn ../bin "$STAGE/usr/bin"
+	ln -sfn ../bin "$STAGE/usr/sbin"
+	printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' \
+		> "$STAGE/etc/passwd"
+	printf 'root:x:0:\nnogroup:x:65534:\n' > "$STAGE/etc/group"
+fi
+install -m 0755 "$SRC/init.sh" "$STAGE/init"
+rm -f "$STAGE"/tests/* "$STAGE/dlcache.ko"
+for name in "${TESTS[@]}"; do
+	cp "$OUT/bin/$name" "$STAGE/tests/$name"
+done
+[ "$MODE" = smoke ] || install -m 0644 "$KO" "$STAGE/dlcache.ko"
+
+# cpio_node NAME MODE MAJOR MINOR: one newc entry without data, so that
+# /dev/console exists before devtmpfs is mounted, without mknod (no root).
+cpio_entry() {
+	local name=$1 mode=$2 maj=$3 min=$4 nlink=$5 namesize pad
+	namesize=$((${#name} + 1))
+	printf '070701%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%s\0' \
+		0 "$mode" 0 0 "$nlink" 0 0 0 0 "$maj" "$min" "$namesize" 0 "$name"
+	pad=$(( (4 - (110 + namesize) % 4) % 4 ))
+	[ $pad -eq 0 ] || head -c $pad /dev/zero
+}
+CPIO="$OUT/initramfs.cpio"
+{
+	(cd "$STAGE" && find . -mindepth 1 | LC_ALL=C sort |
+		cpio -o -H newc -R 0:0 --quiet)
+	cpio_entry dev/console $((0020600)) 5 1 1
+	cpio_entry TRAILER!!! 0 0 0 1
+} > "$CPIO.tmp"
+mv "$CPIO.tmp" "$CPIO"
+
+# ---- boot ------------------------------------------------------------------
+APPEND="console=ttyS0 panic=-1 quiet loglevel=3 log_buf_len=4M rdinit=/init"
+# The guest's /init reads its settings from /proc/cmdline.
+APPEND+=" dlcqemu.mode=$MODE dlcqemu.test_timeout=$TEST_TIMEOUT"
+[ -z "$ONLY" ] || APPEND+=" dlcqemu.only=$ONLY"
+[ -z "${DLCACHE_PARAMS:-}" ] || APPEND+=" dlcqemu.params=${DLCACHE_PARAMS// /,}"
+
+LOG="$OUT/console.log"
+echo "# qemu: $(basename "$KERNEL"), $SMP cpus, $MEM, tcg; log in $LOG"
+start=$(date +%s)
+set +e
+timeout -k 10 "$TIMEOUT" "$QEMU" -accel tcg -cpu max -smp "$SMP" -m "$MEM" \
+	-nodefaults -display none -serial stdio -monitor none -no-reboot \
+	-kernel "$KERNEL" -initrd "$CPIO" -append "$APPEND" < /dev/null 2>&1 |
+	tr -d '\r' | tee "$LOG" |
+	grep --line-buffered -E '^(ok|FAIL|skip) qemu:|^# |^DLCACHE-QEMU-VERDICT:'
+qrc=${PIPESTATUS[0]}
+set -e
+elapsed=$(( $(date +%s) - start ))
+
+verdict=$(grep -E '^DLCACHE-QEMU-VERDICT:' "$LOG" | tail -n 1 || true)
+failed=$(grep -cE '^FAIL qemu:' "$LOG" || true)
+if [ -z "$verdict" ]; then
+	if [ "$qrc" -eq 124 ] || [ "$qrc" -eq 137 ]; then
+		why="time limit of ${TIMEOUT}s hit"
+	else
+		why="qemu exited with $qrc"
+	fi
+	echo "# no verdict line ($why); the console log ends with:"
+	grep -vE '^(ok|FAIL|skip) qemu:|^# ' "$LOG" | tail -n 40 | sed 's/^/#   /'
+	echo "FAIL qemu:verdict ($why)"
+	exit 1
+fi
+echo "# qemu run took ${elapsed}s"
+if [ "$failed" -gt 0 ]; then
+	exit 1
+fi
+exit 0

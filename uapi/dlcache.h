@@ -1,0 +1,402 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note OR MIT */
+/*
+ * dlcache: node-local sample cache for training input pipelines.
+ *
+ * This is the only contract between dlcache.ko and user space. Layouts are
+ * fixed: every structure is made of fixed-width fields with explicit
+ * padding, and its size is pinned by BUILD_BUG_ON in the module and by
+ * _Static_assert in libdlcache.
+ *
+ * Rules that hold for every command:
+ * - Fields marked "user" are read by the kernel; fields marked "kernel" are
+ *   written by the kernel and ignored on input.
+ * - Fields named resv* or reserved must be zero, else -EINVAL.
+ * - Unknown flag bits give -EINVAL. An unknown command gives -ENOTTY.
+ * - A failed copy from or to user memory gives -EFAULT.
+ * - Permissions and CAP_SYS_ADMIN are checked against the credentials of
+ *   the calling process, at the time of the call.
+ *
+ * The ring protocol (see Documentation/abi.md):
+ * 1. DLCACHE_IOC_SETUP_RING sizes the rings and returns the mmap sizes and
+ *    the offsets of each ring field inside its region.
+ * 2. mmap(DLCACHE_OFF_SQ_RING) and mmap(DLCACHE_OFF_CQ_RING), both with
+ *    PROT_READ | PROT_WRITE and MAP_SHARED.
+ * 3. The user fills struct dlcache_sqe at sqes[tail & ring_mask], then
+ *    stores tail + 1 with release semantics.
+ * 4. DLCACHE_IOC_ENTER consumes up to to_submit entries (advancing the SQ
+ *    head), runs them, and posts one struct dlcache_cqe per entry.
+ * 5. The user reads cqes[head & ring_mask] while head != tail (tail loaded
+ *    with acquire semantics) and stores head + 1 with release semantics.
+ * 6. A GET parked on another session's fill is completed by this session's
+ *    next ENTER once the fill ends (DLCACHE_CQ_F_PENDING is set and poll()
+ *    reports EPOLLIN); ENTER never sleeps on a fill.
+ * Indices are free-running __u32 counters; ring_entries is a power of two.
+ *
+ * Changelog:
+ *   ABI 1: first version.
+ */
+#ifndef _UAPI_LINUX_DLCACHE_H
+#define _UAPI_LINUX_DLCACHE_H
+
+#include <linux/types.h>
+
+/* User space: include <sys/ioctl.h> for _IOWR, as with ublk_cmd.h. */
+
+#define DLCACHE_ABI_VERSION	1
+
+/* Device node, created by the misc device. */
+#define DLCACHE_DEVICE		"/dev/dlcache"
+
+/* ------------------------------------------------------------------ */
+/* Feature bits (struct dlcache_info.features)                         */
+/* ------------------------------------------------------------------ */
+
+/* SQ/CQ rings, DLCACHE_IOC_SETUP_RING and DLCACHE_IOC_ENTER. */
+#define DLCACHE_FEAT_RING	(1ULL << 0)
+/* poll()/epoll report EPOLLIN when a completion can be reaped. */
+#define DLCACHE_FEAT_POLL	(1ULL << 1)
+/* GET takes DLCACHE_SQE_F_AT: the use is at (epoch, index) of the order. */
+#define DLCACHE_FEAT_GET_AT	(1ULL << 2)
+/* A GET for a sample another session is filling completes when it ends. */
+#define DLCACHE_FEAT_FILL_WAIT	(1ULL << 3)
+/* The cache gives memory back under pressure (shrinker). */
+#define DLCACHE_FEAT_SHRINKER	(1ULL << 4)
+
+/* ------------------------------------------------------------------ */
+/* DLCACHE_IOC_GET_INFO                                                */
+/* ------------------------------------------------------------------ */
+
+struct dlcache_info {
+	__u32 abi_version;	/* kernel: DLCACHE_ABI_VERSION */
+	__u32 flags;		/* user: must be 0 */
+	__u64 features;		/* user: wanted; kernel: wanted & supported */
+	__u64 supported;	/* kernel: every feature this module has */
+	__u64 capacity_bytes;	/* kernel: current cache capacity */
+	__u32 max_sample_size;	/* kernel: largest PUT, in bytes */
+	__u32 max_samples;	/* kernel: largest sample count of a data set */
+	__u32 max_datasets;	/* kernel: data sets that may exist at once */
+	__u32 max_order_len;	/* kernel: largest SET_ORDER length, in IDs */
+	__u32 max_ring_entries;	/* kernel: largest SQ or CQ ring */
+	__u32 max_handles;	/* kernel: data sets attached per session */
+	__u32 max_fills;	/* kernel: fills in flight per attachment */
+	__u32 resv0;		/* padding, must be 0 */
+	__u64 reserved[4];	/* must be 0 */
+};
+
+/* ------------------------------------------------------------------ */
+/* DLCACHE_IOC_SETUP_RING and the mmap regions                         */
+/* ------------------------------------------------------------------ */
+
+/*
+ * mmap offsets: the high 32 bits select the region, the low 32 bits must
+ * be zero. Map each region whole, with the size SETUP_RING returned.
+ */
+#define DLCACHE_OFF_SQ_RING	0ULL
+#define DLCACHE_OFF_CQ_RING	0x100000000ULL
+#define DLCACHE_OFF_REGION_MASK	0xffffffff00000000ULL
+
+/* SQ ring flags (sq_off.flags), written by the kernel. */
+/* ENTER stopped early: the CQ had no room. Reap completions. */
+#define DLCACHE_SQ_F_CQ_FULL	(1U << 0)
+
+/* CQ ring flags (cq_off.flags), written by the kernel. */
+/* Deferred completions are ready: call ENTER (any to_submit) to post them. */
+#define DLCACHE_CQ_F_PENDING	(1U << 0)
+
+/* Offsets, in bytes from the start of the SQ region. */
+struct dlcache_sqring_offsets {
+	__u32 head;		/* __u32 index: kernel writes (consumer) */
+	__u32 tail;		/* __u32 index: user writes (producer) */
+	__u32 ring_mask;	/* __u32: kernel writes once, ring_entries - 1 */
+	__u32 ring_entries;	/* __u32: kernel writes once */
+	__u32 flags;		/* __u32: kernel writes, DLCACHE_SQ_F_* */
+	__u32 dropped;		/* __u32: kernel writes, malformed SQEs seen */
+	__u32 sqes;		/* struct dlcache_sqe[ring_entries]: user writes */
+	__u32 resv1;		/* kernel writes 0 */
+	__u64 resv2;		/* kernel writes 0 */
+};
+
+/* Offsets, in bytes from the start of the CQ region. */
+struct dlcache_cqring_offsets {
+	__u32 head;		/* __u32 index: user writes (consumer) */
+	__u32 tail;		/* __u32 index: kernel writes (producer) */
+	__u32 ring_mask;	/* __u32: kernel writes once, ring_entries - 1 */
+	__u32 ring_entries;	/* __u32: kernel writes once */
+	__u32 flags;		/* __u32: kernel writes, DLCACHE_CQ_F_* */
+	__u32 pending;		/* __u32: kernel writes, GETs waiting on fills */
+	__u32 cqes;		/* struct dlcache_cqe[ring_entries]: kernel writes */
+	__u32 resv1;		/* kernel writes 0 */
+	__u64 resv2;		/* kernel writes 0 */
+};
+
+struct dlcache_ring_setup {
+	/* user: wanted, rounded up to a power of two; kernel: actual */
+	__u32 sq_entries;
+	/* user: wanted (0: 2 * sq_entries), at least sq_entries; kernel: actual */
+	__u32 cq_entries;
+	__u32 flags;		/* user: must be 0 */
+	__u32 resv0;		/* padding, must be 0 */
+	__u64 sq_mmap_size;	/* kernel: bytes to map at DLCACHE_OFF_SQ_RING */
+	__u64 cq_mmap_size;	/* kernel: bytes to map at DLCACHE_OFF_CQ_RING */
+	struct dlcache_sqring_offsets sq_off;	/* kernel */
+	struct dlcache_cqring_offsets cq_off;	/* kernel */
+	__u64 reserved[4];	/* must be 0 */
+};
+
+/* ------------------------------------------------------------------ */
+/* Ring entries                                                        */
+/* ------------------------------------------------------------------ */
+
+enum {
+	/* Does nothing; completes with res 0. */
+	DLCACHE_OP_NOP = 0,
+	/*
+	 * Copy sample @sample into [addr, addr + len). res: the sample size
+	 * on a hit; -ENOENT on a miss (with DLCACHE_CQE_F_FILL when this
+	 * session now owns the fill and must PUT or ABORT it); -EMSGSIZE when
+	 * len is below the sample size (cqe.size has it). A GET for a sample
+	 * that another session is filling completes when that fill ends.
+	 */
+	DLCACHE_OP_GET = 1,
+	/*
+	 * Offer [addr, addr + len) as the bytes of @sample. res: len; the
+	 * CQE has DLCACHE_CQE_F_CACHED when the bytes are in the cache.
+	 * Ends the fill of @sample, whoever owns it.
+	 */
+	DLCACHE_OP_PUT = 2,
+	/*
+	 * The fill of @sample failed. Without flags one waiting GET takes the
+	 * fill over (it completes -ENOENT with DLCACHE_CQE_F_FILL). With
+	 * DLCACHE_SQE_F_FAIL every waiting GET completes -EIO. res: 0, or
+	 * -ENOENT when this session does not own that fill.
+	 */
+	DLCACHE_OP_ABORT = 3,
+	DLCACHE_OP_LAST,
+};
+
+/* SQE flags. */
+/* GET: the use is at index @index of the order of epoch @epoch. */
+#define DLCACHE_SQE_F_AT	(1U << 0)
+/* ABORT: fail the waiters with -EIO instead of handing the fill over. */
+#define DLCACHE_SQE_F_FAIL	(1U << 1)
+
+struct dlcache_sqe {
+	__u8 opcode;		/* user: DLCACHE_OP_* */
+	__u8 resv0;		/* user: must be 0 */
+	__u16 flags;		/* user: DLCACHE_SQE_F_* valid for the op */
+	__u32 handle;		/* user: data set handle from ATTACH (not NOP) */
+	__u32 sample;		/* user: sample ID, below the sample count */
+	__u32 len;		/* user: buffer length in bytes (GET, PUT) */
+	__u64 addr;		/* user: buffer address (GET, PUT) */
+	__u64 user_data;	/* user: copied into the CQE untouched */
+	__u32 epoch;		/* user: with DLCACHE_SQE_F_AT, else 0 */
+	__u32 index;		/* user: with DLCACHE_SQE_F_AT, else 0 */
+	__u64 resv[3];		/* user: must be 0 */
+};
+
+/* CQE flags. */
+/* PUT: the bytes are in the cache (else the PUT was bypassed). */
+#define DLCACHE_CQE_F_CACHED	(1U << 0)
+/* GET: this session now owns the fill; PUT or ABORT the sample. */
+#define DLCACHE_CQE_F_FILL	(1U << 1)
+/* GET: completed after waiting for another session's fill. */
+#define DLCACHE_CQE_F_WAITED	(1U << 2)
+
+struct dlcache_cqe {
+	__u64 user_data;	/* kernel: the SQE's user_data */
+	__s32 res;		/* kernel: bytes, or -errno */
+	__u32 flags;		/* kernel: DLCACHE_CQE_F_* */
+	__u32 handle;		/* kernel: the SQE's handle */
+	__u32 sample;		/* kernel: the SQE's sample */
+	__u32 size;		/* kernel: GET hit or -EMSGSIZE: sample size */
+	__u32 resv;		/* kernel: 0 */
+};
+
+/* ------------------------------------------------------------------ */
+/* DLCACHE_IOC_ENTER                                                   */
+/* ------------------------------------------------------------------ */
+
+/* Wait until min_complete completions can be reaped. */
+#define DLCACHE_ENTER_F_GETEVENTS	(1U << 0)
+/* With GETEVENTS: wait at most timeout_ns, then fail with -ETIME. */
+#define DLCACHE_ENTER_F_TIMEOUT		(1U << 1)
+
+/*
+ * Returns the number of SQEs consumed (>= 0). When nothing was consumed, a
+ * wait that timed out gives -ETIME and one interrupted by a signal -EINTR.
+ */
+struct dlcache_enter {
+	__u32 to_submit;	/* user: SQEs to consume at most */
+	__u32 min_complete;	/* user: with GETEVENTS, CQEs to wait for */
+	__u64 timeout_ns;	/* user: with TIMEOUT, else 0 */
+	__u32 flags;		/* user: DLCACHE_ENTER_F_* */
+	__u32 submitted;	/* kernel: SQEs consumed */
+	__u64 reserved[2];	/* must be 0 */
+};
+
+/* ------------------------------------------------------------------ */
+/* Data sets                                                           */
+/* ------------------------------------------------------------------ */
+
+/* Fail with -ENOENT instead of creating the data set. */
+#define DLCACHE_ATTACH_F_NOCREATE	(1U << 0)
+/* Fail with -EEXIST when the data set exists. */
+#define DLCACHE_ATTACH_F_EXCL		(1U << 1)
+
+/* Output flags (result_flags). */
+#define DLCACHE_ATTACH_CREATED		(1U << 0)
+#define DLCACHE_ATTACH_MAY_READ		(1U << 1)
+#define DLCACHE_ATTACH_MAY_WRITE	(1U << 2)
+
+/*
+ * Attach this session to the data set @key, creating it when missing. A
+ * key that exists with another sample count gives -EINVAL. Read
+ * permission is needed to attach (-EACCES); write permission to PUT,
+ * ABORT and SET_ORDER.
+ */
+struct dlcache_attach {
+	__u64 key[2];		/* user: 128-bit data set key */
+	__u32 nsamples;		/* user: sample count, 1 .. max_samples */
+	/*
+	 * user: on create, permission bits within 0666 (0600, 0640, 0660
+	 * style; 0 means 0600); kernel: the data set's mode.
+	 */
+	__u32 mode;
+	__u32 flags;		/* user: DLCACHE_ATTACH_F_* */
+	/*
+	 * user: on create, order positions held at once, rounded up to a
+	 * multiple of 64 (0: 2 * nsamples); kernel: actual.
+	 */
+	__u32 window;
+	/*
+	 * user: on create, how far past the policy cursor a GET without
+	 * DLCACHE_SQE_F_AT may move it (0: 65536); kernel: actual.
+	 */
+	__u32 lookahead;
+	__u32 handle;		/* kernel: handle for SQEs and ioctls, >= 1 */
+	__u32 owner_uid;	/* kernel: creator's uid */
+	__u32 owner_gid;	/* kernel: creator's gid */
+	__u32 result_flags;	/* kernel: DLCACHE_ATTACH_* */
+	__u32 resv0;		/* padding, must be 0 */
+	__u64 reserved[2];	/* must be 0 */
+};
+
+/* Detach @handle: this session's fills are handed over, its waits end. */
+struct dlcache_detach {
+	__u32 handle;		/* user */
+	__u32 flags;		/* user: must be 0 */
+	__u64 reserved[2];	/* must be 0 */
+};
+
+/*
+ * Append the order of @epoch (an array of @len __u32 sample IDs at @ids)
+ * to the data set's time line. Epoch numbers increase. -EINVAL for a bad
+ * ID, an epoch that does not increase or a bad length; -ENOSPC when the
+ * unconsumed positions would not fit the window (consume first).
+ */
+struct dlcache_order {
+	__u32 handle;		/* user */
+	__u32 epoch;		/* user */
+	__u64 ids;		/* user: address of __u32[len] */
+	__u32 len;		/* user: 1 .. max_order_len */
+	__u32 flags;		/* user: must be 0 */
+	__u64 reserved[2];	/* must be 0 */
+};
+
+/* ------------------------------------------------------------------ */
+/* DLCACHE_IOC_STATS                                                   */
+/* ------------------------------------------------------------------ */
+
+/* Counters since module load (global) or data set creation. */
+struct dlcache_counters {
+	__u64 hits;		/* GETs that copied the sample */
+	__u64 hit_bytes;
+	__u64 misses;		/* GETs that completed -ENOENT */
+	__u64 miss_bytes;	/* bytes PUT to end a fill */
+	__u64 inserts;		/* PUTs that cached the bytes */
+	__u64 insert_bytes;
+	__u64 bypasses;		/* PUTs not admitted */
+	__u64 bypass_bytes;
+	__u64 evictions;	/* samples evicted (policy, shrinker, drop) */
+	__u64 eviction_bytes;
+	__u64 shrinker_evictions;	/* of which by the shrinker */
+	__u64 waits;		/* GETs that waited for another's fill */
+	__u64 aborts;		/* fills aborted or ended by a session's end */
+	__u64 errors;		/* completions with an error other than -ENOENT */
+	__u64 used_bytes;	/* sample bytes held now */
+	__u64 cached_samples;	/* samples held now */
+	__u64 fills_inflight;	/* samples being filled now */
+	__u64 reserved[7];	/* kernel: 0 */
+};
+
+/*
+ * Stats of the whole cache, and of one data set: the one attached as
+ * @handle, or with DLCACHE_STATS_F_INDEX the @handle-th data set (from 0)
+ * of the module's list (-ENOENT past the end), which lists them all.
+ */
+#define DLCACHE_STATS_F_DATASET	(1U << 0)	/* fill ds_* and dataset */
+#define DLCACHE_STATS_F_INDEX	(1U << 1)	/* @handle is a list index */
+
+struct dlcache_stats {
+	__u32 handle;		/* user: with F_DATASET */
+	__u32 flags;		/* user: DLCACHE_STATS_F_* */
+	__u64 capacity_bytes;	/* kernel */
+	__u64 used_bytes;	/* kernel */
+	__u32 ndatasets;	/* kernel: data sets that exist */
+	__u32 nsessions;	/* kernel: open sessions */
+	struct dlcache_counters global;	/* kernel */
+	/* With F_DATASET, kernel: */
+	__u64 ds_key[2];
+	__u32 ds_nsamples;
+	__u32 ds_mode;
+	__u32 ds_owner_uid;
+	__u32 ds_owner_gid;
+	__u32 ds_attached;	/* attachments now */
+	__u32 ds_window;
+	__u64 ds_cursor;	/* policy cursor: positions consumed */
+	__u64 ds_end;		/* policy: one past the last known position */
+	struct dlcache_counters dataset;
+	__u64 reserved[4];	/* must be 0 */
+};
+
+/* ------------------------------------------------------------------ */
+/* Privileged (CAP_SYS_ADMIN, else -EPERM)                             */
+/* ------------------------------------------------------------------ */
+
+/* Set the capacity; lowering it evicts down to the new limit. */
+struct dlcache_capacity {
+	__u64 bytes;		/* user: new capacity */
+	__u64 old_bytes;	/* kernel: previous capacity */
+	__u32 flags;		/* user: must be 0 */
+	__u32 resv0;		/* must be 0 */
+	__u64 reserved[2];	/* must be 0 */
+};
+
+/* Drop the cached samples of every data set, or of the one with @key. */
+#define DLCACHE_DROP_F_KEY	(1U << 0)
+
+struct dlcache_drop {
+	__u64 key[2];		/* user: with DLCACHE_DROP_F_KEY */
+	__u32 flags;		/* user: DLCACHE_DROP_F_* */
+	__u32 resv0;		/* must be 0 */
+	__u64 dropped_bytes;	/* kernel: bytes evicted */
+	__u64 reserved[2];	/* must be 0 */
+};
+
+/* ------------------------------------------------------------------ */
+/* Commands                                                            */
+/* ------------------------------------------------------------------ */
+
+#define DLCACHE_IOC_MAGIC	'D'
+
+#define DLCACHE_IOC_GET_INFO	_IOWR(DLCACHE_IOC_MAGIC, 0x00, struct dlcache_info)
+#define DLCACHE_IOC_SETUP_RING	_IOWR(DLCACHE_IOC_MAGIC, 0x01, struct dlcache_ring_setup)
+#define DLCACHE_IOC_ENTER	_IOWR(DLCACHE_IOC_MAGIC, 0x02, struct dlcache_enter)
+#define DLCACHE_IOC_ATTACH	_IOWR(DLCACHE_IOC_MAGIC, 0x03, struct dlcache_attach)
+#define DLCACHE_IOC_DETACH	_IOWR(DLCACHE_IOC_MAGIC, 0x04, struct dlcache_detach)
+#define DLCACHE_IOC_SET_ORDER	_IOWR(DLCACHE_IOC_MAGIC, 0x05, struct dlcache_order)
+#define DLCACHE_IOC_STATS	_IOWR(DLCACHE_IOC_MAGIC, 0x06, struct dlcache_stats)
+#define DLCACHE_IOC_SET_CAPACITY _IOWR(DLCACHE_IOC_MAGIC, 0x07, struct dlcache_capacity)
+#define DLCACHE_IOC_DROP	_IOWR(DLCACHE_IOC_MAGIC, 0x08, struct dlcache_drop)
+
+#endif /* _UAPI_LINUX_DLCACHE_H */
