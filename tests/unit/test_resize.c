@@ -2,7 +2,8 @@
 /*
  * dlc_resize_rgb() against an independent floating-point version of
  * Pillow's antialiased bilinear filter, and against Pillow itself
- * (Image.resize(size, BILINEAR, box=...)) when Debian's python3 has PIL.
+ * (Image.resize(size, BILINEAR, box=...)) when Debian's python3 has PIL,
+ * and the SIMD kernels against the portable C ones, byte for byte.
  */
 #include <errno.h>
 #include <math.h>
@@ -10,10 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "dlcache.h"
+#include "resize.h"
 
 static int failures;
 
@@ -324,6 +327,137 @@ static void test_bad_args(void)
 	      "4x4 -> 16x16 upscale failed");
 }
 
+/*
+ * Random noise with the extremes forced in, so that sums near the clamps
+ * and every byte position of the SIMD loads matter.
+ */
+static void noise(uint8_t *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		uint64_t r = rnd();
+
+		p[i] = (r & 0x700) == 0 ? 0 : (r & 0x700) == 0x100 ? 255 :
+		       (uint8_t)r;
+	}
+}
+
+/*
+ * @bytes ending right before an inaccessible page: a read past the end
+ * faults even where ASan would not see it (an unaligned vector load
+ * that only starts inside the buffer).
+ */
+static uint8_t *guarded(size_t bytes, void **map, size_t *map_len)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t len = (bytes + page - 1) / page * page + page;
+	uint8_t *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (m == MAP_FAILED || mprotect(m + len - page, page, PROT_NONE))
+		exit(1);
+	*map = m;
+	*map_len = len;
+	return m + len - page - bytes;
+}
+
+/*
+ * The AVX2 kernels (tap-pair table, its C tail at the right edge, the
+ * per-tap fallback for big shrinks, the vertical pass and the plane
+ * split) against the C ones: random sizes, boxes, strides, flips and
+ * layouts. The source ends at a guard page, so that a read past the
+ * end of the last row faults.
+ */
+static void test_simd_vs_c(void)
+{
+	struct dlc_resize_ws wc = { NULL, 0 }, wv = { NULL, 0 };
+	uint8_t *a = malloc(320 * 320 * 3), *v = malloc(320 * 320 * 3);
+	uint32_t i, same = 0, cases = 3000;
+	int ret;
+
+	ret = dlc_resize_rgb_ws_path(&wv, a, 1, 1, 3,
+				     &(struct dlc_crop){ 0, 0, 1, 1, 0, 0 },
+				     1, 1, DLC_LAYOUT_NHWC, v, DLC_RESIZE_AVX2);
+	if (ret == -EOPNOTSUPP) {
+		printf("resize: no AVX2 here, SIMD comparison skipped\n");
+		free(a);
+		free(v);
+		return;
+	}
+	CHECK(ret == 0, "AVX2 path returned %d", ret);
+	CHECK(dlc_resize_rgb_ws_path(&wv, a, 1, 1, 3,
+				     &(struct dlc_crop){ 0, 0, 1, 1, 0, 0 },
+				     1, 1, DLC_LAYOUT_NHWC, v, 3) == -EINVAL,
+	      "unknown path accepted");
+	for (i = 0; i < cases; i++) {
+		uint32_t sw = 1 + (uint32_t)(rnd() % 300);
+		uint32_t sh = 1 + (uint32_t)(rnd() % 120);
+		uint32_t ow = 1 + (uint32_t)(rnd() % 320);
+		uint32_t oh = 1 + (uint32_t)(rnd() % 64);
+		uint32_t layout = (uint32_t)(rnd() & 1);
+		size_t stride = (size_t)sw * 3 + (rnd() % 3 ? 0 : rnd() % 8);
+		size_t bytes = stride * (sh - 1) + (size_t)sw * 3;
+		struct dlc_crop b;
+		uint8_t *src;
+		size_t map_len;
+		void *map;
+		int rc, rv;
+
+		switch (i % 8) {
+		case 0:		/* narrow sources: the C tail does it all */
+			sw = 1 + (uint32_t)(rnd() % 12);
+			stride = (size_t)sw * 3;
+			bytes = stride * sh;
+			break;
+		case 1:		/* big shrinks: past the tap-pair table */
+			ow = 1 + (uint32_t)(rnd() % 24);
+			break;
+		case 2:		/* the decoder's shape: up to 2x either way */
+			ow = 1 + (uint32_t)(rnd() % 224);
+			break;
+		default:
+			break;
+		}
+		src = guarded(bytes, &map, &map_len);
+		noise(src, bytes);
+		random_box(sw, sh, &b);
+		if (i % 5 == 0) {
+			b.x = floor(b.x);
+			b.w = floor(b.w) ? floor(b.w) : 1;
+		}
+		if (i % 7 == 0)		/* flush with the right edge */
+			b.x = sw - b.w;
+		if (i % 11 == 0) {	/* the whole image */
+			b.x = b.y = 0;
+			b.w = sw;
+			b.h = sh;
+		}
+		b.flip = (uint32_t)(rnd() & 1);
+		rc = dlc_resize_rgb_ws_path(&wc, src, sw, sh, stride, &b, ow, oh,
+					    layout, a, DLC_RESIZE_C);
+		rv = dlc_resize_rgb_ws_path(&wv, src, sw, sh, stride, &b, ow, oh,
+					    layout, v, DLC_RESIZE_AVX2);
+		CHECK(rc == 0 && rv == 0, "case %u returned %d (C) %d (AVX2)",
+		      i, rc, rv);
+		if (!rc && !rv) {
+			int m = max_diff(a, v, (size_t)ow * oh * 3);
+
+			CHECK(m == 0, "case %u: %ux%u box (%.4f,%.4f %.4fx%.4f) flip %u layout %u -> %ux%u: AVX2 differs from C by %d",
+			      i, sw, sh, b.x, b.y, b.w, b.h, b.flip, layout, ow,
+			      oh, m);
+			same += m == 0;
+		}
+		munmap(map, map_len);
+	}
+	printf("resize: %u/%u random cases identical in AVX2 and C\n", same,
+	       cases);
+	free(wc.mem);
+	free(wv.mem);
+	free(a);
+	free(v);
+}
+
 /* ---- Pillow, when Debian's python3 has it ---- */
 
 static int write_ppm(const char *path, const uint8_t *p, uint32_t w,
@@ -463,6 +597,7 @@ int main(void)
 	test_against_reference();
 	test_flip_and_layout();
 	test_bad_args();
+	test_simd_vs_c();
 	test_against_pil();
 	if (failures) {
 		printf("test_resize: %d failure(s)\n", failures);
