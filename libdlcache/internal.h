@@ -144,6 +144,12 @@ int dlc_reader_submit(struct dlc_reader *r);
 int dlc_reader_reap(struct dlc_reader *r, struct dlc_read_done *done,
 		    uint32_t max, int wait);
 
+/*
+ * Make the next blocking dlc_reader_reap() also return when @fd becomes
+ * readable (one shot: call again after it fired).
+ */
+int dlc_reader_watch(struct dlc_reader *r, int fd);
+
 /* Wake a thread blocked in dlc_reader_reap(); any thread may call it. */
 void dlc_reader_wake(struct dlc_reader *r);
 

@@ -24,7 +24,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <linux/types.h>
+#include "../uapi/dlcache.h"
 #include "internal.h"
+#include "kclient.h"
 
 enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_HELD };
 
@@ -83,6 +86,18 @@ struct dlc_loader {
 	uint32_t qhead, qlen;
 
 	struct dlc_cache *cache;	/* I/O thread only */
+	uint32_t backend;		/* DLC_BACKEND_INPROCESS or _KERNEL */
+	/* Kernel backend: all of it I/O thread only, but kc's STATS. */
+	struct dlc_kclient *kc;
+	uint32_t *gorder;		/* every rank's order, for SET_ORDER */
+	uint32_t glen;
+	int64_t k_last_epoch;		/* newest epoch uploaded, -1: none */
+	struct dlc_buf **kbuf;		/* per pos % window: a GET's buffer */
+	uint8_t *kfill;			/* per pos % window: we own its fill */
+	uint32_t *kread;		/* misses waiting for reader room */
+	uint32_t kread_head, kread_len;
+	uint32_t kgets;			/* GETs without a CQE yet */
+	struct dlcache_cqe *kcqes;
 	struct dlc_reader *reader;	/* I/O thread only */
 	uint32_t ndecode;
 	pthread_t io_thread;
@@ -143,8 +158,11 @@ static int check_config(const struct dlc_config *c, const struct dlc_logger *log
 		BAD("nbatches", "must be 2..64, got %u", c->nbatches);
 	if (c->on_error > DLC_ON_ERROR_FAIL)
 		BAD("on_error", "unknown policy %u", c->on_error);
-	if (c->backend > DLC_BACKEND_INPROCESS)
+	if (c->backend > DLC_BACKEND_KERNEL)
 		BAD("backend", "unknown backend %u", c->backend);
+	if (c->kernel_mode & ~0666U)
+		BAD("kernel_mode", "permission bits within 0666, got %#o",
+		    c->kernel_mode);
 	if (c->decode_threads > 256)
 		BAD("decode_threads", "at most 256, got %u", c->decode_threads);
 	if (c->shuffle > 1 || c->drop_last > 1 || c->direct_io > 1)
@@ -513,6 +531,9 @@ static void drop_sample(struct dlc_loader *l, struct dlc_buf *buf)
 		pthread_cond_broadcast(&l->idle_cv);
 }
 
+static void kernel_end_fill(struct dlc_loader *l, uint32_t pos,
+			    struct dlc_buf *buf);
+
 /* Finished reads: offer them to the cache and queue them for decode. */
 static void hand_over(struct dlc_loader *l, struct dlc_read_done *done,
 		      int n)
@@ -531,6 +552,8 @@ static void hand_over(struct dlc_loader *l, struct dlc_read_done *done,
 				dlc_cache_offer(l->cache,
 						l->order[(uint32_t)d->tag], d->buf);
 		}
+		if (l->kc)
+			kernel_end_fill(l, (uint32_t)d->tag, d->buf);
 		pthread_mutex_lock(&l->lock);
 		if (!l->active) {
 			drop_sample(l, d->buf);
@@ -555,6 +578,249 @@ static void hand_over(struct dlc_loader *l, struct dlc_read_done *done,
 	}
 }
 
+/* ------------------------------------------------------------------ */
+/* Kernel backend: the cache in dlcache.ko, shared by the whole node   */
+/*                                                                     */
+/* Per claimed sample the I/O thread puts a GET on the module's ring,  */
+/* at the sample's exact position in the global order (F_AT). A hit   */
+/* is decoded; a miss that makes us the filler is read with io_uring   */
+/* and PUT back, or ABORTed if the read fails, so that other processes */
+/* waiting for it go on; a miss without the fill is just read. GETs    */
+/* parked on another process's fill complete later: the module's fd is */
+/* watched from the reader's io_uring so that the thread wakes.        */
+/* ------------------------------------------------------------------ */
+
+enum { KTAG_GET = 1, KTAG_PUT = 2, KTAG_ABORT = 3 };
+#define KTAG(ud)	((ud) & 3)
+
+/* Every rank's positions: global position g holds perm[g % n]. */
+static int fill_global(struct dlc_loader *l, uint32_t epoch)
+{
+	struct dlc_order_params p = {
+		.seed = l->cfg.seed, .epoch = epoch, .world = 1,
+		.shuffle = l->cfg.shuffle,
+	};
+	uint32_t g;
+	int ret = dlc_order_fill(l->n, &p, l->gorder, l->n);
+
+	for (g = l->n; !ret && g < l->glen; g++)
+		l->gorder[g] = l->gorder[g % l->n];
+	return ret;
+}
+
+/*
+ * Upload @epoch and @epoch + 1, unless done. Another rank may have been
+ * first: the module then refuses the same epoch (-EINVAL), which is fine
+ * since every rank computes the same global order.
+ */
+static void kernel_prepare_epoch(struct dlc_loader *l, uint32_t epoch)
+{
+	uint32_t e;
+	int ret;
+
+	for (e = epoch; e <= epoch + 1; e++) {
+		if ((int64_t)e <= l->k_last_epoch)
+			continue;
+		ret = fill_global(l, e);
+		if (!ret)
+			ret = dlc_kclient_set_order(l->kc, e, l->gorder, l->glen);
+		if (ret && ret != -EINVAL && ret != -EACCES)
+			dlc_logf(&l->log, DLC_LOG_WARN,
+				 "dlcache.ko: cannot upload the order of epoch %u: %s; eviction falls back to no known next use",
+				 e, strerror(-ret));
+		l->k_last_epoch = e;
+	}
+}
+
+static void kernel_fail(struct dlc_loader *l, int err, const char *what)
+{
+	dlc_logf(&l->log, DLC_LOG_ERROR, "dlcache.ko: %s failed: %s", what,
+		 strerror(-err));
+	pthread_mutex_lock(&l->lock);
+	if (!l->failed)
+		l->failed = err;
+	pthread_cond_broadcast(&l->ready_cv);
+	pthread_mutex_unlock(&l->lock);
+}
+
+/* Get an SQE, entering to make room if the SQ is full. */
+static struct dlcache_sqe *kernel_sqe(struct dlc_loader *l)
+{
+	struct dlcache_sqe *sqe = dlc_kclient_sqe(l->kc);
+	int ret;
+
+	if (sqe)
+		return sqe;
+	ret = dlc_kclient_enter(l->kc);
+	if (ret < 0) {
+		kernel_fail(l, ret, "ENTER");
+		return NULL;
+	}
+	return dlc_kclient_sqe(l->kc);
+}
+
+static void kernel_get(struct dlc_loader *l, uint32_t pos, uint32_t epoch,
+		       uint32_t size, int at)
+{
+	uint32_t slot = pos % l->cfg.window;
+	struct dlcache_sqe *sqe;
+	struct dlc_buf *b = dlc_buf_alloc(size);
+
+	sqe = b ? kernel_sqe(l) : NULL;
+	if (!sqe) {
+		/* No room or no memory: read it without the cache. */
+		dlc_buf_put(b);
+		l->kread[(l->kread_head + l->kread_len++) % l->cfg.window] = pos;
+		return;
+	}
+	l->kbuf[slot] = b;
+	l->kfill[slot] = 0;
+	sqe->opcode = DLCACHE_OP_GET;
+	sqe->handle = dlc_kclient_handle(l->kc);
+	sqe->sample = l->order[pos];
+	sqe->len = (uint32_t)size;
+	sqe->addr = (uint64_t)(uintptr_t)b->data;
+	sqe->user_data = ((uint64_t)pos << 2) | KTAG_GET;
+	if (at) {
+		sqe->flags = DLCACHE_SQE_F_AT;
+		sqe->epoch = epoch;
+		sqe->index = l->cfg.rank + pos * l->cfg.world;
+	}
+	l->kgets++;
+}
+
+/* A read for @pos ended: PUT the bytes if we own the fill, or ABORT. */
+static void kernel_end_fill(struct dlc_loader *l, uint32_t pos,
+			    struct dlc_buf *buf)
+{
+	uint32_t slot = pos % l->cfg.window;
+	struct dlcache_sqe *sqe;
+
+	if (!l->kfill[slot])
+		return;
+	l->kfill[slot] = 0;
+	sqe = kernel_sqe(l);
+	if (!sqe)
+		return;
+	sqe->handle = dlc_kclient_handle(l->kc);
+	sqe->sample = l->order[pos];
+	if (buf && buf->len) {
+		sqe->opcode = DLCACHE_OP_PUT;
+		sqe->len = (uint32_t)buf->len;
+		sqe->addr = (uint64_t)(uintptr_t)buf->data;
+		/* The bytes must live until the module has copied them. */
+		sqe->user_data = (uint64_t)(uintptr_t)dlc_buf_get(buf) | KTAG_PUT;
+	} else {
+		/* Hand the fill to a waiter: it reads and reports for itself. */
+		sqe->opcode = DLCACHE_OP_ABORT;
+		sqe->user_data = ((uint64_t)pos << 2) | KTAG_ABORT;
+	}
+}
+
+static void kernel_completion(struct dlc_loader *l, const struct dlcache_cqe *c,
+			      uint32_t epoch)
+{
+	uint32_t pos = (uint32_t)(c->user_data >> 2), slot;
+	struct dlc_buf *b;
+	struct item it;
+
+	if (KTAG(c->user_data) == KTAG_PUT) {
+		dlc_buf_put((struct dlc_buf *)(uintptr_t)(c->user_data & ~3ULL));
+		return;
+	}
+	if (KTAG(c->user_data) != KTAG_GET)
+		return;
+	slot = pos % l->cfg.window;
+	b = l->kbuf[slot];
+	l->kbuf[slot] = NULL;
+	l->kgets--;
+	if (c->res >= 0 && b && (size_t)c->res <= b->len) {
+		b->len = (size_t)c->res;
+		dlc_stat_add(l->stats.hits, 1);
+		dlc_stat_add(l->stats.hit_bytes, b->len);
+		pthread_mutex_lock(&l->lock);
+		if (l->active) {
+			item_at(l, pos, &it);
+			it.buf = b;
+			push_item(l, &it);
+		} else {
+			drop_sample(l, b);
+		}
+		pthread_mutex_unlock(&l->lock);
+		return;
+	}
+	dlc_buf_put(b);
+	if (c->res == -EMSGSIZE && c->size) {
+		/* Cached bytes larger than the index said: ask again. */
+		kernel_get(l, pos, epoch, c->size, 0);
+		return;
+	}
+	if (c->res != -ENOENT && c->res != -EIO)
+		dlc_logf(&l->log, DLC_LOG_WARN,
+			 "dlcache.ko: GET of sample %u failed: %s; reading it directly",
+			 l->order[pos], strerror(-c->res));
+	l->kfill[slot] = c->res == -ENOENT && (c->flags & DLCACHE_CQE_F_FILL);
+	l->kread[(l->kread_head + l->kread_len++) % l->cfg.window] = pos;
+}
+
+/* One round with the module: GETs out, completions in, misses to read. */
+static int kernel_round(struct dlc_loader *l, uint32_t epoch, char *path,
+			size_t path_len)
+{
+	uint32_t qd = l->cfg.queue_depth, n, i;
+	int progressed = 0, ret;
+	struct item it;
+
+	pthread_mutex_lock(&l->lock);
+	while (issuable(l) && l->kgets + l->kread_len < l->cfg.window &&
+	       dlc_kclient_unsubmitted(l->kc) < l->cfg.window) {
+		claim_next(l, &it);
+		pthread_mutex_unlock(&l->lock);
+		kernel_get(l, it.pos, epoch,
+			   (uint32_t)dlc_index_size(l->idx, it.sample) + 1, 1);
+		progressed = 1;
+		pthread_mutex_lock(&l->lock);
+	}
+	pthread_mutex_unlock(&l->lock);
+
+	if (dlc_kclient_unsubmitted(l->kc) || dlc_kclient_pending(l->kc)) {
+		ret = dlc_kclient_enter(l->kc);
+		if (ret < 0) {
+			kernel_fail(l, ret, "ENTER");
+			return 0;
+		}
+	}
+	while ((n = dlc_kclient_reap(l->kc, l->kcqes, 64)) > 0) {
+		for (i = 0; i < n; i++)
+			kernel_completion(l, &l->kcqes[i], epoch);
+		progressed = 1;
+	}
+	while (l->kread_len && dlc_reader_inflight(l->reader) < qd) {
+		uint32_t pos = l->kread[l->kread_head];
+
+		l->kread_head = (l->kread_head + 1) % l->cfg.window;
+		l->kread_len--;
+		sample_path(l, l->order[pos], path, path_len);
+		ret = dlc_reader_queue(l->reader, path, pos);
+		if (ret) {
+			struct dlc_read_done d = { .tag = pos, .err = ret,
+						   .why = "queue" };
+
+			hand_over(l, &d, 1);
+		}
+		progressed = 1;
+	}
+	if (progressed)
+		dlc_reader_submit(l->reader);
+	/* PUTs and ABORTs made by completions go out now. */
+	if (dlc_kclient_unsubmitted(l->kc)) {
+		ret = dlc_kclient_enter(l->kc);
+		if (ret < 0)
+			kernel_fail(l, ret, "ENTER");
+	}
+	return progressed;
+}
+
 static void *io_main(void *arg)
 {
 	struct dlc_loader *l = arg;
@@ -577,6 +843,7 @@ static void *io_main(void *arg)
 	pthread_mutex_lock(&l->lock);
 	while (!l->stop) {
 		int progressed = 0, n, lend;
+		uint32_t cur_epoch;
 		struct item it;
 
 		if (l->active && l->gen != my_gen) {
@@ -588,6 +855,8 @@ static void *io_main(void *arg)
 			if (l->cache)
 				ret = dlc_cache_prepare_epoch(l->cache, epoch,
 							      fill_order, l);
+			if (l->kc)
+				kernel_prepare_epoch(l, epoch);
 			pthread_mutex_lock(&l->lock);
 			if (ret) {
 				dlc_logf(&l->log, DLC_LOG_ERROR,
@@ -599,7 +868,8 @@ static void *io_main(void *arg)
 		}
 
 		/* Issue: hits go straight to decode, misses to io_uring. */
-		while (dlc_reader_inflight(l->reader) < qd && issuable(l)) {
+		while (!l->kc && dlc_reader_inflight(l->reader) < qd &&
+		       issuable(l)) {
 			struct dlc_buf *hit = NULL;
 			uint32_t epoch = l->epoch;
 
@@ -627,8 +897,11 @@ static void *io_main(void *arg)
 			}
 			progressed = 1;
 		}
+		cur_epoch = l->epoch;
 		pthread_mutex_unlock(&l->lock);
 
+		if (l->kc && kernel_round(l, cur_epoch, path, sizeof(path)))
+			progressed = 1;
 		if (progressed)
 			dlc_reader_submit(l->reader);
 		n = dlc_reader_reap(l->reader, done, qd, 0);
@@ -650,11 +923,21 @@ static void *io_main(void *arg)
 			continue;
 		}
 		if (progressed || l->stop || (l->active && l->gen != my_gen) ||
-		    (issuable(l) && dlc_reader_inflight(l->reader) < qd))
+		    (issuable(l) && (l->kc ?
+			l->kgets + l->kread_len < l->cfg.window :
+			dlc_reader_inflight(l->reader) < qd)) ||
+		    (l->kc && l->kread_len &&
+		     dlc_reader_inflight(l->reader) < qd))
 			continue;
-		/* Nothing to do: sleep until a read completes or a wake. */
+		/*
+		 * Nothing to do: sleep until a read completes or a wake, or,
+		 * with GETs parked on other processes' fills, the module's fd
+		 * says they are ready.
+		 */
 		l->io_idle = 1;
 		pthread_mutex_unlock(&l->lock);
+		if (l->kc && l->kgets)
+			dlc_reader_watch(l->reader, dlc_kclient_fd(l->kc));
 		n = dlc_reader_reap(l->reader, done, qd, 1);
 		if (n > 0)
 			hand_over(l, done, n);
@@ -696,6 +979,104 @@ static void stop_threads(struct dlc_loader *l)
 	l->nthreads_started = 0;
 }
 
+const char *dlc_backend_name(uint32_t backend)
+{
+	static const char *const names[] = { "auto", "inprocess", "kernel" };
+
+	return backend <= DLC_BACKEND_KERNEL ? names[backend] : "?";
+}
+
+uint32_t dlc_loader_backend(const struct dlc_loader *l)
+{
+	return l->backend;
+}
+
+/*
+ * Choose the cache: the module's when asked for or, for AUTO, when
+ * /dev/dlcache can be used; else the in-process one, saying why.
+ */
+static int open_backend(struct dlc_loader *l)
+{
+	const char *env = getenv("DLCACHE_BACKEND"), *dev, *why = NULL;
+	uint32_t want = l->cfg.backend, i;
+	uint64_t key[2];
+	int ret;
+
+	if (env && *env) {
+		for (i = 0; i <= DLC_BACKEND_KERNEL; i++)
+			if (!strcmp(env, dlc_backend_name(i)))
+				break;
+		if (i > DLC_BACKEND_KERNEL) {
+			dlc_logf(&l->log, DLC_LOG_ERROR,
+				 "invalid DLCACHE_BACKEND '%s': want auto, inprocess or kernel",
+				 env);
+			return -EINVAL;
+		}
+		want = i;
+	}
+	l->backend = DLC_BACKEND_INPROCESS;
+	if (want == DLC_BACKEND_INPROCESS)
+		return 0;
+
+	dev = getenv("DLCACHE_DEVICE");
+	if (!dev || !*dev)
+		dev = "/dev/dlcache";
+	dlc_index_key(l->idx, key);
+	l->glen = l->epoch_len * l->cfg.world;
+	ret = dlc_kclient_open(dev, key, l->n, l->cfg.kernel_mode,
+			       3 * l->glen, l->cfg.window * 2, &l->kc, &why);
+	if (ret) {
+		l->kc = NULL;
+		dlc_logf(&l->log, want == DLC_BACKEND_KERNEL ? DLC_LOG_ERROR :
+			 DLC_LOG_WARN, "%s: %s (%s); %s", dev, why,
+			 strerror(-ret), want == DLC_BACKEND_KERNEL ?
+			 "the kernel backend was asked for" :
+			 "using the in-process cache");
+		return want == DLC_BACKEND_KERNEL ? ret : 0;
+	}
+	if (!dlc_kclient_may_write(l->kc))
+		dlc_logf(&l->log, DLC_LOG_WARN,
+			 "%s: read-only access to this data set: misses are read but not shared",
+			 dev);
+	l->gorder = malloc(sizeof(*l->gorder) * l->glen);
+	l->kbuf = calloc(l->cfg.window, sizeof(*l->kbuf));
+	l->kfill = calloc(l->cfg.window, 1);
+	l->kread = calloc(l->cfg.window, sizeof(*l->kread));
+	l->kcqes = calloc(64, sizeof(*l->kcqes));
+	if (!l->gorder || !l->kbuf || !l->kfill || !l->kread || !l->kcqes)
+		return -ENOMEM;
+	l->k_last_epoch = -1;
+	l->backend = DLC_BACKEND_KERNEL;
+	l->stats.cache_capacity = dlc_kclient_capacity(l->kc);
+	return 0;
+}
+
+static void close_backend(struct dlc_loader *l)
+{
+	uint32_t i, n;
+
+	if (l->kc) {
+		/* PUTs already run in ENTER hold buffer refs until reaped. */
+		while ((n = dlc_kclient_reap(l->kc, l->kcqes, 64)) > 0)
+			for (i = 0; i < n; i++)
+				if (KTAG(l->kcqes[i].user_data) == KTAG_PUT)
+					dlc_buf_put((struct dlc_buf *)(uintptr_t)
+						    (l->kcqes[i].user_data & ~3ULL));
+		/* Closing hands our fills over and ends our parked GETs. */
+		dlc_kclient_close(l->kc);
+		l->kc = NULL;
+	}
+	if (l->kbuf)
+		for (i = 0; i < l->cfg.window; i++)
+			dlc_buf_put(l->kbuf[i]);
+	free(l->kbuf);
+	free(l->kfill);
+	free(l->kread);
+	free(l->kcqes);
+	free(l->gorder);
+}
+
+
 void dlc_loader_destroy(struct dlc_loader *l)
 {
 	uint32_t i;
@@ -708,6 +1089,7 @@ void dlc_loader_destroy(struct dlc_loader *l)
 		dlc_buf_put(l->queue[(l->qhead + i) % l->cfg.window].buf);
 	dlc_reader_destroy(l->reader);
 	dlc_cache_destroy(l->cache);
+	close_backend(l);
 	if (l->slots)
 		for (i = 0; i < l->cfg.nbatches; i++) {
 			free(l->slots[i].skip);
@@ -804,7 +1186,10 @@ int dlc_loader_create(const struct dlc_config *cfg,
 		}
 	}
 
-	if (cfg->cache_bytes) {
+	ret = open_backend(l);
+	if (ret)
+		goto err;
+	if (l->backend == DLC_BACKEND_INPROCESS && cfg->cache_bytes) {
 		ret = dlc_cache_create(l->n, l->epoch_len, cfg->cache_bytes,
 				       &l->cache);
 		if (ret)
@@ -826,9 +1211,16 @@ int dlc_loader_create(const struct dlc_config *cfg,
 		goto err;
 	}
 
-	dlc_logf(&l->log, DLC_LOG_INFO,
-		 "in-process cache of %llu MiB over %u samples; %u decode threads + 1 I/O thread",
-		 (unsigned long long)(cfg->cache_bytes >> 20), l->n, l->ndecode);
+	if (l->kc)
+		dlc_logf(&l->log, DLC_LOG_INFO,
+			 "dlcache.ko cache (%llu MiB, shared by the node) over %u samples; %u decode threads + 1 I/O thread",
+			 (unsigned long long)(dlc_kclient_capacity(l->kc) >> 20),
+			 l->n, l->ndecode);
+	else
+		dlc_logf(&l->log, DLC_LOG_INFO,
+			 "in-process cache of %llu MiB over %u samples; %u decode threads + 1 I/O thread",
+			 (unsigned long long)(cfg->cache_bytes >> 20), l->n,
+			 l->ndecode);
 
 	if (pthread_create(&l->io_thread, NULL, io_main, l)) {
 		ret = -EAGAIN;
@@ -1025,5 +1417,16 @@ int dlc_loader_stats(struct dlc_loader *l, struct dlc_stats *out)
 
 	for (i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
 		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+	if (l->kc) {
+		struct dlcache_stats ks;
+
+		/* The module's view of this data set, across processes. */
+		if (dlc_kclient_stats(l->kc, &ks) == 0) {
+			out->evictions = ks.dataset.evictions;
+			out->bypasses = ks.dataset.bypasses;
+			out->cache_used = ks.dataset.used_bytes;
+			out->cache_capacity = ks.capacity_bytes;
+		}
+	}
 	return 0;
 }

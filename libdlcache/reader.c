@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <liburing.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -26,6 +27,7 @@
 
 #define DIO_ALIGN	4096U
 #define WAKE_TAG	0ULL	/* user_data of the eventfd read */
+#define WATCH_TAG	UINT64_MAX /* user_data of the watched fd's poll */
 
 struct dlc_read_req {
 	int fd;
@@ -55,6 +57,7 @@ struct dlc_reader {
 	int wake_fd;
 	uint64_t wake_val;
 	int wake_armed;
+	int watch_armed;	/* a poll of a watched fd is on the ring */
 	/* Opens that failed: reported by the next reap. */
 	struct dlc_read_done *early;
 	uint32_t nearly;
@@ -113,8 +116,8 @@ int dlc_reader_create(const struct dlc_reader_opts *o, struct dlc_reader **out)
 		ret = -errno;
 		goto err_free_ret;
 	}
-	/* One more entry for the wake-up read. */
-	ret = io_uring_queue_init(qd + 1, &r->ring, 0);
+	/* Two more entries: the wake-up read and a watched fd's poll. */
+	ret = io_uring_queue_init(qd + 2, &r->ring, 0);
 	if (ret)
 		goto err_free_ret;
 
@@ -182,6 +185,21 @@ void dlc_reader_destroy(struct dlc_reader *r)
 	free(r->free_list);
 	free(r->early);
 	free(r);
+}
+
+int dlc_reader_watch(struct dlc_reader *r, int fd)
+{
+	struct io_uring_sqe *sqe;
+
+	if (r->watch_armed)
+		return 0;
+	sqe = io_uring_get_sqe(&r->ring);
+	if (!sqe)
+		return -EBUSY;
+	io_uring_prep_poll_add(sqe, fd, POLLIN);
+	io_uring_sqe_set_data64(sqe, WATCH_TAG);
+	r->watch_armed = 1;
+	return dlc_reader_submit(r);
 }
 
 uint32_t dlc_reader_inflight(const struct dlc_reader *r)
@@ -424,6 +442,11 @@ int dlc_reader_reap(struct dlc_reader *r, struct dlc_read_done *done,
 		int res = cqe->res;
 
 		io_uring_cqe_seen(&r->ring, cqe);
+		if (ud == WATCH_TAG) {
+			r->watch_armed = 0;
+			wait = 0;
+			continue;
+		}
 		if (ud == WAKE_TAG) {
 			r->wake_armed = 0;
 			if (!arm_wake(r))

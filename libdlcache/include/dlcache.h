@@ -277,13 +277,21 @@ enum dlc_on_error {
 };
 
 /*
- * Where the cache lives. This version has the in-process cache only; the
- * shared /dev/dlcache backend joins AUTO when the library learns it.
+ * Where the cache lives. The environment variable DLCACHE_BACKEND
+ * ("auto", "inprocess" or "kernel") overrides the config.
  */
 enum dlc_backend {
-	DLC_BACKEND_AUTO = 0,		/* the best available: in-process here */
+	/* dlcache.ko when /dev/dlcache can be used, else in-process (logged) */
+	DLC_BACKEND_AUTO = 0,
+	/* a cache of cache_bytes in this process only */
 	DLC_BACKEND_INPROCESS = 1,
+	/* the node-wide cache of dlcache.ko, shared by every process; fail
+	 * dlc_loader_create() with its errno when it cannot be used */
+	DLC_BACKEND_KERNEL = 2,
 };
+
+/* "auto", "inprocess", "kernel", or "?" */
+const char *dlc_backend_name(uint32_t backend);
 
 struct dlc_config {
 	uint32_t batch_size;	/* samples per batch, 1 .. 65536 */
@@ -308,7 +316,13 @@ struct dlc_config {
 	dlc_log_fn log;		/* NULL: silent */
 	void *log_arg;
 	uint32_t log_level;	/* highest level passed to @log */
-	uint32_t pad;
+	/*
+	 * Kernel backend: permission bits of a data set this process creates
+	 * in dlcache.ko (0600, 0640 or 0660 style; 0 means 0600). Processes
+	 * of other users attach by the same key only as the mode allows.
+	 */
+	uint32_t kernel_mode;
+	uint32_t pad;		/* must be zero */
 };
 
 /* Defaults: batch 64, NCHW, train transform at 224, depth 64, window 256. */
@@ -365,6 +379,9 @@ void dlc_release_batch(struct dlc_loader *l, struct dlc_batch *b);
 /* Stop the threads and free everything. Safe with batches unreleased. */
 void dlc_loader_destroy(struct dlc_loader *l);
 
+/* The backend in use: DLC_BACKEND_INPROCESS or DLC_BACKEND_KERNEL. */
+uint32_t dlc_loader_backend(const struct dlc_loader *l);
+
 /* Whether the batch buffers are mlock'd, and huge-page backed. */
 int dlc_loader_pinned(const struct dlc_loader *l);
 int dlc_loader_hugepages(const struct dlc_loader *l);
@@ -393,8 +410,8 @@ struct dlc_stats {
 	uint64_t miss_bytes;
 	uint64_t evictions;		/* samples dropped to make room */
 	uint64_t bypasses;		/* misses not admitted (next use too far) */
-	uint64_t cache_used;		/* bytes held now */
-	uint64_t cache_capacity;
+	uint64_t cache_used;		/* bytes held now (kernel: this data set) */
+	uint64_t cache_capacity;	/* kernel backend: the module's capacity */
 	/* I/O */
 	uint64_t reads;			/* read requests completed */
 	uint64_t bytes_read;		/* bytes read from storage */

@@ -24,6 +24,8 @@ static void help(void)
 	       "\n"
 	       "  --epochs N           epochs to run (default 3)\n"
 	       "  --batch-size B       samples per batch (default 64)\n"
+	       "  --backend B          auto (default: dlcache.ko if loaded), inprocess or kernel\n"
+	       "  --mode MODE          kernel backend: mode of a data set this creates (0600, 0640, 0660)\n"
 	       "  --cache SIZE         in-process cache capacity, e.g. 256M (default: half the data set)\n"
 	       "  --cache-fraction F   capacity as a fraction of the data set, 0..1\n"
 	       "  --threads T          decode threads (default: CPUs - 1, plus the I/O thread)\n"
@@ -87,6 +89,8 @@ int cmd_bench(int argc, char **argv)
 		{ "epochs", required_argument, NULL, 'e' },
 		{ "batch-size", required_argument, NULL, 'b' },
 		{ "cache", required_argument, NULL, 'c' },
+		{ "backend", required_argument, NULL, 'B' },
+		{ "mode", required_argument, NULL, 'M' },
 		{ "cache-fraction", required_argument, NULL, 'F' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "queue-depth", required_argument, NULL, 'q' },
@@ -111,7 +115,7 @@ int cmd_bench(int argc, char **argv)
 	struct dlc_loader *l = NULL;
 	struct dlc_stats before, after;
 	uint32_t epochs = 3, e, size = 224;
-	uint64_t cache = 0;
+	uint64_t cache = 0, cap;
 	double fraction = 0.5;
 	int have_cache = 0, json = 0, drop = 0, eval = 0, c, ret, rc = 1;
 	char *end;
@@ -135,6 +139,18 @@ int cmd_bench(int argc, char **argv)
 			if (parse_size(optarg, &cache))
 				return usage_error("bench", "--cache: want a size like 512M, got '%s'", optarg);
 			have_cache = 1;
+			break;
+		case 'B':
+			for (cfg.backend = 0; cfg.backend <= DLC_BACKEND_KERNEL; cfg.backend++)
+				if (!strcmp(optarg, dlc_backend_name(cfg.backend)))
+					break;
+			if (cfg.backend > DLC_BACKEND_KERNEL)
+				return usage_error("bench", "--backend: want auto, inprocess or kernel, got '%s'", optarg);
+			break;
+		case 'M':
+			if (parse_u32(optarg, 0, 0666, &cfg.kernel_mode) ||
+			    (cfg.kernel_mode & ~0666U))
+				return usage_error("bench", "--mode: want permission bits like 0640, got '%s'", optarg);
 			break;
 		case 'F':
 			fraction = strtod(optarg, &end);
@@ -278,15 +294,17 @@ int cmd_bench(int argc, char **argv)
 		}
 	}
 
+	cap = dlc_loader_backend(l) == DLC_BACKEND_KERNEL ?
+	      after.cache_capacity : cfg.cache_bytes;
 	if (json) {
-		printf("{\"backend\": \"inprocess\", \"images\": %u, \"threads\": %u, "
+		printf("{\"backend\": \"%s\", \"images\": %u, \"threads\": %u, "
 		       "\"batch_size\": %u, \"cache_bytes\": %llu, \"dataset_bytes\": %llu, "
 		       "\"pinned\": %s, \"epochs\": [",
-		       dlc_index_count(idx),
+		       dlc_backend_name(dlc_loader_backend(l)), dlc_index_count(idx),
 		       (cfg.decode_threads ? cfg.decode_threads :
 			(uint32_t)(sysconf(_SC_NPROCESSORS_ONLN) > 1 ?
 				   sysconf(_SC_NPROCESSORS_ONLN) - 1 : 1)) + 1,
-		       cfg.batch_size, (unsigned long long)cfg.cache_bytes,
+		       cfg.batch_size, (unsigned long long)cap,
 		       (unsigned long long)dlc_index_total_bytes(idx),
 		       dlc_loader_pinned(l) ? "true" : "false");
 		for (e = 0; e < epochs; e++) {
@@ -308,11 +326,12 @@ int cmd_bench(int argc, char **argv)
 		}
 		printf("]}\n");
 	} else {
-		printf("cache %.1f MB of a %.1f MB data set: best steady hit ratio %.3f\n",
-		       (double)cfg.cache_bytes / 1e6,
+		printf("%s cache %.1f MB of a %.1f MB data set: best steady hit ratio %.3f\n",
+		       dlc_loader_backend(l) == DLC_BACKEND_KERNEL ?
+		       "dlcache.ko" : "in-process", (double)cap / 1e6,
 		       (double)dlc_index_total_bytes(idx) / 1e6,
 		       dlc_index_total_bytes(idx) ?
-		       (double)cfg.cache_bytes / (double)dlc_index_total_bytes(idx) : 0.0);
+		       (double)cap / (double)dlc_index_total_bytes(idx) : 0.0);
 	}
 	rc = 0;
 out:

@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The client side of /dev/dlcache (uapi/dlcache.h): open and check the
+ * ABI, attach to a data set, map the rings at the offsets the kernel
+ * publishes, and move SQEs and CQEs with the ordering the ABI asks for
+ * (release on our index stores, acquire on the kernel's). Used by the
+ * loader's I/O thread only, so it has no lock.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <linux/types.h>
+#include "../uapi/dlcache.h"
+#include "kclient.h"
+
+/* The layouts this library was built against (uapi comments give them). */
+_Static_assert(sizeof(struct dlcache_info) == 96, "dlcache_info");
+_Static_assert(sizeof(struct dlcache_ring_setup) == 144, "dlcache_ring_setup");
+_Static_assert(sizeof(struct dlcache_sqe) == 64, "dlcache_sqe");
+_Static_assert(sizeof(struct dlcache_cqe) == 32, "dlcache_cqe");
+_Static_assert(sizeof(struct dlcache_enter) == 40, "dlcache_enter");
+_Static_assert(sizeof(struct dlcache_attach) == 72, "dlcache_attach");
+_Static_assert(sizeof(struct dlcache_order) == 40, "dlcache_order");
+_Static_assert(sizeof(struct dlcache_stats) == 504, "dlcache_stats");
+
+struct dlc_kclient {
+	int fd;
+	uint32_t handle;
+	uint32_t result_flags;
+	struct dlcache_info info;
+
+	void *sq_map;
+	size_t sq_size;
+	uint32_t *sq_head;	/* kernel writes */
+	uint32_t *sq_tail;	/* we write */
+	uint32_t sq_mask;
+	uint32_t sq_entries;
+	struct dlcache_sqe *sqes;
+	uint32_t sq_local_tail;	/* next SQE we fill */
+
+	void *cq_map;
+	size_t cq_size;
+	uint32_t *cq_head;	/* we write */
+	uint32_t *cq_tail;	/* kernel writes */
+	uint32_t *cq_flags;
+	uint32_t cq_mask;
+	struct dlcache_cqe *cqes;
+};
+
+static void *at(void *base, uint32_t off)
+{
+	return (uint8_t *)base + off;
+}
+
+int dlc_kclient_open(const char *dev, const uint64_t key[2],
+		     uint32_t nsamples, uint32_t mode, uint32_t window,
+		     uint32_t entries, struct dlc_kclient **out,
+		     const char **why)
+{
+	struct dlcache_ring_setup rs;
+	struct dlcache_attach at_req;
+	struct dlc_kclient *k;
+	int ret;
+
+	*why = "out of memory";
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	k->sq_map = k->cq_map = MAP_FAILED;
+	k->fd = open(dev, O_RDWR | O_CLOEXEC);
+	if (k->fd < 0) {
+		ret = -errno;
+		*why = ret == -ENOENT ? "not found (dlcache.ko not loaded)" :
+		       ret == -EACCES ? "permission denied (see Documentation/admin.md for the device group)" :
+		       "cannot open it";
+		goto err;
+	}
+	memset(&k->info, 0, sizeof(k->info));
+	k->info.features = DLCACHE_FEAT_RING | DLCACHE_FEAT_POLL |
+			   DLCACHE_FEAT_GET_AT | DLCACHE_FEAT_FILL_WAIT;
+	if (ioctl(k->fd, DLCACHE_IOC_GET_INFO, &k->info)) {
+		ret = -errno;
+		*why = "GET_INFO failed";
+		goto err;
+	}
+	if (k->info.abi_version != DLCACHE_ABI_VERSION ||
+	    (k->info.features & (DLCACHE_FEAT_RING | DLCACHE_FEAT_GET_AT |
+				 DLCACHE_FEAT_FILL_WAIT | DLCACHE_FEAT_POLL)) !=
+	    (DLCACHE_FEAT_RING | DLCACHE_FEAT_GET_AT | DLCACHE_FEAT_FILL_WAIT |
+	     DLCACHE_FEAT_POLL)) {
+		ret = -EPROTO;
+		*why = "the module speaks another ABI version or lacks features";
+		goto err;
+	}
+	if (nsamples > k->info.max_samples) {
+		ret = -E2BIG;
+		*why = "the data set has more samples than the module allows";
+		goto err;
+	}
+
+	memset(&at_req, 0, sizeof(at_req));
+	at_req.key[0] = key[0];
+	at_req.key[1] = key[1];
+	at_req.nsamples = nsamples;
+	at_req.mode = mode;
+	at_req.window = window;
+	if (ioctl(k->fd, DLCACHE_IOC_ATTACH, &at_req)) {
+		ret = -errno;
+		*why = ret == -EACCES ? "no read permission on the data set (another user created it)" :
+		       ret == -EINVAL ? "a data set with this key has another sample count" :
+		       "ATTACH failed";
+		goto err;
+	}
+	k->handle = at_req.handle;
+	k->result_flags = at_req.result_flags;
+
+	memset(&rs, 0, sizeof(rs));
+	if (entries > k->info.max_ring_entries)
+		entries = k->info.max_ring_entries;
+	rs.sq_entries = entries;
+	if (ioctl(k->fd, DLCACHE_IOC_SETUP_RING, &rs)) {
+		ret = -errno;
+		*why = "SETUP_RING failed";
+		goto err;
+	}
+	k->sq_size = rs.sq_mmap_size;
+	k->cq_size = rs.cq_mmap_size;
+	k->sq_map = mmap(NULL, k->sq_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 k->fd, DLCACHE_OFF_SQ_RING);
+	k->cq_map = mmap(NULL, k->cq_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 k->fd, DLCACHE_OFF_CQ_RING);
+	if (k->sq_map == MAP_FAILED || k->cq_map == MAP_FAILED) {
+		ret = -errno;
+		*why = "mmap of the rings failed";
+		goto err;
+	}
+	k->sq_head = at(k->sq_map, rs.sq_off.head);
+	k->sq_tail = at(k->sq_map, rs.sq_off.tail);
+	k->sq_mask = *(uint32_t *)at(k->sq_map, rs.sq_off.ring_mask);
+	k->sq_entries = *(uint32_t *)at(k->sq_map, rs.sq_off.ring_entries);
+	k->sqes = at(k->sq_map, rs.sq_off.sqes);
+	k->sq_local_tail = __atomic_load_n(k->sq_tail, __ATOMIC_RELAXED);
+	k->cq_head = at(k->cq_map, rs.cq_off.head);
+	k->cq_tail = at(k->cq_map, rs.cq_off.tail);
+	k->cq_flags = at(k->cq_map, rs.cq_off.flags);
+	k->cq_mask = *(uint32_t *)at(k->cq_map, rs.cq_off.ring_mask);
+	k->cqes = at(k->cq_map, rs.cq_off.cqes);
+	*out = k;
+	*why = NULL;
+	return 0;
+err:
+	dlc_kclient_close(k);
+	return ret;
+}
+
+void dlc_kclient_close(struct dlc_kclient *k)
+{
+	if (!k)
+		return;
+	if (k->sq_map != MAP_FAILED)
+		munmap(k->sq_map, k->sq_size);
+	if (k->cq_map != MAP_FAILED)
+		munmap(k->cq_map, k->cq_size);
+	if (k->fd >= 0)
+		close(k->fd);
+	free(k);
+}
+
+int dlc_kclient_fd(const struct dlc_kclient *k)
+{
+	return k->fd;
+}
+
+int dlc_kclient_may_write(const struct dlc_kclient *k)
+{
+	return !!(k->result_flags & DLCACHE_ATTACH_MAY_WRITE);
+}
+
+uint32_t dlc_kclient_handle(const struct dlc_kclient *k)
+{
+	return k->handle;
+}
+
+uint64_t dlc_kclient_capacity(const struct dlc_kclient *k)
+{
+	return k->info.capacity_bytes;
+}
+
+int dlc_kclient_set_order(struct dlc_kclient *k, uint32_t epoch,
+			  const uint32_t *ids, uint32_t len)
+{
+	struct dlcache_order o;
+
+	memset(&o, 0, sizeof(o));
+	o.handle = k->handle;
+	o.epoch = epoch;
+	o.ids = (uint64_t)(uintptr_t)ids;
+	o.len = len;
+	return ioctl(k->fd, DLCACHE_IOC_SET_ORDER, &o) ? -errno : 0;
+}
+
+struct dlcache_sqe *dlc_kclient_sqe(struct dlc_kclient *k)
+{
+	uint32_t head = __atomic_load_n(k->sq_head, __ATOMIC_ACQUIRE);
+	struct dlcache_sqe *sqe;
+
+	if (k->sq_local_tail - head >= k->sq_entries)
+		return NULL;
+	sqe = &k->sqes[k->sq_local_tail & k->sq_mask];
+	memset(sqe, 0, sizeof(*sqe));
+	k->sq_local_tail++;
+	return sqe;
+}
+
+uint32_t dlc_kclient_unsubmitted(const struct dlc_kclient *k)
+{
+	return k->sq_local_tail - __atomic_load_n(k->sq_head, __ATOMIC_ACQUIRE);
+}
+
+int dlc_kclient_enter(struct dlc_kclient *k)
+{
+	struct dlcache_enter e;
+	int ret;
+
+	__atomic_store_n(k->sq_tail, k->sq_local_tail, __ATOMIC_RELEASE);
+	memset(&e, 0, sizeof(e));
+	e.to_submit = dlc_kclient_unsubmitted(k);
+	do {
+		ret = ioctl(k->fd, DLCACHE_IOC_ENTER, &e);
+	} while (ret < 0 && (errno == EINTR || errno == EAGAIN));
+	return ret < 0 ? -errno : ret;
+}
+
+int dlc_kclient_pending(const struct dlc_kclient *k)
+{
+	return !!(__atomic_load_n(k->cq_flags, __ATOMIC_ACQUIRE) &
+		  DLCACHE_CQ_F_PENDING);
+}
+
+uint32_t dlc_kclient_reap(struct dlc_kclient *k, struct dlcache_cqe *out,
+			  uint32_t max)
+{
+	uint32_t head = *k->cq_head, n = 0;
+	uint32_t tail = __atomic_load_n(k->cq_tail, __ATOMIC_ACQUIRE);
+
+	while (head != tail && n < max)
+		out[n++] = k->cqes[head++ & k->cq_mask];
+	__atomic_store_n(k->cq_head, head, __ATOMIC_RELEASE);
+	return n;
+}
+
+int dlc_kclient_stats(struct dlc_kclient *k, struct dlcache_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->handle = k->handle;
+	st->flags = DLCACHE_STATS_F_DATASET;
+	return ioctl(k->fd, DLCACHE_IOC_STATS, st) ? -errno : 0;
+}

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A thin client of /dev/dlcache for the loader's kernel backend. See
+ * uapi/dlcache.h and Documentation/abi.md for the protocol.
+ */
+#ifndef DLC_KCLIENT_H
+#define DLC_KCLIENT_H
+
+#include <stdint.h>
+
+struct dlcache_sqe;
+struct dlcache_cqe;
+struct dlcache_stats;
+struct dlc_kclient;
+
+/*
+ * Open @dev, check the ABI, attach to data set @key of @nsamples samples
+ * (created with @mode and @window when new) and map a ring of @entries.
+ * On failure returns -errno and sets *@why to a reason for a person.
+ */
+int dlc_kclient_open(const char *dev, const uint64_t key[2],
+		     uint32_t nsamples, uint32_t mode, uint32_t window,
+		     uint32_t entries, struct dlc_kclient **out,
+		     const char **why);
+void dlc_kclient_close(struct dlc_kclient *k);
+
+int dlc_kclient_fd(const struct dlc_kclient *k);
+uint32_t dlc_kclient_handle(const struct dlc_kclient *k);
+/* Whether this session may PUT (and so fill). */
+int dlc_kclient_may_write(const struct dlc_kclient *k);
+uint64_t dlc_kclient_capacity(const struct dlc_kclient *k);
+
+/* Upload one epoch's order (the global one, every rank's positions). */
+int dlc_kclient_set_order(struct dlc_kclient *k, uint32_t epoch,
+			  const uint32_t *ids, uint32_t len);
+
+/* A zeroed SQE to fill, or NULL when the SQ is full (enter first). */
+struct dlcache_sqe *dlc_kclient_sqe(struct dlc_kclient *k);
+/* SQEs filled and not yet consumed by the kernel. */
+uint32_t dlc_kclient_unsubmitted(const struct dlc_kclient *k);
+/* Publish the SQEs and run them; returns SQEs consumed or -errno. */
+int dlc_kclient_enter(struct dlc_kclient *k);
+/* Deferred GET completions wait for an ENTER. */
+int dlc_kclient_pending(const struct dlc_kclient *k);
+/* Copy up to @max CQEs out and free their slots. */
+uint32_t dlc_kclient_reap(struct dlc_kclient *k, struct dlcache_cqe *out,
+			  uint32_t max);
+/* STATS of the whole cache and of this data set. */
+int dlc_kclient_stats(struct dlc_kclient *k, struct dlcache_stats *st);
+
+#endif /* DLC_KCLIENT_H */
