@@ -75,8 +75,8 @@ int dlc_kclient_open(const char *dev, const uint64_t key[2],
 	k->fd = open(dev, O_RDWR | O_CLOEXEC);
 	if (k->fd < 0) {
 		ret = -errno;
-		*why = ret == -ENOENT ? "not found (dlcache.ko not loaded)" :
-		       ret == -EACCES ? "permission denied (see Documentation/admin.md for the device group)" :
+		*why = ret == -ENOENT ? "dlcache.ko is not loaded" :
+		       ret == -EACCES ? "not in the device's group: see Documentation/admin.md" :
 		       "cannot open it";
 		goto err;
 	}

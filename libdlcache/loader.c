@@ -1028,8 +1028,8 @@ static int open_backend(struct dlc_loader *l)
 	if (ret) {
 		l->kc = NULL;
 		dlc_logf(&l->log, want == DLC_BACKEND_KERNEL ? DLC_LOG_ERROR :
-			 DLC_LOG_WARN, "%s: %s (%s); %s", dev, why,
-			 strerror(-ret), want == DLC_BACKEND_KERNEL ?
+			 DLC_LOG_WARN, "%s: %s (%s); %s", dev, strerror(-ret),
+			 why, want == DLC_BACKEND_KERNEL ?
 			 "the kernel backend was asked for" :
 			 "using the in-process cache");
 		return want == DLC_BACKEND_KERNEL ? ret : 0;
