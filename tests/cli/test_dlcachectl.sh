@@ -19,7 +19,7 @@ expect_usage() {	# description, args...
 	case "$err" in "dlcachectl"*) ;; *) fail "$what: message does not start with dlcachectl: $err" ;; esac
 }
 
-for cmd in gen index bench decode preview decodebench; do
+for cmd in gen index bench decode preview decodebench stats watch datasets capacity drop; do
 	out=$("$ctl" "$cmd" --help 2>&1) || fail "$cmd --help exit status"
 	echo "$out" | grep -q "usage: dlcachectl $cmd" || fail "$cmd --help has no usage line"
 	expect_usage "$cmd with a bad option" "$cmd" --no-such-option
@@ -37,6 +37,23 @@ expect_usage "bench with rank >= world" bench /tmp --rank 2 --world 2
 expect_usage "decode without -o" decode /tmp/x.jpg
 expect_usage "preview with a bad epoch" preview /tmp -o /tmp/x.png --epoch minus --batch 0
 expect_usage "preview without -o" preview /tmp --epoch 0 --batch 0
+# The administration commands check their arguments before the device.
+expect_usage "stats with a bad key" stats 1234
+expect_usage "stats with two keys" stats 0123456789abcdef0123456789abcdef 0123456789abcdef0123456789abcdef
+expect_usage "datasets with an argument" datasets extra
+expect_usage "watch with interval 0" watch --interval 0
+expect_usage "watch with a bad count" watch --count many
+expect_usage "capacity with a bad size" capacity 12Q
+expect_usage "capacity with two sizes" capacity 1G 2G
+expect_usage "drop with a bad key" drop 0123456789abcdef0123456789abcdeg
+
+# Without the module: one line naming the device and exit 1.
+for cmd in stats datasets watch capacity drop; do
+	err=$(DLCACHECTL_DEVICE=/nonexistent/dlcache "$ctl" "$cmd" 2>&1 >/dev/null); rc=$?
+	[ $rc -eq 1 ] || fail "$cmd without the device: exit $rc, want 1"
+	[ "$err" = "dlcachectl $cmd: /nonexistent/dlcache not found: is dlcache.ko loaded? (modprobe/insmod dlcache)" ] ||
+		fail "$cmd without the device: $err"
+done
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

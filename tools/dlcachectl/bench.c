@@ -313,7 +313,9 @@ int cmd_bench(int argc, char **argv)
 			printf("%s{\"epoch\": %u, \"images_per_s\": %.2f, \"hit_ratio\": %.4f, "
 			       "\"wait_s\": %.4f, \"bytes_read\": %llu, \"errors\": %llu, "
 			       "\"seconds\": %.4f, \"images\": %llu, \"evictions\": %llu, "
-			       "\"bypasses\": %llu, \"io_thread_decodes\": %llu}",
+			       "\"bypasses\": %llu, \"io_thread_decodes\": %llu, "
+			       "\"hits\": %llu, \"misses\": %llu, \"hit_bytes\": %llu, "
+			       "\"miss_bytes\": %llu}",
 			       e ? ", " : "", e,
 			       (double)res[e].images / res[e].seconds, hit_ratio(d),
 			       (double)d->wait_ns / 1e9,
@@ -322,7 +324,11 @@ int cmd_bench(int argc, char **argv)
 			       (unsigned long long)res[e].images,
 			       (unsigned long long)d->evictions,
 			       (unsigned long long)d->bypasses,
-			       (unsigned long long)d->io_thread_decodes);
+			       (unsigned long long)d->io_thread_decodes,
+			       (unsigned long long)d->hits,
+			       (unsigned long long)d->misses,
+			       (unsigned long long)d->hit_bytes,
+			       (unsigned long long)d->miss_bytes);
 		}
 		printf("]}\n");
 	} else {

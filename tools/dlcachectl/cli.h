@@ -19,6 +19,11 @@ int cmd_bench(int argc, char **argv);
 int cmd_decode(int argc, char **argv);
 int cmd_preview(int argc, char **argv);
 int cmd_decodebench(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
+int cmd_watch(int argc, char **argv);
+int cmd_datasets(int argc, char **argv);
+int cmd_capacity(int argc, char **argv);
+int cmd_drop(int argc, char **argv);
 
 /* Print "dlcachectl @cmd: <msg>" to stderr and return EXIT_USAGE. */
 int usage_error(const char *cmd, const char *fmt, ...)

@@ -18,6 +18,11 @@ static const struct command {
 	{ "decode", cmd_decode, "fully decode one JPEG to a PPM file" },
 	{ "preview", cmd_preview, "contact sheet of one batch as the model sees it" },
 	{ "decodebench", cmd_decodebench, "decode limits: full and crop-first, from memory" },
+	{ "stats", cmd_stats, "counters of the node's cache (/dev/dlcache)" },
+	{ "watch", cmd_watch, "live rates of the node's cache" },
+	{ "datasets", cmd_datasets, "list the data sets the node's cache holds" },
+	{ "capacity", cmd_capacity, "print or set the node's cache capacity (root)" },
+	{ "drop", cmd_drop, "evict the cached samples, all or of one data set (root)" },
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: MIT
+/*
+ * dlcachectl stats and dlcachectl datasets: what /dev/dlcache holds and how
+ * well it works, globally and per data set, as a table or as JSON.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "admin.h"
+#include "cli.h"
+
+static void stats_help(void)
+{
+	printf("usage: dlcachectl stats [--json] [DATASET_KEY]\n"
+	       "\n"
+	       "Print the counters of the node's cache (/dev/dlcache): capacity and\n"
+	       "use, then globally and per data set the hits and misses by count\n"
+	       "and by bytes, the hit ratio, inserts, bypasses, evictions (and how\n"
+	       "many of those the shrinker made), waits for another process's\n"
+	       "fill, aborted fills, errors, cached samples and fills in flight.\n"
+	       "Global counters run since the module was loaded and include data\n"
+	       "sets that are gone; a data set's run since it was created.\n"
+	       "\n"
+	       "  DATASET_KEY   only this data set: 32 hex digits, as printed by\n"
+	       "                'dlcachectl index' and 'dlcachectl datasets'\n"
+	       "  --json        one JSON object on stdout instead of the table\n"
+	       "  -h, --help    show this help\n");
+}
+
+static void datasets_help(void)
+{
+	printf("usage: dlcachectl datasets [--json]\n"
+	       "\n"
+	       "List the data sets that /dev/dlcache holds, one line each: key,\n"
+	       "samples, mode, owner uid, processes attached, bytes cached,\n"
+	       "samples cached and the hit ratio since the data set was created.\n"
+	       "\n"
+	       "  --json        one JSON array on stdout instead of the table\n"
+	       "  -h, --help    show this help\n");
+}
+
+/* Parses [--json] [KEY] for stats and datasets; <0 help done, >0 exit code. */
+static int parse_args(const char *cmd, int argc, char **argv, void (*help)(void),
+		      int allow_key, int *json, const char **key)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	int c;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			*json = 1;
+			break;
+		case 'h':
+			help();
+			return -1;
+		default:
+			return usage_error(cmd, "unknown or incomplete option '%s' (try --help)",
+					   argv[optind - 1]);
+		}
+	}
+	if (optind < argc && allow_key) {
+		__u64 k[2];
+
+		if (admin_key_parse(argv[optind], k))
+			return usage_error(cmd, "DATASET_KEY: want 32 hex digits, got '%s'",
+					   argv[optind]);
+		*key = argv[optind++];
+	}
+	if (optind < argc)
+		return usage_error(cmd, "unexpected argument '%s' (try --help)", argv[optind]);
+	return 0;
+}
+
+static void mode_str(uint32_t mode, char out[8])
+{
+	snprintf(out, 8, "%04o", mode & 07777);
+}
+
+/* ---- stats ---------------------------------------------------------------- */
+
+static void print_counters(const struct dlcache_counters *c)
+{
+	char a[32], b[32];
+
+	printf("  %-18s %14llu  %12s\n", "hits", (unsigned long long)c->hits,
+	       admin_bytes(c->hit_bytes, a, sizeof(a)));
+	printf("  %-18s %14llu  %12s\n", "misses", (unsigned long long)c->misses,
+	       admin_bytes(c->miss_bytes, a, sizeof(a)));
+	printf("  %-18s %14.4f  %12.4f  (by count, by bytes)\n", "hit ratio",
+	       admin_hit_ratio(c), admin_byte_hit_ratio(c));
+	printf("  %-18s %14llu  %12s\n", "inserts", (unsigned long long)c->inserts,
+	       admin_bytes(c->insert_bytes, a, sizeof(a)));
+	printf("  %-18s %14llu  %12s\n", "bypasses", (unsigned long long)c->bypasses,
+	       admin_bytes(c->bypass_bytes, a, sizeof(a)));
+	printf("  %-18s %14llu  %12s  (shrinker %llu)\n", "evictions",
+	       (unsigned long long)c->evictions,
+	       admin_bytes(c->eviction_bytes, a, sizeof(a)),
+	       (unsigned long long)c->shrinker_evictions);
+	printf("  %-18s %14llu\n", "waits", (unsigned long long)c->waits);
+	printf("  %-18s %14llu\n", "aborts", (unsigned long long)c->aborts);
+	printf("  %-18s %14llu\n", "errors", (unsigned long long)c->errors);
+	printf("  %-18s %14llu  %12s\n", "cached samples",
+	       (unsigned long long)c->cached_samples,
+	       admin_bytes(c->used_bytes, b, sizeof(b)));
+	printf("  %-18s %14llu\n", "fills in flight",
+	       (unsigned long long)c->fills_inflight);
+}
+
+static void print_ds_header(const struct dlcache_stats *d)
+{
+	char key[33], mode[8];
+
+	admin_key_str(d->ds_key, key);
+	mode_str(d->ds_mode, mode);
+	printf("data set %s\n", key);
+	printf("  %u samples, mode %s, owner %u:%u, %u attached, policy cursor %llu of %llu\n",
+	       d->ds_nsamples, mode, d->ds_owner_uid, d->ds_owner_gid,
+	       d->ds_attached, (unsigned long long)d->ds_cursor,
+	       (unsigned long long)d->ds_end);
+}
+
+static void json_dataset(const struct dlcache_stats *d)
+{
+	char key[33], mode[8];
+
+	admin_key_str(d->ds_key, key);
+	mode_str(d->ds_mode, mode);
+	printf("{\"key\": \"%s\", \"nsamples\": %u, \"mode\": \"%s\", "
+	       "\"owner_uid\": %u, \"owner_gid\": %u, \"attached\": %u, "
+	       "\"window\": %u, \"cursor\": %llu, \"end\": %llu, ",
+	       key, d->ds_nsamples, mode, d->ds_owner_uid, d->ds_owner_gid,
+	       d->ds_attached, d->ds_window, (unsigned long long)d->ds_cursor,
+	       (unsigned long long)d->ds_end);
+	admin_json_counters(stdout, &d->dataset);
+	printf("}");
+}
+
+int cmd_stats(int argc, char **argv)
+{
+	const char *keyarg = NULL;
+	struct admin_snap s;
+	__u64 key[2] = { 0, 0 };
+	uint32_t i, shown = 0;
+	int json = 0, fd, ret;
+	char a[32], b[32];
+
+	ret = parse_args("stats", argc, argv, stats_help, 1, &json, &keyarg);
+	if (ret)
+		return ret < 0 ? 0 : ret;
+	if (keyarg)
+		admin_key_parse(keyarg, key);
+	fd = admin_open("stats");
+	if (fd < 0)
+		return 1;
+	ret = admin_snap_take(fd, &s);
+	close(fd);
+	if (ret)
+		return fail("stats", "DLCACHE_IOC_STATS: %s", strerror(-ret));
+	if (keyarg && !admin_snap_find(&s, key)) {
+		admin_snap_free(&s);
+		return fail("stats", "no data set with key %s in the cache", keyarg);
+	}
+
+	if (json) {
+		printf("{\"capacity_bytes\": %llu, \"used_bytes\": %llu, "
+		       "\"datasets\": %u, \"sessions\": %u, \"global\": {",
+		       (unsigned long long)s.capacity_bytes,
+		       (unsigned long long)s.used_bytes, s.ndatasets, s.nsessions);
+		admin_json_counters(stdout, &s.global);
+		printf("}, \"per_dataset\": [");
+		for (i = 0; i < s.n; i++) {
+			if (keyarg && (s.ds[i].ds_key[0] != key[0] ||
+				       s.ds[i].ds_key[1] != key[1]))
+				continue;
+			printf("%s", shown++ ? ", " : "");
+			json_dataset(&s.ds[i]);
+		}
+		printf("]}\n");
+	} else {
+		printf("capacity %s, used %s (%.1f%%), %u data sets, %u sessions (this one included)\n",
+		       admin_bytes(s.capacity_bytes, a, sizeof(a)),
+		       admin_bytes(s.used_bytes, b, sizeof(b)),
+		       s.capacity_bytes ? 100.0 * (double)s.used_bytes /
+		       (double)s.capacity_bytes : 0.0, s.ndatasets, s.nsessions);
+		if (!keyarg) {
+			printf("global (since the module was loaded)\n");
+			print_counters(&s.global);
+		}
+		for (i = 0; i < s.n; i++) {
+			if (keyarg && (s.ds[i].ds_key[0] != key[0] ||
+				       s.ds[i].ds_key[1] != key[1]))
+				continue;
+			print_ds_header(&s.ds[i]);
+			print_counters(&s.ds[i].dataset);
+		}
+	}
+	admin_snap_free(&s);
+	return fflush(stdout) ? fail("stats", "write error: %s", strerror(errno)) : 0;
+}
+
+/* ---- datasets --------------------------------------------------------------- */
+
+int cmd_datasets(int argc, char **argv)
+{
+	const char *unused = NULL;
+	struct admin_snap s;
+	uint32_t i;
+	int json = 0, fd, ret;
+	char key[33], mode[8], a[32];
+
+	ret = parse_args("datasets", argc, argv, datasets_help, 0, &json, &unused);
+	if (ret)
+		return ret < 0 ? 0 : ret;
+	fd = admin_open("datasets");
+	if (fd < 0)
+		return 1;
+	ret = admin_snap_take(fd, &s);
+	close(fd);
+	if (ret)
+		return fail("datasets", "DLCACHE_IOC_STATS: %s", strerror(-ret));
+
+	if (json)
+		printf("[");
+	else
+		printf("%-32s %9s %5s %6s %4s %12s %9s %6s\n", "key", "samples",
+		       "mode", "owner", "att", "cached", "samples", "hits");
+	for (i = 0; i < s.n; i++) {
+		const struct dlcache_stats *d = &s.ds[i];
+
+		admin_key_str(d->ds_key, key);
+		mode_str(d->ds_mode, mode);
+		if (json) {
+			printf("%s{\"key\": \"%s\", \"nsamples\": %u, \"mode\": \"%s\", "
+			       "\"owner_uid\": %u, \"owner_gid\": %u, \"attached\": %u, "
+			       "\"used_bytes\": %llu, \"cached_samples\": %llu, "
+			       "\"hit_ratio\": %.6f, \"byte_hit_ratio\": %.6f}",
+			       i ? ", " : "", key, d->ds_nsamples, mode,
+			       d->ds_owner_uid, d->ds_owner_gid, d->ds_attached,
+			       (unsigned long long)d->dataset.used_bytes,
+			       (unsigned long long)d->dataset.cached_samples,
+			       admin_hit_ratio(&d->dataset),
+			       admin_byte_hit_ratio(&d->dataset));
+		} else {
+			printf("%-32s %9u %5s %6u %4u %12s %9llu %5.1f%%\n", key,
+			       d->ds_nsamples, mode, d->ds_owner_uid, d->ds_attached,
+			       admin_bytes(d->dataset.used_bytes, a, sizeof(a)),
+			       (unsigned long long)d->dataset.cached_samples,
+			       100.0 * admin_hit_ratio(&d->dataset));
+		}
+	}
+	if (json)
+		printf("]\n");
+	admin_snap_free(&s);
+	return fflush(stdout) ? fail("datasets", "write error: %s", strerror(errno)) : 0;
+}
