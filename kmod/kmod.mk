@@ -2,37 +2,118 @@
 #
 # Kernel module targets, included by the top-level Makefile.
 #
-#   make module   build/kmod/dlcache.ko against KDIR (default: the running
-#                 kernel's headers, else the newest /lib/modules/*/build);
-#                 without headers, says so on one line and succeeds
-#   make kunit    KUnit suites under UML in an extracted linux-source-6.1
-#                 (KUNIT_SRC, KUNIT_BUILD; KUNIT_SANITIZERS=0 skips the KASAN,
-#                 UBSAN and DEBUG_LIST run after the PROVE_LOCKING one)
-#   make style    checkpatch --strict and sparse (make C=2) on the module
+#   make module              build/kmod-<release>/dlcache.ko for the running
+#                            kernel when its headers are installed, else the
+#                            newest kernel with headers; build/kmod links to
+#                            that directory. Without any headers, says so on
+#                            one line and succeeds.
+#   make module KVER=6.12    for another kernel: a full release
+#                            (6.12.95+deb12-amd64) or a series (6.1, 6.12 =
+#                            the newest installed of that series), against
+#                            /lib/modules/<release>/build. Missing headers
+#                            are one line naming the package, and an error.
+#   make module KDIR=dir     against any kernel build tree (overrides KVER)
+#   make kunit               KUnit suites under UML in an extracted
+#                            linux-source-6.1 (KUNIT_SRC, KUNIT_BUILD;
+#                            KUNIT_SANITIZERS=0 skips the KASAN, UBSAN and
+#                            DEBUG_LIST run after the PROVE_LOCKING one)
+#   make style               checkpatch --strict once, sparse (make C=2) per
+#                            kernel of KERNELS that has headers
+#   make dkms-install        copy the module's sources to /usr/src/dlcache-<v>/
+#                            and dkms add/build/install them for every
+#                            installed kernel with headers (root; idempotent)
+#   make dkms-remove         dkms remove --all, and the /usr/src copy
+#   make dkms-test           dkms add/build/install/remove for each kernel of
+#                            KERNELS in a private DKMS tree under build/dkms
+#                            (the system's DKMS tree and /lib/modules stay
+#                            as they are); prints "ok dkms:<kernel>"
 #
-# qemu-test is defined by tests/qemu/qemu.mk.
+# KERNELS (default "6.1 6.12") is the list of kernels that qemu-test, style
+# and dkms-test go through. qemu-test is defined by tests/qemu/qemu.mk.
 
-KMOD_DIR := $(BUILD)/kmod
-KDIR ?= $(shell d=/lib/modules/$$(uname -r)/build; \
-	if [ -d "$$d" ]; then echo "$$d"; else \
-	ls -d /lib/modules/*/build 2>/dev/null | sort -V | tail -n 1; fi)
+KERNELS ?= 6.1 6.12
 KUNIT_SRC ?= $(BUILD)/kunit-src
 KUNIT_BUILD ?= $(BUILD)/kunit
 KUNIT_SANITIZERS ?= 1
 
-.PHONY: module kunit style
+# The kernel release to build for (DLC_KVER) and its build tree (KDIR).
+DLC_KDIR_GIVEN := $(filter-out undefined,$(origin KDIR))
+ifneq ($(DLC_KDIR_GIVEN),)
+DLC_KVER := $(shell kmod/kver.sh --kdir "$(KDIR)")
+else
+DLC_KVER := $(shell kmod/kver.sh $(KVER))
+KDIR := $(if $(DLC_KVER),/lib/modules/$(DLC_KVER)/build)
+endif
+KMOD_DIR := $(BUILD)/kmod-$(DLC_KVER)
+# Asked for by name: missing headers are an error, not a quiet skip.
+DLC_ASKED := $(if $(KVER)$(DLC_KDIR_GIVEN),1)
+
+DKMS_VERSION := $(shell sed -n 's/^PACKAGE_VERSION="*\([^"]*\)"*$$/\1/p' dkms.conf 2>/dev/null)
+DKMS_SRC := /usr/src/dlcache-$(DKMS_VERSION)
+# The files of a module source tree: Kbuild builds them as they lie.
+DKMS_FILES = Kbuild dkms.conf $(wildcard kmod/*.c kmod/*.h) uapi/dlcache.h \
+	libdlcache/policy.c libdlcache/policy.h
+
+.PHONY: module kunit style dkms-install dkms-remove dkms-test
+
+# One line, not a wall of compiler errors, when the headers are missing.
+DLC_NO_HEADERS = $(strip \
+	$(if $(DLC_KVER),$(if $(wildcard $(KDIR)/Makefile),,$(if \
+		$(DLC_KDIR_GIVEN),no kernel build tree at $(KDIR) (KDIR=),no headers for kernel $(DLC_KVER): install linux-headers-$(DLC_KVER))),$(if \
+		$(KVER),no headers for kernel $(KVER): install linux-headers-<$(KVER) release>-amd64 (make deps installs 6.1 and 6.12))))
 
 module:
-	@if [ -z "$(KDIR)" ] || [ ! -d "$(KDIR)" ]; then \
-		echo "module: no kernel headers (install linux-headers or set KDIR=); dlcache.ko not built"; \
+	$(if $(DLC_NO_HEADERS),$(error $(DLC_NO_HEADERS)))
+	@if [ -z "$(DLC_KVER)" ]; then \
+		echo "module: no kernel headers (install linux-headers-$$(uname -r), or set KVER= or KDIR=); dlcache.ko not built"; \
 		exit 0; \
 	fi; \
+	if [ -z "$(DLC_ASKED)" ] && [ "$(DLC_KVER)" != "$$(uname -r)" ]; then \
+		echo "module: the running kernel $$(uname -r) has no headers (linux-headers-$$(uname -r)); building for $(DLC_KVER)"; \
+	fi; \
 	kmod/shadow.sh . $(KMOD_DIR) && \
-	$(MAKE) --no-print-directory -C "$(KDIR)" M=$(abspath $(KMOD_DIR)) modules
+	$(MAKE) --no-print-directory -C "$(KDIR)" M=$(abspath $(KMOD_DIR)) modules && \
+	if [ -z "$(DLC_ASKED)" ]; then \
+		if [ -d $(BUILD)/kmod ] && [ ! -L $(BUILD)/kmod ]; then rm -rf $(BUILD)/kmod; fi; \
+		ln -sfn kmod-$(DLC_KVER) $(BUILD)/kmod; \
+	fi
 
 kunit:
 	@KUNIT_SRC=$(abspath $(KUNIT_SRC)) KUNIT_BUILD=$(abspath $(KUNIT_BUILD)) \
 		KUNIT_SANITIZERS=$(KUNIT_SANITIZERS) tests/kunit/run.sh
 
 style:
-	@kmod/style.sh $(abspath $(KUNIT_SRC)) "$(KDIR)" $(abspath $(KMOD_DIR))
+	@kmod/style.sh $(abspath $(KUNIT_SRC)) $(abspath $(BUILD)) "$(KERNELS)" \
+		$(if $(DLC_KDIR_GIVEN),"$(KDIR)")
+
+dkms-install:
+	@if [ "$$(id -u)" -ne 0 ]; then echo "dkms-install: needs root"; exit 1; fi; \
+	command -v dkms >/dev/null || { echo "dkms-install: dkms is not installed (apt-get install dkms)"; exit 1; }; \
+	if dkms status -m dlcache -v $(DKMS_VERSION) 2>/dev/null | grep -q .; then \
+		dkms remove -m dlcache -v $(DKMS_VERSION) --all >/dev/null 2>&1; \
+	fi; \
+	rm -rf $(DKMS_SRC) && mkdir -p $(DKMS_SRC) $(BUILD) && \
+	cp --parents $(DKMS_FILES) $(DKMS_SRC)/ && \
+	dkms add -m dlcache -v $(DKMS_VERSION) >/dev/null && \
+	for d in /lib/modules/*/build; do \
+		[ -f "$$d/Makefile" ] || continue; \
+		k=$$(basename "$$(dirname "$$d")"); \
+		if dkms install -m dlcache -v $(DKMS_VERSION) -k "$$k" >$(BUILD)/dkms-$$k.log 2>&1; then \
+			echo "dkms-install: dlcache $(DKMS_VERSION) installed for $$k"; \
+		else \
+			tail -n 20 $(BUILD)/dkms-$$k.log; \
+			echo "dkms-install: dlcache $(DKMS_VERSION) failed for $$k (log: $(BUILD)/dkms-$$k.log)"; \
+			exit 1; \
+		fi; \
+	done
+
+dkms-remove:
+	@if [ "$$(id -u)" -ne 0 ]; then echo "dkms-remove: needs root"; exit 1; fi; \
+	if command -v dkms >/dev/null && dkms status -m dlcache -v $(DKMS_VERSION) 2>/dev/null | grep -q .; then \
+		dkms remove -m dlcache -v $(DKMS_VERSION) --all >/dev/null 2>&1 && \
+		echo "dkms-remove: dlcache $(DKMS_VERSION) removed"; \
+	fi; \
+	rm -rf $(DKMS_SRC)
+
+dkms-test:
+	@kmod/dkms-test.sh $(abspath $(BUILD))/dkms $(DKMS_VERSION) "$(KERNELS)" $(DKMS_FILES)

@@ -50,6 +50,7 @@
 #include <linux/vmalloc.h>
 #include <linux/wait.h>
 
+#include "compat.h"
 #include "dlc.h"
 
 static unsigned long capacity_mb = 256;
@@ -268,8 +269,8 @@ static void dlc_op_get(struct dlc_session *sess, struct dlc_attachment *att,
 		ds->st.hit_bytes += size;
 		mutex_unlock(&ds->lock);
 
-		ret = import_single_range(READ, u64_to_user_ptr(sqe->addr),
-					  sqe->len, &iov, &iter);
+		ret = dlc_import_ubuf(ITER_DEST, u64_to_user_ptr(sqe->addr),
+				      sqe->len, &iov, &iter);
 		if (!ret)
 			ret = dlc_sample_copy_out(s, &iter);
 		dlc_sample_put(s);
@@ -394,8 +395,8 @@ static void dlc_op_put(struct dlc_session *sess, struct dlc_attachment *att,
 	/* Copy without the data set's lock: user memory may fault. */
 	ns = dlc_sample_alloc(sqe->sample, sqe->len, GFP_KERNEL);
 	if (ns) {
-		ret = import_single_range(WRITE, u64_to_user_ptr(sqe->addr),
-					  sqe->len, &iov, &iter);
+		ret = dlc_import_ubuf(ITER_SOURCE, u64_to_user_ptr(sqe->addr),
+				      sqe->len, &iov, &iter);
 		if (!ret)
 			ret = dlc_sample_copy_in(ns, &iter);
 		if (ret) {
@@ -1267,7 +1268,7 @@ static const struct file_operations dlc_fops = {
 	.compat_ioctl = compat_ptr_ioctl,
 	.mmap = dlc_mmap,
 	.poll = dlc_poll,
-	.llseek = no_llseek,
+	/* No .llseek: lseek() fails with -ESPIPE (see compat.h). */
 };
 
 static struct miscdevice dlc_misc = {
@@ -1298,11 +1299,7 @@ static unsigned long dlc_shrink_scan(struct shrinker *shrink,
 	return freed ? freed >> PAGE_SHIFT : SHRINK_STOP;
 }
 
-static struct shrinker dlc_shrinker = {
-	.count_objects = dlc_shrink_count,
-	.scan_objects = dlc_shrink_scan,
-	.seeks = DEFAULT_SEEKS,
-};
+static struct dlc_shrinker dlc_shrinker;
 
 static int dlc_capacity_set(const char *val, const struct kernel_param *kp)
 {
@@ -1433,7 +1430,8 @@ static int __init dlc_init(void)
 	dlc_cache_init(&dlc_cache, (u64)capacity_mb << 20);
 	/* Policy arrays of all data sets: at most an eighth of RAM. */
 	dlc_cache.policy_limit = (u64)totalram_pages() << (PAGE_SHIFT - 3);
-	ret = register_shrinker(&dlc_shrinker, "dlcache");
+	ret = dlc_shrinker_register(&dlc_shrinker, "dlcache", dlc_shrink_count,
+				    dlc_shrink_scan);
 	if (ret)
 		goto destroy_cache;
 	WRITE_ONCE(dlc_ready, true);
@@ -1448,7 +1446,7 @@ static int __init dlc_init(void)
 
 unregister_shrinker:
 	WRITE_ONCE(dlc_ready, false);
-	unregister_shrinker(&dlc_shrinker);
+	dlc_shrinker_unregister(&dlc_shrinker);
 destroy_cache:
 	dlc_cache_destroy(&dlc_cache);
 	return ret;
@@ -1459,7 +1457,7 @@ static void __exit dlc_exit(void)
 	debugfs_remove_recursive(dlc_debugfs);
 	misc_deregister(&dlc_misc);
 	WRITE_ONCE(dlc_ready, false);
-	unregister_shrinker(&dlc_shrinker);
+	dlc_shrinker_unregister(&dlc_shrinker);
 	dlc_cache_destroy(&dlc_cache);
 }
 

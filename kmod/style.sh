@@ -1,9 +1,13 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# kmod/style.sh KSRC KDIR KMOD_DIR: checkpatch --strict over the module
-# and the uapi header, and sparse (make C=2) over the module build.
-# Prints "ok style:<check>", "FAIL style:<check>" or "skip style:<check>".
+# kmod/style.sh KSRC BUILD "KERNELS" [KDIR]: checkpatch --strict over the
+# module and the uapi header, once (kmod/compat.h may test
+# LINUX_VERSION_CODE), and sparse (make C=2) over the module
+# build for each kernel of KERNELS that has headers (6.1, 6.12, ... as
+# kmod/kver.sh resolves them), or only against KDIR when it is given.
+# Prints "ok style:<check>", "FAIL style:<check>" or "skip style:<check>";
+# the sparse checks are named style:sparse-<kernel>.
 #
 # checkpatch runs from the extracted kernel tree KSRC (it needs its
 # spelling.txt and const_structs.checkpatch). The uapi header is checked
@@ -11,24 +15,37 @@
 # that checkpatch applies its uapi rules (no BIT() there).
 set -u
 ksrc=$1
-kdir=$2
-kmod_dir=$3
+build=$2
+kernels=$3
+kdir=${4:-}
 top=$(pwd)
 rc=0
 
-mkdir -p "$kmod_dir/style/include/uapi/linux" "$kmod_dir/style/kmod"
-ln -sfn "$top/uapi/dlcache.h" "$kmod_dir/style/include/uapi/linux/dlcache.h"
-for f in "$kmod_dir"/style/kmod/*; do
+sdir=$build/style
+mkdir -p "$sdir/include/uapi/linux" "$sdir/kmod"
+ln -sfn "$top/uapi/dlcache.h" "$sdir/include/uapi/linux/dlcache.h"
+for f in "$sdir"/kmod/*; do
 	[ -L "$f" ] && rm -f "$f"
 done
 for f in "$top"/kmod/*.c "$top"/kmod/*.h; do
-	ln -sfn "$f" "$kmod_dir/style/kmod/$(basename "$f")"
+	ln -sfn "$f" "$sdir/kmod/$(basename "$f")"
 done
+# kmod/compat.h is the one place that tests LINUX_VERSION_CODE, which
+# checkpatch rightly flags in code meant for the kernel tree itself.
+checkpatch() {
+	(cd "$sdir" && "$ksrc/scripts/checkpatch.pl" --strict --no-tree \
+		--show-types -q -f "$@" 2>&1)
+}
+files=
+for f in kmod/*.c kmod/*.h; do
+	[ "$f" = kmod/compat.h ] || files="$files $f"
+done
+# shellcheck disable=SC2086 # $files: kmod/ names without blanks
 if ! tests/kunit/extract.sh "$ksrc" >/dev/null; then
 	echo "skip style:checkpatch (no linux-source-6.1 for scripts/checkpatch.pl)"
-elif out=$(cd "$kmod_dir/style" && "$ksrc/scripts/checkpatch.pl" --strict \
-	--no-tree --show-types -q -f kmod/*.c kmod/*.h \
-	include/uapi/linux/dlcache.h 2>&1) && [ -z "$out" ]; then
+elif out=$(checkpatch $files include/uapi/linux/dlcache.h) && [ -z "$out" ] &&
+	out=$(checkpatch --ignore LINUX_VERSION_CODE,CONSTANT_COMPARISON \
+		kmod/compat.h) && [ -z "$out" ]; then
 	echo "ok style:checkpatch"
 else
 	printf '%s\n' "$out"
@@ -36,24 +53,41 @@ else
 	rc=1
 fi
 
-if [ -z "$kdir" ] || [ ! -d "$kdir" ]; then
-	echo "skip style:sparse (no kernel headers; set KDIR=)"
-	exit $rc
-fi
+# sparse NAME KDIR KMOD_DIR
+sparse_check() {
+	name=$1
+	dir=$2
+	kmod_dir=$3
+	if [ ! -f "$dir/Makefile" ]; then
+		echo "skip style:sparse-$name (no kernel headers at $dir)"
+		return
+	fi
+	kmod/shadow.sh . "$kmod_dir"
+	log=$(make --no-print-directory -C "$dir" M="$(cd "$kmod_dir" && pwd)" \
+		C=2 modules 2>&1)
+	status=$?
+	sp=$(printf '%s\n' "$log" | grep -E '(warning|error):')
+	if [ $status -eq 0 ] && [ -z "$sp" ]; then
+		echo "ok style:sparse-$name"
+	else
+		printf '%s\n' "$log" | grep -E '(warning|error|Error)' | head -50
+		echo "FAIL style:sparse-$name"
+		rc=1
+	fi
+}
+
 if ! command -v sparse >/dev/null 2>&1; then
 	echo "skip style:sparse (sparse is not installed)"
-	exit $rc
-fi
-kmod/shadow.sh . "$kmod_dir"
-log=$(make --no-print-directory -C "$kdir" M="$(cd "$kmod_dir" && pwd)" \
-	C=2 modules 2>&1)
-status=$?
-sp=$(printf '%s\n' "$log" | grep -E '(warning|error):')
-if [ $status -eq 0 ] && [ -z "$sp" ]; then
-	echo "ok style:sparse"
+elif [ -n "$kdir" ]; then
+	r=$(kmod/kver.sh --kdir "$kdir")
+	sparse_check "$r" "$kdir" "$build/kmod-$r"
 else
-	printf '%s\n' "$log" | grep -E '(warning|error|Error)' | head -50
-	echo "FAIL style:sparse"
-	rc=1
+	for k in $kernels; do
+		if ! r=$(kmod/kver.sh "$k") || [ ! -d "/lib/modules/$r/build" ]; then
+			echo "skip style:sparse-$k (no headers for $k: make deps)"
+			continue
+		fi
+		sparse_check "$k" "/lib/modules/$r/build" "$build/kmod-$r"
+	done
 fi
 exit $rc

@@ -1,6 +1,14 @@
 #!/bin/bash
 # Install the Debian packages that build and test dlcache, when missing.
 # Idempotent and quiet when everything is there; needs root only to install.
+#
+# The module is built and tested on both of Debian's long-term kernels:
+# 6.1 from bookworm (linux-image-amd64, linux-headers-amd64 stay at 6.1)
+# and 6.12 from bookworm-backports, installed side by side by their
+# versioned names (linux-image-6.12.N-amd64, linux-headers-6.12.N-amd64).
+# When no 6.12 kernel is installed, this adds the bookworm-backports source
+# (a deb822 file) if it is missing, and installs the newest 6.12 image and
+# headers from there; DLC_BACKPORTS=0 skips that.
 set -euo pipefail
 
 pkgs=(
@@ -9,26 +17,90 @@ pkgs=(
 	libjpeg-turbo-progs
 	# module, KUnit (UML) and QEMU tests
 	linux-headers-amd64 linux-image-amd64 linux-source-6.1 qemu-system-x86
-	busybox-static sparse bc flex bison python3 xz-utils cpio
+	busybox-static sparse bc flex bison python3 xz-utils cpio dkms
 	# comparisons against the peer users pick today
 	python3-torch python3-torchvision python3-pil
 )
 
+installed() {
+	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
+}
+
 missing=()
 for p in "${pkgs[@]}"; do
-	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-		missing+=("$p")
-	fi
+	installed "$p" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+
+# The 6.12 kernel counts as present when an image and the headers of the
+# same 6.12 release are installed.
+have_612() {
+	local v
+	for v in $(dpkg-query -W -f='${Package}\n' 'linux-headers-6.12.*-amd64' \
+			2>/dev/null | sed -n 's/^linux-headers-\(6\.12\..*-amd64\)$/\1/p'); do
+		installed "linux-headers-$v" && installed "linux-image-$v" && return 0
+	done
+	return 1
+}
+want_612=0
+[ "${DLC_BACKPORTS:-1}" = 0 ] || have_612 || want_612=1
+
+[ ${#missing[@]} -eq 0 ] && [ $want_612 -eq 0 ] && exit 0
 
 if [ "$(id -u)" -ne 0 ]; then
-	echo "deps: missing Debian packages: ${missing[*]}" >&2
+	[ ${#missing[@]} -eq 0 ] ||
+		echo "deps: missing Debian packages: ${missing[*]}" >&2
+	[ $want_612 -eq 0 ] ||
+		echo "deps: missing the 6.12 kernel from bookworm-backports (linux-image-6.12.*-amd64, linux-headers-6.12.*-amd64)" >&2
 	echo "deps: run 'sudo make deps' (or apt-get install them) and try again" >&2
 	exit 1
 fi
-echo "deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -q >/dev/null
-apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+updated=0
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "deps: installing ${missing[*]}"
+	apt-get update -q >/dev/null
+	updated=1
+	apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ $want_612 -eq 1 ]; then
+	bpo=/etc/apt/sources.list.d/bookworm-backports.sources
+	if ! grep -rqsE '(^|[[:space:]])bookworm-backports([[:space:]]|$)' \
+			/etc/apt/sources.list /etc/apt/sources.list.d/*.list \
+			/etc/apt/sources.list.d/*.sources; then
+		echo "deps: adding bookworm-backports ($bpo)"
+		cat > "$bpo" <<-'SOURCES'
+		Types: deb
+		URIs: http://deb.debian.org/debian
+		Suites: bookworm-backports
+		Components: main
+		Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+		SOURCES
+		updated=0
+	fi
+	[ $updated -eq 1 ] || apt-get update -q >/dev/null
+	# The versioned image that backports' linux-image-amd64 points at; else
+	# the newest plain linux-image-6.12.N-amd64 (not -dbg, -unsigned, -rt,
+	# -cloud).
+	img=$(apt-cache depends linux-image-amd64/bookworm-backports 2>/dev/null |
+		sed -En 's/^ *Depends: (linux-image-6\.12\.[0-9]+(\+[a-z0-9]+)?-amd64)$/\1/p' |
+		head -n 1)
+	if [ -z "$img" ]; then
+		img=$(apt-cache pkgnames linux-image-6.12. 2>/dev/null |
+			grep -E '^linux-image-6\.12\.[0-9]+(\+[a-z0-9]+)?-amd64$' |
+			sort -V | tail -n 1)
+	fi
+	if [ -z "$img" ]; then
+		echo "deps: no linux-image-6.12.*-amd64 in bookworm-backports" >&2
+		exit 1
+	fi
+	kver=${img#linux-image-}
+	echo "deps: installing the $kver kernel and headers from bookworm-backports"
+	# APT in bookworm upgrades the installed packages built from the same
+	# source along with the new ones (linux-image-amd64, linux-headers-amd64,
+	# linux-libc-dev, linux-perf would all go to 6.12): not wanted here.
+	apt-get install -y -q --no-install-recommends -t bookworm-backports \
+		-o APT::Get::Upgrade-By-Source-Package=false \
+		"linux-image-$kver" "linux-headers-$kver" >/dev/null
+fi
 echo "deps: done"

@@ -37,7 +37,7 @@ fi
 d=$ksrc/drivers/dlcache
 mkdir -p "$d/kmod" "$d/uapi" "$d/libdlcache" "$d/tests"
 find "$d" -type l -delete
-for f in ring.c store.c dlc.h; do
+for f in ring.c store.c dlc.h compat.h; do
 	ln -s "$top/kmod/$f" "$d/kmod/$f"
 done
 ln -s "$top/uapi/dlcache.h" "$d/uapi/dlcache.h"

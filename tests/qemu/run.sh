@@ -1,9 +1,10 @@
 #!/bin/bash
 # dlcache QEMU integration tests, in the manner of WireGuard's tests/qemu.
 #
-# This boots the stock Debian kernel that the module is built against
-# (/boot/vmlinuz-6.1*) under qemu-system-x86_64 with TCG (KVM does not work
-# on these machines), with a small initramfs made here: busybox-static and
+# This boots a stock Debian kernel that the module is built against
+# (/boot/vmlinuz-<release>, by default the newest 6.1; `make qemu-test` runs
+# this once per kernel of KERNELS, "6.1 6.12") under qemu-system-x86_64 with
+# TCG (KVM does not work on these machines), with a small initramfs made here: busybox-static and
 # its applet links, the guest /init (tests/qemu/init.sh), dlcache.ko, and the
 # test programs of tests/qemu/tests/*.c, each compiled statically against
 # uapi/dlcache.h and libc only. For every test the guest inserts the module,
@@ -13,13 +14,15 @@
 # for pass, 77 for skip and anything else for fail; its own "FAIL: ..." lines
 # say why.
 #
-# Output: one line per test, "ok qemu:<name>", "FAIL qemu:<name>" or
-# "skip qemu:<name>", details as "# ..." lines, then the guest's verdict line
-# "DLCACHE-QEMU-VERDICT: pass N fail M skip K kernel <release>". The whole
-# console log is kept in $BUILD/qemu/console.log. The script exits non-zero
-# when a test failed, when the verdict line is missing (crash or hang) or
-# when the time limit hit. Without a 6.1 kernel image, QEMU or a built
-# module it prints "skip qemu:all (<reason>)" and exits 0.
+# Output: one line per test, "ok TAG:<name>", "FAIL TAG:<name>" or
+# "skip TAG:<name>" (TAG is QEMU_TAG: "qemu" by default, "qemu-6.1" and
+# "qemu-6.12" under make qemu-test), details as "# ..." lines, then the
+# guest's verdict line "DLCACHE-QEMU-VERDICT: pass N fail M skip K kernel
+# <release>". The whole console log is kept in
+# $BUILD/qemu/console-<release>.log. The script exits non-zero when a test
+# failed, when the verdict line is missing (crash or hang) or when the time
+# limit hit. Without the kernel image, QEMU or a built module it prints
+# "skip TAG:all (<reason>)" and exits 0.
 #
 # Debian's kernel has no kmemleak, KASAN or lockdep; leaks show up as an
 # rmmod that fails after a test (a file, ring or data set reference left
@@ -31,8 +34,12 @@
 #        tests/qemu/run.sh [--smoke] [--only name,name] [--keep-going]
 #   --smoke   boot without the module and check only the harness itself
 #   --only    run only the named tests (file names without .c)
-# Environment: BUILD (build), DLCACHE_KO (default $BUILD/kmod/dlcache.ko),
-#   QEMU_KERNEL (newest /boot/vmlinuz-6.1*), QEMU (qemu-system-x86_64),
+# Environment: BUILD (build), QEMU_KVER (kernel: a release, or a series
+#   such as 6.1 or 6.12 for its newest installed release; default 6.1),
+#   QEMU_KERNEL (default /boot/vmlinuz-<release>), DLCACHE_KO (default
+#   $BUILD/kmod-<release>/dlcache.ko, made by `make module KVER=<release>`),
+#   QEMU_TAG (name prefix of the result lines, default qemu),
+#   QEMU (qemu-system-x86_64),
 #   QEMU_TIMEOUT (seconds for the whole run, 300), QEMU_TEST_TIMEOUT (per
 #   test, 60), QEMU_MEM (1G), QEMU_SMP (2), DLCACHE_PARAMS (insmod
 #   parameters), TEST_CC (gcc).
@@ -48,7 +55,14 @@ cd "$ROOT"
 BUILD=${BUILD:-build}
 case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
 OUT="$BUILD/qemu"
-KO=${DLCACHE_KO:-$BUILD/kmod/dlcache.ko}
+TAG=${QEMU_TAG:-qemu}
+KVER_WANT=${QEMU_KVER:-6.1}
+if [ -n "${QEMU_KERNEL:-}" ]; then
+	KREL=${QEMU_KERNEL##*/vmlinuz-}
+else
+	KREL=$("$ROOT/kmod/kver.sh" "$KVER_WANT" || true)
+fi
+KO=${DLCACHE_KO:-$BUILD/kmod-${KREL:-none}/dlcache.ko}
 QEMU=${QEMU:-qemu-system-x86_64}
 TIMEOUT=${QEMU_TIMEOUT:-300}
 TEST_TIMEOUT=${QEMU_TEST_TIMEOUT:-60}
@@ -71,16 +85,17 @@ while [ $# -gt 0 ]; do
 done
 
 skip_all() {
-	echo "skip qemu:all ($1)"
+	echo "skip $TAG:all ($1)"
 	exit 0
 }
 
 if [ -n "${QEMU_KERNEL:-}" ]; then
 	KERNEL=$QEMU_KERNEL
 else
-	KERNEL=$(ls -1 /boot/vmlinuz-6.1* 2>/dev/null | sort -V | tail -n 1 || true)
+	KERNEL=${KREL:+/boot/vmlinuz-$KREL}
 fi
-[ -n "$KERNEL" ] && [ -r "$KERNEL" ] || skip_all "no readable /boot/vmlinuz-6.1* kernel image"
+[ -n "$KERNEL" ] && [ -r "$KERNEL" ] ||
+	skip_all "no readable kernel image /boot/vmlinuz-${KREL:-$KVER_WANT*} (make deps)"
 command -v "$QEMU" > /dev/null || skip_all "$QEMU not installed"
 [ -x "$BUSYBOX" ] || skip_all "no static busybox at $BUSYBOX (busybox-static)"
 command -v cpio > /dev/null || skip_all "cpio not installed"
@@ -88,7 +103,7 @@ command -v cpio > /dev/null || skip_all "cpio not installed"
 # kernel headers (and fails when the build fails), so no module here means
 # no headers.
 if [ "$MODE" = tests ] && [ ! -f "$KO" ]; then
-	skip_all "no module at $KO: no kernel headers? (make deps; make module)"
+	skip_all "no module at $KO: no kernel headers? (make deps; make module KVER=${KREL:-$KVER_WANT})"
 fi
 
 mkdir -p "$OUT/bin" "$OUT/obj"
@@ -122,7 +137,7 @@ if [ "$MODE" = tests ]; then
 		if newer_than "$OUT/bin/$name" "$src" "$OUT/obj/dlc_test.o" "${HELPER_DEPS[@]}"; then
 			if ! "$TEST_CC" "${CFLAGS_T[@]}" "$src" "$OUT/obj/dlc_test.o" \
 					-o "$OUT/bin/$name.tmp"; then
-				echo "FAIL qemu:build-$name (compile error)"
+				echo "FAIL $TAG:build-$name (compile error)"
 				build_failed=1
 				continue
 			fi
@@ -175,7 +190,7 @@ cpio_entry() {
 	pad=$(( (4 - (110 + namesize) % 4) % 4 ))
 	[ $pad -eq 0 ] || head -c $pad /dev/zero
 }
-CPIO="$OUT/initramfs.cpio"
+CPIO="$OUT/initramfs-${KREL:-custom}.cpio"
 {
 	(cd "$STAGE" && find . -mindepth 1 | LC_ALL=C sort |
 		cpio -o -H newc -R 0:0 --quiet)
@@ -191,7 +206,7 @@ APPEND+=" dlcqemu.mode=$MODE dlcqemu.test_timeout=$TEST_TIMEOUT"
 [ -z "$ONLY" ] || APPEND+=" dlcqemu.only=$ONLY"
 [ -z "${DLCACHE_PARAMS:-}" ] || APPEND+=" dlcqemu.params=${DLCACHE_PARAMS// /,}"
 
-LOG="$OUT/console.log"
+LOG="$OUT/console-${KREL:-custom}.log"
 echo "# qemu: $(basename "$KERNEL"), $SMP cpus, $MEM, tcg; log in $LOG"
 start=$(date +%s)
 set +e
@@ -199,7 +214,8 @@ timeout -k 10 "$TIMEOUT" "$QEMU" -accel tcg -cpu max -smp "$SMP" -m "$MEM" \
 	-nodefaults -display none -serial stdio -monitor none -no-reboot \
 	-kernel "$KERNEL" -initrd "$CPIO" -append "$APPEND" < /dev/null 2>&1 |
 	tr -d '\r' | tee "$LOG" |
-	grep --line-buffered -E '^(ok|FAIL|skip) qemu:|^# |^DLCACHE-QEMU-VERDICT:'
+	grep --line-buffered -E '^(ok|FAIL|skip) qemu:|^# |^DLCACHE-QEMU-VERDICT:' |
+	sed -u -E "s/^(ok|FAIL|skip) qemu:/\1 $TAG:/"
 qrc=${PIPESTATUS[0]}
 set -e
 elapsed=$(( $(date +%s) - start ))
@@ -214,10 +230,10 @@ if [ -z "$verdict" ]; then
 	fi
 	echo "# no verdict line ($why); the console log ends with:"
 	grep -vE '^(ok|FAIL|skip) qemu:|^# ' "$LOG" | tail -n 40 | sed 's/^/#   /'
-	echo "FAIL qemu:verdict ($why)"
+	echo "FAIL $TAG:verdict ($why)"
 	exit 1
 fi
-echo "# qemu run took ${elapsed}s"
+echo "# qemu run on $KREL took ${elapsed}s"
 if [ "$failed" -gt 0 ]; then
 	exit 1
 fi
