@@ -5,10 +5,12 @@
  * hit ratio, how long the consumer waited and the bytes read from storage.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -36,6 +38,9 @@ static void help(void)
 	       "  --eval               Resize + CenterCrop instead of the train transform\n"
 	       "  --seed N             shuffle and augmentation seed (default 0)\n"
 	       "  --rank R --world W   this process's shard, as DistributedSampler\n"
+	       "  --lockstep FILE      keep the ranks in step after every batch, as DDP's\n"
+	       "                       gradient all-reduce does (FILE shared by the ranks,\n"
+	       "                       absent or empty at the start)\n"
 	       "  --on-error skip|substitute|fail   what a bad sample does (default skip)\n"
 	       "  --no-direct          buffered reads instead of O_DIRECT\n"
 	       "  --drop-caches        drop the page cache before the first epoch (root)\n"
@@ -83,6 +88,70 @@ static double hit_ratio(const struct dlc_stats *s)
 	return all ? (double)s->hits / (double)all : 0.0;
 }
 
+/*
+ * DDP ranks move in step: every training step ends in a gradient
+ * all-reduce. --lockstep does the same to bench processes through a small
+ * shared file holding each rank's count of finished batches, so that a
+ * benchmark of several ranks on one shared cache measures what a job
+ * would see, not ranks drifting apart.
+ */
+struct lockstep {
+	uint64_t *done;		/* world counters, shared */
+	uint32_t world, rank;
+	uint64_t batches;	/* this rank's count */
+};
+
+static int lockstep_open(struct lockstep *ls, const char *path,
+			 uint32_t world, uint32_t rank)
+{
+	size_t len = sizeof(uint64_t) * world;
+	void *m;
+	int fd;
+
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)len)) {
+		close(fd);
+		return -errno;
+	}
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return -errno;
+	ls->done = m;
+	ls->world = world;
+	ls->rank = rank;
+	ls->batches = 0;
+	return 0;
+}
+
+/* One batch done: wait until every rank has done as many (60 s at most). */
+static int lockstep_step(struct lockstep *ls)
+{
+	uint64_t t0 = now_ns();
+	uint32_t r;
+
+	if (!ls->done)
+		return 0;
+	ls->batches++;
+	__atomic_store_n(&ls->done[ls->rank], ls->batches, __ATOMIC_RELEASE);
+	for (r = 0; r < ls->world; r++)
+		while (__atomic_load_n(&ls->done[r], __ATOMIC_ACQUIRE) < ls->batches) {
+			if (now_ns() - t0 > 60ULL * 1000000000ULL)
+				return -ETIMEDOUT;
+			usleep(100);
+		}
+	return 0;
+}
+
+static void lockstep_close(struct lockstep *ls)
+{
+	if (ls->done)
+		munmap(ls->done, sizeof(uint64_t) * ls->world);
+	ls->done = NULL;
+}
+
 int cmd_bench(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -103,6 +172,7 @@ int cmd_bench(int argc, char **argv)
 		{ "world", required_argument, NULL, 'W' },
 		{ "on-error", required_argument, NULL, 'o' },
 		{ "no-direct", no_argument, NULL, 'D' },
+		{ "lockstep", required_argument, NULL, 'K' },
 		{ "drop-caches", no_argument, NULL, 'C' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -118,6 +188,8 @@ int cmd_bench(int argc, char **argv)
 	uint64_t cache = 0, cap;
 	double fraction = 0.5;
 	int have_cache = 0, json = 0, drop = 0, eval = 0, c, ret, rc = 1;
+	const char *lockstep_path = NULL;
+	struct lockstep ls = { NULL, 0, 0, 0 };
 	char *end;
 
 	dlc_config_init(&cfg);
@@ -203,6 +275,9 @@ int cmd_bench(int argc, char **argv)
 		case 'D':
 			cfg.direct_io = 0;
 			break;
+		case 'K':
+			lockstep_path = optarg;
+			break;
 		case 'C':
 			drop = 1;
 			break;
@@ -244,6 +319,13 @@ int cmd_bench(int argc, char **argv)
 		fail("bench", "cannot start the loader: %s", strerror(-ret));
 		goto out;
 	}
+	if (lockstep_path) {
+		ret = lockstep_open(&ls, lockstep_path, cfg.world, cfg.rank);
+		if (ret) {
+			fail("bench", "--lockstep %s: %s", lockstep_path, strerror(-ret));
+			goto out;
+		}
+	}
 	res = calloc(epochs, sizeof(*res));
 	if (!res) {
 		fail("bench", "out of memory");
@@ -265,6 +347,11 @@ int cmd_bench(int argc, char **argv)
 		while (!ret && (ret = dlc_next_batch(l, &b)) == 0) {
 			images += b->count;
 			dlc_release_batch(l, b);
+			if (lockstep_step(&ls)) {
+				fail("bench", "--lockstep: the other ranks stopped for 60 s at batch %llu",
+				     (unsigned long long)ls.batches);
+				goto out;
+			}
 		}
 		if (ret != -ENODATA) {
 			struct dlc_error_info ei;
@@ -341,6 +428,7 @@ int cmd_bench(int argc, char **argv)
 	}
 	rc = 0;
 out:
+	lockstep_close(&ls);
 	dlc_loader_destroy(l);
 	dlc_index_free(idx);
 	free(res);

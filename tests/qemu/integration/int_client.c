@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * Small helpers of the QEMU integration test's guest (see integration.sh),
+ * built statically against uapi/dlcache.h and libc only:
+ *
+ *   int_client attach-wrong KEY NSAMPLES
+ *       The data set KEY (32 hex digits) exists with NSAMPLES samples (some
+ *       other process is attached): an ATTACH with NOCREATE and the right
+ *       count must succeed, and one with NSAMPLES + 1 must fail -EINVAL
+ *       without disturbing the data set. Exit 0 when so, 1 otherwise.
+ *   int_client hold-fills KEY NSAMPLES COUNT
+ *       Attach to KEY (creating it, mode 0600), GET samples 0 .. COUNT-1 so
+ *       that this session owns their fills, print "holding N fills" and
+ *       sleep without ever PUTting them: the test then kills it with
+ *       SIGKILL while another process waits for those samples.
+ *   int_client runas UID GID CMD [ARGS...]
+ *       Drop every supplementary group, then set gid and uid, and exec CMD.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+
+#include "dlcache.h"
+
+static int parse_key(const char *s, __u64 key[2])
+{
+	int i;
+
+	if (strlen(s) != 32)
+		return -1;
+	key[0] = key[1] = 0;
+	for (i = 0; i < 32; i++) {
+		int c = s[i], v;
+
+		if (c >= '0' && c <= '9')
+			v = c - '0';
+		else if (c >= 'a' && c <= 'f')
+			v = c - 'a' + 10;
+		else if (c >= 'A' && c <= 'F')
+			v = c - 'A' + 10;
+		else
+			return -1;
+		key[i / 16] = (key[i / 16] << 4) | (__u64)v;
+	}
+	return 0;
+}
+
+static long attach(int fd, const __u64 key[2], __u32 n, __u32 flags,
+		   struct dlcache_attach *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->key[0] = key[0];
+	a->key[1] = key[1];
+	a->nsamples = n;
+	a->flags = flags;
+	return ioctl(fd, DLCACHE_IOC_ATTACH, a) < 0 ? -errno : 0;
+}
+
+static int attach_wrong(const char *keys, const char *ns)
+{
+	struct dlcache_attach a;
+	struct dlcache_stats st;
+	__u64 key[2];
+	int fd1, fd2, bad = 0;
+	long r;
+	__u32 n;
+
+	if (parse_key(keys, key) || !(n = (__u32)strtoul(ns, NULL, 0))) {
+		fprintf(stderr, "attach-wrong: bad KEY or NSAMPLES\n");
+		return 2;
+	}
+	fd1 = open(DLCACHE_DEVICE, O_RDWR);
+	fd2 = open(DLCACHE_DEVICE, O_RDWR);
+	if (fd1 < 0 || fd2 < 0) {
+		printf("FAIL: open %s: %s\n", DLCACHE_DEVICE, strerror(errno));
+		return 1;
+	}
+	r = attach(fd1, key, n, DLCACHE_ATTACH_F_NOCREATE, &a);
+	if (r) {
+		printf("FAIL: ATTACH NOCREATE with the right count %u: %s (the data set should exist)\n",
+		       n, strerror((int)-r));
+		return 1;
+	}
+	printf("ATTACH NOCREATE, %u samples: handle %u, mode %04o, owner %u\n",
+	       n, a.handle, a.mode, a.owner_uid);
+	r = attach(fd2, key, n + 1, 0, &a);
+	if (r != -EINVAL) {
+		printf("FAIL: ATTACH with %u samples for a key with %u: %s, want EINVAL\n",
+		       n + 1, n, r ? strerror((int)-r) : "success");
+		bad = 1;
+	} else {
+		printf("ATTACH with %u samples for a key with %u: EINVAL, as it should\n",
+		       n + 1, n);
+	}
+	r = attach(fd2, key, n - 1 ? n - 1 : n + 2, DLCACHE_ATTACH_F_NOCREATE, &a);
+	if (r != -EINVAL) {
+		printf("FAIL: ATTACH NOCREATE with a smaller count: %s, want EINVAL\n",
+		       r ? strerror((int)-r) : "success");
+		bad = 1;
+	}
+	/* The existing data set is untouched: still there, same count. */
+	memset(&st, 0, sizeof(st));
+	st.handle = 1;
+	st.flags = DLCACHE_STATS_F_DATASET;
+	if (ioctl(fd1, DLCACHE_IOC_STATS, &st) < 0 || st.ds_nsamples != n) {
+		printf("FAIL: the data set changed after the bad ATTACH (%u samples)\n",
+		       st.ds_nsamples);
+		bad = 1;
+	}
+	close(fd2);
+	close(fd1);
+	return bad;
+}
+
+static int hold_fills(const char *keys, const char *ns, const char *cs)
+{
+	struct dlcache_ring_setup rs;
+	struct dlcache_enter en;
+	struct dlcache_attach a;
+	__u32 n, count, i, tail, head, owned = 0;
+	__u32 *sq_tail, *cq_head, *cq_tail, sq_mask, cq_mask;
+	struct dlcache_sqe *sqes;
+	struct dlcache_cqe *cqes;
+	void *sq, *cq;
+	__u64 key[2];
+	int fd;
+	long r;
+
+	if (parse_key(keys, key) || !(n = (__u32)strtoul(ns, NULL, 0)) ||
+	    !(count = (__u32)strtoul(cs, NULL, 0)) || count > n || count > 1024) {
+		fprintf(stderr, "hold-fills: bad KEY, NSAMPLES or COUNT\n");
+		return 2;
+	}
+	fd = open(DLCACHE_DEVICE, O_RDWR);
+	if (fd < 0) {
+		printf("FAIL: open %s: %s\n", DLCACHE_DEVICE, strerror(errno));
+		return 1;
+	}
+	r = attach(fd, key, n, 0, &a);
+	if (r) {
+		printf("FAIL: ATTACH: %s\n", strerror((int)-r));
+		return 1;
+	}
+	memset(&rs, 0, sizeof(rs));
+	rs.sq_entries = 1024;
+	rs.cq_entries = 2048;
+	if (ioctl(fd, DLCACHE_IOC_SETUP_RING, &rs) < 0) {
+		printf("FAIL: SETUP_RING: %s\n", strerror(errno));
+		return 1;
+	}
+	sq = mmap(NULL, rs.sq_mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		  DLCACHE_OFF_SQ_RING);
+	cq = mmap(NULL, rs.cq_mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		  DLCACHE_OFF_CQ_RING);
+	if (sq == MAP_FAILED || cq == MAP_FAILED) {
+		printf("FAIL: mmap of the rings: %s\n", strerror(errno));
+		return 1;
+	}
+	sq_tail = (__u32 *)((char *)sq + rs.sq_off.tail);
+	sq_mask = *(__u32 *)((char *)sq + rs.sq_off.ring_mask);
+	sqes = (struct dlcache_sqe *)((char *)sq + rs.sq_off.sqes);
+	cq_head = (__u32 *)((char *)cq + rs.cq_off.head);
+	cq_tail = (__u32 *)((char *)cq + rs.cq_off.tail);
+	cq_mask = *(__u32 *)((char *)cq + rs.cq_off.ring_mask);
+	cqes = (struct dlcache_cqe *)((char *)cq + rs.cq_off.cqes);
+
+	/* A GET with no buffer: a miss makes us the filler (F_FILL). */
+	tail = *sq_tail;
+	for (i = 0; i < count; i++) {
+		struct dlcache_sqe *e = &sqes[(tail + i) & sq_mask];
+
+		memset(e, 0, sizeof(*e));
+		e->opcode = DLCACHE_OP_GET;
+		e->handle = a.handle;
+		e->sample = i;
+		e->user_data = i;
+	}
+	__atomic_store_n(sq_tail, tail + count, __ATOMIC_RELEASE);
+	memset(&en, 0, sizeof(en));
+	en.to_submit = count;
+	en.min_complete = count;
+	en.flags = DLCACHE_ENTER_F_GETEVENTS | DLCACHE_ENTER_F_TIMEOUT;
+	en.timeout_ns = 10ULL * 1000000000ULL;
+	if (ioctl(fd, DLCACHE_IOC_ENTER, &en) < 0) {
+		printf("FAIL: ENTER: %s\n", strerror(errno));
+		return 1;
+	}
+	head = *cq_head;
+	while (head != __atomic_load_n(cq_tail, __ATOMIC_ACQUIRE)) {
+		struct dlcache_cqe *c = &cqes[head & cq_mask];
+
+		if (c->res == -ENOENT && (c->flags & DLCACHE_CQE_F_FILL))
+			owned++;
+		head++;
+	}
+	__atomic_store_n(cq_head, head, __ATOMIC_RELEASE);
+	printf("holding %u fills\n", owned);
+	fflush(stdout);
+	if (!owned)
+		return 1;
+	for (;;)
+		pause();
+}
+
+static int runas(int argc, char **argv)
+{
+	uid_t uid;
+	gid_t gid;
+
+	if (argc < 4) {
+		fprintf(stderr, "runas UID GID CMD [ARGS...]\n");
+		return 2;
+	}
+	uid = (uid_t)strtoul(argv[1], NULL, 0);
+	gid = (gid_t)strtoul(argv[2], NULL, 0);
+	if (setgroups(0, NULL) || setgid(gid) || setuid(uid)) {
+		perror("runas");
+		return 126;
+	}
+	execvp(argv[3], argv + 3);
+	perror(argv[3]);
+	return 127;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 4 && !strcmp(argv[1], "attach-wrong"))
+		return attach_wrong(argv[2], argv[3]);
+	if (argc >= 5 && !strcmp(argv[1], "hold-fills"))
+		return hold_fills(argv[2], argv[3], argv[4]);
+	if (argc >= 2 && !strcmp(argv[1], "runas"))
+		return runas(argc - 1, argv + 1);
+	fprintf(stderr, "usage: int_client attach-wrong KEY NSAMPLES | hold-fills KEY NSAMPLES COUNT |\n"
+		"       runas UID GID CMD...\n");
+	return 2;
+}

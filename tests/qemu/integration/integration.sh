@@ -1,0 +1,401 @@
+#!/bin/bash
+# dlcache end-to-end integration test under QEMU (TCG): libdlcache and
+# dlcachectl on /dev/dlcache with a real disk, against the page cache.
+#
+# The guest boots Debian's 6.1 kernel (INT_KVER picks another) with a virtio disk holding an ext4
+# image of a generated data set (dlcachectl gen, about 300 JPEGs, 21 MB;
+# mkfs.ext4 -d fills the image without mounting). Its initramfs holds
+# busybox, the ext4-on-virtio modules of /lib/modules/<release>, dlcache.ko,
+# a statically linked dlcachectl and a small static C helper
+# (int_client.c). The guest (guest.sh) then:
+#
+#   1. loads dlcache.ko with capacity_mb about half the data set and runs two
+#      processes, `dlcachectl bench --backend kernel --world 2 --rank R`,
+#      concurrently for 3 epochs; meanwhile it checks `dlcachectl datasets`,
+#      `stats KEY`, `watch`, that rmmod is refused, and that an ATTACH with
+#      the wrong sample count for the live key fails -EINVAL;
+#   2. the admin commands without a bench: capacity get/set, drop, EPERM
+#      for uid 65534, watch ended by SIGTERM;
+#   3. permissions: root's data set (mode 0600) refuses a bench of uid
+#      65534 with --backend kernel, and --backend auto falls back;
+#   4. kills a process that owns fills (int_client hold-fills) while a
+#      bench waits for them: the fills are aborted, handed over, and the
+#      bench finishes; then kills one of two benches that share fills (same
+#      rank and seed) in epoch 1: the other must finish every epoch;
+#   5. rmmod must then succeed (no leaked reference);
+#   6. the same two-rank workload on the page cache alone (buffered reads,
+#      no cache of its own) with the guest's memory cgroup held to the
+#      capacity plus the processes' own peak, a fresh shuffle per epoch,
+#      caches dropped before the first; the disk's sectors give its hit
+#      ratio per epoch.
+#
+# The host checks the numbers (python3):
+#   kernel-hit-ratio      the byte hit ratio of each epoch 1.. (1 - bytes read /
+#                         data set bytes, both ranks, kept in step as DDP
+#                         ranks are) within 0.02 of the optimum for one-pass shuffles, capacity / sum of
+#                         the samples' whole pages (the module charges pages)
+#   kernel-bench-bytes    bench bytes_read summed over ranks and epochs
+#                         <= 1.05 x what the optimum must read
+#   kernel-disk-bytes     the same from /sys/block/vda/stat (in pages)
+#   kernel-stats-agree    `dlcachectl stats --json` global hits and misses
+#                         = the sums of the two bench runs
+#   killed-*-counts       the survivors decoded every sample of every epoch
+#   pagecache-ratio       a measurement only: "# " line with both ratios
+#
+# Output: "ok|FAIL|skip qemu-int:<name>" lines, "# " details; exit 1 when
+# a check failed or the guest did not finish. Without the kernel image for
+# the module's release, QEMU,
+# busybox-static, mkfs.ext4 or the module: "skip qemu-int:all (why)", exit 0.
+#
+# Environment: BUILD (build), INT_KVER (kernel release or series, 6.1),
+#   INT_KERNEL (default /boot/vmlinuz-<release>; the guest's disk modules
+#   come from /lib/modules/<release>), DLCACHE_KO (default
+#   $BUILD/kmod-<release>/dlcache.ko, else $BUILD/kmod/dlcache.ko; its
+#   vermagic must match), QEMU (qemu-system-x86_64),
+#   INT_TIMEOUT (seconds for the guest, 420), INT_IMAGES (300),
+#   INT_EPOCHS (3), INT_MEM (1G).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
+cd "$ROOT"
+BUILD=${BUILD:-build}
+case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
+OUT="$BUILD/qemu-int"
+SRC="$ROOT/tests/qemu/integration"
+QEMU=${QEMU:-qemu-system-x86_64}
+TIMEOUT=${INT_TIMEOUT:-420}
+IMAGES=${INT_IMAGES:-300}
+EPOCHS=${INT_EPOCHS:-3}
+MEM=${INT_MEM:-1G}
+BUSYBOX=${BUSYBOX:-/bin/busybox}
+PY=/usr/bin/python3
+
+skip_all() {
+	echo "skip qemu-int:all ($1)"
+	exit 0
+}
+
+# The kernel: INT_KVER, a release or a series (6.1 = its newest installed
+# release), as tests/qemu/run.sh's QEMU_KVER; the module built for it by
+# `make module KVER=<release>` (build/kmod-<release>/dlcache.ko).
+if [ -n "${INT_KERNEL:-}" ]; then
+	KVER=${INT_KERNEL##*/vmlinuz-}
+else
+	KVER=$("$ROOT/kmod/kver.sh" "${INT_KVER:-6.1}" 2>/dev/null || true)
+fi
+[ -n "$KVER" ] || skip_all "no ${INT_KVER:-6.1} kernel installed (make deps)"
+KERNEL=${INT_KERNEL:-/boot/vmlinuz-$KVER}
+[ -r "$KERNEL" ] || skip_all "no readable kernel image $KERNEL"
+if [ -n "${DLCACHE_KO:-}" ]; then
+	KO=$DLCACHE_KO
+elif [ -f "$BUILD/kmod-$KVER/dlcache.ko" ]; then
+	KO=$BUILD/kmod-$KVER/dlcache.ko
+else
+	KO=$BUILD/kmod/dlcache.ko
+fi
+[ -f "$KO" ] || skip_all "no module at $KO (make module KVER=$KVER)"
+KO_KVER=$(modinfo -F vermagic "$KO" 2>/dev/null | awk '{print $1}' || true)
+[ "$KO_KVER" = "$KVER" ] ||
+	skip_all "$KO is built for ${KO_KVER:-an unknown kernel}, not $KVER (make module KVER=$KVER)"
+MODDIR=/lib/modules/$KVER
+[ -f "$MODDIR/modules.dep" ] || skip_all "no $MODDIR/modules.dep for the guest's disk modules"
+command -v "$QEMU" > /dev/null || skip_all "$QEMU not installed"
+[ -x "$BUSYBOX" ] || skip_all "no static busybox at $BUSYBOX (busybox-static)"
+command -v cpio > /dev/null || skip_all "cpio not installed"
+command -v mkfs.ext4 > /dev/null || skip_all "mkfs.ext4 not installed (e2fsprogs)"
+[ -x "$PY" ] || skip_all "no $PY"
+
+mkdir -p "$OUT/bin"
+FAILS=0
+result() {	# ok|FAIL|skip name [why]
+	local st=$1 name=$2
+	shift 2
+	[ "$st" = FAIL ] && FAILS=$((FAILS + 1))
+	echo "$st qemu-int:$name${*:+ $*}"
+}
+
+# ---- static binaries -------------------------------------------------------
+if ! make --no-print-directory -s BUILD="${BUILD#$ROOT/}" "${BUILD#$ROOT/}/dlcachectl" \
+		> "$OUT/build.log" 2>&1; then
+	sed 's/^/# /' "$OUT/build.log" | tail -n 30
+	result FAIL build "(make dlcachectl failed)"
+	exit 1
+fi
+objs=()
+for src in tools/dlcachectl/*.c; do
+	objs+=("$BUILD/release/${src%.c}.o")
+done
+if ! gcc -static -o "$OUT/bin/dlcachectl" "${objs[@]}" "$BUILD/release/libdlcache.a" \
+		-luring -ljpeg -lpng -lz -lpthread -lm > "$OUT/link.log" 2>&1; then
+	sed 's/^/# /' "$OUT/link.log" | tail -n 30
+	result FAIL build "(static link of dlcachectl failed: liburing-dev, libjpeg62-turbo-dev, libpng-dev, zlib1g-dev?)"
+	exit 1
+fi
+if ! gcc -static -O2 -Wall -Wextra -D_GNU_SOURCE -I"$ROOT/uapi" -o "$OUT/bin/int_client" \
+		"$SRC/int_client.c" > "$OUT/link.log" 2>&1; then
+	sed 's/^/# /' "$OUT/link.log"
+	result FAIL build "(int_client.c)"
+	exit 1
+fi
+
+# The library's kernel backend: without it the kernel checks are skipped.
+NOKERNEL=0
+"$OUT/bin/dlcachectl" bench --help | grep -q -- '--backend' || NOKERNEL=1
+
+# ---- the data set and its disk image ---------------------------------------
+DATA="$OUT/data"
+IMG="$OUT/disk.img"
+"$OUT/bin/dlcachectl" gen "$DATA/ds" --images "$IMAGES" --classes 10 > "$OUT/gen.log" 2>&1 || {
+	sed 's/^/# /' "$OUT/gen.log"
+	result FAIL build "(dlcachectl gen)"
+	exit 1
+}
+if [ ! -f "$IMG" ] || [ "$DATA/ds/.dlcache-gen-done" -nt "$IMG" ]; then
+	mb=$(( $(du -sm "$DATA" | cut -f1) * 3 / 2 + 16 ))
+	rm -f "$IMG.tmp"
+	if ! mkfs.ext4 -q -F -b 4096 -L dlcint -E root_owner=0:0 -d "$DATA" "$IMG.tmp" "${mb}M" \
+			> "$OUT/mkfs.log" 2>&1; then
+		sed 's/^/# /' "$OUT/mkfs.log"
+		result FAIL build "(mkfs.ext4 -d)"
+		exit 1
+	fi
+	mv "$IMG.tmp" "$IMG"
+fi
+# Sizes of the samples as the index sees them (files under class dirs).
+read -r DS_BYTES PAGE_BYTES NFILES < <(find "$DATA/ds" -mindepth 2 -type f -name '*.jpg' \
+	-printf '%s\n' | awk '{b += $1; p += int(($1 + 4095) / 4096) * 4096; n++}
+	END {print b, p, n}')
+# Capacity: half the data set, in whole MiB as capacity_mb takes it.
+CAP_MB=$(( DS_BYTES / 2 / 1048576 ))
+[ "$CAP_MB" -ge 1 ] || CAP_MB=1
+
+# ---- initramfs -------------------------------------------------------------
+STAGE="$OUT/root"
+rm -rf "$STAGE"
+mkdir -p "$STAGE"/{bin,dev,proc,sys,tmp,root,etc,mnt,mods}
+cp "$BUSYBOX" "$STAGE/bin/busybox"
+for applet in $("$BUSYBOX" --list); do
+	[ "$applet" = busybox ] || ln -sf busybox "$STAGE/bin/$applet"
+done
+ln -sfn bin "$STAGE/sbin"
+mkdir -p "$STAGE/usr"
+ln -sfn ../bin "$STAGE/usr/bin"
+ln -sfn ../bin "$STAGE/usr/sbin"
+printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' \
+	> "$STAGE/etc/passwd"
+printf 'root:x:0:\nnogroup:x:65534:\n' > "$STAGE/etc/group"
+install -m 0755 "$SRC/guest.sh" "$STAGE/init"
+install -m 0755 "$OUT/bin/dlcachectl" "$OUT/bin/int_client" "$STAGE/bin/"
+install -m 0644 "$KO" "$STAGE/dlcache.ko"
+# ext4 on virtio-blk, in modules.dep order; the ones built in are skipped.
+: > "$STAGE/mods/order"
+for m in virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci \
+		virtio_blk crc16 mbcache jbd2 crc32c_generic ext4; do
+	path=$(grep -E "(^|/)$m\.ko(\.xz|\.zst|\.gz)?:" "$MODDIR/modules.dep" | cut -d: -f1 || true)
+	[ -n "$path" ] || continue
+	case "$path" in
+	*.ko) cp "$MODDIR/$path" "$STAGE/mods/$m.ko" ;;
+	*.ko.xz) xz -dc "$MODDIR/$path" > "$STAGE/mods/$m.ko" ;;
+	*.ko.zst) zstd -qdc "$MODDIR/$path" > "$STAGE/mods/$m.ko" ;;
+	*.ko.gz) gzip -dc "$MODDIR/$path" > "$STAGE/mods/$m.ko" ;;
+	esac
+	echo "$m" >> "$STAGE/mods/order"
+done
+CPIO="$OUT/initramfs.cpio"
+# /dev/console as a cpio entry, so that no mknod (root) is needed.
+cpio_entry() {
+	local name=$1 mode=$2 maj=$3 min=$4 nlink=$5 namesize pad
+	namesize=$((${#name} + 1))
+	printf '070701%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%s\0' \
+		0 "$mode" 0 0 "$nlink" 0 0 0 0 "$maj" "$min" "$namesize" 0 "$name"
+	pad=$(( (4 - (110 + namesize) % 4) % 4 ))
+	[ $pad -eq 0 ] || head -c $pad /dev/zero
+}
+{
+	(cd "$STAGE" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet)
+	cpio_entry dev/console $((0020600)) 5 1 1
+	cpio_entry TRAILER!!! 0 0 0 1
+} > "$CPIO"
+
+# ---- boot ------------------------------------------------------------------
+LOG="$OUT/console.log"
+APPEND="console=ttyS0 panic=-1 quiet loglevel=3 log_buf_len=4M rdinit=/init"
+APPEND+=" dlcint.cap_mb=$CAP_MB dlcint.epochs=$EPOCHS dlcint.nokernel=$NOKERNEL"
+echo "# qemu-int: $(basename "$KERNEL"), 2 cpus, $MEM, tcg; $NFILES samples, $DS_BYTES bytes ($PAGE_BYTES in pages), capacity_mb=$CAP_MB; log in $LOG"
+start=$(date +%s)
+set +e
+timeout -k 10 "$TIMEOUT" "$QEMU" -accel tcg -cpu max -smp 2 -m "$MEM" \
+	-nodefaults -display none -serial stdio -monitor none -no-reboot \
+	-drive "file=$IMG,format=raw,if=virtio,readonly=on" \
+	-kernel "$KERNEL" -initrd "$CPIO" -append "$APPEND" < /dev/null 2>&1 |
+	tr -d '\r' | tee "$LOG" | grep --line-buffered -E '^RESULT |^# ' |
+	sed -u -e 's/^RESULT \([a-zA-Z]*\) \([^ ]*\)/\1 qemu-int:\2/'
+qrc=${PIPESTATUS[0]}
+set -e
+elapsed=$(( $(date +%s) - start ))
+echo "# qemu-int: the guest took ${elapsed}s"
+
+FAILS=$(grep -c '^RESULT FAIL' "$LOG" || true)
+if ! grep -q '^INT-DONE' "$LOG"; then
+	why="qemu exited with $qrc"
+	[ "$qrc" -eq 124 ] || [ "$qrc" -eq 137 ] && why="time limit of ${TIMEOUT}s hit"
+	echo "# no INT-DONE line ($why); the console log ends with:"
+	grep -vE '^(RESULT|DATA) |^# ' "$LOG" | tail -n 30 | sed 's/^/#   /'
+	result FAIL guest "($why)"
+fi
+
+# ---- the numbers -----------------------------------------------------------
+set +e
+"$PY" - "$LOG" "$DS_BYTES" "$PAGE_BYTES" "$NFILES" "$((CAP_MB * 1048576))" "$EPOCHS" <<'PY'
+import json, sys
+
+log, ds_bytes, page_bytes, nfiles, cap, epochs = sys.argv[1], *map(int, sys.argv[2:])
+data = {}
+for line in open(log, errors="replace"):
+    line = line.rstrip("\n")
+    if line.startswith("DATA "):
+        _, name, *rest = line.split(" ", 2)
+        data.setdefault(name, []).append(rest[0] if rest else "")
+
+fails = 0
+def result(st, name, why=""):
+    global fails
+    if st == "FAIL":
+        fails += 1
+    print(f"{st} qemu-int:{name}" + (f" ({why})" if why else ""), flush=True)
+
+opt = min(1.0, cap / page_bytes)
+print(f"# capacity {cap} bytes; data set {ds_bytes} bytes in {nfiles} samples, "
+      f"{page_bytes} bytes in whole pages; optimum hit ratio for one-pass shuffles "
+      f"= capacity / pages = {opt:.4f}")
+
+def epoch_hits(e):
+    """hits and misses of one bench epoch object (exact fields, else derived)."""
+    if "hits" in e and "misses" in e:
+        return e["hits"], e["misses"], True
+    h = round(e["hit_ratio"] * e["images"])
+    return h, e["images"] - h, False
+
+kernel = None
+if "k_bench0" in data and "k_bench1" in data:
+    try:
+        kernel = [json.loads(data["k_bench0"][0]), json.loads(data["k_bench1"][0])]
+    except ValueError as ex:
+        result("FAIL", "kernel-json", str(ex))
+if kernel is None:
+    why = ("kernel backend not available" if data.get("nokernel", ["0"])[0] == "1"
+           else "no kernel bench results")
+    for n in ("kernel-hit-ratio", "kernel-bench-bytes", "kernel-disk-bytes",
+              "kernel-stats-agree"):
+        result("skip", n, why)
+else:
+    for b in kernel:
+        if b.get("backend") != "kernel":
+            result("FAIL", "kernel-backend", f"bench ran with backend {b.get('backend')}")
+    k_ratio = []
+    for ep in range(epochs):
+        rd = sum(b["epochs"][ep]["bytes_read"] for b in kernel)
+        imgs = sum(b["epochs"][ep]["images"] for b in kernel)
+        hits = sum(epoch_hits(b["epochs"][ep])[0] for b in kernel)
+        br = 1 - rd / ds_bytes
+        k_ratio.append(br)
+        print(f"# dlcache.ko epoch {ep}: read {rd} bytes, byte hit ratio {br:.4f}, "
+              f"count hit ratio {hits / max(imgs, 1):.4f} ({hits}/{imgs}), "
+              f"errors {sum(b['epochs'][ep]['errors'] for b in kernel)}")
+    # The ranks run in step (bench --lockstep), as DDP ranks do, so every
+    # warm epoch must be within 0.02 of the optimum on its own.
+    warm = k_ratio[1:]
+    bad = [ep for ep, r in enumerate(warm, 1) if abs(r - opt) > 0.02]
+    st = "ok" if warm and not bad else "FAIL"
+    result(st, "kernel-hit-ratio",
+           f"epochs 1..{epochs - 1}: " + ", ".join(f"{r:.4f}" for r in warm) +
+           f" vs optimum {opt:.4f}, allowed 0.02 each" +
+           (f"; off: epochs {bad}" if bad else ""))
+
+    need = ds_bytes * (1 + (epochs - 1) * (1 - opt))
+    got = sum(e["bytes_read"] for b in kernel for e in b["epochs"])
+    result("ok" if got <= 1.05 * need else "FAIL", "kernel-bench-bytes",
+           f"read {got} bytes, optimum {need:.0f}, ratio {got / need:.4f}, allowed 1.05")
+    need_pages = page_bytes * (1 + (epochs - 1) * (1 - opt))
+    disk = int(data.get("k_disk_bytes", ["0"])[0])
+    result("ok" if 0 < disk <= 1.05 * need_pages else "FAIL", "kernel-disk-bytes",
+           f"/sys/block/vda/stat: {disk} bytes, optimum {need_pages:.0f} in pages, "
+           f"ratio {disk / need_pages:.4f}, allowed 1.05")
+
+    try:
+        st = json.loads(data["k_stats"][0])
+        g = st["global"]
+        bh = bm = 0
+        exact = True
+        for b in kernel:
+            for e in b["epochs"]:
+                h, m, ex = epoch_hits(e)
+                bh += h
+                bm += m
+                exact &= ex
+        how = "bench hits/misses" if exact else "bench hits derived from hit_ratio x images"
+        ok = g["hits"] == bh and g["misses"] == bm
+        result("ok" if ok else "FAIL", "kernel-stats-agree",
+               f"stats: {g['hits']} hits, {g['misses']} misses; {how}: {bh} hits, {bm} misses; "
+               f"stats byte hit ratio {g['byte_hit_ratio']:.4f}, evictions {g['evictions']}, "
+               f"bypasses {g['bypasses']}, waits {g['waits']}")
+    except (KeyError, ValueError, IndexError) as ex:
+        result("FAIL", "kernel-stats-agree", f"no usable stats --json: {ex!r}")
+
+for src, name, extra in (
+        ("held_bench", "killed-filler-counts",
+         lambda: f"waits {data.get('held_waits', ['?'])[0]}, "
+                 f"aborted fills {data.get('held_aborts', ['?'])[0]}"),
+        ("kill_survivor", "killed-bench-counts",
+         lambda: f"waits {data.get('kill_waits', ['?'])[0]}, "
+                 f"aborted fills {data.get('kill_aborts', ['?'])[0]}")):
+    if src not in data:
+        result("skip", name, "no survivor results")
+        continue
+    try:
+        s = json.loads(data[src][0])
+        bad = [e for e in s["epochs"] if e["images"] != nfiles or e["errors"]]
+        result("FAIL" if bad else "ok", name,
+               "survivor epochs: " + ", ".join(
+                   f"{e['images']} images/{e['errors']} errors" for e in s["epochs"]) +
+               "; " + extra())
+    except (KeyError, ValueError) as ex:
+        result("FAIL", name, repr(ex))
+
+pc = {}
+for v in data.get("pc_epoch", []):
+    e, b = v.split()
+    pc[int(e)] = int(b)
+if len(pc) == epochs:
+    pc_ratio = [1 - pc[e] / page_bytes for e in range(epochs)]
+    pcf = (data.get("pc_file", ["? ?"])[0].split() + ["?", "?"])[:2]
+    for e in range(epochs):
+        print(f"# page cache epoch {e}: disk read {pc[e]} bytes, hit ratio {pc_ratio[e]:.4f}")
+    print(f"# page cache held to memory.max {data.get('pc_limit', ['?'])[0]} bytes "
+          f"(capacity {cap} + the processes' own {data.get('pc_overhead', ['?'])[0]}); "
+          f"page cache held {pcf[1]} bytes on average, {pcf[0]} at most "
+          f"(dlcache.ko: {cap}); the processes' own memory: max/mean "
+          f"{data.get('pc_nonfile', ['?'])[0]}")
+    try:
+        own = int(pcf[1]) / page_bytes
+        print(f"# page cache: optimum for its own average size {own:.3f}, reached " +
+              " ".join(f"{r / own:.2f}x" for r in pc_ratio[1:]) + " of it")
+    except (ValueError, ZeroDivisionError):
+        pass
+    if kernel is not None:
+        print("# hit ratio, epochs 1..: dlcache.ko " +
+              " ".join(f"{r:.3f}" for r in k_ratio[1:]) + " | page cache " +
+              " ".join(f"{r:.3f}" for r in pc_ratio[1:]) + f" | optimum {opt:.3f}")
+    result("ok", "pagecache-ratio", "measurement: " +
+           " ".join(f"{r:.3f}" for r in pc_ratio[1:]))
+else:
+    result("skip", "pagecache-ratio", "page-cache run incomplete")
+sys.exit(1 if fails else 0)
+PY
+prc=$?
+set -e
+[ $prc -eq 0 ] || FAILS=$((FAILS + 1))
+if grep -q '^INT-DONE' "$LOG" && [ "$FAILS" -eq 0 ]; then
+	exit 0
+fi
+exit 1
