@@ -25,18 +25,7 @@
 
 #include "dlcache.h"
 
-static int failures;
-
-#define CHECK(cond, ...)						\
-	do {								\
-		if (!(cond)) {						\
-			if (++failures > 60)				\
-				break;					\
-			printf("FAIL: %s:%d: ", __FILE__, __LINE__);	\
-			printf(__VA_ARGS__);				\
-			printf("\n");					\
-		}							\
-	} while (0)
+#include "helpers/testutil.h"
 
 static uint64_t rng_state = 99;
 
@@ -1007,8 +996,8 @@ int main(void)
 		free(expect[i].rgb);
 	}
 	run("rm -rf '%s'", tmpdir);
-	if (failures) {
-		printf("test_decode: %d failure(s)\n", failures);
+	if (t_failures) {
+		printf("test_decode: %d failure(s)\n", t_failures);
 		return 1;
 	}
 	printf("test_decode: ok\n");

@@ -17,23 +17,7 @@
 
 #include "dlcache.h"
 
-static int failures;
-
-#define CHECK(cond) do {						\
-	if (!(cond)) {							\
-		printf("FAIL: %s (line %d)\n", #cond, __LINE__);	\
-		failures++;						\
-	}								\
-} while (0)
-
-#define CHECK_EQ(a, b) do {						\
-	long long a_ = (long long)(a), b_ = (long long)(b);		\
-	if (a_ != b_) {							\
-		printf("FAIL: %s == %s: %lld != %lld (line %d)\n",	\
-		       #a, #b, a_, b_, __LINE__);			\
-		failures++;						\
-	}								\
-} while (0)
+#include "helpers/testutil.h"
 
 static char tmpdir[64];
 
@@ -86,7 +70,7 @@ static void put_file(const char *path, size_t size)
 	f = fopen(path, "w");
 	if (!f) {
 		printf("FAIL: create %s: %s\n", path, strerror(errno));
-		failures++;
+		t_failures++;
 		return;
 	}
 	for (i = 0; i < size; i++)
@@ -211,14 +195,14 @@ static void check_tree(const struct dlc_index *idx)
 
 		if (!c || strcmp(c, classes[i]))
 			printf("FAIL: class %u is '%s', want '%s'\n", i,
-			       c ? c : "(null)", classes[i]), failures++;
+			       c ? c : "(null)", classes[i]), t_failures++;
 	}
 	for (i = 0; i < n && i < dlc_index_count(idx); i++) {
 		const char *p = dlc_index_relpath(idx, i);
 
 		if (!p || strcmp(p, expect[i].path))
 			printf("FAIL: sample %u is '%s', want '%s'\n", i,
-			       p ? p : "(null)", expect[i].path), failures++;
+			       p ? p : "(null)", expect[i].path), t_failures++;
 		CHECK_EQ(dlc_index_label(idx, i), expect[i].label);
 		CHECK_EQ(dlc_index_size(idx, i), expect[i].size);
 		total += expect[i].size;
@@ -319,7 +303,7 @@ static void key_of(const char *root, uint64_t k[2])
 	k[0] = k[1] = 0;
 	if (build(root, &idx)) {
 		printf("FAIL: build %s\n", root);
-		failures++;
+		t_failures++;
 		return;
 	}
 	dlc_index_key(idx, k);
@@ -390,7 +374,7 @@ static char *edit(const char *s, size_t len, const char *old, const char *new,
 
 	if (!p) {
 		printf("FAIL: edit: '%s' not found\n", old);
-		failures++;
+		t_failures++;
 		return NULL;
 	}
 	r = malloc(len - ol + nl + 1);
@@ -414,11 +398,11 @@ static void expect_bad(const char *what, const char *data, size_t len)
 	ret = dlc_index_load(at("bad"), &idx);
 	if (ret != -EBADMSG) {
 		printf("FAIL: malformed index (%s) loads with %d\n", what, ret);
-		failures++;
+		t_failures++;
 	}
 	if (idx) {
 		printf("FAIL: malformed index (%s) leaves *out set\n", what);
-		failures++;
+		t_failures++;
 		if (!ret)
 			dlc_index_free(idx);
 	}
@@ -671,7 +655,7 @@ static void test_torchvision(void)
 			    dlc_index_size(idx, samples) != size) {
 				printf("FAIL: torchvision sample %u is %s, ours '%s'\n",
 				       samples, name, p ? p : "(null)");
-				failures++;
+				t_failures++;
 			}
 			samples++;
 		}
@@ -681,11 +665,11 @@ static void test_torchvision(void)
 		printf("note: python3 has no torchvision, comparison skipped\n");
 	} else if (!WIFEXITED(status) || WEXITSTATUS(status)) {
 		printf("FAIL: torchvision comparison script failed\n");
-		failures++;
+		t_failures++;
 	} else {
 		if (mismatch || classes != dlc_index_num_classes(idx)) {
 			printf("FAIL: classes differ from torchvision's\n");
-			failures++;
+			t_failures++;
 		}
 		CHECK_EQ(samples, dlc_index_count(idx));
 		printf("note: %u samples compared with torchvision\n", samples);
@@ -706,8 +690,8 @@ int main(void)
 	test_errors();
 	test_torchvision();
 	rm_rf(tmpdir);
-	if (failures) {
-		printf("test_index: %d failure(s)\n", failures);
+	if (t_failures) {
+		printf("test_index: %d failure(s)\n", t_failures);
 		return 1;
 	}
 	printf("test_index: ok\n");

@@ -14,23 +14,7 @@
 
 #include "dlcache.h"
 
-static int failures;
-
-#define CHECK(cond) do {						\
-	if (!(cond)) {							\
-		printf("FAIL: %s (line %d)\n", #cond, __LINE__);	\
-		failures++;						\
-	}								\
-} while (0)
-
-#define CHECK_EQ(a, b) do {						\
-	long long a_ = (long long)(a), b_ = (long long)(b);		\
-	if (a_ != b_) {							\
-		printf("FAIL: %s == %s: %lld != %lld (line %d)\n",	\
-		       #a, #b, a_, b_, __LINE__);			\
-		failures++;						\
-	}								\
-} while (0)
+#include "helpers/testutil.h"
 
 static struct dlc_order_params params(uint64_t seed, uint32_t epoch,
 				      uint32_t rank, uint32_t world,
@@ -58,7 +42,7 @@ static uint32_t *order(uint32_t n, const struct dlc_order_params *p,
 	if (ret) {
 		printf("FAIL: dlc_order_fill(n=%u, rank=%u, world=%u) = %d\n",
 		       n, p->rank, p->world, ret);
-		failures++;
+		t_failures++;
 		free(o);
 		return NULL;
 	}
@@ -104,10 +88,10 @@ static void test_permutation(void)
 		if (a && b) {
 			if (!is_permutation(a, ns[k]))
 				printf("FAIL: not a permutation, n=%u\n", ns[k]),
-					failures++;
+					t_failures++;
 			if (memcmp(a, b, ns[k] * sizeof(*a)))
 				printf("FAIL: not deterministic, n=%u\n", ns[k]),
-					failures++;
+					t_failures++;
 		}
 		free(a);
 		free(b);
@@ -169,7 +153,7 @@ static void check_shards(uint32_t n, uint32_t world, uint32_t drop_last,
 			printf("FAIL: n=%u world=%u drop_last=%u rank %u: len %u, want %llu\n",
 			       n, world, drop_last, r, len,
 			       (unsigned long long)want_len);
-			failures++;
+			t_failures++;
 		}
 		for (i = 0; i < len; i++) {
 			uint64_t pos = r + (uint64_t)i * world;
@@ -177,7 +161,7 @@ static void check_shards(uint32_t n, uint32_t world, uint32_t drop_last,
 			if (o[i] != g[pos % n]) {
 				printf("FAIL: n=%u world=%u rank %u [%u] = %u, want %u\n",
 				       n, world, r, i, o[i], g[pos % n]);
-				failures++;
+				t_failures++;
 				break;
 			}
 			if (o[i] < n)
@@ -194,7 +178,7 @@ static void check_shards(uint32_t n, uint32_t world, uint32_t drop_last,
 			printf("FAIL: n=%u world=%u drop_last=%u: sample %u seen %u times, want %llu\n",
 			       n, world, drop_last, g[i], c,
 			       (unsigned long long)want);
-			failures++;
+			t_failures++;
 			break;
 		}
 	}
@@ -304,7 +288,7 @@ static void test_uniform(void)
 	if (chi > dof + 5 * sqrt(2 * dof)) {
 		printf("FAIL: position chi-square %.1f over %u dof\n", chi,
 		       (unsigned)dof);
-		failures++;
+		t_failures++;
 	}
 	for (i = 0; i < N; i++) {
 		double m = mean_pos[i] / EPOCHS;
@@ -312,7 +296,7 @@ static void test_uniform(void)
 		/* sd of the mean: sqrt((N^2 - 1) / 12 / EPOCHS) ~ 0.02 */
 		if (fabs(m - (N - 1) / 2.0) > 0.15) {
 			printf("FAIL: element %u mean position %.3f\n", i, m);
-			failures++;
+			t_failures++;
 		}
 	}
 
@@ -330,7 +314,7 @@ static void test_uniform(void)
 		chi += (perm3[i] - 10000.0) * (perm3[i] - 10000.0) / 10000.0;
 	if (chi > 5 + 5 * sqrt(10)) {
 		printf("FAIL: n=3 permutation chi-square %.1f\n", chi);
-		failures++;
+		t_failures++;
 	}
 }
 
@@ -438,7 +422,7 @@ static void test_torch(void)
 		if (dlc_order_len(n, &p) != tlen) {
 			printf("FAIL: torch n=%u world=%u drop_last=%u: len %u, torch %u\n",
 			       n, w, dl, dlc_order_len(n, &p), tlen);
-			failures++;
+			t_failures++;
 			continue;
 		}
 		o = order(n, &p, &len);
@@ -448,7 +432,7 @@ static void test_torch(void)
 			if (sscanf(s, "%u%n", &v, &used) != 1 || v != o[i]) {
 				printf("FAIL: torch n=%u world=%u rank=%u drop_last=%u: [%u] differs\n",
 				       n, w, rank, dl, i);
-				failures++;
+				t_failures++;
 				break;
 			}
 			s += used;
@@ -459,7 +443,7 @@ static void test_torch(void)
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
 		printf("note: python3 has no torch, torch comparison skipped\n");
 	else if (!WIFEXITED(status) || WEXITSTATUS(status) || !lines)
-		printf("FAIL: torch comparison script failed\n"), failures++;
+		printf("FAIL: torch comparison script failed\n"), t_failures++;
 	else
 		printf("note: %zu sharding cases match DistributedSampler\n",
 		       lines);
@@ -477,8 +461,8 @@ int main(void)
 	test_uniform();
 	test_bad_args();
 	test_torch();
-	if (failures) {
-		printf("test_order: %d failure(s)\n", failures);
+	if (t_failures) {
+		printf("test_order: %d failure(s)\n", t_failures);
 		return 1;
 	}
 	printf("test_order: ok\n");

@@ -12,18 +12,7 @@
 
 #include "policy.h"
 
-static int failures;
-
-#define CHECK(cond, ...)						\
-	do {								\
-		if (!(cond)) {						\
-			if (++failures > 30)				\
-				break;					\
-			printf("FAIL: %s:%d: ", __FILE__, __LINE__);	\
-			printf(__VA_ARGS__);				\
-			printf("\n");					\
-		}							\
-	} while (0)
+#include "helpers/testutil.h"
 
 static uint64_t rng_state;
 
@@ -315,7 +304,7 @@ static void test_victim_matches_scan(void)
 			      (unsigned long long)dlc_policy_next_use(p, v),
 			      (unsigned long long)far);
 		}
-		if (failures > 20)
+		if (t_failures > 20)
 			break;
 	}
 	free(ids);
@@ -399,8 +388,8 @@ int main(void)
 	test_victim_matches_scan();
 	test_against_belady();
 	test_steady_state_ratio();
-	if (failures) {
-		printf("test_policy: %d failures\n", failures);
+	if (t_failures) {
+		printf("test_policy: %d t_failures\n", t_failures);
 		return 1;
 	}
 	printf("test_policy: ok\n");

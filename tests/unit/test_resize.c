@@ -18,18 +18,7 @@
 #include "dlcache.h"
 #include "resize.h"
 
-static int failures;
-
-#define CHECK(cond, ...)						\
-	do {								\
-		if (!(cond)) {						\
-			if (++failures > 40)				\
-				break;					\
-			printf("FAIL: %s:%d: ", __FILE__, __LINE__);	\
-			printf(__VA_ARGS__);				\
-			printf("\n");					\
-		}							\
-	} while (0)
+#include "helpers/testutil.h"
 
 static uint64_t rng_state = 12345;
 
@@ -599,8 +588,8 @@ int main(void)
 	test_bad_args();
 	test_simd_vs_c();
 	test_against_pil();
-	if (failures) {
-		printf("test_resize: %d failure(s)\n", failures);
+	if (t_failures) {
+		printf("test_resize: %d failure(s)\n", t_failures);
 		return 1;
 	}
 	printf("test_resize: ok\n");

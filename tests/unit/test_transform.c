@@ -15,18 +15,7 @@
 
 #include "dlcache.h"
 
-static int failures;
-
-#define CHECK(cond, ...)						\
-	do {								\
-		if (!(cond)) {						\
-			if (++failures > 40)				\
-				break;					\
-			printf("FAIL: %s:%d: ", __FILE__, __LINE__);	\
-			printf(__VA_ARGS__);				\
-			printf("\n");					\
-		}							\
-	} while (0)
+#include "helpers/testutil.h"
 
 static uint64_t rng_state = 0xdeadbeef;
 
@@ -418,8 +407,8 @@ int main(void)
 	test_eval();
 	test_against_torchvision(&sq, 400, 400);
 	test_against_torchvision(&wide, 500, 375);
-	if (failures) {
-		printf("test_transform: %d failure(s)\n", failures);
+	if (t_failures) {
+		printf("test_transform: %d failure(s)\n", t_failures);
 		return 1;
 	}
 	printf("test_transform: ok\n");

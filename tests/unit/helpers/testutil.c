@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <jpeglib.h>
 #include <stdlib.h>
@@ -12,6 +13,24 @@
 #include "testutil.h"
 
 int t_failures;
+
+void t_fail(const char *file, int line, const char *cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (++t_failures > 60)
+		return;
+	printf("FAIL: %s:%d: ", file, line);
+	if (*fmt) {
+		va_start(ap, fmt);
+		vprintf(fmt, ap);
+		va_end(ap);
+	} else {
+		printf("%s", cond);
+	}
+	printf("\n");
+	fflush(stdout);
+}
 
 int t_done(const char *name)
 {

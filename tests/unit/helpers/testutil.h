@@ -12,15 +12,28 @@
 
 extern int t_failures;
 
+/* Count a failure and print it (the first 60 are printed). */
+void t_fail(const char *file, int line, const char *cond, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/*
+ * CHECK(cond) or CHECK(cond, "format", args...): counts, never aborts.
+ * Without a message the format is "" and the condition is printed.
+ */
+#pragma GCC diagnostic ignored "-Wformat-zero-length"
 #define CHECK(cond, ...)						\
 	do {								\
-		if (!(cond)) {						\
-			t_failures++;					\
-			printf("FAIL: %s:%d: ", __FILE__, __LINE__);	\
-			printf(__VA_ARGS__);				\
-			printf("\n");					\
-			fflush(stdout);					\
-		}							\
+		if (!(cond))						\
+			t_fail(__FILE__, __LINE__, #cond, "" __VA_ARGS__); \
+	} while (0)
+
+/* Integer equality, printing both values. */
+#define CHECK_EQ(a, b)							\
+	do {								\
+		long long a_ = (long long)(a), b_ = (long long)(b);	\
+		if (a_ != b_)						\
+			t_fail(__FILE__, __LINE__, #a " == " #b,	\
+			       "%lld != %lld", a_, b_);			\
 	} while (0)
 
 /* Print the verdict for test @name; returns the exit status. */
