@@ -33,7 +33,7 @@ void t_fail(const char *file, int line, const char *cond, const char *fmt, ...)
 		long long a_ = (long long)(a), b_ = (long long)(b);	\
 		if (a_ != b_)						\
 			t_fail(__FILE__, __LINE__, #a " == " #b,	\
-			       "%lld != %lld", a_, b_);			\
+			       "%s: %lld != %lld", #a " == " #b, a_, b_); \
 	} while (0)
 
 /* Print the verdict for test @name; returns the exit status. */
