@@ -102,6 +102,26 @@ demo: deps lib tools
 compare: deps lib tools
 	@tests/perf/compare.sh $(BUILD)/dlcachectl $(DEMO_DIR) $(DEMO_IMAGES)
 
+# ---- make bench: everything side by side, minutes; not part of check -----
+# BENCH_SIZE: data set size (1G default, 200M for a quick run); BENCH_REPEATS:
+# runs per system, interleaved (the median counts). See tests/perf/bench.sh.
+BENCH_SIZE ?= 1G
+BENCH_REPEATS ?= 3
+BENCH_PROGS := $(BUILD)/bench/plain_loader $(BUILD)/bench/hitsim
+
+$(BUILD)/bench/plain_loader: tests/perf/plain_loader.c $(BUILD)/release/libdlcache.a
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_ALL) $(CFLAGS) $(WARNINGS) -o $@ $^ -lturbojpeg $(LIBS)
+
+$(BUILD)/bench/hitsim: tests/perf/hitsim.c tests/perf/hitsim_core.c libdlcache/policy.h \
+		$(BUILD)/release/libdlcache.a
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_ALL) $(CFLAGS) $(WARNINGS) -o $@ $< $(BUILD)/release/libdlcache.a $(LIBS)
+
+.PHONY: bench
+bench: deps lib tools $(BENCH_PROGS)
+	@tests/perf/bench.sh $(BUILD) $(BENCH_SIZE) $(BENCH_REPEATS)
+
 # ---- tests ----------------------------------------------------------------
 check: deps
 	@$(MAKE) --no-print-directory lib tools tests module

@@ -20,6 +20,8 @@ pkgs=(
 	busybox-static sparse bc flex bison python3 xz-utils cpio dkms
 	# comparisons against the peer users pick today
 	python3-torch python3-torchvision python3-pil
+	# make bench: the plain C loader, the storage limit, the plot
+	libturbojpeg0-dev fio gnuplot-nox
 )
 
 installed() {
