@@ -27,22 +27,6 @@
 
 #include "helpers/testutil.h"
 
-static uint64_t rng_state = 99;
-
-static uint64_t rnd(void)
-{
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-static double rnd_unit(void)
-{
-	return (double)(rnd() >> 11) * 0x1.0p-53;
-}
-
 static char tmpdir[] = "/tmp/dlc-test-decode-XXXXXX";
 
 struct file {
@@ -81,7 +65,7 @@ static uint8_t *synth(uint32_t w, uint32_t h)
 			int disc = dx * dx + dy * dy < (double)w * h / 12;
 			int rect = x > w * 0.6 && x < w * 0.85 &&
 				   y > h * 0.1 && y < h * 0.4;
-			int n = (int)(rnd() % 21) - 10;
+			int n = (int)(t_rand() % 21) - 10;
 			int r = (int)(255.0 * x / w), g = (int)(255.0 * y / h);
 			int b = ((x / 7 + y / 11) & 1) ? 190 : 60;
 
@@ -516,7 +500,7 @@ static void test_crop_first(struct dlc_decoder *d)
 				printf("FAIL: reference decode of %s\n",
 				       variants[fi].name);
 		for (t = 0; t < 40; t++) {
-			uint32_t ow = sizes[rnd() % 6], oh = sizes[rnd() % 6];
+			uint32_t ow = sizes[t_rand() % 6], oh = sizes[t_rand() % 6];
 			uint8_t *a = xmalloc((size_t)ow * oh * 3);
 			uint8_t *b = xmalloc((size_t)ow * oh * 3);
 			uint8_t *c = xmalloc((size_t)ow * oh * 3);
@@ -526,10 +510,10 @@ static void test_crop_first(struct dlc_decoder *d)
 			int ret, m, mc;
 
 			/* a quarter hug an edge or a corner */
-			box.w = 1 + rnd_unit() * (w - 1);
-			box.h = 1 + rnd_unit() * (h - 1);
-			box.x = rnd_unit() * (w - box.w);
-			box.y = rnd_unit() * (h - box.h);
+			box.w = 1 + t_rand_unit() * (w - 1);
+			box.h = 1 + t_rand_unit() * (h - 1);
+			box.x = t_rand_unit() * (w - box.w);
+			box.y = t_rand_unit() * (h - box.h);
 			if (t % 4 == 1)
 				box.x = 0;
 			if (t % 4 == 2)
@@ -800,7 +784,7 @@ static void test_bad_inputs(struct dlc_decoder *d)
 	expect_fail(d, "one byte", g->buf, 1, -EBADMSG, DLC_ERR_NOT_JPEG, 0);
 	expect_fail(d, "PNG", png, sizeof(png), -EBADMSG, DLC_ERR_NOT_JPEG, 0);
 	for (i = 0; i < sizeof(junk); i++)
-		junk[i] = (uint8_t)rnd();
+		junk[i] = (uint8_t)t_rand();
 	junk[0] = 0x42;
 	expect_fail(d, "random bytes", junk, sizeof(junk), -EBADMSG,
 		    DLC_ERR_NOT_JPEG, 0);
@@ -858,13 +842,13 @@ static void test_bad_inputs(struct dlc_decoder *d)
 	/* random bytes over the data: must fail cleanly or decode */
 	for (trial = 0; trial < 30; trial++) {
 		uint8_t *rgb = NULL;
-		size_t at = data + rnd() % (g->len - data - 80), n = 1 + rnd() % 64;
+		size_t at = data + t_rand() % (g->len - data - 80), n = 1 + t_rand() % 64;
 		uint32_t w, h, k;
 		int ret;
 
 		memcpy(buf, g->buf, g->len);
 		for (i = 0; i < n; i++)
-			buf[at + i] = (uint8_t)rnd();
+			buf[at + i] = (uint8_t)t_rand();
 		ret = dlc_decoder_full(d, buf, g->len, &rgb, &w, &h);
 		k = dlc_decoder_error_kind(d);
 		CHECK(ret == 0 || (ret == -EBADMSG &&
@@ -964,6 +948,8 @@ int main(void)
 {
 	struct dlc_decoder *d;
 	int i;
+
+	t_rng = 99;
 
 	if (access("/usr/bin/cjpeg", X_OK) || access("/usr/bin/djpeg", X_OK)) {
 		printf("test_decode: cjpeg/djpeg missing (libjpeg-turbo-progs), skipped\n");

@@ -14,20 +14,9 @@
 
 #include "helpers/testutil.h"
 
-static uint64_t rng_state;
-
-static uint64_t rnd(void)
-{
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
 static uint32_t rnd_below(uint32_t n)
 {
-	return (uint32_t)(rnd() % n);
+	return (uint32_t)(t_rand() % n);
 }
 
 static void permutation(uint32_t *a, uint32_t n)
@@ -383,7 +372,7 @@ static void test_bad_input(void)
 
 int main(void)
 {
-	rng_state = 12345;
+	t_rng = 12345;
 	test_bad_input();
 	test_victim_matches_scan();
 	test_against_belady();

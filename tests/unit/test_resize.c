@@ -20,22 +20,6 @@
 
 #include "helpers/testutil.h"
 
-static uint64_t rng_state = 12345;
-
-static uint64_t rnd(void)
-{
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-static double rnd_unit(void)
-{
-	return (double)(rnd() >> 11) * 0x1.0p-53;
-}
-
 /* Gradients, a disc, stripes and some noise: every filter tap matters. */
 static uint8_t *pattern(uint32_t w, uint32_t h)
 {
@@ -53,7 +37,7 @@ static uint8_t *pattern(uint32_t w, uint32_t h)
 			q[0] = (uint8_t)(255 * x / (w - 1 ? w - 1 : 1));
 			q[1] = disc ? 230 : (uint8_t)(255 * y / (h - 1 ? h - 1 : 1));
 			q[2] = ((x / 3 + y / 5) & 1) ? 200 : 30;
-			q[2] = (uint8_t)(q[2] + (rnd() & 15));
+			q[2] = (uint8_t)(q[2] + (t_rand() & 15));
 		}
 	}
 	return p;
@@ -154,10 +138,10 @@ static int max_diff(const uint8_t *a, const uint8_t *b, size_t n)
 
 static void random_box(uint32_t sw, uint32_t sh, struct dlc_crop *b)
 {
-	b->w = 1 + rnd_unit() * (sw - 1);
-	b->h = 1 + rnd_unit() * (sh - 1);
-	b->x = rnd_unit() * (sw - b->w);
-	b->y = rnd_unit() * (sh - b->h);
+	b->w = 1 + t_rand_unit() * (sw - 1);
+	b->h = 1 + t_rand_unit() * (sh - 1);
+	b->x = t_rand_unit() * (sw - b->w);
+	b->y = t_rand_unit() * (sh - b->h);
 	b->flip = 0;
 	b->pad = 0;
 }
@@ -178,8 +162,8 @@ static void test_identity_and_constant(void)
 	for (i = 0; i < 64 * 48 * 3; i++)
 		flat[i] = (uint8_t)(i % 3 == 0 ? 17 : i % 3 == 1 ? 128 : 250);
 	for (i = 0; i < 50; i++) {
-		uint32_t ow = 1 + (uint32_t)(rnd() % 224);
-		uint32_t oh = 1 + (uint32_t)(rnd() % 224), k;
+		uint32_t ow = 1 + (uint32_t)(t_rand() % 224);
+		uint32_t oh = 1 + (uint32_t)(t_rand() % 224), k;
 		int bad = 0;
 
 		random_box(64, 48, &b);
@@ -212,13 +196,13 @@ static void test_against_reference(void)
 		       src + (size_t)i * sw * 3, sw * 3);
 	for (i = 0; i < 120; i++) {
 		struct dlc_crop b;
-		uint32_t ow = 1 + (uint32_t)(rnd() % 300);
-		uint32_t oh = 1 + (uint32_t)(rnd() % 300);
+		uint32_t ow = 1 + (uint32_t)(t_rand() % 300);
+		uint32_t oh = 1 + (uint32_t)(t_rand() % 300);
 		int ret, m;
 
 		if (i % 4 == 0) {
-			ow = 1 + (uint32_t)(rnd() % 20);	/* big shrink */
-			oh = 1 + (uint32_t)(rnd() % 20);
+			ow = 1 + (uint32_t)(t_rand() % 20);	/* big shrink */
+			oh = 1 + (uint32_t)(t_rand() % 20);
 		}
 		random_box(sw, sh, &b);
 		if (i % 5 == 0) {			/* integer boxes */
@@ -325,7 +309,7 @@ static void noise(uint8_t *p, size_t n)
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		uint64_t r = rnd();
+		uint64_t r = t_rand();
 
 		p[i] = (r & 0x700) == 0 ? 0 : (r & 0x700) == 0x100 ? 255 :
 		       (uint8_t)r;
@@ -380,12 +364,12 @@ static void test_simd_vs_c(void)
 				     1, 1, DLC_LAYOUT_NHWC, v, 3) == -EINVAL,
 	      "unknown path accepted");
 	for (i = 0; i < cases; i++) {
-		uint32_t sw = 1 + (uint32_t)(rnd() % 300);
-		uint32_t sh = 1 + (uint32_t)(rnd() % 120);
-		uint32_t ow = 1 + (uint32_t)(rnd() % 320);
-		uint32_t oh = 1 + (uint32_t)(rnd() % 64);
-		uint32_t layout = (uint32_t)(rnd() & 1);
-		size_t stride = (size_t)sw * 3 + (rnd() % 3 ? 0 : rnd() % 8);
+		uint32_t sw = 1 + (uint32_t)(t_rand() % 300);
+		uint32_t sh = 1 + (uint32_t)(t_rand() % 120);
+		uint32_t ow = 1 + (uint32_t)(t_rand() % 320);
+		uint32_t oh = 1 + (uint32_t)(t_rand() % 64);
+		uint32_t layout = (uint32_t)(t_rand() & 1);
+		size_t stride = (size_t)sw * 3 + (t_rand() % 3 ? 0 : t_rand() % 8);
 		size_t bytes = stride * (sh - 1) + (size_t)sw * 3;
 		struct dlc_crop b;
 		uint8_t *src;
@@ -395,15 +379,15 @@ static void test_simd_vs_c(void)
 
 		switch (i % 8) {
 		case 0:		/* narrow sources: the C tail does it all */
-			sw = 1 + (uint32_t)(rnd() % 12);
+			sw = 1 + (uint32_t)(t_rand() % 12);
 			stride = (size_t)sw * 3;
 			bytes = stride * sh;
 			break;
 		case 1:		/* big shrinks: past the tap-pair table */
-			ow = 1 + (uint32_t)(rnd() % 24);
+			ow = 1 + (uint32_t)(t_rand() % 24);
 			break;
 		case 2:		/* the decoder's shape: up to 2x either way */
-			ow = 1 + (uint32_t)(rnd() % 224);
+			ow = 1 + (uint32_t)(t_rand() % 224);
 			break;
 		default:
 			break;
@@ -422,7 +406,7 @@ static void test_simd_vs_c(void)
 			b.w = sw;
 			b.h = sh;
 		}
-		b.flip = (uint32_t)(rnd() & 1);
+		b.flip = (uint32_t)(t_rand() & 1);
 		rc = dlc_resize_rgb_ws_path(&wc, src, sw, sh, stride, &b, ow, oh,
 					    layout, a, DLC_RESIZE_C);
 		rv = dlc_resize_rgb_ws_path(&wv, src, sw, sh, stride, &b, ow, oh,
@@ -534,8 +518,8 @@ static void test_against_pil(void)
 			boxes[i].w = floor(boxes[i].w);
 			boxes[i].h = floor(boxes[i].h);
 		}
-		ow[i] = 1 + (uint32_t)(rnd() % 256);
-		oh[i] = 1 + (uint32_t)(rnd() % 256);
+		ow[i] = 1 + (uint32_t)(t_rand() % 256);
+		oh[i] = 1 + (uint32_t)(t_rand() % 256);
 		if (i == 0) {	/* torchvision's eval shape of thing */
 			boxes[i] = (struct dlc_crop){ 16.5, 0, 224.0 * 181 / 256,
 						      181, 0, 0 };
@@ -582,6 +566,7 @@ static void test_against_pil(void)
 
 int main(void)
 {
+	t_rng = 12345;
 	test_identity_and_constant();
 	test_against_reference();
 	test_flip_and_layout();

@@ -13,6 +13,21 @@
 #include "testutil.h"
 
 int t_failures;
+uint64_t t_rng = 12345;
+
+uint64_t t_rand(void)
+{
+	uint64_t z = (t_rng += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+double t_rand_unit(void)
+{
+	return (double)(t_rand() >> 11) * 0x1.0p-53;
+}
 
 void t_fail(const char *file, int line, const char *cond, const char *fmt, ...)
 {

@@ -36,6 +36,15 @@ void t_fail(const char *file, int line, const char *cond, const char *fmt, ...)
 			       "%s: %lld != %lld", #a " == " #b, a_, b_); \
 	} while (0)
 
+/*
+ * A splitmix64 stream for test data: reproducible from t_rng, which a
+ * test may seed. Not the library's generator, on purpose.
+ */
+extern uint64_t t_rng;
+uint64_t t_rand(void);
+/* Uniform in [0, 1) with 53 bits. */
+double t_rand_unit(void);
+
 /* Print the verdict for test @name; returns the exit status. */
 int t_done(const char *name);
 
