@@ -268,6 +268,17 @@ static void fail_early(struct dlc_reader *r, uint64_t tag, int err,
 	d->buf = buf;
 }
 
+/* Stop asking for O_DIRECT, and say so the first time only. */
+static void direct_refused(struct dlc_reader *r, const char *path, int err)
+{
+	if (!r->direct_ok)
+		return;
+	r->direct_ok = 0;
+	dlc_logf(r->o.log, DLC_LOG_WARN,
+		 "O_DIRECT refused for %s (%s); using buffered reads from now on",
+		 path, strerror(err));
+}
+
 static void drop_direct(struct dlc_reader *r, struct dlc_read_req *q, int err)
 {
 	int fl = fcntl(q->fd, F_GETFL);
@@ -275,12 +286,7 @@ static void drop_direct(struct dlc_reader *r, struct dlc_read_req *q, int err)
 	if (fl >= 0)
 		fcntl(q->fd, F_SETFL, fl & ~O_DIRECT);
 	q->direct = 0;
-	if (r->direct_ok) {
-		r->direct_ok = 0;
-		dlc_logf(r->o.log, DLC_LOG_WARN,
-			 "O_DIRECT refused for %s (%s); using buffered reads from now on",
-			 q->path, strerror(err));
-	}
+	direct_refused(r, q->path, err);
 }
 
 int dlc_reader_queue(struct dlc_reader *r, const char *path, uint64_t tag)
@@ -293,12 +299,7 @@ int dlc_reader_queue(struct dlc_reader *r, const char *path, uint64_t tag)
 		return -EBUSY;
 	fd = open(path, O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
 	if (fd < 0 && direct && errno == EINVAL) {
-		if (r->direct_ok) {
-			r->direct_ok = 0;
-			dlc_logf(r->o.log, DLC_LOG_WARN,
-				 "O_DIRECT refused for %s (%s); using buffered reads from now on",
-				 path, strerror(EINVAL));
-		}
+		direct_refused(r, path, EINVAL);
 		direct = 0;
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 	}

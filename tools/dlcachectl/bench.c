@@ -304,13 +304,7 @@ int cmd_bench(int argc, char **argv)
 	if (ret)
 		return fail("bench", "%s: %s", argv[optind], index_error(ret));
 
-	if (eval) {
-		dlc_transform_default(&cfg.transform, DLC_TRANSFORM_EVAL);
-		cfg.shuffle = 0;
-	}
-	cfg.transform.out_w = cfg.transform.out_h = size;
-	if (eval && cfg.transform.resize < size)
-		cfg.transform.resize = size * 8 / 7;
+	setup_transform(&cfg, eval, size);
 	cfg.cache_bytes = have_cache ? cache :
 		(uint64_t)(fraction * (double)dlc_index_total_bytes(idx));
 

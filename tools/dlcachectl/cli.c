@@ -120,6 +120,17 @@ const char *index_error(int err)
 	}
 }
 
+void setup_transform(struct dlc_config *cfg, int eval, uint32_t size)
+{
+	if (eval) {
+		dlc_transform_default(&cfg->transform, DLC_TRANSFORM_EVAL);
+		cfg->shuffle = 0;
+	}
+	cfg->transform.out_w = cfg->transform.out_h = size;
+	if (eval && cfg->transform.resize < size)
+		cfg->transform.resize = size * 8 / 7;
+}
+
 int parse_on_error(const char *s, uint32_t *out)
 {
 	static const char *const names[] = { "skip", "substitute", "fail" };

@@ -49,6 +49,14 @@ struct dlc_index;
 int open_index(const char *path, struct dlc_index **out);
 const char *index_error(int err);
 
+/*
+ * The transform bench and preview share: train (or, with @eval, Resize +
+ * CenterCrop unshuffled) at @size x @size, the resize kept at 8/7 of
+ * the output when the default would be below it.
+ */
+struct dlc_config;
+void setup_transform(struct dlc_config *cfg, int eval, uint32_t size);
+
 /* "skip", "substitute" or "fail" to enum dlc_on_error; 0 or -1. */
 int parse_on_error(const char *s, uint32_t *out);
 

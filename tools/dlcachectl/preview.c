@@ -254,13 +254,7 @@ int cmd_preview(int argc, char **argv)
 		return fail("preview", "%s: %s", argv[optind], index_error(ret));
 
 	/* The same transform set-up as bench, so the sheet shows its input. */
-	if (eval) {
-		dlc_transform_default(&cfg.transform, DLC_TRANSFORM_EVAL);
-		cfg.shuffle = 0;
-	}
-	cfg.transform.out_w = cfg.transform.out_h = size;
-	if (eval && cfg.transform.resize < size)
-		cfg.transform.resize = size * 8 / 7;
+	setup_transform(&cfg, eval, size);
 	cfg.log = dlc_log_stderr;
 	/* One batch is read once: a cache would only cost memory. */
 	cfg.cache_bytes = 0;
