@@ -13,7 +13,10 @@
  * Paths that hold a dlc_dataset.lock and need dlc_cache.lock or another
  * data set's lock only ever mutex_trylock() them (admission stealing
  * space, the shrinker), so they cannot deadlock. No dlc_dataset.lock is
- * held across a copy from or to user memory.
+ * held across a copy from or to user memory. The module's parameter lock
+ * (kernel_param_lock()) comes before dlc_cache.lock; main.c's
+ * dlc_lease_lock is innermost (taken under a dlc_dataset.lock). The fill
+ * lease work takes dlc_cache.lock, then each dlc_dataset.lock.
  */
 #ifndef DLC_KMOD_H
 #define DLC_KMOD_H
@@ -47,7 +50,8 @@
 
 #define DLC_FEATURES	(DLCACHE_FEAT_RING | DLCACHE_FEAT_POLL |	\
 			 DLCACHE_FEAT_GET_AT | DLCACHE_FEAT_FILL_WAIT |	\
-			 DLCACHE_FEAT_SHRINKER)
+			 DLCACHE_FEAT_SHRINKER | DLCACHE_FEAT_OWNER |	\
+			 DLCACHE_FEAT_FILL_LEASE)
 
 /* ------------------------------------------------------------------ */
 /* ring.c                                                              */
@@ -68,13 +72,14 @@ struct dlc_ring_ctl {
 };
 
 /*
- * One ring, SQ or CQ, over a vmalloc_user() region mapped into the
+ * One ring, SQ or CQ, over a region of pages charged to the memory cgroup
+ * of the task that set it up (dlc_ring_alloc() in main.c), mapped into the
  * session's users. The kernel-side index (SQ head or CQ tail) is kept
  * here and published to ctl; the user-side one is read from ctl and never
  * trusted beyond the ring size. Protected by dlc_session.ring_lock.
  */
 struct dlc_ring {
-	void *mem;			/* region start, vmalloc_user() */
+	void *mem;			/* region start, vmap(VM_USERMAP) */
 	size_t size;			/* region bytes, page aligned */
 	struct dlc_ring_ctl *ctl;	/* == mem */
 	void *entries;			/* entry array inside mem */
@@ -110,8 +115,16 @@ struct dlc_cache {
 	atomic64_t ncached;		/* samples held */
 	atomic64_t nfilling;		/* fills in flight */
 	atomic64_t errors;		/* completions with an error */
-	u64 policy_bytes;		/* policy memory of data sets; lock */
+	/* Policy memory of the data sets listed and reserved; lock. */
+	u64 policy_bytes;
 	u64 policy_limit;		/* most policy memory at once */
+	/*
+	 * Data sets being created (struct dlc_reservation in main.c): their
+	 * slot and policy memory count against the limits while they are
+	 * allocated without the lock. lock.
+	 */
+	struct list_head reserved;
+	u32 nreserved;
 	struct dlcache_counters retired; /* of freed data sets; lock */
 };
 
@@ -119,8 +132,10 @@ struct dlc_cache {
 enum {
 	/*
 	 * DLC_S_FILLING: a placeholder with no pages. @filler (a session's
-	 * attachment) owns the fill: it got -ENOENT with DLCACHE_CQE_F_FILL
-	 * and must PUT or ABORT. @waiters holds parked GETs.
+	 * attachment) owns the fill since @fill_start: it got -ENOENT with
+	 * DLCACHE_CQE_F_FILL and must PUT or ABORT. @waiters holds parked
+	 * GETs. Past the fill lease the fill may be taken from @filler and
+	 * given to another attachment (main.c, dlc_fill_take()).
 	 */
 	DLC_S_FILLING,
 	/*
@@ -140,10 +155,16 @@ struct dlc_sample {
 	void *filler;			/* FILLING: owner attachment */
 	struct list_head fill_link;	/* FILLING: on the owner's fills */
 	struct list_head waiters;	/* FILLING: parked GETs */
+	unsigned long fill_start;	/* FILLING: jiffies @filler got it */
+	/* FILLING: on the data set's lease_fills (lease checked) or empty */
+	struct list_head lease_link;
 	struct page *pages[];		/* CACHED: npages order-0 pages */
 };
 
-/* A data set: samples of one key, shared by every session attached. */
+/*
+ * A data set: samples of one (key, owner), shared by every session
+ * attached. Two owners with the same key have two data sets.
+ */
 struct dlc_dataset {
 	struct kref ref;		/* attachments; put under cache lock */
 	struct list_head node;		/* cache->datasets; cache lock */
@@ -154,7 +175,7 @@ struct dlc_dataset {
 	u32 mode;
 	u32 window;
 	u32 lookahead;
-	kuid_t uid;
+	kuid_t uid;			/* owner: half of the name */
 	kgid_t gid;
 	u32 nattached;			/* cache lock */
 
@@ -166,6 +187,11 @@ struct dlc_dataset {
 	u64 used;			/* bytes charged by this data set */
 	u64 ncached;
 	u64 nfilling;
+	/*
+	 * FILLING placeholders that had a GET parked on them since the lease
+	 * work last looked: the fill lease work (main.c) checks only these.
+	 */
+	struct list_head lease_fills;
 	struct dlcache_counters st;	/* counters; used/cached/filling 0 */
 };
 

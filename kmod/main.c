@@ -5,7 +5,8 @@
  * /dev/dlcache is a misc device. Each open file is a session: it attaches
  * to data sets by key, sets up a submission/completion ring pair that it
  * maps, and drives it with DLCACHE_IOC_ENTER. All work runs synchronously
- * in the ENTER caller's context; the module has no threads.
+ * in the ENTER caller's context; the module has no threads, only the fill
+ * lease's delayed work, queued while GETs are parked on fills.
  *
  * Fills. A GET that misses makes its attachment the sample's filler (a
  * FILLING placeholder in the store). A GET for a sample another session
@@ -33,6 +34,7 @@
 #include <linux/fs.h>
 #include <linux/hrtimer.h>
 #include <linux/init.h>
+#include <linux/jiffies.h>
 #include <linux/kernel.h>
 #include <linux/ktime.h>
 #include <linux/miscdevice.h>
@@ -49,13 +51,40 @@
 #include <linux/uio.h>
 #include <linux/vmalloc.h>
 #include <linux/wait.h>
+#include <linux/workqueue.h>
 
 #include "compat.h"
 #include "dlc.h"
 
 static unsigned long capacity_mb = 256;
-static bool dlc_ready;		/* dlc_cache is set up; READ_ONCE */
+/*
+ * dlc_cache is set up. Set and cleared under kernel_param_lock(), which
+ * the parameters' set and get callbacks run under: a write to a
+ * parameter file (that outlives dlc_exit()) sees it false once the cache
+ * is going away. READ_ONCE elsewhere.
+ */
+static bool dlc_ready;
 static struct dlc_cache dlc_cache;
+
+/*
+ * The fill lease, in ms (0: none): a fill older than this may be taken
+ * from its filler (see dlc_fill_expire()). A module parameter, read with
+ * READ_ONCE where used.
+ */
+static unsigned int fill_lease_ms = 30000;
+
+/*
+ * The lease work checks the data sets' lease_fills. It is queued only
+ * while a placeholder with parked GETs may be there (dlc_lease_watch()),
+ * for the earliest deadline; it queues itself again while any is left.
+ * dlc_lease_lock protects dlc_lease_armed (queued and not yet started)
+ * and dlc_lease_next (the jiffies it is queued for).
+ */
+static void dlc_lease_workfn(struct work_struct *work);
+static DECLARE_DELAYED_WORK(dlc_lease_work, dlc_lease_workfn);
+static DEFINE_SPINLOCK(dlc_lease_lock);
+static bool dlc_lease_armed;
+static unsigned long dlc_lease_next;
 
 struct dlc_session;
 
@@ -182,6 +211,150 @@ static void dlc_wait_ready(struct dlc_wait *w, int res, u32 cflags, bool rerun)
 	wake_up(&sess->wq);
 }
 
+/* ------------------------------------------------------------------ */
+/* Fill ownership and the fill lease                                   */
+/* ------------------------------------------------------------------ */
+
+/* The fill lease in jiffies, 0 for none. */
+static unsigned long dlc_lease_jiffies(void)
+{
+	unsigned int ms = READ_ONCE(fill_lease_ms);
+
+	return ms ? max(msecs_to_jiffies(ms), 1UL) : 0;
+}
+
+/* The fill of placeholder @ph is older than @lease (jiffies; 0: never). */
+static bool dlc_fill_expired(const struct dlc_sample *ph, unsigned long lease)
+{
+	return lease && time_after_eq(jiffies, ph->fill_start + lease);
+}
+
+/*
+ * Make @att the filler of placeholder @ph. The fill is taken from its
+ * filler, if any: the fills list and count of both attachments follow,
+ * so that a late PUT, ABORT or end of the old filler's session sees a
+ * fill it does not own. The lease starts again.
+ */
+static void dlc_fill_give(struct dlc_sample *ph, struct dlc_attachment *att)
+{
+	struct dlc_attachment *owner = ph->filler;
+
+	lockdep_assert_held(&att->ds->lock);
+	if (owner) {
+		list_del_init(&ph->fill_link);
+		owner->nfills--;
+	}
+	ph->filler = att;
+	ph->fill_start = jiffies;
+	list_add_tail(&ph->fill_link, &att->fills);
+	att->nfills++;
+}
+
+/* Have the lease work run at @when at the latest. */
+static void dlc_lease_arm(unsigned long when)
+{
+	unsigned long now = jiffies;
+
+	spin_lock(&dlc_lease_lock);
+	if (!dlc_lease_armed || time_before(when, dlc_lease_next)) {
+		dlc_lease_armed = true;
+		dlc_lease_next = when;
+		mod_delayed_work(system_wq, &dlc_lease_work,
+				 time_after(when, now) ? when - now : 0);
+	}
+	spin_unlock(&dlc_lease_lock);
+}
+
+/*
+ * A GET was parked on @ph: the lease work must look at @ph before its
+ * lease ends. On the list also while the lease is off, so that turning
+ * it on (dlc_lease_set()) finds the fills already waited for.
+ */
+static void dlc_lease_watch(struct dlc_dataset *ds, struct dlc_sample *ph)
+{
+	unsigned long lease = dlc_lease_jiffies();
+
+	lockdep_assert_held(&ds->lock);
+	if (list_empty(&ph->lease_link))
+		list_add_tail(&ph->lease_link, &ds->lease_fills);
+	if (lease)
+		dlc_lease_arm(ph->fill_start + lease);
+}
+
+/*
+ * The fill of @ph outlived the lease. The first parked GET whose
+ * attachment may write takes it over, as in a hand-off (-ENOENT with
+ * F_FILL | F_WAITED); every other parked GET completes -ETIMEDOUT. With
+ * no such GET the filler keeps the fill until it ends it or a GET that
+ * may write takes it (dlc_op_get()).
+ */
+static void dlc_fill_expire(struct dlc_dataset *ds, struct dlc_sample *ph)
+{
+	struct dlc_wait *w, *tmp;
+	bool taken = false;
+
+	lockdep_assert_held(&ds->lock);
+	list_for_each_entry_safe(w, tmp, &ph->waiters, link) {
+		list_del_init(&w->link);
+		if (!taken && w->att->may_write) {
+			taken = true;
+			ds->st.aborts++;
+			dlc_fill_give(ph, w->att);
+			dlc_wait_ready(w, -ENOENT, DLCACHE_CQE_F_FILL |
+				       DLCACHE_CQE_F_WAITED, false);
+		} else {
+			dlc_wait_ready(w, -ETIMEDOUT, DLCACHE_CQE_F_WAITED,
+				       false);
+		}
+	}
+	/* No GET waits for it any more. */
+	list_del_init(&ph->lease_link);
+}
+
+/*
+ * Expire the fills with parked GETs that outlived the lease, and queue
+ * itself again for the next deadline. Lock order as everywhere: the
+ * cache's lock, then each data set's.
+ */
+static void dlc_lease_workfn(struct work_struct *work)
+{
+	unsigned long lease = dlc_lease_jiffies(), next = 0, end;
+	struct dlc_sample *ph, *tmp;
+	struct dlc_dataset *ds;
+	bool more = false;
+
+	spin_lock(&dlc_lease_lock);
+	dlc_lease_armed = false;
+	spin_unlock(&dlc_lease_lock);
+	/* Turning the lease on again queues this work (dlc_lease_set()). */
+	if (!lease)
+		return;
+
+	mutex_lock(&dlc_cache.lock);
+	list_for_each_entry(ds, &dlc_cache.datasets, node) {
+		mutex_lock(&ds->lock);
+		list_for_each_entry_safe(ph, tmp, &ds->lease_fills, lease_link) {
+			if (list_empty(&ph->waiters)) {
+				/* Its waiters left (DETACH): nothing to do. */
+				list_del_init(&ph->lease_link);
+				continue;
+			}
+			if (dlc_fill_expired(ph, lease)) {
+				dlc_fill_expire(ds, ph);
+				continue;
+			}
+			end = ph->fill_start + lease;
+			if (!more || time_before(end, next))
+				next = end;
+			more = true;
+		}
+		mutex_unlock(&ds->lock);
+	}
+	mutex_unlock(&dlc_cache.lock);
+	if (more)
+		dlc_lease_arm(next);
+}
+
 /* How a fill ends. */
 enum dlc_fill_end {
 	DLC_END_DONE,		/* bytes were PUT: waiters GET again */
@@ -211,9 +384,7 @@ static void dlc_fill_end(struct dlc_dataset *ds, struct dlc_sample *ph,
 			if (!w->att->may_write)
 				continue;
 			list_del_init(&w->link);
-			ph->filler = w->att;
-			list_add_tail(&ph->fill_link, &w->att->fills);
-			w->att->nfills++;
+			dlc_fill_give(ph, w->att);
 			dlc_wait_ready(w, -ENOENT, DLCACHE_CQE_F_FILL |
 				       DLCACHE_CQE_F_WAITED, false);
 			return;
@@ -245,6 +416,7 @@ static void dlc_op_get(struct dlc_session *sess, struct dlc_attachment *att,
 	u32 cflags = w ? DLCACHE_CQE_F_WAITED : 0;
 	struct dlc_sample *s, *ph;
 	struct iov_iter iter;
+	unsigned long lease;
 	struct iovec iov;
 	int ret;
 
@@ -253,7 +425,11 @@ static void dlc_op_get(struct dlc_session *sess, struct dlc_attachment *att,
 		goto free_wait;
 	}
 	mutex_lock(&ds->lock);
-	if (!w)
+	/*
+	 * Only writers move the policy: a reader's GET (with F_AT at the
+	 * last index, say) must not drop the epochs the owner uploaded.
+	 */
+	if (!w && att->may_write)
 		dlc_store_use(ds, sqe->sample, sqe);
 	s = dlc_store_lookup(ds, sqe->sample);
 	if (s && test_bit(DLC_S_CACHED, &s->state)) {
@@ -277,8 +453,27 @@ static void dlc_op_get(struct dlc_session *sess, struct dlc_attachment *att,
 		dlc_post(sess, sqe, ret ? ret : size, cflags, size);
 		goto free_wait;
 	}
+	lease = dlc_lease_jiffies();
+	if (s && s->filler != att && dlc_fill_expired(s, lease)) {
+		/*
+		 * The fill outlived its lease (the lease work runs only for
+		 * fills with parked GETs). Those GETs come first: one may
+		 * take the fill. Else this GET takes it, when it may write,
+		 * instead of parking on a fill that may never end.
+		 */
+		dlc_fill_expire(ds, s);
+		if (s->filler != att && dlc_fill_expired(s, lease)) {
+			if (!att->may_write || att->nfills >= DLC_MAX_FILLS) {
+				mutex_unlock(&ds->lock);
+				dlc_post(sess, sqe, -ETIMEDOUT, cflags, 0);
+				goto free_wait;
+			}
+			ds->st.aborts++;
+			dlc_fill_give(s, att);
+		}
+	}
 	if (s) {
-		/* FILLING. */
+		/* FILLING (a fill just taken over included). */
 		if (s->filler == att) {
 			mutex_unlock(&ds->lock);
 			dlc_post(sess, sqe, -ENOENT,
@@ -298,6 +493,7 @@ static void dlc_op_get(struct dlc_session *sess, struct dlc_attachment *att,
 		}
 		w->state = DLC_W_PARKED;
 		list_add_tail(&w->link, &s->waiters);
+		dlc_lease_watch(ds, s);
 		mutex_unlock(&ds->lock);
 		return;
 	}
@@ -305,11 +501,10 @@ static void dlc_op_get(struct dlc_session *sess, struct dlc_attachment *att,
 	/* Miss: take the fill when this attachment may PUT. */
 	ds->st.misses++;
 	if (att->may_write && att->nfills < DLC_MAX_FILLS) {
-		ph = dlc_sample_placeholder(sqe->sample, GFP_KERNEL);
+		/* Charged: up to DLC_MAX_FILLS per attachment. */
+		ph = dlc_sample_placeholder(sqe->sample, GFP_KERNEL_ACCOUNT);
 		if (ph && !dlc_store_set_filling(ds, ph)) {
-			ph->filler = att;
-			list_add_tail(&ph->fill_link, &att->fills);
-			att->nfills++;
+			dlc_fill_give(ph, att);
 			cflags |= DLCACHE_CQE_F_FILL;
 		} else if (ph) {
 			dlc_sample_put(ph);
@@ -501,10 +696,26 @@ malformed:
 	dlc_post(sess, sqe, -EINVAL, 0, 0);
 }
 
+/*
+ * Wake the session's sleepers when the CQ tail moved past @tail. Every
+ * path that posts CQEs ends with this: another thread of the session may
+ * sleep in ENTER or poll() for a CQE posted here. It was woken when its
+ * wait became ready, but this context may have taken the ready wait
+ * (dlc_run_ready()) before that thread looked, and posted it after.
+ */
+static void dlc_wake_posted(struct dlc_session *sess, u32 tail)
+{
+	lockdep_assert_held(&sess->ring_lock);
+	/* The tail was published (release) before the wake-up's barrier. */
+	if (sess->cq.kidx != tail)
+		wake_up(&sess->wq);
+}
+
 /* Post the completions of ready waits, in the waiting session's context. */
 static void dlc_run_ready(struct dlc_session *sess)
 {
 	struct dlc_wait *w, *tmp;
+	u32 tail = sess->cq.kidx;
 	LIST_HEAD(list);
 
 	lockdep_assert_held(&sess->ring_lock);
@@ -522,7 +733,10 @@ static void dlc_run_ready(struct dlc_session *sess)
 			dlc_post(sess, &w->sqe, w->res, w->cflags, 0);
 			dlc_wait_free(sess, w);
 		}
+		/* A CQ of GETs of 16 MiB samples: only mutexes are held. */
+		cond_resched();
 	}
+	dlc_wake_posted(sess, tail);
 }
 
 /* CQEs that can be reaped, read without the ring lock. */
@@ -619,6 +833,49 @@ static long dlc_ioc_get_info(struct dlc_session *sess, void __user *uarg)
 	return 0;
 }
 
+/*
+ * Memory a session makes the kernel hold for itself (rings, wait pool) is
+ * charged to the caller's memory cgroup, and fails with -ENOMEM at its
+ * limit rather than waking the OOM killer (__GFP_RETRY_MAYFAIL) or
+ * warning (__GFP_NOWARN): one user opening many sessions hits its own
+ * limit, not the node's.
+ */
+#define DLC_GFP_SESSION	(GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | __GFP_NOWARN)
+
+/*
+ * A zeroed ring region of @size bytes (page aligned) that
+ * remap_vmalloc_range() maps. vmalloc_user() is not charged to a memory
+ * cgroup and takes no gfp flags; __vmalloc_node_range() is not exported.
+ * So the pages are allocated one by one, charged, and vmap()ed with
+ * VM_USERMAP (what remap_vmalloc_range() asks for) and VM_MAP_PUT_PAGES
+ * (vfree() frees the pages and the array), as BPF's ring buffer does.
+ * The same on 6.1 and 6.12.
+ */
+static void *dlc_ring_alloc(size_t size)
+{
+	unsigned int i, n = size >> PAGE_SHIFT;
+	struct page **pages;
+	void *mem;
+
+	pages = kvmalloc_array(n, sizeof(*pages), DLC_GFP_SESSION);
+	if (!pages)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		pages[i] = alloc_page(DLC_GFP_SESSION | __GFP_ZERO);
+		if (!pages[i])
+			goto free_pages;
+	}
+	mem = vmap(pages, n, VM_MAP | VM_USERMAP | VM_MAP_PUT_PAGES,
+		   PAGE_KERNEL);
+	if (mem)
+		return mem;
+free_pages:
+	while (i--)
+		__free_page(pages[i]);
+	kvfree(pages);
+	return NULL;
+}
+
 static long dlc_ioc_setup_ring(struct dlc_session *sess, void __user *uarg)
 {
 	struct dlcache_ring_setup p;
@@ -644,13 +901,13 @@ static long dlc_ioc_setup_ring(struct dlc_session *sess, void __user *uarg)
 	ret = -ENOMEM;
 	sq_size = dlc_ring_bytes(p.sq_entries, sizeof(struct dlcache_sqe));
 	cq_size = dlc_ring_bytes(p.cq_entries, sizeof(struct dlcache_cqe));
-	sq_mem = vmalloc_user(sq_size);
+	sq_mem = dlc_ring_alloc(sq_size);
 	if (!sq_mem)
 		goto unlock;
-	cq_mem = vmalloc_user(cq_size);
+	cq_mem = dlc_ring_alloc(cq_size);
 	if (!cq_mem)
 		goto free_sq;
-	waits = kvcalloc(p.cq_entries, sizeof(*waits), GFP_KERNEL);
+	waits = kvcalloc(p.cq_entries, sizeof(*waits), DLC_GFP_SESSION);
 	if (!waits)
 		goto free_cq;
 
@@ -688,7 +945,7 @@ static long dlc_ioc_enter(struct dlc_session *sess, void __user *uarg)
 {
 	struct dlcache_enter e;
 	struct dlcache_sqe sqe;
-	u32 submitted = 0, ready, sqflags;
+	u32 submitted = 0, ready, sqflags, tail;
 	bool full = false;
 	int ret = 0;
 
@@ -713,9 +970,17 @@ static long dlc_ioc_enter(struct dlc_session *sess, void __user *uarg)
 		return -EINVAL;
 	}
 	dlc_run_ready(sess);
+	tail = sess->cq.kidx;
 	/* Read the SQ tail once: one ENTER consumes at most the ring. */
 	ready = min(e.to_submit, dlc_sq_ready(&sess->sq));
 	while (submitted < ready) {
+		/*
+		 * A killed task stops consuming at once: a full ring of 16 MiB
+		 * PUTs is seconds of copying that nobody will use. What is
+		 * left stays in the SQ for a task that shares the ring.
+		 */
+		if (fatal_signal_pending(current))
+			break;
 		if (dlc_cq_used(&sess->cq) + sess->nbusy >= sess->cq.nentries) {
 			full = true;
 			break;
@@ -730,33 +995,57 @@ static long dlc_ioc_enter(struct dlc_session *sess, void __user *uarg)
 	sqflags = READ_ONCE(sess->sq.ctl->flags) & ~DLCACHE_SQ_F_CQ_FULL;
 	WRITE_ONCE(sess->sq.ctl->flags,
 		   sqflags | (full ? DLCACHE_SQ_F_CQ_FULL : 0));
+	dlc_wake_posted(sess, tail);
 	mutex_unlock(&sess->ring_lock);
-	if (submitted)
-		wake_up(&sess->wq);
 
 	if (e.flags & DLCACHE_ENTER_F_GETEVENTS)
 		ret = dlc_wait_cqes(sess, e.min_complete,
 				    e.flags & DLCACHE_ENTER_F_TIMEOUT,
 				    e.timeout_ns);
 	e.submitted = submitted;
-	if (copy_to_user(uarg, &e, sizeof(e)))
+	/*
+	 * SQEs consumed cannot be given back: the return value, not
+	 * e.submitted, is authoritative, also when the copy fails.
+	 */
+	if (copy_to_user(uarg, &e, sizeof(e)) && !submitted)
 		return -EFAULT;
 	return submitted ? submitted : ret;
 }
 
+/*
+ * The bits (4 read, 2 write) that @mode gives the caller on a data set of
+ * owner @uid and group @gid: the owner's, else the group's, else the
+ * others' bits, as for a file.
+ */
+static u32 dlc_mode_bits(kuid_t uid, kgid_t gid, u32 mode)
+{
+	if (uid_eq(current_fsuid(), uid))
+		mode >>= 6;
+	else if (in_group_p(gid))
+		mode >>= 3;
+	return mode & 6;
+}
+
+/*
+ * What the caller may do with @ds, in the order of generic_permission():
+ * the mode bits first, then CAP_SYS_ADMIN only for what they deny. Read is
+ * what ATTACH needs, so a denied read asks capable(), which audits: the
+ * caller is refused without it. Write is only offered with the handle, so
+ * it is asked without audit: root attaching a data set it may only read
+ * by its mode leaves no denial in the audit log or an LSM.
+ */
 static u32 dlc_perm(const struct dlc_dataset *ds)
 {
-	u32 bits;
+	u32 bits = dlc_mode_bits(ds->uid, ds->gid, ds->mode);
 
-	if (capable(CAP_SYS_ADMIN))
-		return 6;
-	if (uid_eq(current_fsuid(), ds->uid))
-		bits = ds->mode >> 6;
-	else if (in_group_p(ds->gid))
-		bits = ds->mode >> 3;
-	else
-		bits = ds->mode;
-	return bits & 6;
+	if (!(bits & 4)) {
+		if (!capable(CAP_SYS_ADMIN))
+			return bits;
+		bits |= 4;
+	}
+	if (!(bits & 2) && ns_capable_noaudit(&init_user_ns, CAP_SYS_ADMIN))
+		bits |= 2;
+	return bits;
 }
 
 static void dlc_dataset_unlist(struct kref *ref)
@@ -818,6 +1107,8 @@ static void dlc_detach(struct dlc_session *sess, struct dlc_attachment *att)
 		ph = list_first_entry(&att->fills, struct dlc_sample, fill_link);
 		ds->st.aborts++;
 		dlc_fill_end(ds, ph, DLC_END_HANDOFF);
+		/* Up to DLC_MAX_FILLS; only mutexes are held. */
+		cond_resched();
 	}
 	mutex_unlock(&ds->lock);
 	sess->atts[att->handle - 1] = NULL;
@@ -825,26 +1116,198 @@ static void dlc_detach(struct dlc_session *sess, struct dlc_attachment *att)
 	kfree(att);
 }
 
+/*
+ * Per-uid limits on data set creation, so that one user cannot take the
+ * global limits (DLC_MAX_DATASETS, the policy memory) that the others need.
+ * Read at each creation.
+ */
+static unsigned int uid_max_datasets = 16;
+module_param(uid_max_datasets, uint, 0644);
+MODULE_PARM_DESC(uid_max_datasets,
+		 "Data sets one owner uid may have at once (default 16; -EDQUOT beyond)");
+
+static unsigned int uid_max_policy_mb;
+module_param(uid_max_policy_mb, uint, 0644);
+MODULE_PARM_DESC(uid_max_policy_mb,
+		 "Policy memory in MiB of one owner uid's data sets (0: a quarter of the global policy limit; -EDQUOT beyond)");
+
+/*
+ * A data set being created: its slot and policy memory are counted on
+ * cache->reserved while its memory is allocated without cache->lock.
+ */
+struct dlc_reservation {
+	struct list_head node;		/* cache->reserved */
+	kuid_t uid;			/* the owner to be */
+	u64 bytes;			/* policy memory */
+};
+
+static u64 dlc_uid_policy_limit(const struct dlc_cache *cache)
+{
+	u64 mb = READ_ONCE(uid_max_policy_mb);
+
+	return mb ? mb << 20 : cache->policy_limit / 4;
+}
+
+/*
+ * Data sets of owner @uid and their policy bytes, reservations included.
+ * At most DLC_MAX_DATASETS entries in all: a walk is cheap.
+ */
+static void dlc_uid_usage(struct dlc_cache *cache, kuid_t uid, u32 *n,
+			  u64 *bytes)
+{
+	struct dlc_reservation *r;
+	struct dlc_dataset *ds;
+
+	lockdep_assert_held(&cache->lock);
+	*n = 0;
+	*bytes = 0;
+	list_for_each_entry(ds, &cache->datasets, node) {
+		if (uid_eq(ds->uid, uid)) {
+			(*n)++;
+			*bytes += ds->policy_size;
+		}
+	}
+	list_for_each_entry(r, &cache->reserved, node) {
+		if (uid_eq(r->uid, uid)) {
+			(*n)++;
+			*bytes += r->bytes;
+		}
+	}
+}
+
+/*
+ * Reserve a data set slot and @bytes of policy memory for owner r->uid:
+ * -ENOSPC when DLC_MAX_DATASETS exist, -ENOMEM past the global policy
+ * limit, -EDQUOT past the owner's limits.
+ */
+static int dlc_reserve(struct dlc_cache *cache, struct dlc_reservation *r,
+		       u64 bytes)
+{
+	u64 used;
+	u32 n;
+
+	lockdep_assert_held(&cache->lock);
+	if (cache->ndatasets + cache->nreserved >= DLC_MAX_DATASETS)
+		return -ENOSPC;
+	/* Bound the kernel memory unprivileged users can pin. */
+	if (cache->policy_bytes + bytes > cache->policy_limit)
+		return -ENOMEM;
+	dlc_uid_usage(cache, r->uid, &n, &used);
+	if (n >= READ_ONCE(uid_max_datasets) ||
+	    used + bytes > dlc_uid_policy_limit(cache))
+		return -EDQUOT;
+	r->bytes = bytes;
+	list_add_tail(&r->node, &cache->reserved);
+	cache->nreserved++;
+	cache->policy_bytes += bytes;
+	return 0;
+}
+
+static void dlc_unreserve(struct dlc_cache *cache, struct dlc_reservation *r)
+{
+	lockdep_assert_held(&cache->lock);
+	list_del(&r->node);
+	cache->nreserved--;
+	cache->policy_bytes -= r->bytes;
+}
+
+/* The data set named (@key, @owner), or NULL. */
+static struct dlc_dataset *dlc_dataset_find(struct dlc_cache *cache,
+					    const u64 key[2], kuid_t owner)
+{
+	struct dlc_dataset *ds;
+
+	lockdep_assert_held(&cache->lock);
+	list_for_each_entry(ds, &cache->datasets, node)
+		if (ds->key[0] == key[0] && ds->key[1] == key[1] &&
+		    uid_eq(ds->uid, owner))
+			return ds;
+	return NULL;
+}
+
+/*
+ * Create the caller's data set (@a->key, current_fsuid()) and list it.
+ * The policy arrays (up to a few hundred MB) are allocated without
+ * cache->lock, which every ATTACH, STATS and the shrinker take: the slot
+ * and the memory are reserved under the lock first. When a racing ATTACH
+ * listed that data set meanwhile, returns theirs and sets *@spare to ours,
+ * for the caller to free once it dropped cache->lock. Called and returns
+ * with cache->lock held.
+ */
+static struct dlc_dataset *dlc_dataset_create_locked(struct dlc_cache *cache,
+						     const struct dlcache_attach *a,
+						     u32 mode,
+						     struct dlc_dataset **spare)
+{
+	struct dlc_reservation resv = { .uid = current_fsuid() };
+	struct dlc_dataset *ds, *mine;
+	int ret;
+
+	lockdep_assert_held(&cache->lock);
+	*spare = NULL;
+	ret = dlc_reserve(cache, &resv,
+			  dlc_dataset_mem_size(a->nsamples, a->window));
+	if (ret)
+		return ERR_PTR(ret);
+	mutex_unlock(&cache->lock);
+
+	mine = dlc_dataset_create(cache, a->key, a->nsamples, a->window,
+				  a->lookahead, mode);
+	if (!IS_ERR(mine)) {
+		mine->uid = resv.uid;
+		mine->gid = current_fsgid();
+	}
+
+	mutex_lock(&cache->lock);
+	dlc_unreserve(cache, &resv);
+	if (IS_ERR(mine))
+		return mine;
+	ds = dlc_dataset_find(cache, a->key, resv.uid);
+	if (ds) {
+		*spare = mine;
+		return ds;
+	}
+	list_add_tail(&mine->node, &cache->datasets);
+	cache->ndatasets++;
+	cache->policy_bytes += mine->policy_size;
+	return mine;
+}
+
 static long dlc_ioc_attach(struct dlc_session *sess, void __user *uarg)
 {
 	struct dlc_cache *cache = sess->cache;
-	struct dlc_dataset *ds, *found = NULL;
+	struct dlc_dataset *ds, *spare = NULL;
 	struct dlc_attachment *att;
 	struct dlcache_attach a;
-	u32 slot, perm;
+	u32 slot, perm, mode;
+	kuid_t owner;
 	long ret;
 
 	if (copy_from_user(&a, uarg, sizeof(a)))
 		return -EFAULT;
 	if (a.resv0 || !dlc_zero(a.reserved, sizeof(a.reserved)) ||
-	    (a.flags & ~(DLCACHE_ATTACH_F_NOCREATE | DLCACHE_ATTACH_F_EXCL)))
+	    (a.flags & ~(DLCACHE_ATTACH_F_NOCREATE | DLCACHE_ATTACH_F_EXCL |
+			 DLCACHE_ATTACH_F_OWNER)))
 		return -EINVAL;
 	if (!a.nsamples || a.nsamples > DLC_MAX_SAMPLES ||
 	    (a.mode & ~0666U) || a.window > DLC_MAX_WINDOW ||
 	    a.lookahead > DLC_MAX_WINDOW)
 		return -EINVAL;
+	/*
+	 * Data sets are named by (key, owner). A key alone names the
+	 * caller's own: another user's is reached only by naming its owner,
+	 * so nobody can plant bytes under a key someone else will use.
+	 */
+	if (a.flags & DLCACHE_ATTACH_F_OWNER) {
+		owner = make_kuid(current_user_ns(), a.owner_uid);
+		if (!uid_valid(owner))
+			return -EINVAL;
+	} else {
+		owner = current_fsuid();
+	}
+	mode = a.mode ? a.mode : 0600;
 
-	att = kzalloc(sizeof(*att), GFP_KERNEL);
+	att = kzalloc(sizeof(*att), GFP_KERNEL_ACCOUNT);
 	if (!att)
 		return -ENOMEM;
 	INIT_LIST_HEAD(&att->fills);
@@ -858,56 +1321,47 @@ static long dlc_ioc_attach(struct dlc_session *sess, void __user *uarg)
 		goto unlock_ring;
 	}
 
-	mutex_lock(&cache->lock);
-	list_for_each_entry(ds, &cache->datasets, node) {
-		if (ds->key[0] == a.key[0] && ds->key[1] == a.key[1]) {
-			found = ds;
-			break;
-		}
-	}
 	a.result_flags = 0;
-	if (found) {
-		ds = found;
-		ret = -EEXIST;
-		if (a.flags & DLCACHE_ATTACH_F_EXCL)
-			goto unlock_cache;
-		ret = -EINVAL;
-		if (ds->nsamples != a.nsamples)
-			goto unlock_cache;
-		perm = dlc_perm(ds);
-		ret = -EACCES;
-		if (!(perm & 4))
-			goto unlock_cache;
-		kref_get(&ds->ref);
-	} else {
+	mutex_lock(&cache->lock);
+	ds = dlc_dataset_find(cache, a.key, owner);
+	if (!ds) {
 		ret = -ENOENT;
-		if (a.flags & DLCACHE_ATTACH_F_NOCREATE)
+		/* Never another user's data set, whoever asks. */
+		if ((a.flags & DLCACHE_ATTACH_F_NOCREATE) ||
+		    !uid_eq(owner, current_fsuid()))
 			goto unlock_cache;
-		ret = -ENOSPC;
-		if (cache->ndatasets >= DLC_MAX_DATASETS)
+		/* The creator needs read, as any attacher: else nothing. */
+		ret = -EACCES;
+		if (!(mode & 0400) && !capable(CAP_SYS_ADMIN))
 			goto unlock_cache;
-		/* Bound the kernel memory unprivileged users can pin. */
-		ret = -ENOMEM;
-		if (cache->policy_bytes +
-		    dlc_dataset_mem_size(a.nsamples, a.window) >
-		    cache->policy_limit)
-			goto unlock_cache;
-		ds = dlc_dataset_create(cache, a.key, a.nsamples, a.window,
-					a.lookahead, a.mode ? a.mode : 0600);
+		ds = dlc_dataset_create_locked(cache, &a, mode, &spare);
 		if (IS_ERR(ds)) {
 			ret = PTR_ERR(ds);
 			goto unlock_cache;
 		}
-		ds->uid = current_fsuid();
-		ds->gid = current_fsgid();
-		list_add_tail(&ds->node, &cache->datasets);
-		cache->ndatasets++;
-		cache->policy_bytes += ds->policy_size;
-		perm = dlc_perm(ds);
-		a.result_flags |= DLCACHE_ATTACH_CREATED;
+		if (!spare) {
+			a.result_flags |= DLCACHE_ATTACH_CREATED;
+			perm = dlc_perm(ds);
+			goto attach;
+		}
+		/* A racing ATTACH created it first: attach to theirs. */
 	}
+	ret = -EEXIST;
+	if (a.flags & DLCACHE_ATTACH_F_EXCL)
+		goto unlock_cache;
+	ret = -EINVAL;
+	if (ds->nsamples != a.nsamples)
+		goto unlock_cache;
+	perm = dlc_perm(ds);
+	ret = -EACCES;
+	if (!(perm & 4))
+		goto unlock_cache;
+	kref_get(&ds->ref);
+attach:
 	ds->nattached++;
 	mutex_unlock(&cache->lock);
+	if (spare)
+		dlc_dataset_free(spare);
 
 	att->sess = sess;
 	att->ds = ds;
@@ -936,6 +1390,8 @@ static long dlc_ioc_attach(struct dlc_session *sess, void __user *uarg)
 
 unlock_cache:
 	mutex_unlock(&cache->lock);
+	if (spare)
+		dlc_dataset_free(spare);
 unlock_ring:
 	mutex_unlock(&sess->ring_lock);
 	kfree(att);
@@ -987,7 +1443,7 @@ static long dlc_ioc_set_order(struct dlc_session *sess, void __user *uarg)
 	if (o.len > ds->window)
 		goto unlock;
 	ret = -ENOMEM;
-	ids = kvmalloc_array(o.len, sizeof(*ids), GFP_KERNEL | __GFP_NOWARN |
+	ids = kvmalloc_array(o.len, sizeof(*ids), GFP_KERNEL_ACCOUNT | __GFP_NOWARN |
 			     __GFP_RETRY_MAYFAIL);
 	if (!ids)
 		goto unlock;
@@ -1030,6 +1486,7 @@ static long dlc_ioc_stats(struct dlc_session *sess, void __user *uarg)
 	struct dlcache_stats *st;
 	u32 flags, i = 0;
 	long ret = 0;
+	bool admin;
 
 	st = kzalloc(sizeof(*st), GFP_KERNEL);
 	if (!st)
@@ -1042,6 +1499,7 @@ static long dlc_ioc_stats(struct dlc_session *sess, void __user *uarg)
 	if ((flags & ~(DLCACHE_STATS_F_DATASET | DLCACHE_STATS_F_INDEX)) ||
 	    ((flags & DLCACHE_STATS_F_INDEX) &&
 	     !(flags & DLCACHE_STATS_F_DATASET)) ||
+	    (st->handle && !(flags & DLCACHE_STATS_F_DATASET)) ||
 	    !dlc_zero(st->reserved, sizeof(st->reserved))) {
 		ret = -EINVAL;
 		goto free_st;
@@ -1051,22 +1509,29 @@ static long dlc_ioc_stats(struct dlc_session *sess, void __user *uarg)
 	st->handle = i;
 	st->flags = flags;
 	i = 0;
+	/*
+	 * The list shows the data sets the caller could attach by their
+	 * modes, all of them to CAP_SYS_ADMIN. Asked without audit: STATS
+	 * is not refused without it, it only shows less.
+	 */
+	admin = ns_capable_noaudit(&init_user_ns, CAP_SYS_ADMIN);
 
 	mutex_lock(&cache->lock);
 	st->capacity_bytes = cache->capacity;
 	st->used_bytes = atomic64_read(&cache->used);
-	st->ndatasets = cache->ndatasets;
 	st->nsessions = cache->nsessions;
-	if (flags & DLCACHE_STATS_F_INDEX) {
+	if (flags & DLCACHE_STATS_F_INDEX)
 		ret = -ENOENT;
-		list_for_each_entry(ds, &cache->datasets, node) {
-			if (i++ == st->handle) {
-				dlc_fill_ds_stats(ds, st);
-				ret = 0;
-				break;
-			}
+	list_for_each_entry(ds, &cache->datasets, node) {
+		if (!admin && !(dlc_mode_bits(ds->uid, ds->gid, ds->mode) & 4))
+			continue;
+		if ((flags & DLCACHE_STATS_F_INDEX) && i == st->handle) {
+			dlc_fill_ds_stats(ds, st);
+			ret = 0;
 		}
+		i++;
 	}
+	st->ndatasets = admin ? cache->ndatasets : i;
 	dlc_cache_counters(cache, &st->global);
 	mutex_unlock(&cache->lock);
 	if (ret)
@@ -1179,7 +1644,7 @@ static int dlc_open(struct inode *inode, struct file *file)
 {
 	struct dlc_session *sess;
 
-	sess = kzalloc(sizeof(*sess), GFP_KERNEL);
+	sess = kzalloc(sizeof(*sess), DLC_GFP_SESSION);
 	if (!sess)
 		return -ENOMEM;
 	sess->cache = &dlc_cache;
@@ -1206,9 +1671,11 @@ static int dlc_release(struct inode *inode, struct file *file)
 	u32 i;
 
 	mutex_lock(&sess->ring_lock);
-	for (i = 0; i < DLC_MAX_HANDLES; i++)
+	for (i = 0; i < DLC_MAX_HANDLES; i++) {
 		if (sess->atts[i])
 			dlc_detach(sess, sess->atts[i]);
+		cond_resched();
+	}
 	WARN_ON_ONCE(sess->nbusy);
 	mutex_unlock(&sess->ring_lock);
 
@@ -1333,6 +1800,34 @@ static const struct kernel_param_ops dlc_capacity_ops = {
 module_param_cb(capacity_mb, &dlc_capacity_ops, &capacity_mb, 0644);
 MODULE_PARM_DESC(capacity_mb, "Cache capacity in MiB (default 256); lowering it evicts");
 
+/*
+ * A new lease applies to the fills in flight at once: the lease work looks
+ * at the waited-for fills now. Runs under kernel_param_lock(), as dlc_exit()
+ * clears dlc_ready: nothing queues the work after dlc_exit() cancelled it.
+ */
+static int dlc_lease_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned int ms;
+	int ret;
+
+	ret = kstrtouint(val, 0, &ms);
+	if (ret)
+		return ret;
+	WRITE_ONCE(fill_lease_ms, ms);
+	if (READ_ONCE(dlc_ready) && ms)
+		dlc_lease_arm(jiffies);
+	return 0;
+}
+
+static const struct kernel_param_ops dlc_lease_ops = {
+	.set = dlc_lease_set,
+	.get = param_get_uint,
+};
+
+module_param_cb(fill_lease_ms, &dlc_lease_ops, &fill_lease_ms, 0644);
+MODULE_PARM_DESC(fill_lease_ms,
+		 "A fill not ended within this many ms may be taken over by a waiting or new GET that may write (default 30000, 0: never)");
+
 static void dlc_show_counters(struct seq_file *m, const char *pfx,
 			      const struct dlcache_counters *c)
 {
@@ -1374,6 +1869,8 @@ static int dlc_stats_show(struct seq_file *m, void *v)
 			   ds->key[1]);
 		seq_printf(m, "dataset%u.nsamples %u\ndataset%u.mode 0%o\n", i,
 			   ds->nsamples, i, ds->mode);
+		seq_printf(m, "dataset%u.owner %u\n", i,
+			   from_kuid_munged(&init_user_ns, ds->uid));
 		seq_printf(m, "dataset%u.attached %u\n", i, ds->nattached);
 		mutex_lock(&ds->lock);
 		seq_printf(m, "dataset%u.cursor %llu\ndataset%u.end %llu\n", i,
@@ -1417,6 +1914,10 @@ static void dlc_check_abi(void)
 	BUILD_BUG_ON(offsetof(struct dlc_ring_ctl, tail) <
 		     offsetof(struct dlc_ring_ctl, head) + L1_CACHE_BYTES);
 	BUILD_BUG_ON(DLCACHE_OP_LAST > 255);
+	/* Both offsets fit a 32-bit off_t and are page aligned. */
+	BUILD_BUG_ON(DLCACHE_OFF_CQ_RING >> 31);
+	BUILD_BUG_ON(DLCACHE_OFF_CQ_RING & ~PAGE_MASK);
+	BUILD_BUG_ON(DLCACHE_OFF_SQ_RING == DLCACHE_OFF_CQ_RING);
 	BUILD_BUG_ON(DLC_MAX_SAMPLES > DLC_POLICY_MAX_SAMPLES);
 	BUILD_BUG_ON(DLC_MAX_WINDOW > DLC_POLICY_MAX_WINDOW);
 	BUILD_BUG_ON(DLC_MAX_SAMPLE_SIZE > INT_MAX);
@@ -1434,7 +1935,15 @@ static int __init dlc_init(void)
 				    dlc_shrink_scan);
 	if (ret)
 		goto destroy_cache;
+	/*
+	 * The parameter files exist already: under their lock, a write to
+	 * capacity_mb since dlc_cache_init() is not lost, and later ones
+	 * see dlc_ready.
+	 */
+	kernel_param_lock(THIS_MODULE);
+	WRITE_ONCE(dlc_cache.capacity, (u64)capacity_mb << 20);
 	WRITE_ONCE(dlc_ready, true);
+	kernel_param_unlock(THIS_MODULE);
 	ret = misc_register(&dlc_misc);
 	if (ret)
 		goto unregister_shrinker;
@@ -1445,7 +1954,10 @@ static int __init dlc_init(void)
 	return 0;
 
 unregister_shrinker:
+	kernel_param_lock(THIS_MODULE);
 	WRITE_ONCE(dlc_ready, false);
+	kernel_param_unlock(THIS_MODULE);
+	cancel_delayed_work_sync(&dlc_lease_work);
 	dlc_shrinker_unregister(&dlc_shrinker);
 destroy_cache:
 	dlc_cache_destroy(&dlc_cache);
@@ -1456,7 +1968,19 @@ static void __exit dlc_exit(void)
 {
 	debugfs_remove_recursive(dlc_debugfs);
 	misc_deregister(&dlc_misc);
+	/*
+	 * The parameter files outlive this function (they go in
+	 * free_module()): a write in flight finishes before dlc_ready is
+	 * cleared, and later ones leave the cache alone.
+	 */
+	kernel_param_lock(THIS_MODULE);
 	WRITE_ONCE(dlc_ready, false);
+	kernel_param_unlock(THIS_MODULE);
+	/*
+	 * No session is left, so no data set and no parked GET: nothing
+	 * queues the lease work any more. Wait for a queued or running one.
+	 */
+	cancel_delayed_work_sync(&dlc_lease_work);
 	dlc_shrinker_unregister(&dlc_shrinker);
 	dlc_cache_destroy(&dlc_cache);
 }

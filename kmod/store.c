@@ -26,6 +26,7 @@ void dlc_cache_init(struct dlc_cache *cache, u64 capacity)
 	memset(cache, 0, sizeof(*cache));
 	mutex_init(&cache->lock);
 	INIT_LIST_HEAD(&cache->datasets);
+	INIT_LIST_HEAD(&cache->reserved);
 	cache->capacity = capacity;
 	atomic64_set(&cache->used, 0);
 }
@@ -34,6 +35,7 @@ void dlc_cache_init(struct dlc_cache *cache, u64 capacity)
 void dlc_cache_destroy(struct dlc_cache *cache)
 {
 	WARN_ON_ONCE(!list_empty(&cache->datasets));
+	WARN_ON_ONCE(!list_empty(&cache->reserved));
 	WARN_ON_ONCE(atomic64_read(&cache->used));
 	WARN_ON_ONCE(atomic64_read(&cache->ncached));
 	WARN_ON_ONCE(atomic64_read(&cache->nfilling));
@@ -56,6 +58,7 @@ static struct dlc_sample *dlc_sample_new(u32 id, u32 npages, gfp_t gfp)
 	s->npages = npages;
 	INIT_LIST_HEAD(&s->fill_link);
 	INIT_LIST_HEAD(&s->waiters);
+	INIT_LIST_HEAD(&s->lease_link);
 	return s;
 }
 
@@ -90,7 +93,11 @@ free_pages:
 	return NULL;
 }
 
-/* A FILLING placeholder for @id, without pages. */
+/*
+ * A FILLING placeholder for @id, without pages. The caller passes
+ * GFP_KERNEL_ACCOUNT: placeholders are per fill, up to DLC_MAX_FILLS per
+ * attachment, and charged to the filler's memory cgroup.
+ */
 struct dlc_sample *dlc_sample_placeholder(u32 id, gfp_t gfp)
 {
 	return dlc_sample_new(id, 0, gfp);
@@ -179,14 +186,18 @@ struct dlc_dataset *dlc_dataset_create(struct dlc_cache *cache,
 	if (!lookahead)
 		lookahead = DLC_DEFAULT_LOOKAHEAD;
 
-	ds = kzalloc(sizeof(*ds), GFP_KERNEL);
+	/*
+	 * Charged to the creator's memory cgroup: a user who makes the
+	 * kernel hold a data set pays for it.
+	 */
+	ds = kzalloc(sizeof(*ds), GFP_KERNEL_ACCOUNT);
 	if (!ds)
 		return ERR_PTR(-ENOMEM);
 	mem_size = dlc_policy_mem_size(nsamples, window);
 	if (!mem_size)
 		goto free_ds;
 	/* Fail rather than invoke the OOM killer for a large data set. */
-	ds->policy_mem = kvmalloc(mem_size, GFP_KERNEL | __GFP_NOWARN |
+	ds->policy_mem = kvmalloc(mem_size, GFP_KERNEL_ACCOUNT | __GFP_NOWARN |
 				  __GFP_RETRY_MAYFAIL);
 	if (!ds->policy_mem)
 		goto free_ds;
@@ -206,6 +217,7 @@ struct dlc_dataset *dlc_dataset_create(struct dlc_cache *cache,
 	ds->lookahead = min(lookahead, ds->window);
 	mutex_init(&ds->lock);
 	xa_init(&ds->samples);
+	INIT_LIST_HEAD(&ds->lease_fills);
 	return ds;
 
 free_policy:
@@ -233,9 +245,12 @@ void dlc_dataset_free(struct dlc_dataset *ds)
 			atomic64_dec(&cache->ncached);
 		} else {
 			WARN_ON_ONCE(!list_empty(&s->waiters));
+			list_del_init(&s->lease_link);
 			atomic64_dec(&cache->nfilling);
 		}
 		dlc_sample_put(s);
+		/* Millions of samples: let others run (a mutex, no spinlock). */
+		cond_resched();
 	}
 	mutex_unlock(&ds->lock);
 	xa_destroy(&ds->samples);
@@ -305,8 +320,11 @@ u64 dlc_store_drop(struct dlc_dataset *ds)
 	u64 freed = 0;
 
 	lockdep_assert_held(&ds->lock);
-	xa_for_each(&ds->samples, id, s)
+	xa_for_each(&ds->samples, id, s) {
 		freed += dlc_store_evict(ds, id, false);
+		/* Up to DLC_MAX_SAMPLES; only mutexes are held. */
+		cond_resched();
+	}
 	return freed;
 }
 
@@ -429,6 +447,8 @@ void dlc_store_erase(struct dlc_dataset *ds, struct dlc_sample *s)
 	WARN_ON_ONCE(!list_empty(&s->waiters));
 	if (xa_load(&ds->samples, s->id) == s)
 		xa_erase(&ds->samples, s->id);
+	/* The lease work must not look at it any more. */
+	list_del_init(&s->lease_link);
 	clear_bit(DLC_S_FILLING, &s->state);
 	ds->nfilling--;
 	atomic64_dec(&ds->cache->nfilling);
@@ -574,6 +594,12 @@ u64 dlc_cache_shrink(struct dlc_cache *cache, u64 bytes, bool shrinker)
 					break;
 				got += f;
 				freed += f;
+				/*
+				 * Lowering the capacity by gigabytes evicts
+				 * millions of samples. Only mutexes are held
+				 * here, and reclaim may sleep too.
+				 */
+				cond_resched();
 			}
 			mutex_unlock(&ds->lock);
 		}

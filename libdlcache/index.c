@@ -20,12 +20,26 @@
 #include <unistd.h>
 
 #include "dlcache.h"
+#include "crc32c.h"
 
 /* Keeps sample IDs and the policy's positions comfortably in 32 bits. */
 #define IDX_MAX_SAMPLES		(1U << 28)
 #define IDX_MAX_CLASSES		IDX_MAX_SAMPLES
 
-#define IDX_MAGIC		"dlcache-index 1"
+/*
+ * Format 1: "label size path" per sample. Format 2 adds each sample's
+ * CRC-32C: "label size crc path", crc as 8 lowercase hex digits, or "-"
+ * when the file could not be read at indexing. Format 1 still loads, with
+ * every checksum absent, and is what such an index saves as again.
+ */
+#define IDX_MAGIC_V1		"dlcache-index 1"
+#define IDX_MAGIC_V2		"dlcache-index 2"
+/*
+ * The key hashes this, whatever the format: checksums are not part of the
+ * key, so an index of format 1 and one of format 2 over the same files
+ * name the same data set.
+ */
+#define IDX_KEY_MAGIC		IDX_MAGIC_V1
 
 struct dlc_index {
 	char *root;
@@ -34,6 +48,8 @@ struct dlc_index {
 	size_t *path_off;	/* count offsets into arena */
 	int32_t *labels;
 	uint64_t *sizes;
+	uint32_t *crcs;		/* CRC-32C of each sample's bytes */
+	uint8_t *has_crc;	/* per sample: crcs[] is valid */
 	uint32_t count;
 	uint32_t nclasses;
 	uint64_t total;
@@ -161,7 +177,7 @@ static void index_compute_key(const struct dlc_index *idx, uint64_t key[2])
 	uint32_t i;
 
 	sip_init(&s, SIP_K0, SIP_K1);
-	sip_update(&s, IDX_MAGIC, sizeof(IDX_MAGIC) - 1);
+	sip_update(&s, IDX_KEY_MAGIC, sizeof(IDX_KEY_MAGIC) - 1);
 	sip_u32(&s, idx->nclasses);
 	for (i = 0; i < idx->nclasses; i++) {
 		const char *name = idx->arena + idx->class_off[i];
@@ -241,7 +257,10 @@ static int index_alloc_arrays(struct dlc_index *idx)
 	idx->path_off = calloc(idx->count, sizeof(*idx->path_off));
 	idx->labels = calloc(idx->count, sizeof(*idx->labels));
 	idx->sizes = calloc(idx->count, sizeof(*idx->sizes));
-	if (!idx->class_off || !idx->path_off || !idx->labels || !idx->sizes)
+	idx->crcs = calloc(idx->count, sizeof(*idx->crcs));
+	idx->has_crc = calloc(idx->count, 1);
+	if (!idx->class_off || !idx->path_off || !idx->labels || !idx->sizes ||
+	    !idx->crcs || !idx->has_crc)
 		return -ENOMEM;
 	return 0;
 }
@@ -256,6 +275,8 @@ void dlc_index_free(struct dlc_index *idx)
 	free(idx->path_off);
 	free(idx->labels);
 	free(idx->sizes);
+	free(idx->crcs);
+	free(idx->has_crc);
 	free(idx);
 }
 
@@ -604,10 +625,46 @@ static int list_classes(int rootfd, struct strbuf *names, char ***sorted,
 	return ret;
 }
 
+/*
+ * Read sample @i as the loader will (the whole file) and record its
+ * CRC-32C and the size read. A file that cannot be read gets no checksum:
+ * the index still lists it, and the loader reports it when it comes up.
+ */
+static void checksum_sample(struct dlc_index *idx, int rootfd, uint32_t i,
+			    uint8_t *buf, size_t bufsz)
+{
+	uint64_t n = 0;
+	uint32_t crc = 0;
+	ssize_t r;
+	int fd;
+
+	fd = openat(rootfd, idx->arena + idx->path_off[i],
+		    O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return;
+	for (;;) {
+		r = read(fd, buf, bufsz);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		crc = dlc_crc32c(crc, buf, (size_t)r);
+		n += (uint64_t)r;
+	}
+	close(fd);
+	if (r < 0)
+		return;
+	idx->crcs[i] = crc;
+	idx->has_crc[i] = 1;
+	/* Changed since the walk's stat: the bytes read are the truth. */
+	idx->sizes[i] = n;
+}
+
 /* Move the walk's results into the index's compact arrays, sorted. */
 static int index_fill(struct dlc_index *idx, struct walk *w, char **classes)
 {
-	size_t need = 0, pos = 0, len, i;
+	size_t need = 0, pos = 0, len, i, bufsz = 1 << 20;
+	uint8_t *buf;
 	int ret;
 
 	idx->count = (uint32_t)w->nent;
@@ -637,8 +694,15 @@ static int index_fill(struct dlc_index *idx, struct walk *w, char **classes)
 		pos += len;
 		idx->labels[i] = (int32_t)w->ent[i].label;
 		idx->sizes[i] = w->ent[i].size;
-		idx->total += w->ent[i].size;
 	}
+	buf = malloc(bufsz);
+	if (!buf)
+		return -ENOMEM;
+	for (i = 0; i < w->nent; i++) {
+		checksum_sample(idx, w->rootfd, (uint32_t)i, buf, bufsz);
+		idx->total += idx->sizes[i];
+	}
+	free(buf);
 	index_compute_key(idx, idx->key);
 	return 0;
 }
@@ -775,6 +839,16 @@ uint64_t dlc_index_total_bytes(const struct dlc_index *idx)
 	return idx->total;
 }
 
+int dlc_index_crc32c(const struct dlc_index *idx, uint32_t id, uint32_t *crc)
+{
+	if (id >= idx->count)
+		return -EINVAL;
+	if (!idx->has_crc[id])
+		return -ENODATA;
+	*crc = idx->crcs[id];
+	return 0;
+}
+
 void dlc_index_key(const struct dlc_index *idx, uint64_t key[2])
 {
 	key[0] = idx->key[0];
@@ -815,8 +889,12 @@ static void put_encoded(FILE *f, const char *s)
 static int write_index(FILE *f, const struct dlc_index *idx)
 {
 	uint32_t i;
+	int v2 = 0;
 
-	fprintf(f, IDX_MAGIC "\nroot ");
+	/* Format 1 when no sample has a checksum: it round-trips as read. */
+	for (i = 0; i < idx->count && !v2; i++)
+		v2 = idx->has_crc[i];
+	fprintf(f, "%s\nroot ", v2 ? IDX_MAGIC_V2 : IDX_MAGIC_V1);
 	put_encoded(f, idx->root);
 	fprintf(f, "\nclasses %u\nsamples %u\nkey %016llx%016llx\n",
 		idx->nclasses, idx->count, (unsigned long long)idx->key[0],
@@ -829,6 +907,10 @@ static int write_index(FILE *f, const struct dlc_index *idx)
 	for (i = 0; i < idx->count; i++) {
 		fprintf(f, "%d %llu ", idx->labels[i],
 			(unsigned long long)idx->sizes[i]);
+		if (v2 && idx->has_crc[i])
+			fprintf(f, "%08x ", idx->crcs[i]);
+		else if (v2)
+			fputs("- ", f);
 		put_encoded(f, idx->arena + idx->path_off[i]);
 		putc('\n', f);
 	}
@@ -1053,6 +1135,31 @@ static int parse_key(const char *line, uint64_t key[2])
 	return line[32] ? -1 : 0;
 }
 
+/* "xxxxxxxx " (8 lowercase hex digits) or "- "; advances *@sp. */
+static int parse_crc(const char **sp, uint32_t *crc, uint8_t *has)
+{
+	const char *s = *sp;
+	uint32_t v = 0;
+	int i;
+
+	if (s[0] == '-' && s[1] == ' ') {
+		*has = 0;
+		*sp = s + 2;
+		return 0;
+	}
+	for (i = 0; i < 8; i++) {
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return -1;
+		v = v << 4 | (uint32_t)hexval(s[i]);
+	}
+	if (s[8] != ' ')
+		return -1;
+	*crc = v;
+	*has = 1;
+	*sp = s + 9;
+	return 0;
+}
+
 static int read_file(const char *path, char **buf, size_t *len)
 {
 	size_t cap = 0, n = 0;
@@ -1115,13 +1222,15 @@ static int parse_index(struct dlc_index *idx, char *buf, size_t len)
 	const char *s;
 	char *line;
 	uint32_t i;
-	int ret;
+	int ret, v2 = 0;
 
 	/* A NUL would end a line early and hide whatever follows it. */
 	if (memchr(buf, '\0', len))
 		return -EBADMSG;
 	line = next_line(&cur);
-	if (!line || strcmp(line, IDX_MAGIC))
+	if (line && !strcmp(line, IDX_MAGIC_V2))
+		v2 = 1;
+	else if (!line || strcmp(line, IDX_MAGIC_V1))
 		return -EBADMSG;
 
 	line = next_line(&cur);
@@ -1190,6 +1299,8 @@ static int parse_index(struct dlc_index *idx, char *buf, size_t len)
 		if (parse_dec(&s, UINT64_MAX, &size) || *s++ != ' ')
 			return -EBADMSG;
 		idx->sizes[i] = size;
+		if (v2 && parse_crc(&s, &idx->crcs[i], &idx->has_crc[i]))
+			return -EBADMSG;
 		if (decode_name(s, idx->arena + pos, &n))
 			return -EBADMSG;
 		path = idx->arena + pos;

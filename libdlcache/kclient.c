@@ -32,6 +32,7 @@ struct dlc_kclient {
 	int fd;
 	uint32_t handle;
 	uint32_t result_flags;
+	uint32_t owner_uid;
 	struct dlcache_info info;
 
 	void *sq_map;
@@ -52,19 +53,32 @@ struct dlc_kclient {
 	struct dlcache_cqe *cqes;
 };
 
+/* What the loader needs of the module. */
+#define KCLIENT_FEATS	(DLCACHE_FEAT_RING | DLCACHE_FEAT_GET_AT | \
+			 DLCACHE_FEAT_FILL_WAIT | DLCACHE_FEAT_POLL | \
+			 DLCACHE_FEAT_OWNER)
+
 static void *at(void *base, uint32_t off)
 {
 	return (uint8_t *)base + off;
 }
 
+uint32_t dlc_kclient_attach_flags(uint32_t owner, uint32_t self)
+{
+	if (owner == DLC_KCLIENT_SELF || owner == self)
+		return 0;
+	return DLCACHE_ATTACH_F_OWNER | DLCACHE_ATTACH_F_NOCREATE;
+}
+
 int dlc_kclient_open(const char *dev, const uint64_t key[2],
 		     uint32_t nsamples, uint32_t mode, uint32_t window,
-		     uint32_t entries, struct dlc_kclient **out,
-		     const char **why)
+		     uint32_t entries, uint32_t owner,
+		     struct dlc_kclient **out, const char **why)
 {
 	struct dlcache_ring_setup rs;
 	struct dlcache_attach at_req;
 	struct dlc_kclient *k;
+	uint32_t self = (uint32_t)geteuid(), expect;
 	int ret;
 
 	*why = "out of memory";
@@ -82,17 +96,19 @@ int dlc_kclient_open(const char *dev, const uint64_t key[2],
 	}
 	memset(&k->info, 0, sizeof(k->info));
 	k->info.features = DLCACHE_FEAT_RING | DLCACHE_FEAT_POLL |
-			   DLCACHE_FEAT_GET_AT | DLCACHE_FEAT_FILL_WAIT;
+			   DLCACHE_FEAT_GET_AT | DLCACHE_FEAT_FILL_WAIT |
+			   DLCACHE_FEAT_OWNER;
 	if (ioctl(k->fd, DLCACHE_IOC_GET_INFO, &k->info)) {
 		ret = -errno;
 		*why = "GET_INFO failed";
 		goto err;
 	}
+	/*
+	 * ABI 2 only: under ABI 1 a key alone reached any user's data set,
+	 * and the CQ ring sat at another mmap offset.
+	 */
 	if (k->info.abi_version != DLCACHE_ABI_VERSION ||
-	    (k->info.features & (DLCACHE_FEAT_RING | DLCACHE_FEAT_GET_AT |
-				 DLCACHE_FEAT_FILL_WAIT | DLCACHE_FEAT_POLL)) !=
-	    (DLCACHE_FEAT_RING | DLCACHE_FEAT_GET_AT | DLCACHE_FEAT_FILL_WAIT |
-	     DLCACHE_FEAT_POLL)) {
+	    (k->info.features & KCLIENT_FEATS) != KCLIENT_FEATS) {
 		ret = -EPROTO;
 		*why = "the module speaks another ABI version or lacks features";
 		goto err;
@@ -109,13 +125,26 @@ int dlc_kclient_open(const char *dev, const uint64_t key[2],
 	at_req.nsamples = nsamples;
 	at_req.mode = mode;
 	at_req.window = window;
+	at_req.flags = dlc_kclient_attach_flags(owner, self);
+	if (at_req.flags & DLCACHE_ATTACH_F_OWNER)
+		at_req.owner_uid = owner;
+	expect = at_req.flags ? owner : self;
 	if (ioctl(k->fd, DLCACHE_IOC_ATTACH, &at_req)) {
 		ret = -errno;
-		*why = ret == -EACCES ? "no read permission on the data set (another user created it)" :
+		*why = ret == -EACCES && at_req.flags ? "the trusted owner's data set does not let this user read it" :
+		       ret == -EACCES ? "no read permission on the data set" :
+		       ret == -ENOENT && at_req.flags ? "the trusted owner has no data set of this key (never created for another owner)" :
 		       ret == -EINVAL ? "a data set with this key has another sample count" :
 		       "ATTACH failed";
 		goto err;
 	}
+	/* Whatever the module says, use only the owner we trust. */
+	if (at_req.owner_uid != expect) {
+		ret = -EPERM;
+		*why = "ATTACH gave a data set of another owner than the one trusted";
+		goto err;
+	}
+	k->owner_uid = at_req.owner_uid;
 	k->handle = at_req.handle;
 	k->result_flags = at_req.result_flags;
 
@@ -174,6 +203,11 @@ void dlc_kclient_close(struct dlc_kclient *k)
 int dlc_kclient_fd(const struct dlc_kclient *k)
 {
 	return k->fd;
+}
+
+uint32_t dlc_kclient_owner(const struct dlc_kclient *k)
+{
+	return k->owner_uid;
 }
 
 int dlc_kclient_may_write(const struct dlc_kclient *k)

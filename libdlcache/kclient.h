@@ -13,19 +13,34 @@ struct dlcache_cqe;
 struct dlcache_stats;
 struct dlc_kclient;
 
+/* @owner of dlc_kclient_open(): this process's own data set. */
+#define DLC_KCLIENT_SELF	UINT32_MAX
+
 /*
- * Open @dev, check the ABI, attach to data set @key of @nsamples samples
- * (created with @mode and @window when new) and map a ring of @entries.
- * On failure returns -errno and sets *@why to a reason for a person.
+ * The ATTACH flags for @owner when this process's euid is @self: 0 for
+ * its own data set (found or created), else DLCACHE_ATTACH_F_OWNER |
+ * DLCACHE_ATTACH_F_NOCREATE (another user's, never created).
+ */
+uint32_t dlc_kclient_attach_flags(uint32_t owner, uint32_t self);
+
+/*
+ * Open @dev, check the ABI (version 2, with DLCACHE_FEAT_OWNER), attach
+ * to data set @key of @nsamples samples of @owner (DLC_KCLIENT_SELF: our
+ * own, created with @mode and @window when new; another uid: that user's
+ * existing one) and map a ring of @entries. The owner ATTACH reports must
+ * be the one asked for, else -EPERM. On failure returns -errno and sets
+ * *@why to a reason for a person.
  */
 int dlc_kclient_open(const char *dev, const uint64_t key[2],
 		     uint32_t nsamples, uint32_t mode, uint32_t window,
-		     uint32_t entries, struct dlc_kclient **out,
-		     const char **why);
+		     uint32_t entries, uint32_t owner,
+		     struct dlc_kclient **out, const char **why);
 void dlc_kclient_close(struct dlc_kclient *k);
 
 int dlc_kclient_fd(const struct dlc_kclient *k);
 uint32_t dlc_kclient_handle(const struct dlc_kclient *k);
+/* The owner uid of the data set attached. */
+uint32_t dlc_kclient_owner(const struct dlc_kclient *k);
 /* Whether this session may PUT (and so fill). */
 int dlc_kclient_may_write(const struct dlc_kclient *k);
 uint64_t dlc_kclient_capacity(const struct dlc_kclient *k);

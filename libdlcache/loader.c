@@ -26,6 +26,7 @@
 
 #include <linux/types.h>
 #include "../uapi/dlcache.h"
+#include "crc32c.h"
 #include "internal.h"
 #include "kclient.h"
 
@@ -87,6 +88,8 @@ struct dlc_loader {
 
 	struct dlc_cache *cache;	/* I/O thread only */
 	uint32_t backend;		/* DLC_BACKEND_INPROCESS or _KERNEL */
+	uint32_t verify;		/* enum dlc_verify, after DLCACHE_VERIFY */
+	uint8_t *crc_logged;		/* I/O thread: a bit per sample logged */
 	/* Kernel backend: all of it I/O thread only, but kc's STATS. */
 	struct dlc_kclient *kc;
 	uint32_t *gorder;		/* every rank's order, for SET_ORDER */
@@ -128,6 +131,15 @@ void dlc_config_init(struct dlc_config *cfg)
 	cfg->max_file_bytes = 64ULL << 20;
 	cfg->direct_io = 1;
 	cfg->log_level = DLC_LOG_WARN;
+	cfg->kernel_owner_uid = DLC_OWNER_SELF;
+	cfg->verify = DLC_VERIFY_KERNEL;
+}
+
+const char *dlc_verify_name(uint32_t verify)
+{
+	static const char *const names[] = { "kernel", "off", "all" };
+
+	return verify <= DLC_VERIFY_ALL ? names[verify] : "?";
 }
 
 #define BAD(field, ...)							\
@@ -163,6 +175,8 @@ static int check_config(const struct dlc_config *c, const struct dlc_logger *log
 	if (c->kernel_mode & ~0666U)
 		BAD("kernel_mode", "permission bits within 0666, got %#o",
 		    c->kernel_mode);
+	if (c->verify > DLC_VERIFY_ALL)
+		BAD("verify", "unknown mode %u", c->verify);
 	if (c->decode_threads > 256)
 		BAD("decode_threads", "at most 256, got %u", c->decode_threads);
 	if (c->shuffle > 1 || c->drop_last > 1 || c->direct_io > 1)
@@ -184,6 +198,8 @@ static uint32_t read_error_kind(int err)
 		return DLC_ERR_TOO_LARGE;
 	case -ENOMEM:
 		return DLC_ERR_NOMEM;
+	case -EBADMSG:
+		return DLC_ERR_CORRUPT;	/* failed the crc32c check */
 	default:
 		return DLC_ERR_IO;
 	}
@@ -194,6 +210,46 @@ static void sample_path(const struct dlc_loader *l, uint32_t id, char *buf,
 {
 	snprintf(buf, len, "%s/%s", dlc_index_root(l->idx),
 		 dlc_index_relpath(l->idx, id));
+}
+
+/*
+ * Whether @len bytes at @data are sample @id as indexed: 1 when they match
+ * the index's crc32c (or it has none to check against), 0 when not. A
+ * mismatch is counted; with @what, it is logged the first time for each
+ * sample, saying where the bytes came from. I/O thread only.
+ */
+static int sample_ok(struct dlc_loader *l, uint32_t id, const void *data,
+		     size_t len, const char *what)
+{
+	uint64_t size = dlc_index_size(l->idx, id);
+	uint32_t want, got = 0;
+	char path[4096];
+
+	if (dlc_index_crc32c(l->idx, id, &want))
+		return 1;
+	dlc_stat_add(l->stats.verified, 1);
+	if (len == size) {
+		uint64_t t0 = dlc_now_ns();
+
+		got = dlc_crc32c(0, data, len);
+		dlc_stat_add(l->stats.verify_ns, dlc_now_ns() - t0);
+		if (got == want)
+			return 1;
+	}
+	dlc_stat_add(l->stats.checksum_errors, 1);
+	if (!what || (l->crc_logged[id / 8] & (1U << (id % 8))))
+		return 0;
+	l->crc_logged[id / 8] |= (uint8_t)(1U << (id % 8));
+	sample_path(l, id, path, sizeof(path));
+	if (len == size)
+		dlc_logf(&l->log, DLC_LOG_WARN,
+			 "sample %u (%s): %s: crc32c %08x, the index says %08x; reading the file instead",
+			 id, path, what, got, want);
+	else
+		dlc_logf(&l->log, DLC_LOG_WARN,
+			 "sample %u (%s): %s: %zu bytes, the index says %llu; reading the file instead",
+			 id, path, what, len, (unsigned long long)size);
+	return 0;
 }
 
 /* Count and log a failed sample; remember it as the last error. */
@@ -546,6 +602,16 @@ static void hand_over(struct dlc_loader *l, struct dlc_read_done *done,
 		struct item it;
 
 		dlc_stat_add(l->stats.misses, 1);
+		/* The file changed since it was indexed: no cache gets it. */
+		if (d->buf && l->verify == DLC_VERIFY_ALL &&
+		    !sample_ok(l, l->order[(uint32_t)d->tag], d->buf->data,
+			       d->buf->len, NULL)) {
+			dlc_stat_add(l->stats.miss_bytes, d->buf->len);
+			dlc_buf_put(d->buf);
+			d->buf = NULL;
+			d->err = -EBADMSG;
+			d->why = "the crc32c check (the file changed since it was indexed)";
+		}
 		if (d->buf) {
 			dlc_stat_add(l->stats.miss_bytes, d->buf->len);
 			if (l->cache && d->buf->len)
@@ -736,6 +802,18 @@ static void kernel_completion(struct dlc_loader *l, const struct dlcache_cqe *c,
 	l->kgets--;
 	if (c->res >= 0 && b && (size_t)c->res <= b->len) {
 		b->len = (size_t)c->res;
+		/*
+		 * Another process wrote these bytes: decode them only if they
+		 * are the file the index describes, else read the file.
+		 */
+		if (l->verify != DLC_VERIFY_OFF &&
+		    !sample_ok(l, l->order[pos], b->data, b->len,
+			       "the bytes dlcache.ko served fail the index's checksum")) {
+			dlc_buf_put(b);
+			l->kfill[slot] = 0;
+			l->kread[(l->kread_head + l->kread_len++) % l->cfg.window] = pos;
+			return;
+		}
 		dlc_stat_add(l->stats.hits, 1);
 		dlc_stat_add(l->stats.hit_bytes, b->len);
 		pthread_mutex_lock(&l->lock);
@@ -750,12 +828,25 @@ static void kernel_completion(struct dlc_loader *l, const struct dlcache_cqe *c,
 		return;
 	}
 	dlc_buf_put(b);
+	if (c->res == -EMSGSIZE && c->size && l->verify != DLC_VERIFY_OFF &&
+	    !sample_ok(l, l->order[pos], NULL, c->size,
+		       "the bytes dlcache.ko holds fail the index's checksum")) {
+		/* Not the indexed size, so not the indexed bytes. */
+		l->kfill[slot] = 0;
+		l->kread[(l->kread_head + l->kread_len++) % l->cfg.window] = pos;
+		return;
+	}
 	if (c->res == -EMSGSIZE && c->size) {
 		/* Cached bytes larger than the index said: ask again. */
 		kernel_get(l, pos, epoch, c->size, 0);
 		return;
 	}
-	if (c->res != -ENOENT && c->res != -EIO)
+	/*
+	 * -EIO: another process's fill failed; -ETIMEDOUT: it outlived the
+	 * module's fill lease (a stalled filler). Both are expected on a
+	 * busy node: read the file, quietly.
+	 */
+	if (c->res != -ENOENT && c->res != -EIO && c->res != -ETIMEDOUT)
 		dlc_logf(&l->log, DLC_LOG_WARN,
 			 "dlcache.ko: GET of sample %u failed: %s; reading it directly",
 			 l->order[pos], strerror(-c->res));
@@ -992,13 +1083,76 @@ uint32_t dlc_loader_backend(const struct dlc_loader *l)
 }
 
 /*
+ * DLCACHE_VERIFY over cfg.verify; then whether the index has checksums
+ * at all (a format 1 index has none: say so where it matters).
+ */
+static int setup_verify(struct dlc_loader *l)
+{
+	const char *env = getenv("DLCACHE_VERIFY");
+	uint32_t i, crc;
+
+	l->verify = l->cfg.verify;
+	if (env && *env) {
+		for (i = 0; i <= DLC_VERIFY_ALL; i++)
+			if (!strcmp(env, dlc_verify_name(i)))
+				break;
+		if (i > DLC_VERIFY_ALL) {
+			dlc_logf(&l->log, DLC_LOG_ERROR,
+				 "invalid DLCACHE_VERIFY '%s': want kernel, off or all",
+				 env);
+			return -EINVAL;
+		}
+		l->verify = i;
+	}
+	if (l->verify == DLC_VERIFY_OFF)
+		return 0;
+	for (i = 0; i < l->n; i++)
+		if (dlc_index_crc32c(l->idx, i, &crc) == 0)
+			break;
+	if (i == l->n) {
+		dlc_logf(&l->log, l->backend == DLC_BACKEND_KERNEL ?
+			 DLC_LOG_WARN : DLC_LOG_INFO,
+			 "the index has no checksums (an older index file): samples are not verified; rebuild it (dlcachectl index) to verify them");
+		l->verify = DLC_VERIFY_OFF;
+		return 0;
+	}
+	l->crc_logged = calloc((size_t)l->n / 8 + 1, 1);
+	return l->crc_logged ? 0 : -ENOMEM;
+}
+
+/* DLCACHE_OWNER_UID over cfg.kernel_owner_uid: a uid, or "self". */
+static int kernel_owner(struct dlc_loader *l, uint32_t *owner)
+{
+	const char *env = getenv("DLCACHE_OWNER_UID");
+	unsigned long long v;
+	char *end;
+
+	*owner = l->cfg.kernel_owner_uid;
+	if (!env || !*env)
+		return 0;
+	if (!strcmp(env, "self")) {
+		*owner = DLC_OWNER_SELF;
+		return 0;
+	}
+	errno = 0;
+	v = strtoull(env, &end, 10);
+	if (*env < '0' || *env > '9' || *end || errno || v >= UINT32_MAX) {
+		dlc_logf(&l->log, DLC_LOG_ERROR,
+			 "invalid DLCACHE_OWNER_UID '%s': want a uid or self", env);
+		return -EINVAL;
+	}
+	*owner = (uint32_t)v;
+	return 0;
+}
+
+/*
  * Choose the cache: the module's when asked for or, for AUTO, when
  * /dev/dlcache can be used; else the in-process one, saying why.
  */
 static int open_backend(struct dlc_loader *l)
 {
 	const char *env = getenv("DLCACHE_BACKEND"), *dev, *why = NULL;
-	uint32_t want = l->cfg.backend, i;
+	uint32_t want = l->cfg.backend, i, owner;
 	uint64_t key[2];
 	int ret;
 
@@ -1017,14 +1171,22 @@ static int open_backend(struct dlc_loader *l)
 	l->backend = DLC_BACKEND_INPROCESS;
 	if (want == DLC_BACKEND_INPROCESS)
 		return 0;
+	ret = kernel_owner(l, &owner);
+	if (ret)
+		return ret;
 
 	dev = getenv("DLCACHE_DEVICE");
 	if (!dev || !*dev)
 		dev = "/dev/dlcache";
 	dlc_index_key(l->idx, key);
 	l->glen = l->epoch_len * l->cfg.world;
+	if (dlc_kclient_attach_flags(owner, (uint32_t)geteuid()))
+		dlc_logf(&l->log, DLC_LOG_WARN,
+			 "%s: trusting the data set of owner uid %u (kernel_owner_uid or DLCACHE_OWNER_UID), not this user's own",
+			 dev, owner);
 	ret = dlc_kclient_open(dev, key, l->n, l->cfg.kernel_mode,
-			       3 * l->glen, l->cfg.window * 2, &l->kc, &why);
+			       3 * l->glen, l->cfg.window * 2, owner, &l->kc,
+			       &why);
 	if (ret) {
 		l->kc = NULL;
 		dlc_logf(&l->log, want == DLC_BACKEND_KERNEL ? DLC_LOG_ERROR :
@@ -1101,6 +1263,7 @@ void dlc_loader_destroy(struct dlc_loader *l)
 	free(l->queue);
 	free(l->order);
 	free(l->decode_threads);
+	free(l->crc_logged);
 	pthread_mutex_destroy(&l->lock);
 	pthread_cond_destroy(&l->work_cv);
 	pthread_cond_destroy(&l->ready_cv);
@@ -1187,6 +1350,8 @@ int dlc_loader_create(const struct dlc_config *cfg,
 	}
 
 	ret = open_backend(l);
+	if (!ret)
+		ret = setup_verify(l);
 	if (ret)
 		goto err;
 	if (l->backend == DLC_BACKEND_INPROCESS && cfg->cache_bytes) {
@@ -1213,9 +1378,9 @@ int dlc_loader_create(const struct dlc_config *cfg,
 
 	if (l->kc)
 		dlc_logf(&l->log, DLC_LOG_INFO,
-			 "dlcache.ko cache (%llu MiB, shared by the node) over %u samples; %u decode threads + 1 I/O thread",
+			 "dlcache.ko cache (%llu MiB, shared by the node) over %u samples, data set of uid %u; %u decode threads + 1 I/O thread",
 			 (unsigned long long)(dlc_kclient_capacity(l->kc) >> 20),
-			 l->n, l->ndecode);
+			 l->n, dlc_kclient_owner(l->kc), l->ndecode);
 	else
 		dlc_logf(&l->log, DLC_LOG_INFO,
 			 "in-process cache of %llu MiB over %u samples; %u decode threads + 1 I/O thread",

@@ -56,7 +56,7 @@ struct dlc_policy_epoch {
 
 struct dlc_policy {
 	uint32_t nsamples;	/* sample IDs are 0 .. nsamples - 1 */
-	uint32_t window;	/* positions held at once, a multiple of 64 */
+	uint32_t window;	/* positions held at once, a power of two >= 64 */
 	uint64_t cursor;	/* positions below it are consumed */
 	uint64_t end;		/* one past the last known position */
 	uint32_t ncached;	/* samples marked cached */
@@ -81,8 +81,8 @@ struct dlc_policy {
 
 /*
  * Bytes of memory dlc_policy_init() needs for @nsamples samples and a
- * window of @window positions (rounded up to a multiple of 64), or 0 when
- * either is zero or above its limit.
+ * window of @window positions (rounded up to a power of two, at least 64),
+ * or 0 when either is zero or above its limit.
  */
 size_t dlc_policy_mem_size(uint32_t nsamples, uint32_t window);
 

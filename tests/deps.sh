@@ -18,6 +18,10 @@ pkgs=(
 	# module, KUnit (UML) and QEMU tests
 	linux-headers-amd64 linux-image-amd64 linux-source-6.1 qemu-system-x86
 	busybox-static sparse bc flex bison python3 xz-utils cpio dkms
+	# QEMU tests marked "dlc-test: -m32" (static 32-bit libc)
+	gcc-multilib
+	# the debug kernel (tests/qemu/debug-kernel)
+	libelf-dev libssl-dev
 	# comparisons against the peer users pick today
 	python3-torch python3-torchvision python3-pil
 	# make bench: the plain C loader, the storage limit, the plot

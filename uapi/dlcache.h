@@ -34,6 +34,11 @@
  *
  * Changelog:
  *   ABI 1: first version.
+ *   ABI 2: data sets are named by (key, owner uid): ATTACH finds or creates
+ *          the caller's own data set unless DLCACHE_ATTACH_F_OWNER names
+ *          another owner it trusts (DLCACHE_FEAT_OWNER). The CQ ring moved
+ *          to mmap offset DLCACHE_OFF_CQ_RING = 0x8000000, which a 32-bit
+ *          off_t can pass. Fills have a lease (DLCACHE_FEAT_FILL_LEASE).
  */
 #ifndef _UAPI_LINUX_DLCACHE_H
 #define _UAPI_LINUX_DLCACHE_H
@@ -42,7 +47,7 @@
 
 /* User space: include <sys/ioctl.h> for _IOWR, as with ublk_cmd.h. */
 
-#define DLCACHE_ABI_VERSION	1
+#define DLCACHE_ABI_VERSION	2
 
 /* Device node, created by the misc device. */
 #define DLCACHE_DEVICE		"/dev/dlcache"
@@ -61,6 +66,17 @@
 #define DLCACHE_FEAT_FILL_WAIT	(1ULL << 3)
 /* The cache gives memory back under pressure (shrinker). */
 #define DLCACHE_FEAT_SHRINKER	(1ULL << 4)
+/*
+ * Data sets are named by (key, owner uid); ATTACH takes
+ * DLCACHE_ATTACH_F_OWNER. A key alone never reaches another user's bytes.
+ */
+#define DLCACHE_FEAT_OWNER	(1ULL << 5)
+/*
+ * A fill not ended within the module's fill lease is taken from its
+ * filler: a waiting GET that may write takes it over, other waiters
+ * complete with -ETIMEDOUT.
+ */
+#define DLCACHE_FEAT_FILL_LEASE	(1ULL << 6)
 
 /* ------------------------------------------------------------------ */
 /* DLCACHE_IOC_GET_INFO                                                */
@@ -88,12 +104,13 @@ struct dlcache_info {
 /* ------------------------------------------------------------------ */
 
 /*
- * mmap offsets: the high 32 bits select the region, the low 32 bits must
- * be zero. Map each region whole, with the size SETUP_RING returned.
+ * mmap offsets, as io_uring's IORING_OFF_*: the offset is exactly one of
+ * these values (anything else gives -EINVAL). Both fit a 32-bit off_t, so
+ * 32-bit callers can map the rings. Map each region whole, with the size
+ * SETUP_RING returned.
  */
 #define DLCACHE_OFF_SQ_RING	0ULL
-#define DLCACHE_OFF_CQ_RING	0x100000000ULL
-#define DLCACHE_OFF_REGION_MASK	0xffffffff00000000ULL
+#define DLCACHE_OFF_CQ_RING	0x8000000ULL
 
 /* SQ ring flags (sq_off.flags), written by the kernel. */
 /* ENTER stopped early: the CQ had no room. Reap completions. */
@@ -155,7 +172,9 @@ enum {
 	 * on a hit; -ENOENT on a miss (with DLCACHE_CQE_F_FILL when this
 	 * session now owns the fill and must PUT or ABORT it); -EMSGSIZE when
 	 * len is below the sample size (cqe.size has it). A GET for a sample
-	 * that another session is filling completes when that fill ends.
+	 * that another session is filling completes when that fill ends, or
+	 * with -ETIMEDOUT when the fill outlived the lease and another
+	 * waiter took it over (DLCACHE_FEAT_FILL_LEASE).
 	 */
 	DLCACHE_OP_GET = 1,
 	/*
@@ -224,6 +243,8 @@ struct dlcache_cqe {
 /*
  * Returns the number of SQEs consumed (>= 0). When nothing was consumed, a
  * wait that timed out gives -ETIME and one interrupted by a signal -EINTR.
+ * The return value is authoritative: when SQEs were consumed but @submitted
+ * cannot be written back, ENTER still returns their count, not -EFAULT.
  */
 struct dlcache_enter {
 	__u32 to_submit;	/* user: SQEs to consume at most */
@@ -242,6 +263,12 @@ struct dlcache_enter {
 #define DLCACHE_ATTACH_F_NOCREATE	(1U << 0)
 /* Fail with -EEXIST when the data set exists. */
 #define DLCACHE_ATTACH_F_EXCL		(1U << 1)
+/*
+ * Attach to the data set of owner @owner_uid (a uid of the caller's user
+ * namespace) rather than the caller's own. Never creates: a missing data
+ * set gives -ENOENT, unless @owner_uid is the caller's fsuid.
+ */
+#define DLCACHE_ATTACH_F_OWNER		(1U << 2)
 
 /* Output flags (result_flags). */
 #define DLCACHE_ATTACH_CREATED		(1U << 0)
@@ -249,10 +276,16 @@ struct dlcache_enter {
 #define DLCACHE_ATTACH_MAY_WRITE	(1U << 2)
 
 /*
- * Attach this session to the data set @key, creating it when missing. A
- * key that exists with another sample count gives -EINVAL. Read
- * permission is needed to attach (-EACCES); write permission to PUT,
- * ABORT and SET_ORDER.
+ * Attach this session to the data set (@key, owner), creating it when
+ * missing. The owner is the caller's fsuid, or @owner_uid with
+ * DLCACHE_ATTACH_F_OWNER: two users with the same key have two data sets,
+ * and one user reaches another's only by naming that owner, and only as
+ * far as the owner's mode allows. A data set that exists with another
+ * sample count gives -EINVAL. Read permission is needed to attach
+ * (-EACCES), also for the creator; write permission to PUT, ABORT,
+ * SET_ORDER and to move the policy cursor with GET. Creating fails with
+ * -ENOSPC when max_datasets exist and with -EDQUOT past the per-uid
+ * limits of the module's parameters.
  */
 struct dlcache_attach {
 	__u64 key[2];		/* user: 128-bit data set key */
@@ -265,7 +298,7 @@ struct dlcache_attach {
 	__u32 flags;		/* user: DLCACHE_ATTACH_F_* */
 	/*
 	 * user: on create, order positions held at once, rounded up to a
-	 * multiple of 64 (0: 2 * nsamples); kernel: actual.
+	 * power of two, at least 64 (0: 2 * nsamples); kernel: actual.
 	 */
 	__u32 window;
 	/*
@@ -274,7 +307,11 @@ struct dlcache_attach {
 	 */
 	__u32 lookahead;
 	__u32 handle;		/* kernel: handle for SQEs and ioctls, >= 1 */
-	__u32 owner_uid;	/* kernel: creator's uid */
+	/*
+	 * user: with DLCACHE_ATTACH_F_OWNER, the owner trusted, else
+	 * ignored; kernel: the owner's uid.
+	 */
+	__u32 owner_uid;
 	__u32 owner_gid;	/* kernel: creator's gid */
 	__u32 result_flags;	/* kernel: DLCACHE_ATTACH_* */
 	__u32 resv0;		/* padding, must be 0 */
@@ -332,7 +369,10 @@ struct dlcache_counters {
 /*
  * Stats of the whole cache, and of one data set: the one attached as
  * @handle, or with DLCACHE_STATS_F_INDEX the @handle-th data set (from 0)
- * of the module's list (-ENOENT past the end), which lists them all.
+ * of the module's list (-ENOENT past the end). The list holds the data
+ * sets the caller could read by their modes, all of them for
+ * CAP_SYS_ADMIN. A nonzero @handle without DLCACHE_STATS_F_DATASET is
+ * -EINVAL.
  */
 #define DLCACHE_STATS_F_DATASET	(1U << 0)	/* fill ds_* and dataset */
 #define DLCACHE_STATS_F_INDEX	(1U << 1)	/* @handle is a list index */
@@ -342,7 +382,11 @@ struct dlcache_stats {
 	__u32 flags;		/* user: DLCACHE_STATS_F_* */
 	__u64 capacity_bytes;	/* kernel */
 	__u64 used_bytes;	/* kernel */
-	__u32 ndatasets;	/* kernel: data sets that exist */
+	/*
+	 * kernel: data sets that exist (CAP_SYS_ADMIN), else those the
+	 * caller can list
+	 */
+	__u32 ndatasets;
 	__u32 nsessions;	/* kernel: open sessions */
 	struct dlcache_counters global;	/* kernel */
 	/* With F_DATASET, kernel: */
@@ -372,7 +416,10 @@ struct dlcache_capacity {
 	__u64 reserved[2];	/* must be 0 */
 };
 
-/* Drop the cached samples of every data set, or of the one with @key. */
+/*
+ * Drop the cached samples of every data set, or of those with @key, of
+ * every owner.
+ */
 #define DLCACHE_DROP_F_KEY	(1U << 0)
 
 struct dlcache_drop {

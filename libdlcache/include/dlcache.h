@@ -51,13 +51,16 @@ struct dlc_index;
  * Returns 0, -ENOENT / -ENOTDIR / -EACCES for @root, -ENODATA when no
  * class holds a sample, -ENOMEM, the errno of an unreadable subdirectory,
  * -ELOOP for a symlink cycle, -ENAMETOOLONG for a path of PATH_MAX or
- * more, or -E2BIG past 2^28 samples.
+ * more, or -E2BIG past 2^28 samples. Every sample is read once to record
+ * the CRC-32C of its bytes (a file that cannot be read gets none).
  */
 int dlc_index_build(const char *root, struct dlc_index **out);
 
 /*
  * Save to / load from an index file (text, versioned). Loading checks the
  * header, every field and the stored key. -EBADMSG for a malformed file.
+ * Format 2 holds the checksums; a format 1 file (older libdlcache) loads
+ * with every checksum absent and saves as format 1 again.
  */
 int dlc_index_save(const struct dlc_index *idx, const char *path);
 int dlc_index_load(const char *path, struct dlc_index **out);
@@ -78,9 +81,17 @@ uint64_t dlc_index_size(const struct dlc_index *idx, uint32_t id);
 /* Sum of all sample sizes. */
 uint64_t dlc_index_total_bytes(const struct dlc_index *idx);
 /*
+ * CRC-32C (Castagnoli, as iSCSI and ext4) of sample @id's bytes, recorded
+ * at indexing. Returns 0 with *@crc set, -ENODATA when the index holds
+ * none for it (a format 1 index, or a file unreadable at indexing), or
+ * -EINVAL when @id is out of range.
+ */
+int dlc_index_crc32c(const struct dlc_index *idx, uint32_t id, uint32_t *crc);
+/*
  * The data set key: 128 bits hashed over the index's content (paths,
  * labels, sizes) with the sample count in the low 32 bits of key[1].
  * The root is not hashed: the same files elsewhere have the same key.
+ * Neither are the checksums: both index formats give the same key.
  */
 void dlc_index_key(const struct dlc_index *idx, uint64_t key[2]);
 
@@ -293,6 +304,35 @@ enum dlc_backend {
 /* "auto", "inprocess", "kernel", or "?" */
 const char *dlc_backend_name(uint32_t backend);
 
+/*
+ * Which sample bytes are checked against the CRC-32C the index recorded,
+ * before decode. The environment variable DLCACHE_VERIFY ("kernel", "off"
+ * or "all") overrides the config. Indexes without checksums (format 1)
+ * check nothing.
+ */
+enum dlc_verify {
+	/*
+	 * Bytes served by dlcache.ko (default): written by other processes,
+	 * so checked; a mismatch counts in checksum_errors, is logged once
+	 * per sample, and the sample is read from its file instead.
+	 */
+	DLC_VERIFY_KERNEL = 0,
+	/* Nothing is checked. */
+	DLC_VERIFY_OFF = 1,
+	/*
+	 * Also every read from storage: a file that no longer matches its
+	 * index fails as "corrupt" (on_error applies) and is never offered
+	 * to a cache.
+	 */
+	DLC_VERIFY_ALL = 2,
+};
+
+/* "kernel", "off", "all", or "?" */
+const char *dlc_verify_name(uint32_t verify);
+
+/* kernel_owner_uid: the data set of this process's own uid. */
+#define DLC_OWNER_SELF		UINT32_MAX
+
 struct dlc_config {
 	uint32_t batch_size;	/* samples per batch, 1 .. 65536 */
 	uint32_t layout;	/* enum dlc_layout */
@@ -319,9 +359,25 @@ struct dlc_config {
 	/*
 	 * Kernel backend: permission bits of a data set this process creates
 	 * in dlcache.ko (0600, 0640 or 0660 style; 0 means 0600). Processes
-	 * of other users attach by the same key only as the mode allows.
+	 * of other users reach it only by naming this user as the owner they
+	 * trust (kernel_owner_uid), and only as the mode allows.
 	 */
 	uint32_t kernel_mode;
+	/*
+	 * Kernel backend: whose data set of this key to use. dlcache.ko names
+	 * data sets by (key, owner uid). DLC_OWNER_SELF (the default from
+	 * dlc_config_init()) is this process's own: found or created. Any
+	 * other uid is an owner this process trusts to have cached the right
+	 * bytes: the loader attaches to that user's existing data set (never
+	 * creating one), as far as its mode allows, and logs one line naming
+	 * the uid. If the data set's owner is not the one expected, or it
+	 * cannot be attached, the loader falls back (or fails) as for any
+	 * other kernel-backend failure. The environment variable
+	 * DLCACHE_OWNER_UID (a uid, or "self") overrides it. Note 0 is root:
+	 * a config not made by dlc_config_init() must set this field.
+	 */
+	uint32_t kernel_owner_uid;
+	uint32_t verify;	/* enum dlc_verify; default DLC_VERIFY_KERNEL */
 	uint32_t pad;		/* must be zero */
 };
 
@@ -431,6 +487,10 @@ struct dlc_stats {
 	uint64_t errors_by_kind[DLC_ERR_KINDS];
 	uint64_t substituted;
 	uint64_t skipped;
+	/* integrity (enum dlc_verify) */
+	uint64_t verified;		/* samples checked against the index's crc32c */
+	uint64_t verify_ns;		/* time computing those checksums, summed */
+	uint64_t checksum_errors;	/* of those, how many did not match */
 };
 
 /* Counters since the loader was created. Thread safe. */

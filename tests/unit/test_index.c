@@ -134,6 +134,92 @@ static void rm_rf(const char *path)
 	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* CRC-32C by its definition, bit by bit: independent of the library's. */
+static uint32_t ref_crc32c(const uint8_t *p, size_t n)
+{
+	uint32_t c = 0xFFFFFFFFu;
+	int b;
+
+	while (n--) {
+		c ^= *p++;
+		for (b = 0; b < 8; b++)
+			c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+	}
+	return ~c;
+}
+
+/* The crc of a file of @size 'x' bytes, as put_file() writes. */
+static uint32_t crc_of_x(size_t size)
+{
+	uint8_t *b = malloc(size + 1);
+	uint32_t c;
+
+	memset(b, 'x', size);
+	c = ref_crc32c(b, size);
+	free(b);
+	return c;
+}
+
+/* The index's crc of @id, or 0 with a failure when it has none. */
+static uint32_t idx_crc(const struct dlc_index *idx, uint32_t id)
+{
+	uint32_t c = 0;
+	int ret = dlc_index_crc32c(idx, id, &c);
+
+	CHECK(ret == 0, "sample %u has no checksum (%d)", id, ret);
+	return c;
+}
+
+/*
+ * The same index in format 1, as an older libdlcache wrote it: the magic
+ * of version 1 and no crc field in the sample lines (those start with a
+ * digit). Malloc'd, NUL-terminated; *@out_len set.
+ */
+static char *to_format1(const char *v2, size_t *out_len)
+{
+	char *r = malloc(strlen(v2) + 1), *w = r;
+	const char *p = v2;
+
+	if (!r)
+		return NULL;
+	if (strncmp(p, "dlcache-index 2\n", 16)) {
+		CHECK(0, "not a format 2 index");
+		free(r);
+		return NULL;
+	}
+	memcpy(w, "dlcache-index 1\n", 16);
+	w += 16;
+	p += 16;
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) + 1 : strlen(p);
+
+		if (*p >= '0' && *p <= '9') {
+			/* "label size crc path": drop "crc " */
+			const char *sp1 = strchr(p, ' ');
+			const char *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
+			const char *sp3 = sp2 ? strchr(sp2 + 1, ' ') : NULL;
+
+			if (!sp3) {
+				CHECK(0, "bad sample line");
+				free(r);
+				return NULL;
+			}
+			memcpy(w, p, (size_t)(sp2 - p) + 1);
+			w += sp2 - p + 1;
+			memcpy(w, sp3 + 1, n - (size_t)(sp3 + 1 - p));
+			w += n - (size_t)(sp3 + 1 - p);
+		} else {
+			memcpy(w, p, n);
+			w += n;
+		}
+		p += n;
+	}
+	*w = '\0';
+	*out_len = (size_t)(w - r);
+	return r;
+}
+
 static int build(const char *root, struct dlc_index **idx)
 {
 	*idx = NULL;
@@ -205,6 +291,8 @@ static void check_tree(const struct dlc_index *idx)
 			       p ? p : "(null)", expect[i].path), t_failures++;
 		CHECK_EQ(dlc_index_label(idx, i), expect[i].label);
 		CHECK_EQ(dlc_index_size(idx, i), expect[i].size);
+		/* The crc32c of the file's bytes, recorded at build. */
+		CHECK_EQ(idx_crc(idx, i), crc_of_x(expect[i].size));
 		total += expect[i].size;
 	}
 	CHECK_EQ(dlc_index_total_bytes(idx), total);
@@ -212,6 +300,12 @@ static void check_tree(const struct dlc_index *idx)
 	CHECK(dlc_index_relpath(idx, (uint32_t)n) == NULL);
 	CHECK_EQ(dlc_index_label(idx, (uint32_t)n), -1);
 	CHECK_EQ(dlc_index_size(idx, (uint32_t)n), 0);
+	{
+		uint32_t c = 7;
+
+		CHECK_EQ(dlc_index_crc32c(idx, (uint32_t)n, &c), -EINVAL);
+		CHECK_EQ(c, 7);
+	}
 	CHECK(dlc_index_root(idx) && dlc_index_root(idx)[0] == '/');
 }
 
@@ -232,6 +326,14 @@ static void same_index(const struct dlc_index *a, const struct dlc_index *b)
 			      dlc_index_relpath(b, i) ?: ""));
 		CHECK_EQ(dlc_index_label(a, i), dlc_index_label(b, i));
 		CHECK_EQ(dlc_index_size(a, i), dlc_index_size(b, i));
+		{
+			uint32_t ca = 1, cb = 2;
+			int ra = dlc_index_crc32c(a, i, &ca);
+			int rb = dlc_index_crc32c(b, i, &cb);
+
+			CHECK_EQ(ra, rb);
+			CHECK(ra || ca == cb, "sample %u crc %08x != %08x", i, ca, cb);
+		}
 	}
 	dlc_index_key(a, ka);
 	dlc_index_key(b, kb);
@@ -279,10 +381,17 @@ static void test_build_and_roundtrip(void)
 			char *b1 = slurp(at("idx"), &l1);
 			char *b2 = slurp(at("idx2"), &l2);
 
+			char want[128];
+
 			CHECK(b1 && b2 && l1 == l2 && !memcmp(b1, b2, l1));
+			CHECK(b1 && !strncmp(b1, "dlcache-index 2\n", 16));
 			/* Records stay one to a line despite the newline. */
-			CHECK(b1 && strstr(b1, "\n3 11 b/new%0Aline.bmp\n"));
-			CHECK(b1 && strstr(b1, "\n3 9 b/100%25 sure.jpg\n"));
+			snprintf(want, sizeof(want), "\n3 11 %08x b/new%%0Aline.bmp\n",
+				 crc_of_x(11));
+			CHECK(b1 && strstr(b1, want), "no line '%s'", want + 1);
+			snprintf(want, sizeof(want), "\n3 9 %08x b/100%%25 sure.jpg\n",
+				 crc_of_x(9));
+			CHECK(b1 && strstr(b1, want), "no line '%s'", want + 1);
 			free(b1);
 			free(b2);
 		}
@@ -418,11 +527,110 @@ static void expect_bad_edit(const char *what, const char *good, size_t len,
 	free(d);
 }
 
+/*
+ * Format 1 (an index file of an older libdlcache) still loads: the same
+ * samples and key, every checksum absent, and it saves as format 1 again.
+ * Format 2 specifics: the crc field's spelling, and "-" for none.
+ */
+static void test_formats(const char *good2, size_t len2, const char *good1,
+			 size_t len1)
+{
+	struct dlc_index *i1 = NULL, *i2 = NULL;
+	char line[128], bad[128];
+	uint32_t c, id;
+	size_t n = 0;
+	char *d;
+
+	spit(at("f2.idx"), good2, len2);
+	spit(at("f1.idx"), good1, len1);
+	CHECK_EQ(dlc_index_load(at("f2.idx"), &i2), 0);
+	CHECK_EQ(dlc_index_load(at("f1.idx"), &i1), 0);
+	if (!i1 || !i2)
+		goto out;
+	CHECK_EQ(dlc_index_count(i1), 3);
+	for (id = 0; id < 3; id++) {
+		c = 0;
+		CHECK_EQ(dlc_index_crc32c(i1, id, &c), -ENODATA);
+		CHECK_EQ(dlc_index_size(i1, id), dlc_index_size(i2, id));
+		CHECK(!strcmp(dlc_index_relpath(i1, id), dlc_index_relpath(i2, id)));
+		CHECK_EQ(idx_crc(i2, id), crc_of_x(5 + id));
+	}
+	{
+		uint64_t k1[2], k2[2];
+
+		dlc_index_key(i1, k1);
+		dlc_index_key(i2, k2);
+		CHECK(k1[0] == k2[0] && k1[1] == k2[1],
+		      "format 1 and 2 give different keys");
+	}
+	CHECK_EQ(dlc_index_save(i1, at("f1b.idx")), 0);
+	{
+		size_t l = 0;
+		char *b = slurp(at("f1b.idx"), &l);
+
+		CHECK(b && l == len1 && !memcmp(b, good1, len1),
+		      "format 1 does not save as itself");
+		free(b);
+	}
+
+	/* Sample 1 is cat/c.jpg, 6 bytes. */
+	snprintf(line, sizeof(line), "\n0 6 %08x cat/c.jpg\n", crc_of_x(6));
+	CHECK(strstr(good2, line) != NULL, "no line '%s'", line + 1);
+
+	/* "-": no checksum for that sample, the others kept. */
+	d = edit(good2, len2, line, "\n0 6 - cat/c.jpg\n", &n);
+	if (d) {
+		struct dlc_index *i3 = NULL;
+
+		spit(at("f3.idx"), d, n);
+		CHECK_EQ(dlc_index_load(at("f3.idx"), &i3), 0);
+		if (i3) {
+			CHECK_EQ(dlc_index_crc32c(i3, 1, &c), -ENODATA);
+			CHECK_EQ(idx_crc(i3, 0), crc_of_x(5));
+			CHECK_EQ(idx_crc(i3, 2), crc_of_x(7));
+			CHECK_EQ(dlc_index_save(i3, at("f3b.idx")), 0);
+			{
+				size_t l = 0;
+				char *b = slurp(at("f3b.idx"), &l);
+
+				CHECK(b && l == n && !memcmp(b, d, n));
+				free(b);
+			}
+			dlc_index_free(i3);
+		}
+		free(d);
+	}
+	/* Spellings other than 8 lowercase hex digits or "-". */
+	snprintf(bad, sizeof(bad), "\n0 6 %08X cat/c.jpg\n", crc_of_x(6));
+	if (strcmp(bad, line))
+		expect_bad_edit("crc upper case", good2, len2, line, bad);
+	snprintf(bad, sizeof(bad), "\n0 6 %07x cat/c.jpg\n", crc_of_x(6) >> 4);
+	expect_bad_edit("crc 7 digits", good2, len2, line, bad);
+	snprintf(bad, sizeof(bad), "\n0 6 %08x0 cat/c.jpg\n", crc_of_x(6));
+	expect_bad_edit("crc 9 digits", good2, len2, line, bad);
+	snprintf(bad, sizeof(bad), "\n0 6 0x%06x cat/c.jpg\n", crc_of_x(6) & 0xffffff);
+	expect_bad_edit("crc 0x", good2, len2, line, bad);
+	expect_bad_edit("crc missing", good2, len2, line, "\n0 6 cat/c.jpg\n");
+	expect_bad_edit("crc --", good2, len2, line, "\n0 6 -- cat/c.jpg\n");
+	snprintf(bad, sizeof(bad), "\n0 6 %08x  cat/c.jpg\n", crc_of_x(6));
+	expect_bad_edit("crc two spaces", good2, len2, line, bad);
+	/* Format 2 lines under the format 1 magic, and the reverse. */
+	expect_bad_edit("v2 lines, v1 magic", good2, len2, "dlcache-index 2",
+			"dlcache-index 1");
+	expect_bad_edit("v1 lines, v2 magic", good1, len1, "dlcache-index 1",
+			"dlcache-index 2");
+	expect_bad_edit("version 3", good2, len2, "dlcache-index 2",
+			"dlcache-index 3");
+out:
+	dlc_index_free(i1);
+	dlc_index_free(i2);
+}
+
 static void test_malformed(void)
 {
 	struct dlc_index *idx;
-	char *good, *line;
-	size_t len = 0, cut;
+	char *good, *good2, *line;
+	size_t len = 0, len2 = 0, cut;
 	char keyline[64];
 
 	put_file(at("m/cat/a b.jpg"), 5);
@@ -432,17 +640,26 @@ static void test_malformed(void)
 		return;
 	CHECK_EQ(dlc_index_save(idx, at("m.idx")), 0);
 	dlc_index_free(idx);
-	good = slurp(at("m.idx"), &len);
-	if (!good)
+	good2 = slurp(at("m.idx"), &len2);
+	if (!good2)
 		return;
 	CHECK_EQ(dlc_index_load(at("m.idx"), &idx), 0);
 	dlc_index_free(idx);
+	/* The edits below are on format 1, whose lines are simpler. */
+	good = to_format1(good2, &len);
+	if (!good) {
+		free(good2);
+		return;
+	}
+	test_formats(good2, len2, good, len);
 
 	/* Truncations: everywhere but the full length must fail. */
 	for (cut = 0; cut < len; cut++)
 		expect_bad("truncated", good, cut);
+	for (cut = 0; cut < len2; cut++)
+		expect_bad("truncated format 2", good2, cut);
 
-	expect_bad_edit("version", good, len, "dlcache-index 1", "dlcache-index 2");
+	expect_bad_edit("version", good, len, "dlcache-index 1", "dlcache-index 0");
 	expect_bad_edit("magic", good, len, "dlcache-index", "dlcache-indeks");
 	expect_bad_edit("samples+1", good, len, "samples 3", "samples 4");
 	expect_bad_edit("samples-1", good, len, "samples 3", "samples 2");
@@ -522,6 +739,7 @@ static void test_malformed(void)
 	}
 	expect_bad("empty file", "", 0);
 	free(good);
+	free(good2);
 }
 
 static void test_errors(void)
@@ -578,6 +796,19 @@ static void test_errors(void)
 		CHECK(!chmod(at("perm"), 0));
 		CHECK_EQ(build(at("perm"), &idx), -EACCES);
 		CHECK(!chmod(at("perm"), 0755));
+		/* An unreadable file is listed, without a checksum. */
+		put_file(at("unread/c/a.jpg"), 3);
+		put_file(at("unread/c/b.jpg"), 4);
+		CHECK(!chmod(at("unread/c/b.jpg"), 0));
+		CHECK_EQ(build(at("unread"), &idx), 0);
+		if (idx) {
+			uint32_t c;
+
+			CHECK_EQ(dlc_index_count(idx), 2);
+			CHECK_EQ(dlc_index_crc32c(idx, 1, &c), -ENODATA);
+			CHECK_EQ(idx_crc(idx, 0), crc_of_x(3));
+			dlc_index_free(idx);
+		}
 	} else {
 		printf("note: running as root, permission cases skipped\n");
 	}

@@ -28,6 +28,13 @@ static void help(void)
 	       "  --batch-size B       samples per batch (default 64)\n"
 	       "  --backend B          auto (default: dlcache.ko if loaded), inprocess or kernel\n"
 	       "  --mode MODE          kernel backend: mode of a data set this creates (0600, 0640, 0660)\n"
+	       "  --owner-uid UID      kernel backend: use the data set of owner UID, trusted (default\n"
+	       "                       self: this user's own; DLCACHE_OWNER_UID overrides)\n"
+	       "  --verify MODE        check samples against the index's crc32c: kernel (default:\n"
+	       "                       bytes from dlcache.ko), off, or all (also reads from storage)\n"
+	       "  --verify-cost        measure what verification costs: epochs alternate between\n"
+	       "                       --verify all and off (no cache, every sample read and\n"
+	       "                       checked), after one warm-up epoch; prints the ratio\n"
 	       "  --cache SIZE         in-process cache capacity, e.g. 256M (default: half the data set)\n"
 	       "  --cache-fraction F   capacity as a fraction of the data set, 0..1\n"
 	       "  --threads T          decode threads (default: CPUs - 1, plus the I/O thread)\n"
@@ -45,6 +52,8 @@ static void help(void)
 	       "  --no-direct          buffered reads instead of O_DIRECT\n"
 	       "  --drop-caches        drop the page cache before the first epoch (root)\n"
 	       "  --json               one JSON object on stdout instead of the table\n"
+	       "  --digest             a hash per epoch of every batch's pixels, labels and IDs\n"
+	       "                       in order: equal digests, equal batches\n"
 	       "  -v, --verbose        library log lines on stderr\n");
 }
 
@@ -62,6 +71,7 @@ static int drop_page_cache(void)
 
 struct epoch_result {
 	uint32_t epoch;
+	uint64_t digest;
 	uint64_t images;
 	double seconds;
 	struct dlc_stats delta;
@@ -79,6 +89,28 @@ static void stats_delta(const struct dlc_stats *a, const struct dlc_stats *b,
 	/* Levels, not counters. */
 	d->cache_used = b->cache_used;
 	d->cache_capacity = b->cache_capacity;
+}
+
+/* FNV-1a over 8-byte words (and the tail bytes), chained through @h. */
+static uint64_t digest_add(uint64_t h, const void *data, size_t n)
+{
+	const uint8_t *p = data;
+	uint64_t w;
+
+	for (; n >= 8; n -= 8, p += 8) {
+		memcpy(&w, p, sizeof(w));
+		h = (h ^ w) * 1099511628211ULL;
+	}
+	for (; n; n--)
+		h = (h ^ *p++) * 1099511628211ULL;
+	return h;
+}
+
+static uint64_t batch_digest(uint64_t h, const struct dlc_batch *b)
+{
+	h = digest_add(h, b->data, (size_t)b->count * 3 * b->out_w * b->out_h);
+	h = digest_add(h, b->labels, b->count * sizeof(*b->labels));
+	return digest_add(h, b->ids, b->count * sizeof(*b->ids));
 }
 
 static double hit_ratio(const struct dlc_stats *s)
@@ -152,6 +184,137 @@ static void lockstep_close(struct lockstep *ls)
 	ls->done = NULL;
 }
 
+/* One epoch of @l; images/s, or a negative errno. */
+static double timed_epoch(struct dlc_loader *l, uint32_t epoch, int *err)
+{
+	struct dlc_batch *b;
+	uint64_t t0 = now_ns(), images = 0;
+	int ret;
+
+	ret = dlc_loader_start_epoch(l, epoch, 0);
+	while (!ret && (ret = dlc_next_batch(l, &b)) == 0) {
+		images += b->count;
+		dlc_release_batch(l, b);
+	}
+	*err = ret == -ENODATA ? 0 : ret;
+	return (double)images / ((double)(now_ns() - t0) / 1e9);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * --verify-cost: the same epochs with every sample checked (verify all,
+ * no cache, so each sample is read and its crc32c computed on the I/O
+ * thread as a dlcache.ko hit would be) and with nothing checked, taking
+ * turns epoch by epoch so that drift hits both alike. Reports the median
+ * images/s of each and their ratio, and the checksum time per sample
+ * beside the decode time.
+ */
+static int run_verify_cost(const struct dlc_config *base,
+			   const struct dlc_index *idx, uint32_t epochs,
+			   int json)
+{
+	struct dlc_loader *l[2] = { NULL, NULL };
+	struct dlc_stats st[2];
+	double *ips[2] = { NULL, NULL }, med[2];
+	struct dlc_config cfg;
+	uint32_t e, m;
+	int ret, rc = 1;
+
+	for (m = 0; m < 2; m++) {
+		cfg = *base;
+		cfg.backend = DLC_BACKEND_INPROCESS;
+		cfg.cache_bytes = 0;
+		cfg.verify = m == 0 ? DLC_VERIFY_ALL : DLC_VERIFY_OFF;
+		ret = dlc_loader_create(&cfg, idx, &l[m]);
+		if (ret) {
+			fail("bench", "cannot start the loader: %s", strerror(-ret));
+			goto out;
+		}
+		ips[m] = calloc(epochs, sizeof(double));
+		if (!ips[m]) {
+			fail("bench", "out of memory");
+			goto out;
+		}
+	}
+	/* Warm-up: the page cache and both loaders' first touches. */
+	for (m = 0; m < 2; m++) {
+		timed_epoch(l[m], 0, &ret);
+		if (ret) {
+			fail("bench", "warm-up epoch: %s", strerror(-ret));
+			goto out;
+		}
+		dlc_loader_stats(l[m], &st[m]);
+	}
+	if (!st[0].verified) {
+		fail("bench", "--verify-cost: the index has no checksums (rebuild it with dlcachectl index)");
+		goto out;
+	}
+	if (!json)
+		printf("%-5s %14s %14s %7s\n", "epoch", "verify images/s",
+		       "off images/s", "ratio");
+	for (e = 0; e < epochs; e++) {
+		/* Alternate which goes first, too. */
+		for (m = 0; m < 2; m++) {
+			uint32_t k = (e & 1) ? 1 - m : m;
+
+			ips[k][e] = timed_epoch(l[k], e + 1, &ret);
+			if (ret) {
+				fail("bench", "epoch %u: %s", e + 1, strerror(-ret));
+				goto out;
+			}
+		}
+		if (!json)
+			printf("%-5u %14.1f %14.1f %7.4f\n", e + 1, ips[0][e],
+			       ips[1][e], ips[0][e] / ips[1][e]);
+	}
+	for (m = 0; m < 2; m++) {
+		dlc_loader_stats(l[m], &st[m]);
+		qsort(ips[m], epochs, sizeof(double), cmp_double);
+		med[m] = epochs % 2 ? ips[m][epochs / 2] :
+			 (ips[m][epochs / 2 - 1] + ips[m][epochs / 2]) / 2;
+	}
+	{
+		double crc_us = st[0].verified ?
+			(double)st[0].verify_ns / 1e3 / (double)st[0].verified : 0;
+		double dec_us = st[0].decoded ?
+			(double)st[0].decode_ns / 1e3 / (double)st[0].decoded : 0;
+		double gbs = st[0].verify_ns ?
+			(double)st[0].bytes_read / (double)st[0].verify_ns : 0;
+
+		if (json)
+			printf("{\"verify_images_per_s\": %.2f, \"off_images_per_s\": %.2f, "
+			       "\"ratio\": %.4f, \"epochs\": %u, \"verified\": %llu, "
+			       "\"checksum_errors\": %llu, \"crc_us_per_sample\": %.3f, "
+			       "\"decode_us_per_sample\": %.1f, \"crc_share_of_decode\": %.5f}\n",
+			       med[0], med[1], med[0] / med[1], epochs,
+			       (unsigned long long)st[0].verified,
+			       (unsigned long long)st[0].checksum_errors, crc_us,
+			       dec_us, dec_us > 0 ? crc_us / dec_us : 0);
+		else
+			printf("median images/s: verify all %.1f, off %.1f: ratio %.4f (%+.2f%%)\n"
+			       "crc32c: %llu samples checked, %llu mismatches, %.2f us a sample (%.2f GB/s);\n"
+			       "decode: %.1f us a sample: checking is %.3f%% of the decode work\n",
+			       med[0], med[1], med[0] / med[1],
+			       (med[0] / med[1] - 1) * 100,
+			       (unsigned long long)st[0].verified,
+			       (unsigned long long)st[0].checksum_errors, crc_us,
+			       gbs, dec_us, dec_us > 0 ? 100 * crc_us / dec_us : 0);
+	}
+	rc = 0;
+out:
+	for (m = 0; m < 2; m++) {
+		dlc_loader_destroy(l[m]);
+		free(ips[m]);
+	}
+	return rc;
+}
+
 int cmd_bench(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -160,6 +323,9 @@ int cmd_bench(int argc, char **argv)
 		{ "cache", required_argument, NULL, 'c' },
 		{ "backend", required_argument, NULL, 'B' },
 		{ "mode", required_argument, NULL, 'M' },
+		{ "owner-uid", required_argument, NULL, 'U' },
+		{ "verify", required_argument, NULL, 'V' },
+		{ "verify-cost", no_argument, NULL, 'X' },
 		{ "cache-fraction", required_argument, NULL, 'F' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "queue-depth", required_argument, NULL, 'q' },
@@ -175,6 +341,7 @@ int cmd_bench(int argc, char **argv)
 		{ "lockstep", required_argument, NULL, 'K' },
 		{ "drop-caches", no_argument, NULL, 'C' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "digest", no_argument, NULL, 'G' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -188,6 +355,7 @@ int cmd_bench(int argc, char **argv)
 	uint64_t cache = 0, cap;
 	double fraction = 0.5;
 	int have_cache = 0, json = 0, drop = 0, eval = 0, c, ret, rc = 1;
+	int verify_cost = 0, digest = 0;
 	const char *lockstep_path = NULL;
 	struct lockstep ls = { NULL, 0, 0, 0 };
 	char *end;
@@ -223,6 +391,22 @@ int cmd_bench(int argc, char **argv)
 			if (parse_u32(optarg, 0, 0666, &cfg.kernel_mode) ||
 			    (cfg.kernel_mode & ~0666U))
 				return usage_error("bench", "--mode: want permission bits like 0640, got '%s'", optarg);
+			break;
+		case 'U':
+			if (!strcmp(optarg, "self"))
+				cfg.kernel_owner_uid = DLC_OWNER_SELF;
+			else if (parse_u32(optarg, 0, UINT32_MAX - 1, &cfg.kernel_owner_uid))
+				return usage_error("bench", "--owner-uid: want a uid or self, got '%s'", optarg);
+			break;
+		case 'V':
+			for (cfg.verify = 0; cfg.verify <= DLC_VERIFY_ALL; cfg.verify++)
+				if (!strcmp(optarg, dlc_verify_name(cfg.verify)))
+					break;
+			if (cfg.verify > DLC_VERIFY_ALL)
+				return usage_error("bench", "--verify: want kernel, off or all, got '%s'", optarg);
+			break;
+		case 'X':
+			verify_cost = 1;
 			break;
 		case 'F':
 			fraction = strtod(optarg, &end);
@@ -284,6 +468,9 @@ int cmd_bench(int argc, char **argv)
 		case 'j':
 			json = 1;
 			break;
+		case 'G':
+			digest = 1;
+			break;
 		case 'v':
 			cfg.log_level = DLC_LOG_INFO;
 			break;
@@ -307,6 +494,10 @@ int cmd_bench(int argc, char **argv)
 	setup_transform(&cfg, eval, size);
 	cfg.cache_bytes = have_cache ? cache :
 		(uint64_t)(fraction * (double)dlc_index_total_bytes(idx));
+	if (verify_cost) {
+		rc = run_verify_cost(&cfg, idx, epochs, json);
+		goto out;
+	}
 
 	ret = dlc_loader_create(&cfg, idx, &l);
 	if (ret) {
@@ -333,13 +524,15 @@ int cmd_bench(int argc, char **argv)
 		       "images/s", "hit ratio", "wait s", "read MB", "errors");
 	for (e = 0; e < epochs; e++) {
 		struct dlc_batch *b;
-		uint64_t t0, images = 0;
+		uint64_t t0, images = 0, dg = 14695981039346656037ULL;
 
 		dlc_loader_stats(l, &before);
 		t0 = now_ns();
 		ret = dlc_loader_start_epoch(l, e, 0);
 		while (!ret && (ret = dlc_next_batch(l, &b)) == 0) {
 			images += b->count;
+			if (digest)
+				dg = batch_digest(dg, b);
 			dlc_release_batch(l, b);
 			if (lockstep_step(&ls)) {
 				fail("bench", "--lockstep: the other ranks stopped for 60 s at batch %llu",
@@ -358,6 +551,7 @@ int cmd_bench(int argc, char **argv)
 			goto out;
 		}
 		res[e].epoch = e;
+		res[e].digest = dg;
 		res[e].images = images;
 		res[e].seconds = (double)(now_ns() - t0) / 1e9;
 		dlc_loader_stats(l, &after);
@@ -371,6 +565,9 @@ int cmd_bench(int argc, char **argv)
 			       (double)d->wait_ns / 1e9,
 			       (double)d->bytes_read / 1e6,
 			       (unsigned long long)d->errors);
+			if (digest)
+				printf("      digest %016llx\n",
+				       (unsigned long long)dg);
 			fflush(stdout);
 		}
 	}
@@ -396,7 +593,8 @@ int cmd_bench(int argc, char **argv)
 			       "\"seconds\": %.4f, \"images\": %llu, \"evictions\": %llu, "
 			       "\"bypasses\": %llu, \"io_thread_decodes\": %llu, "
 			       "\"hits\": %llu, \"misses\": %llu, \"hit_bytes\": %llu, "
-			       "\"miss_bytes\": %llu}",
+			       "\"miss_bytes\": %llu, \"verified\": %llu, "
+			       "\"checksum_errors\": %llu",
 			       e ? ", " : "", e,
 			       (double)res[e].images / res[e].seconds, hit_ratio(d),
 			       (double)d->wait_ns / 1e9,
@@ -409,7 +607,13 @@ int cmd_bench(int argc, char **argv)
 			       (unsigned long long)d->hits,
 			       (unsigned long long)d->misses,
 			       (unsigned long long)d->hit_bytes,
-			       (unsigned long long)d->miss_bytes);
+			       (unsigned long long)d->miss_bytes,
+			       (unsigned long long)d->verified,
+			       (unsigned long long)d->checksum_errors);
+			if (digest)
+				printf(", \"digest\": \"%016llx\"",
+				       (unsigned long long)res[e].digest);
+			printf("}");
 		}
 		printf("]}\n");
 	} else {

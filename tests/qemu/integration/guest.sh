@@ -59,6 +59,18 @@ finish() {
 	else
 		result ok dmesg
 	fi
+	# kmemleak, on a kernel that has it (the debug kernel): a leak fails.
+	if [ -w /sys/kernel/debug/kmemleak ]; then
+		echo scan > /sys/kernel/debug/kmemleak
+		sleep 1
+		echo scan > /sys/kernel/debug/kmemleak
+		if grep -q 'unreferenced object' /sys/kernel/debug/kmemleak; then
+			result FAIL kmemleak
+			head -n 60 /sys/kernel/debug/kmemleak | sed 's/^/# /'
+		else
+			result ok kmemleak
+		fi
+	fi
 	echo INT-DONE
 	sync
 	poweroff -f
@@ -334,7 +346,16 @@ else
 	show /tmp/w.out
 fi
 
-# ---- permissions: a 0600 data set of root, a bench of uid 65534 ---------------
+# ---- permissions and trust: data sets are (key, owner uid) -----------------
+# Root runs a bench (its own data set, mode 0600). Meanwhile uid 65534, with
+# the same index and so the same key:
+#   perm-own-dataset     the default config uses 65534's own data set: the
+#                        kernel backend, no hit in its first epoch (root's
+#                        cached bytes are never reached), and `datasets`
+#                        lists the key twice, owners 0 and 65534
+#   perm-trust-refused   --owner-uid 0 --backend kernel: the library logs
+#                        that it trusts uid 0; root's 0600 data set refuses
+#   perm-trust-fallback  the same with --backend auto: in-process, said why
 if [ $KERNEL_OK -eq 1 ]; then
 	$CTL bench $IDX --backend kernel --mode 0600 --epochs 2 --json $BENCH \
 		> /tmp/root.json 2> /tmp/root.err &
@@ -345,25 +366,50 @@ if [ $KERNEL_OK -eq 1 ]; then
 		i=$((i + 1))
 	done
 	/bin/int_client runas 65534 65534 $CTL bench $IDX --backend kernel --epochs 1 \
-		--json $BENCH > /tmp/nb.json 2> /tmp/nb.err
+		--json $BENCH > /tmp/nb.json 2> /tmp/nb.err &
+	npid=$!
+	# Both data sets while both benches are attached.
+	owners=""
+	i=0
+	while [ $i -lt 150 ] && kill -0 $npid 2>/dev/null; do
+		owners=$($CTL datasets 2>/dev/null | awk -v k="$KEY" '$1 == k {print $4}' | sort -n | tr '\n' ' ')
+		[ "$owners" = "0 65534 " ] && break
+		usleep 100000
+		i=$((i + 1))
+	done
+	wait_pid $npid 180
 	rc=$?
-	info "uid 65534, --backend kernel (exit $rc):"
+	h0=$(grep -o '"hits": [0-9]*' /tmp/nb.json | head -n 1 | awk '{print $2}')
+	info "uid 65534, default config, --backend kernel (exit $rc, epoch 0 hits ${h0:-?}; owners of $KEY: $owners):"
 	show /tmp/nb.err
-	if [ $rc -eq 1 ] && grep -qi 'permission denied' /tmp/nb.err; then
-		result ok perm-kernel-refused
+	if [ $rc -eq 0 ] && grep -q '"backend": "kernel"' /tmp/nb.json &&
+	   [ "$h0" = 0 ] && [ "$owners" = "0 65534 " ]; then
+		result ok perm-own-dataset
 	else
-		result FAIL perm-kernel-refused "(exit $rc, want 1 and a permission-denied message)"
+		result FAIL perm-own-dataset "(exit $rc, epoch 0 hits ${h0:-?}, owners '$owners': want 0, kernel, '0 65534')"
+		show /tmp/nb.json
 	fi
-	/bin/int_client runas 65534 65534 $CTL bench $IDX --backend auto --epochs 1 \
-		--json $BENCH > /tmp/na.json 2> /tmp/na.err
+	/bin/int_client runas 65534 65534 $CTL bench $IDX --backend kernel --owner-uid 0 \
+		--epochs 1 --json $BENCH > /tmp/nt.json 2> /tmp/nt.err
 	rc=$?
-	info "uid 65534, --backend auto (exit $rc):"
+	info "uid 65534, --owner-uid 0 --backend kernel (exit $rc):"
+	show /tmp/nt.err
+	if [ $rc -eq 1 ] && grep -q 'trusting the data set of owner uid 0' /tmp/nt.err &&
+	   grep -qi 'permission denied' /tmp/nt.err; then
+		result ok perm-trust-refused
+	else
+		result FAIL perm-trust-refused "(exit $rc, want 1, the trust line and a permission-denied message)"
+	fi
+	/bin/int_client runas 65534 65534 $CTL bench $IDX --backend auto --owner-uid 0 \
+		--epochs 1 --json $BENCH > /tmp/na.json 2> /tmp/na.err
+	rc=$?
+	info "uid 65534, --owner-uid 0 --backend auto (exit $rc):"
 	show /tmp/na.err
 	if [ $rc -eq 0 ] && grep -q '"backend": "inprocess"' /tmp/na.json &&
 	   grep -q 'in-process' /tmp/na.err; then
-		result ok perm-auto-fallback
+		result ok perm-trust-fallback
 	else
-		result FAIL perm-auto-fallback "(exit $rc)"
+		result FAIL perm-trust-fallback "(exit $rc)"
 		show /tmp/na.json
 	fi
 	wait_pid $rpid 180
@@ -375,7 +421,7 @@ if [ $KERNEL_OK -eq 1 ]; then
 		show /tmp/root.err
 	fi
 else
-	for t in perm-kernel-refused perm-auto-fallback perm-owner-bench; do
+	for t in perm-own-dataset perm-trust-refused perm-trust-fallback perm-owner-bench; do
 		result skip $t "(the kernel bench failed)"
 	done
 fi
@@ -471,6 +517,89 @@ if [ $KERNEL_OK -eq 1 ]; then
 else
 	result skip killed-filler-waiters-complete "(no kernel bench)"
 	result skip killed-bench-survivor-finishes "(no kernel bench)"
+fi
+
+# ---- wrong bytes in the kernel cache ------------------------------------------
+# A raw client (int_client put-wrong) PUTs other bytes for three samples into
+# root's own data set of the key the library uses: sample 5 gets sample 6's
+# file cut or padded to sample 5's size (only the crc32c tells), 17 gets
+# sample 18's whole file (another size), 42 gets 43's at 42's size. The
+# capacity is raised so that nothing is evicted. A bench on the kernel
+# backend must then count checksum_errors, name each of the three paths
+# exactly once in its log, and deliver the batches of a bench without the
+# kernel backend (the same --digest per epoch).
+wrong_bytes() {
+	ncls=$(sed -n 's/^classes //p' $IDX)
+	droot=$(sed -n 's/^root //p' $IDX)
+	# sample k is line 6 + classes + k: "label size crc path"
+	sline() { sed -n "$((6 + ncls + $1))p" $IDX; }
+	size_of() { sline $1 | awk '{print $2}'; }
+	path_of() { echo "$droot/$(sline $1 | cut -d' ' -f4-)"; }
+	$CTL drop > /dev/null 2>&1
+	$CTL capacity 64M > /dev/null 2>&1
+	/bin/int_client put-wrong "$KEY" "$NSAMPLES" "5:$(path_of 6):$(size_of 5)" \
+		"17:$(path_of 18):0" "42:$(path_of 43):$(size_of 42)" > /tmp/pw.out 2>&1 &
+	pwpid=$!
+	i=0
+	while [ $i -lt 100 ] && ! grep -qE '^put |FAIL' /tmp/pw.out && kill -0 $pwpid 2>/dev/null; do
+		usleep 100000
+		i=$((i + 1))
+	done
+	show /tmp/pw.out
+	if ! grep -q '^put 3 wrong samples, 3 cached' /tmp/pw.out; then
+		result FAIL kernel-wrong-bytes "(int_client put-wrong did not cache 3 samples)"
+		kill -9 $pwpid 2>/dev/null
+		wait $pwpid 2>/dev/null
+		$CTL capacity "${CAP_MB}M" > /dev/null 2>&1
+		return
+	fi
+	$CTL bench $IDX --backend kernel --epochs 2 --seed 5 --json --digest $BENCH \
+		> /tmp/wb.json 2> /tmp/wb.err
+	rc=$?
+	kill -9 $pwpid 2>/dev/null
+	wait $pwpid 2>/dev/null
+	$CTL bench $IDX --backend inprocess --cache 0 --epochs 2 --seed 5 --json --digest \
+		$BENCH > /tmp/wr.json 2> /tmp/wr.err
+	rc2=$?
+	$CTL drop > /dev/null 2>&1
+	$CTL capacity "${CAP_MB}M" > /dev/null 2>&1
+	info "kernel backend over the wrong bytes (exit $rc):"
+	show /tmp/wb.err
+	show /tmp/wb.json
+	info "without the kernel backend (exit $rc2):"
+	show /tmp/wr.json
+	cerr=$(grep -o '"checksum_errors": [0-9]*' /tmp/wb.json | awk '{s += $2} END {print s + 0}')
+	data wrong_checksum_errors "$cerr"
+	if [ $rc -eq 0 ] && grep -q '"backend": "kernel"' /tmp/wb.json && [ "$cerr" -ge 3 ]; then
+		result ok kernel-wrong-bytes-counted "($cerr checksum errors)"
+	else
+		result FAIL kernel-wrong-bytes-counted "(exit $rc, $cerr checksum errors, want >= 3 on the kernel backend)"
+	fi
+	once=1
+	for k in 5 17 42; do
+		c=$(grep -c "($(path_of $k))" /tmp/wb.err)
+		[ "$c" = 1 ] || { once=0; info "sample $k ($(path_of $k)) named $c times"; }
+	done
+	if [ $rc -eq 0 ] && [ $once -eq 1 ]; then
+		result ok kernel-wrong-bytes-logged-once
+	else
+		result FAIL kernel-wrong-bytes-logged-once
+	fi
+	d1=$(grep -o '"digest": "[0-9a-f]*"' /tmp/wb.json | tr '\n' ' ')
+	d2=$(grep -o '"digest": "[0-9a-f]*"' /tmp/wr.json | tr '\n' ' ')
+	if [ $rc -eq 0 ] && [ $rc2 -eq 0 ] && [ -n "$d1" ] && [ "$d1" = "$d2" ]; then
+		result ok kernel-wrong-bytes-batches-match
+	else
+		result FAIL kernel-wrong-bytes-batches-match "(kernel: $d1; without: $d2)"
+	fi
+}
+
+if [ $KERNEL_OK -eq 1 ]; then
+	wrong_bytes
+else
+	for t in kernel-wrong-bytes-counted kernel-wrong-bytes-logged-once kernel-wrong-bytes-batches-match; do
+		result skip $t "(no kernel bench)"
+	done
 fi
 
 if unload_dlcache; then

@@ -13,6 +13,13 @@
  *       that this session owns their fills, print "holding N fills" and
  *       sleep without ever PUTting them: the test then kills it with
  *       SIGKILL while another process waits for those samples.
+ *   int_client put-wrong KEY NSAMPLES ID:FILE:LEN...
+ *       Attach to this user's own data set KEY (the one libdlcache uses,
+ *       creating it, mode 0600), take the fill of each sample ID (a GET
+ *       with no buffer) and PUT the bytes of FILE instead, cut or padded
+ *       with zeros to LEN bytes (0: FILE's size): wrong bytes under the
+ *       right key. Prints "put N wrong samples, C cached" and sleeps, so
+ *       that the data set and the bytes stay while a bench runs.
  *   int_client runas UID GID CMD [ARGS...]
  *       Drop every supplementary group, then set gid and uid, and exec CMD.
  */
@@ -208,6 +215,151 @@ static int hold_fills(const char *keys, const char *ns, const char *cs)
 		pause();
 }
 
+/* Run one SQE to completion on a mapped ring; its CQE into @out. */
+struct ring {
+	int fd;
+	__u32 *sq_tail, sq_mask, *cq_head, *cq_tail, cq_mask;
+	struct dlcache_sqe *sqes;
+	struct dlcache_cqe *cqes;
+};
+
+static int ring_map(struct ring *r)
+{
+	struct dlcache_ring_setup rs;
+	void *sq, *cq;
+
+	memset(&rs, 0, sizeof(rs));
+	rs.sq_entries = 8;
+	if (ioctl(r->fd, DLCACHE_IOC_SETUP_RING, &rs) < 0)
+		return -errno;
+	sq = mmap(NULL, rs.sq_mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		  r->fd, DLCACHE_OFF_SQ_RING);
+	cq = mmap(NULL, rs.cq_mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		  r->fd, DLCACHE_OFF_CQ_RING);
+	if (sq == MAP_FAILED || cq == MAP_FAILED)
+		return -errno;
+	r->sq_tail = (__u32 *)((char *)sq + rs.sq_off.tail);
+	r->sq_mask = *(__u32 *)((char *)sq + rs.sq_off.ring_mask);
+	r->sqes = (struct dlcache_sqe *)((char *)sq + rs.sq_off.sqes);
+	r->cq_head = (__u32 *)((char *)cq + rs.cq_off.head);
+	r->cq_tail = (__u32 *)((char *)cq + rs.cq_off.tail);
+	r->cq_mask = *(__u32 *)((char *)cq + rs.cq_off.ring_mask);
+	r->cqes = (struct dlcache_cqe *)((char *)cq + rs.cq_off.cqes);
+	return 0;
+}
+
+static int ring_run(struct ring *r, const struct dlcache_sqe *sqe,
+		    struct dlcache_cqe *out)
+{
+	struct dlcache_enter en;
+	__u32 tail = *r->sq_tail, head;
+
+	r->sqes[tail & r->sq_mask] = *sqe;
+	__atomic_store_n(r->sq_tail, tail + 1, __ATOMIC_RELEASE);
+	memset(&en, 0, sizeof(en));
+	en.to_submit = 1;
+	en.min_complete = 1;
+	en.flags = DLCACHE_ENTER_F_GETEVENTS | DLCACHE_ENTER_F_TIMEOUT;
+	en.timeout_ns = 10ULL * 1000000000ULL;
+	if (ioctl(r->fd, DLCACHE_IOC_ENTER, &en) < 0)
+		return -errno;
+	head = *r->cq_head;
+	if (head == __atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE))
+		return -ETIME;
+	*out = r->cqes[head & r->cq_mask];
+	__atomic_store_n(r->cq_head, head + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static int put_wrong(int argc, char **argv)
+{
+	struct dlcache_attach a;
+	struct dlcache_sqe sqe;
+	struct dlcache_cqe cqe;
+	struct ring r;
+	__u32 n, put = 0, cached = 0;
+	__u64 key[2];
+	long ret;
+	int i;
+
+	if (argc < 4 || parse_key(argv[1], key) ||
+	    !(n = (__u32)strtoul(argv[2], NULL, 0))) {
+		fprintf(stderr, "put-wrong: bad KEY or NSAMPLES\n");
+		return 2;
+	}
+	memset(&r, 0, sizeof(r));
+	r.fd = open(DLCACHE_DEVICE, O_RDWR);
+	if (r.fd < 0) {
+		printf("FAIL: open %s: %s\n", DLCACHE_DEVICE, strerror(errno));
+		return 1;
+	}
+	/* Flags 0: this user's own data set of KEY, as libdlcache's. */
+	ret = attach(r.fd, key, n, 0, &a);
+	if (!ret)
+		ret = ring_map(&r);
+	if (ret) {
+		printf("FAIL: ATTACH or SETUP_RING: %s\n", strerror((int)-ret));
+		return 1;
+	}
+	for (i = 3; i < argc; i++) {
+		char *spec = argv[i], *file, *lens;
+		__u32 id = (__u32)strtoul(spec, &file, 0), len;
+		unsigned char *buf;
+		FILE *f;
+		size_t got;
+
+		if (*file != ':' || !(lens = strrchr(file + 1, ':'))) {
+			fprintf(stderr, "put-wrong: want ID:FILE:LEN, got %s\n", spec);
+			return 2;
+		}
+		*lens++ = '\0';
+		file++;
+		len = (__u32)strtoul(lens, NULL, 0);
+		f = fopen(file, "rb");
+		if (!f) {
+			printf("FAIL: %s: %s\n", file, strerror(errno));
+			return 1;
+		}
+		buf = calloc(1, len ? len : 64 << 20);
+		got = fread(buf, 1, len ? len : 64 << 20, f);
+		fclose(f);
+		if (!len)
+			len = (__u32)got;
+
+		memset(&sqe, 0, sizeof(sqe));
+		sqe.opcode = DLCACHE_OP_GET;
+		sqe.handle = a.handle;
+		sqe.sample = id;
+		ret = ring_run(&r, &sqe, &cqe);
+		if (ret || cqe.res != -ENOENT || !(cqe.flags & DLCACHE_CQE_F_FILL)) {
+			printf("FAIL: GET of sample %u to take its fill: %s, res %d, flags %#x\n",
+			       id, strerror((int)-ret), cqe.res, cqe.flags);
+			return 1;
+		}
+		memset(&sqe, 0, sizeof(sqe));
+		sqe.opcode = DLCACHE_OP_PUT;
+		sqe.handle = a.handle;
+		sqe.sample = id;
+		sqe.len = len;
+		sqe.addr = (__u64)(unsigned long)buf;
+		ret = ring_run(&r, &sqe, &cqe);
+		if (ret || cqe.res != (int)len) {
+			printf("FAIL: PUT of sample %u: %s, res %d\n", id,
+			       strerror((int)-ret), cqe.res);
+			return 1;
+		}
+		put++;
+		cached += !!(cqe.flags & DLCACHE_CQE_F_CACHED);
+		printf("sample %u: %u wrong bytes from %s%s\n", id, len, file,
+		       cqe.flags & DLCACHE_CQE_F_CACHED ? ", cached" : ", not cached");
+		free(buf);
+	}
+	printf("put %u wrong samples, %u cached\n", put, cached);
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
 static int runas(int argc, char **argv)
 {
 	uid_t uid;
@@ -236,7 +388,9 @@ int main(int argc, char **argv)
 		return hold_fills(argv[2], argv[3], argv[4]);
 	if (argc >= 2 && !strcmp(argv[1], "runas"))
 		return runas(argc - 1, argv + 1);
+	if (argc >= 2 && !strcmp(argv[1], "put-wrong"))
+		return put_wrong(argc - 1, argv + 1);
 	fprintf(stderr, "usage: int_client attach-wrong KEY NSAMPLES | hold-fills KEY NSAMPLES COUNT |\n"
-		"       runas UID GID CMD...\n");
+		"       put-wrong KEY NSAMPLES ID:FILE:LEN... | runas UID GID CMD...\n");
 	return 2;
 }

@@ -16,13 +16,20 @@
 #      the wrong sample count for the live key fails -EINVAL;
 #   2. the admin commands without a bench: capacity get/set, drop, EPERM
 #      for uid 65534, watch ended by SIGTERM;
-#   3. permissions: root's data set (mode 0600) refuses a bench of uid
-#      65534 with --backend kernel, and --backend auto falls back;
+#   3. permissions and trust (ABI 2: data sets are named by key and owner):
+#      a bench of uid 65534 with the default config uses its own data set,
+#      never root's (no hit in its first epoch, both owners listed); with
+#      --owner-uid 0 it says it trusts uid 0 and root's 0600 data set
+#      refuses it (--backend kernel fails, auto falls back);
 #   4. kills a process that owns fills (int_client hold-fills) while a
 #      bench waits for them: the fills are aborted, handed over, and the
 #      bench finishes; then kills one of two benches that share fills (same
 #      rank and seed) in epoch 1: the other must finish every epoch;
-#   5. rmmod must then succeed (no leaked reference);
+#   5. wrong bytes: int_client put-wrong PUTs other bytes for three samples
+#      into root's own data set of the library's key; a kernel-backend bench
+#      must count checksum_errors, name each path once in its log, and give
+#      the batches (bench --digest) of a bench without the kernel backend;
+#      then rmmod must succeed (no leaked reference);
 #   6. the same two-rank workload on the page cache alone (buffered reads,
 #      no cache of its own) with the guest's memory cgroup held to the
 #      capacity plus the processes' own peak, a fresh shuffle per epoch,
@@ -53,14 +60,18 @@
 #   $BUILD/kmod-<release>/dlcache.ko, else $BUILD/kmod/dlcache.ko; its
 #   vermagic must match), QEMU (qemu-system-x86_64),
 #   INT_TIMEOUT (seconds for the guest, 420), INT_IMAGES (300),
-#   INT_EPOCHS (3), INT_MEM (1G).
+#   INT_EPOCHS (3), INT_MEM (1G), INT_TAG (prefix of the result lines,
+#   qemu-int), INT_MODDIR (where the guest's disk modules come from,
+#   /lib/modules/<release>; "none" for a kernel that has them built in, as
+#   the debug kernel of tests/qemu/debug-kernel does).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 cd "$ROOT"
 BUILD=${BUILD:-build}
 case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
-OUT="$BUILD/qemu-int"
+TAG=${INT_TAG:-qemu-int}
+OUT="$BUILD/$TAG"
 SRC="$ROOT/tests/qemu/integration"
 QEMU=${QEMU:-qemu-system-x86_64}
 TIMEOUT=${INT_TIMEOUT:-420}
@@ -71,7 +82,7 @@ BUSYBOX=${BUSYBOX:-/bin/busybox}
 PY=/usr/bin/python3
 
 skip_all() {
-	echo "skip qemu-int:all ($1)"
+	echo "skip $TAG:all ($1)"
 	exit 0
 }
 
@@ -97,8 +108,8 @@ fi
 KO_KVER=$(modinfo -F vermagic "$KO" 2>/dev/null | awk '{print $1}' || true)
 [ "$KO_KVER" = "$KVER" ] ||
 	skip_all "$KO is built for ${KO_KVER:-an unknown kernel}, not $KVER (make module KVER=$KVER)"
-MODDIR=/lib/modules/$KVER
-[ -f "$MODDIR/modules.dep" ] || skip_all "no $MODDIR/modules.dep for the guest's disk modules"
+MODDIR=${INT_MODDIR:-/lib/modules/$KVER}
+[ "$MODDIR" = none ] || [ -f "$MODDIR/modules.dep" ] || skip_all "no $MODDIR/modules.dep for the guest's disk modules"
 command -v "$QEMU" > /dev/null || skip_all "$QEMU not installed"
 [ -x "$BUSYBOX" ] || skip_all "no static busybox at $BUSYBOX (busybox-static)"
 command -v cpio > /dev/null || skip_all "cpio not installed"
@@ -111,7 +122,7 @@ result() {	# ok|FAIL|skip name [why]
 	local st=$1 name=$2
 	shift 2
 	[ "$st" = FAIL ] && FAILS=$((FAILS + 1))
-	echo "$st qemu-int:$name${*:+ $*}"
+	echo "$st $TAG:$name${*:+ $*}"
 }
 
 # ---- static binaries -------------------------------------------------------
@@ -191,6 +202,7 @@ install -m 0644 "$KO" "$STAGE/dlcache.ko"
 : > "$STAGE/mods/order"
 for m in virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci \
 		virtio_blk crc16 mbcache jbd2 crc32c_generic ext4; do
+	[ "$MODDIR" != none ] || break
 	path=$(grep -E "(^|/)$m\.ko(\.xz|\.zst|\.gz)?:" "$MODDIR/modules.dep" | cut -d: -f1 || true)
 	[ -n "$path" ] || continue
 	case "$path" in
@@ -221,7 +233,7 @@ cpio_entry() {
 LOG="$OUT/console.log"
 APPEND="console=ttyS0 panic=-1 quiet loglevel=3 log_buf_len=4M rdinit=/init"
 APPEND+=" dlcint.cap_mb=$CAP_MB dlcint.epochs=$EPOCHS dlcint.nokernel=$NOKERNEL"
-echo "# qemu-int: $(basename "$KERNEL"), 2 cpus, $MEM, tcg; $NFILES samples, $DS_BYTES bytes ($PAGE_BYTES in pages), capacity_mb=$CAP_MB; log in $LOG"
+echo "# $TAG: $(basename "$KERNEL"), 2 cpus, $MEM, tcg; $NFILES samples, $DS_BYTES bytes ($PAGE_BYTES in pages), capacity_mb=$CAP_MB; log in $LOG"
 start=$(date +%s)
 set +e
 timeout -k 10 "$TIMEOUT" "$QEMU" -accel tcg -cpu max -smp 2 -m "$MEM" \
@@ -229,11 +241,11 @@ timeout -k 10 "$TIMEOUT" "$QEMU" -accel tcg -cpu max -smp 2 -m "$MEM" \
 	-drive "file=$IMG,format=raw,if=virtio,readonly=on" \
 	-kernel "$KERNEL" -initrd "$CPIO" -append "$APPEND" < /dev/null 2>&1 |
 	tr -d '\r' | tee "$LOG" | grep --line-buffered -E '^RESULT |^# ' |
-	sed -u -e 's/^RESULT \([a-zA-Z]*\) \([^ ]*\)/\1 qemu-int:\2/'
+	sed -u -e "s/^RESULT \\([a-zA-Z]*\\) \\([^ ]*\\)/\\1 $TAG:\\2/"
 qrc=${PIPESTATUS[0]}
 set -e
 elapsed=$(( $(date +%s) - start ))
-echo "# qemu-int: the guest took ${elapsed}s"
+echo "# $TAG: the guest took ${elapsed}s"
 
 FAILS=$(grep -c '^RESULT FAIL' "$LOG" || true)
 if ! grep -q '^INT-DONE' "$LOG"; then
@@ -246,10 +258,11 @@ fi
 
 # ---- the numbers -----------------------------------------------------------
 set +e
-"$PY" - "$LOG" "$DS_BYTES" "$PAGE_BYTES" "$NFILES" "$((CAP_MB * 1048576))" "$EPOCHS" <<'PY'
+"$PY" - "$TAG" "$LOG" "$DS_BYTES" "$PAGE_BYTES" "$NFILES" "$((CAP_MB * 1048576))" "$EPOCHS" <<'PY'
 import json, sys
 
-log, ds_bytes, page_bytes, nfiles, cap, epochs = sys.argv[1], *map(int, sys.argv[2:])
+tag, log = sys.argv[1], sys.argv[2]
+ds_bytes, page_bytes, nfiles, cap, epochs = map(int, sys.argv[3:])
 data = {}
 for line in open(log, errors="replace"):
     line = line.rstrip("\n")
@@ -262,7 +275,7 @@ def result(st, name, why=""):
     global fails
     if st == "FAIL":
         fails += 1
-    print(f"{st} qemu-int:{name}" + (f" ({why})" if why else ""), flush=True)
+    print(f"{st} {tag}:{name}" + (f" ({why})" if why else ""), flush=True)
 
 opt = min(1.0, cap / page_bytes)
 print(f"# capacity {cap} bytes; data set {ds_bytes} bytes in {nfiles} samples, "

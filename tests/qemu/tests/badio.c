@@ -98,6 +98,9 @@ static void ioctl_table(void)
 	CHECK_ERR(t_ioctl(fd, DLCACHE_IOC_ATTACH, &u), -EINVAL, "ATTACH unknown flag");
 	RESET(); u.attach.key[0] = 3; u.attach.nsamples = N; u.attach.resv0 = 1;
 	CHECK_ERR(t_ioctl(fd, DLCACHE_IOC_ATTACH, &u), -EINVAL, "ATTACH resv0");
+	RESET(); u.attach.key[0] = 3; u.attach.nsamples = N;
+	u.attach.flags = DLCACHE_ATTACH_F_OWNER; u.attach.owner_uid = 0xffffffff;
+	CHECK_ERR(t_ioctl(fd, DLCACHE_IOC_ATTACH, &u), -EINVAL, "ATTACH F_OWNER of uid -1");
 	RESET(); u.attach.key[0] = 3; u.attach.nsamples = N; u.attach.reserved[1] = 1;
 	CHECK_ERR(t_ioctl(fd, DLCACHE_IOC_ATTACH, &u), -EINVAL, "ATTACH reserved[1]");
 	RESET(); u.attach.key[0] = 4; u.attach.nsamples = N; u.attach.window = 0xffffffff;
@@ -106,11 +109,14 @@ static void ioctl_table(void)
 	u.attach.flags = DLCACHE_ATTACH_F_NOCREATE | DLCACHE_ATTACH_F_EXCL;
 	ret = t_ioctl(fd, DLCACHE_IOC_ATTACH, &u);
 	CHECK(ret == -EINVAL || ret == -ENOENT, "ATTACH NOCREATE|EXCL: %s", t_errname(ret));
-	/* The largest valid data set: created, or -ENOMEM without a warning. */
+	/*
+	 * The largest valid data set: created, or -ENOMEM (global policy
+	 * limit) or -EDQUOT (per-uid limit) without a warning.
+	 */
 	RESET(); u.attach.key[0] = 7; u.attach.nsamples = info.max_samples;
 	ret = t_ioctl(fd, DLCACHE_IOC_ATTACH, &u);
-	CHECK(ret == 0 || ret == -ENOMEM, "ATTACH of max_samples (%u): %s", info.max_samples,
-	      t_errname(ret));
+	CHECK(ret == 0 || ret == -ENOMEM || ret == -EDQUOT, "ATTACH of max_samples (%u): %s",
+	      info.max_samples, t_errname(ret));
 	if (!ret)
 		CHECK_ERR(t_detach(fd, u.attach.handle), 0, "DETACH of the largest data set");
 	/* Output fields are ignored on input. */
@@ -170,6 +176,8 @@ static void ioctl_table(void)
 	CHECK_ERR(t_ioctl(fd, DLCACHE_IOC_STATS, &u), -EINVAL, "STATS unknown flag");
 	RESET(); u.stats.reserved[3] = 1;
 	CHECK_ERR(t_ioctl(fd, DLCACHE_IOC_STATS, &u), -EINVAL, "STATS reserved");
+	RESET(); u.stats.handle = (uint32_t)h;
+	CHECK_ERR(t_ioctl(fd, DLCACHE_IOC_STATS, &u), -EINVAL, "STATS handle without F_DATASET");
 	RESET(); u.stats.flags = DLCACHE_STATS_F_DATASET; u.stats.handle = 31337;
 	CHECK(bad_handle_err(t_ioctl(fd, DLCACHE_IOC_STATS, &u)), "STATS of a bad handle");
 	RESET(); u.stats.flags = DLCACHE_STATS_F_DATASET | DLCACHE_STATS_F_INDEX;
@@ -310,15 +318,22 @@ static void setup_table(void)
 	CHECK_EQ(r2.p.sq_entries, 8, "5 SQ entries rounded up");
 
 	/* Bad mmaps. */
-	m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd2, 0x200000000LL);
-	CHECK(m == MAP_FAILED && errno == EINVAL, "mmap of an unknown region: %s",
-	      m == MAP_FAILED ? t_errname(-errno) : "mapped");
-	if (m != MAP_FAILED)
-		munmap(m, 4096);
-	m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd2, 0x100001000LL);
-	CHECK(m == MAP_FAILED, "mmap at CQ region + 4096 succeeded");
-	if (m != MAP_FAILED)
-		munmap(m, 4096);
+	{
+		/* Exactly DLCACHE_OFF_SQ_RING or _CQ_RING; 1 << 32 was ABI 1's CQ. */
+		static const long long bad_off[] = {
+			0x200000000LL, 0x100000000LL, 0x100001000LL, 4096,
+			DLCACHE_OFF_CQ_RING + 4096, DLCACHE_OFF_CQ_RING - 4096,
+			DLCACHE_OFF_CQ_RING | 0x100000000LL,
+		};
+
+		for (size_t i = 0; i < sizeof(bad_off) / sizeof(bad_off[0]); i++) {
+			m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd2, (off_t)bad_off[i]);
+			CHECK(m == MAP_FAILED && errno == EINVAL, "mmap at offset %#llx: %s",
+			      bad_off[i], m == MAP_FAILED ? t_errname(-errno) : "mapped");
+			if (m != MAP_FAILED)
+				munmap(m, 4096);
+		}
+	}
 	m = mmap(NULL, r2.p.sq_mmap_size + 16 * 4096, PROT_READ, MAP_SHARED, fd2,
 		 DLCACHE_OFF_SQ_RING);
 	CHECK(m == MAP_FAILED, "mmap of 64 KiB more than the SQ region succeeded");
@@ -554,6 +569,32 @@ static void ring_abuse(void)
 		;
 	ret = t_nop(&r, 5, &cqe);
 	CHECK_ERR(ret, 0, "NOP after ring abuse");
+
+	/*
+	 * ENTER whose struct is read-only: the SQE is consumed, so the
+	 * return value (authoritative) says 1, not -EFAULT.
+	 */
+	{
+		struct dlcache_enter *ro;
+		struct dlcache_sqe s;
+
+		ro = mmap(NULL, pagesz, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (ro == MAP_FAILED)
+			FATAL("mmap: %m");
+		memset(ro, 0, sizeof(*ro));
+		ro->to_submit = 1;
+		mprotect(ro, pagesz, PROT_READ);
+		memset(&s, 0, sizeof(s));
+		s.opcode = DLCACHE_OP_NOP;
+		s.user_data = 77;
+		t_push(&r, &s);
+		ret = t_ioctl(fd, DLCACHE_IOC_ENTER, ro);
+		CHECK_EQ(ret, 1, "ENTER consuming 1 SQE with a read-only argument");
+		CHECK(t_reap(&r, &cqe) && cqe.user_data == 77,
+		      "the NOP of that ENTER has no completion");
+		munmap(ro, pagesz);
+	}
 	(void)head;
 }
 

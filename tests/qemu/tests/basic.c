@@ -107,7 +107,8 @@ int main(void)
 	struct stat stt;
 	struct expect e = { 0 };
 	uint64_t want_feat = DLCACHE_FEAT_RING | DLCACHE_FEAT_POLL |
-			     DLCACHE_FEAT_FILL_WAIT | DLCACHE_FEAT_SHRINKER;
+			     DLCACHE_FEAT_FILL_WAIT | DLCACHE_FEAT_SHRINKER |
+			     DLCACHE_FEAT_OWNER;
 	uint32_t sizes[16], nsizes = 0, i, maxsz, h, h2;
 	uint8_t *buf, *page;
 	size_t bufsz;
@@ -129,8 +130,9 @@ int main(void)
 	if (ret < 0)
 		FATAL("GET_INFO: %s", t_errname(ret));
 	CHECK_EQ(info.abi_version, DLCACHE_ABI_VERSION, "abi_version");
+	CHECK_EQ(info.abi_version, 2, "abi_version (ABI 2: owner namespace, CQ offset)");
 	CHECK((info.supported & want_feat) == want_feat,
-	      "supported %#llx lacks one of RING|POLL|FILL_WAIT|SHRINKER",
+	      "supported %#llx lacks one of RING|POLL|FILL_WAIT|SHRINKER|OWNER",
 	      (unsigned long long)info.supported);
 	CHECK_EQ(info.features, want_feat & info.supported, "features = wanted & supported");
 	CHECK(!(info.supported & (1ULL << 63)), "unknown feature bit 63 reported as supported");
@@ -178,6 +180,15 @@ int main(void)
 		t_key("basic-missing", other);
 		ret = t_attach(fd2, other, NSAMPLES, 0600, DLCACHE_ATTACH_F_NOCREATE, NULL);
 		CHECK_ERR(ret, -ENOENT, "ATTACH F_NOCREATE of a missing data set");
+		/* F_OWNER: the owner is input; another's missing data set is never made. */
+		ret = t_attach_owner(fd2, other, NSAMPLES, 4242, 0, NULL);
+		CHECK_ERR(ret, -ENOENT, "ATTACH F_OWNER of another uid's missing data set");
+		ret = t_attach_owner(fd2, other, NSAMPLES, (uid_t)-1, 0, NULL);
+		CHECK_ERR(ret, -EINVAL, "ATTACH F_OWNER with an invalid uid");
+		ret = t_attach_owner(fd2, key, NSAMPLES, 0, 0, &a);
+		CHECK(ret >= 1, "ATTACH F_OWNER naming itself: %s", t_errname(ret));
+		CHECK_EQ(a.owner_uid, 0, "owner_uid of F_OWNER 0");
+		CHECK(!(a.result_flags & DLCACHE_ATTACH_CREATED), "F_OWNER self ATTACH says CREATED");
 	}
 	close(fd2);
 

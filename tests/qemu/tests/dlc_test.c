@@ -90,6 +90,7 @@ const char *t_errname(long long v)
 		{ ETIME, "ETIME" }, { ECANCELED, "ECANCELED" },
 		{ EALREADY, "EALREADY" }, { EOPNOTSUPP, "EOPNOTSUPP" },
 		{ ENOSYS, "ENOSYS" }, { ESRCH, "ESRCH" }, { ENOBUFS, "ENOBUFS" },
+		{ EDQUOT, "EDQUOT" }, { EMFILE, "EMFILE" },
 	};
 	char *b = buf[slot++ & 3];
 	size_t i;
@@ -174,6 +175,63 @@ long t_attach(int fd, const uint64_t key[2], uint32_t nsamples, uint32_t mode,
 	if (ret < 0)
 		return ret;
 	return a.handle;
+}
+
+long t_attach_owner(int fd, const uint64_t key[2], uint32_t nsamples, uid_t owner,
+		    uint32_t flags, struct dlcache_attach *out)
+{
+	struct dlcache_attach a;
+	long ret;
+
+	memset(&a, 0, sizeof(a));
+	a.key[0] = key[0];
+	a.key[1] = key[1];
+	a.nsamples = nsamples;
+	a.flags = flags | DLCACHE_ATTACH_F_OWNER;
+	a.owner_uid = (uint32_t)owner;
+	ret = t_ioctl(fd, DLCACHE_IOC_ATTACH, &a);
+	if (out)
+		*out = a;
+	if (ret < 0)
+		return ret;
+	return a.handle;
+}
+
+static void param_path(char *buf, size_t len, const char *name)
+{
+	snprintf(buf, len, "/sys/module/dlcache/parameters/%s", name);
+}
+
+long t_param_get(const char *name, unsigned long long *val)
+{
+	char path[128];
+	FILE *f;
+	int n;
+
+	param_path(path, sizeof(path), name);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	n = fscanf(f, "%llu", val);
+	fclose(f);
+	return n == 1 ? 0 : -EINVAL;
+}
+
+long t_param_set(const char *name, unsigned long long val)
+{
+	char path[128], buf[32];
+	int fd, n;
+	long ret = 0;
+
+	param_path(path, sizeof(path), name);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = snprintf(buf, sizeof(buf), "%llu\n", val);
+	if (write(fd, buf, (size_t)n) != n)
+		ret = -errno;
+	close(fd);
+	return ret;
 }
 
 long t_detach(int fd, uint32_t handle)

@@ -23,7 +23,7 @@
 #define T_FAIL 1
 #define T_SKIP 77
 
-/* Layouts as ABI 1 defines them; a change must be deliberate. */
+/* Layouts as ABI 1 and 2 define them; a change must be deliberate. */
 _Static_assert(sizeof(struct dlcache_info) == 96, "dlcache_info");
 _Static_assert(sizeof(struct dlcache_ring_setup) == 144, "dlcache_ring_setup");
 _Static_assert(sizeof(struct dlcache_sqe) == 64, "dlcache_sqe");
@@ -91,6 +91,12 @@ void t_key(const char *tag, uint64_t k[2]);
 /* ATTACH: returns the handle (>= 1) or -errno; @out may be NULL. */
 long t_attach(int fd, const uint64_t key[2], uint32_t nsamples, uint32_t mode,
 	      uint32_t flags, struct dlcache_attach *out);
+/* ATTACH with DLCACHE_ATTACH_F_OWNER: the data set of owner @owner. */
+long t_attach_owner(int fd, const uint64_t key[2], uint32_t nsamples, uid_t owner,
+		    uint32_t flags, struct dlcache_attach *out);
+/* Reads or writes /sys/module/dlcache/parameters/@name; -errno. */
+long t_param_get(const char *name, unsigned long long *val);
+long t_param_set(const char *name, unsigned long long val);
 long t_detach(int fd, uint32_t handle);
 long t_set_order(int fd, uint32_t handle, uint32_t epoch, const uint32_t *ids,
 		 uint32_t len);

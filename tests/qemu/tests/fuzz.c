@@ -44,6 +44,22 @@ static struct progress {
 	volatile int action;
 } *prog;
 
+/*
+ * DLC_FUZZ_SECONDS=N (set by tests/fuzz/kcov_fuzz.c to compare coverage in
+ * equal time): the same two runs, each bounded by its share of N seconds
+ * (20:8, as the iteration counts) instead of by its iteration count.
+ */
+static unsigned fz_secs;
+static double fz_deadline;
+
+static double fz_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 static const char *const action_names[] = {
 	"ring entries + ENTER", "ioctl", "reopen", "mmap", "ring index garbage",
 	"child sharing the ring", "attach/detach",
@@ -312,12 +328,14 @@ static void fz_ioctl(struct fz *f)
 
 static void fz_mmap(struct fz *f)
 {
+	/* The two regions, ABI 1's CQ offset, and offsets near both. */
 	static const uint64_t offs[] = { DLCACHE_OFF_SQ_RING, DLCACHE_OFF_CQ_RING,
-					 0x200000000ULL, 0x1000, 0x100000001ULL };
+					 0x200000000ULL, 0x1000, 0x100000001ULL,
+					 0x100000000ULL, DLCACHE_OFF_CQ_RING + 0x1000 };
 	size_t len = (1 + rnd_n(8)) * (size_t)pagesz;
 	int prot = rnd_n(2) ? PROT_READ : PROT_READ | PROT_WRITE;
 	void *m = mmap(NULL, len, prot, rnd_n(5) ? MAP_SHARED : MAP_PRIVATE, f->fd,
-		       (off_t)offs[rnd_n(5)]);
+		       (off_t)offs[rnd_n(sizeof(offs) / sizeof(offs[0]))]);
 
 	if (m != MAP_FAILED) {
 		/* Reading a mapped ring page must not fault beyond the region. */
@@ -379,6 +397,9 @@ static int fuzz(uint64_t s, int iters)
 	for (int i = 0; i < iters; i++) {
 		uint32_t a = rnd_n(100);
 
+		if (fz_secs && fz_now() >= fz_deadline)
+			break;
+
 		prog->iter = i;
 		prog->action = a < 30 ? 0 : a < 58 ? 1 : a < 62 ? 2 : a < 67 ? 3 : a < 70 ? 4 :
 			       a < 72 ? 5 : 6;
@@ -418,6 +439,7 @@ static int run_fuzzer(uint64_t s, int iters, bool drop_root)
 	int st;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	fz_deadline = fz_now() + fz_secs * (drop_root ? 8.0 : 20.0) / 28.0;
 	prog->iter = -1;
 	pid = fork();
 	if (pid < 0)
@@ -428,7 +450,7 @@ static int run_fuzzer(uint64_t s, int iters, bool drop_root)
 			t_become(65534, 65534, dev_group, 1);
 		exit(fuzz(s, iters));
 	}
-	st = t_wait(pid, 50);
+	st = t_wait(pid, 50 + fz_secs);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	t_info("fuzzer seed %#llx%s: %d iterations in %.1f s", (unsigned long long)s,
 	       drop_root ? " (uid 65534)" : "", prog->iter + 1,
@@ -479,8 +501,10 @@ int main(void)
 	CHECK_ERR(t_set_capacity(fd, 16 << 20, NULL), 0, "SET_CAPACITY 16 MiB");
 	close(fd);
 
-	run_fuzzer(0x5eed0001, 20000, false);
-	run_fuzzer(0x5eed0002, 8000, true);
+	if (getenv("DLC_FUZZ_SECONDS"))
+		fz_secs = (unsigned)atoi(getenv("DLC_FUZZ_SECONDS"));
+	run_fuzzer(0x5eed0001, fz_secs ? 1 << 30 : 20000, false);
+	run_fuzzer(0x5eed0002, fz_secs ? 1 << 30 : 8000, true);
 
 	/* The module still works, and nothing was left behind. */
 	fd = t_open();

@@ -6,10 +6,15 @@
  * - /dev/dlcache is a character device, 0660 root:root (admin.md); a user
  *   outside its group cannot open it. The test then gives it group 4343,
  *   as admin.md's udev rule would, and the users below are in that group.
+ * - Data sets are named by (key, owner): another user reaches one only by
+ *   naming its owner (DLCACHE_ATTACH_F_OWNER), then as far as the mode
+ *   allows. A key alone attaches (or creates) the caller's own.
  * - A 0600 data set of root: another uid cannot attach (-EACCES).
  * - A 0640 data set of uid 4242/gid 4242: a member of group 4242 attaches
  *   read-only (GET hits; PUT, ABORT, SET_ORDER give -EACCES), a stranger
  *   cannot attach, the owner may write, root may write.
+ * - Creating with a mode that gives the creator no read: -EACCES, nothing
+ *   created (root may).
  * - 0660: a group member may PUT. 0604: anyone may read, not write.
  * - Non-root SET_CAPACITY and DROP: -EPERM; root: allowed.
  * - Modes outside 0666 are refused on create.
@@ -145,10 +150,10 @@ static int member_child(void)
 
 	if (t_ring_init(&r, fd, 4, 0) < 0)
 		FATAL("member ring");
-	CHECK_ERR(t_attach(fd, k_root600, N, 0600, 0, NULL), -EACCES,
+	CHECK_ERR(t_attach_owner(fd, k_root600, N, 0, 0, NULL), -EACCES,
 		  "group member ATTACH of root's 0600 data set");
 
-	h = t_attach(fd, k_640, N, 0600, 0, &a);
+	h = t_attach_owner(fd, k_640, N, OWNER, 0, &a);
 	if (h < 0)
 		FATAL("group member ATTACH of a 0640 data set: %s", t_errname(h));
 	CHECK_EQ(a.result_flags, DLCACHE_ATTACH_MAY_READ, "member result_flags on 0640");
@@ -168,7 +173,7 @@ static int member_child(void)
 	ret = t_abort(&r, (uint32_t)h, 3, 0, &cqe);
 	CHECK(ret == -EACCES || ret == -ENOENT, "member ABORT on 0640: %s", t_errname(ret));
 
-	h = t_attach(fd, k_660, N, 0600, 0, &a);
+	h = t_attach_owner(fd, k_660, N, OWNER, 0, &a);
 	if (h < 0)
 		FATAL("group member ATTACH of a 0660 data set: %s", t_errname(h));
 	CHECK_EQ(a.result_flags, DLCACHE_ATTACH_MAY_READ | DLCACHE_ATTACH_MAY_WRITE,
@@ -194,14 +199,29 @@ static int stranger(void)
 
 	if (t_ring_init(&r, fd, 4, 0) < 0)
 		FATAL("stranger ring");
-	CHECK_ERR(t_attach(fd, k_root600, N, 0600, 0, NULL), -EACCES,
+	CHECK_ERR(t_attach_owner(fd, k_root600, N, 0, 0, NULL), -EACCES,
 		  "stranger ATTACH of root's 0600 data set");
-	CHECK_ERR(t_attach(fd, k_640, N, 0600, 0, NULL), -EACCES, "stranger ATTACH of 0640");
-	CHECK_ERR(t_attach(fd, k_660, N, 0600, 0, NULL), -EACCES, "stranger ATTACH of 0660");
-	CHECK_ERR(t_attach(fd, k_640, N, 0600, DLCACHE_ATTACH_F_NOCREATE, NULL), -EACCES,
+	CHECK_ERR(t_attach_owner(fd, k_640, N, OWNER, 0, NULL), -EACCES,
+		  "stranger ATTACH of 0640");
+	CHECK_ERR(t_attach_owner(fd, k_660, N, OWNER, 0, NULL), -EACCES,
+		  "stranger ATTACH of 0660");
+	CHECK_ERR(t_attach_owner(fd, k_640, N, OWNER, DLCACHE_ATTACH_F_NOCREATE, NULL), -EACCES,
 		  "stranger ATTACH F_NOCREATE of 0640");
+	/* The key alone names the stranger's own data set, which is missing. */
+	CHECK_ERR(t_attach(fd, k_640, N, 0600, DLCACHE_ATTACH_F_NOCREATE, NULL), -ENOENT,
+		  "stranger ATTACH F_NOCREATE of the key of another's 0640");
+	/* A creator that could not read what it creates: nothing is made. */
+	{
+		uint64_t wo[2];
 
-	h = t_attach(fd, k_604, N, 0600, 0, &a);
+		t_key("perms-writeonly", wo);
+		CHECK_ERR(t_attach(fd, wo, N, 0260, 0, NULL), -EACCES,
+			  "stranger creating a data set of mode 0260");
+		CHECK_ERR(t_attach(fd, wo, N, 0600, DLCACHE_ATTACH_F_NOCREATE, NULL), -ENOENT,
+			  "the 0260 data set was created anyway");
+	}
+
+	h = t_attach_owner(fd, k_604, N, OWNER, 0, &a);
 	if (h < 0)
 		FATAL("stranger ATTACH of a 0604 data set: %s", t_errname(h));
 	CHECK_EQ(a.result_flags, DLCACHE_ATTACH_MAY_READ, "stranger result_flags on 0604");
@@ -248,7 +268,7 @@ static int setuid_after_open(void)
 	if (ret == SZ)
 		t_pattern_ok(buf, SZ, k_root600[0], 0);
 	CHECK_ERR(t_detach(fd, (uint32_t)h), 0, "DETACH after setuid");
-	CHECK_ERR(t_attach(fd, k_root600, N, 0600, 0, NULL), -EACCES,
+	CHECK_ERR(t_attach_owner(fd, k_root600, N, 0, 0, NULL), -EACCES,
 		  "ATTACH of root's 0600 data set after setuid, on root's fd");
 	CHECK_ERR(t_set_capacity(fd, 1 << 20, NULL), -EPERM, "SET_CAPACITY after setuid");
 	CHECK_ERR(t_drop(fd, NULL, NULL), -EPERM, "DROP after setuid");
@@ -267,7 +287,7 @@ static int owner_again(void)
 	CHECK_EQ(a.result_flags, DLCACHE_ATTACH_MAY_READ | DLCACHE_ATTACH_MAY_WRITE,
 		 "owner result_flags on re-attach");
 	/* Only root may attach root's private data set. */
-	CHECK_ERR(t_attach(fd, k_root600, N, 0600, 0, NULL), -EACCES,
+	CHECK_ERR(t_attach_owner(fd, k_root600, N, 0, 0, NULL), -EACCES,
 		  "owner ATTACH of root's 0600 data set");
 	close(fd);
 	return t_done();
@@ -328,6 +348,14 @@ int main(void)
 	CHECK_ERR(t_attach(fd, bad, N, 0700, 0, NULL), -EINVAL, "ATTACH with mode 0700");
 	CHECK_ERR(t_attach(fd, bad, N, 01666, 0, NULL), -EINVAL, "ATTACH with mode 01666");
 	CHECK_ERR(t_attach(fd, bad, N, 0x10000, 0, NULL), -EINVAL, "ATTACH with mode 0x10000");
+	/* Root may create what its mode does not let it read (CAP_SYS_ADMIN). */
+	h = t_attach(fd, bad, N, 0040, 0, &a);
+	CHECK(h >= 1, "root creating a data set of mode 0040: %s", t_errname(h));
+	if (h >= 1) {
+		CHECK_EQ(a.result_flags, DLCACHE_ATTACH_CREATED | DLCACHE_ATTACH_MAY_READ |
+			 DLCACHE_ATTACH_MAY_WRITE, "root result_flags on its 0040");
+		CHECK_ERR(t_detach(fd, (uint32_t)h), 0, "DETACH of the 0040 data set");
+	}
 
 	{
 		gid_t owner_groups[1] = { DEVGRP };
@@ -345,7 +373,7 @@ int main(void)
 	}
 
 	/* Root may write to anyone's data set, and change capacity. */
-	h = t_attach(fd, k_640, N, 0600, 0, &a);
+	h = t_attach_owner(fd, k_640, N, OWNER, 0, &a);
 	CHECK(h >= 1, "root ATTACH of 0640: %s", t_errname(h));
 	CHECK_EQ(a.result_flags, DLCACHE_ATTACH_MAY_READ | DLCACHE_ATTACH_MAY_WRITE,
 		 "root result_flags on another's 0640");

@@ -1,0 +1,652 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The kernel backend against a fake dlcache.ko: this program defines
+ * ioctl() itself, so the library's DLCACHE_IOC_* calls land here, and
+ * DLCACHE_DEVICE names a sparse file that both sides map at the ABI's
+ * ring offsets. The fake runs GET/PUT/ABORT on an in-memory store. It
+ * checks, on the host:
+ *
+ *  - trust: the default config ATTACHes with no flags (this user's own
+ *    data set); kernel_owner_uid / DLCACHE_OWNER_UID of another uid gives
+ *    DLCACHE_ATTACH_F_OWNER | F_NOCREATE with that owner_uid and one log
+ *    line naming it; ATTACH reporting any other owner than expected, an
+ *    ABI other than 2, or a module without DLCACHE_FEAT_OWNER, means no
+ *    kernel backend (AUTO falls back, KERNEL fails);
+ *  - integrity: samples whose cached bytes are wrong (another sample's
+ *    valid JPEG, a truncated copy, bytes larger than indexed) are counted
+ *    in checksum_errors, logged once per sample with the path, read from
+ *    their files, and the batches equal those of a run without the kernel
+ *    backend; with verification off the wrong bytes do reach the batch.
+ *
+ * Exit 0 pass, 1 fail.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <linux/types.h>
+#include "../uapi/dlcache.h"
+#include "dlcache.h"
+
+#include "helpers/testutil.h"
+
+#define NCLASS	2
+#define PER	8
+#define N	(NCLASS * PER)
+#define SIDE	32
+#define BATCH	4
+
+/* ---- the fake module ---------------------------------------------------- */
+
+static struct {
+	/* set by the test */
+	uint32_t abi;
+	uint64_t supported;
+	int64_t owner_reply;		/* -1: the owner asked for, or euid */
+	int attach_err;
+	/* seen */
+	uint32_t attach_calls, attach_flags, attach_owner;
+	uint32_t setup_calls, gets, puts;
+	/* the rings */
+	dev_t dev;
+	ino_t ino;
+	uint8_t *sq, *cq;
+	uint32_t sq_entries, cq_entries;
+	/* the cache: bytes per sample */
+	uint8_t *store[N];
+	uint32_t store_len[N];
+} fk;
+
+#define SQ_HDR	64
+#define CQ_HDR	64
+#define U32(base, off) ((uint32_t *)((base) + (off)))
+
+static int is_fake_fd(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && st.st_dev == fk.dev && st.st_ino == fk.ino;
+}
+
+static void store_set(uint32_t id, const void *p, uint32_t len)
+{
+	free(fk.store[id]);
+	fk.store[id] = malloc(len ? len : 1);
+	memcpy(fk.store[id], p, len);
+	fk.store_len[id] = len;
+}
+
+static void fake_post(const struct dlcache_sqe *s, int32_t res, uint32_t flags,
+		      uint32_t size)
+{
+	uint32_t tail = *U32(fk.cq, 4);
+	struct dlcache_cqe *c = (struct dlcache_cqe *)(fk.cq + CQ_HDR) +
+				(tail & (fk.cq_entries - 1));
+
+	memset(c, 0, sizeof(*c));
+	c->user_data = s->user_data;
+	c->res = res;
+	c->flags = flags;
+	c->handle = s->handle;
+	c->sample = s->sample;
+	c->size = size;
+	__atomic_store_n(U32(fk.cq, 4), tail + 1, __ATOMIC_RELEASE);
+}
+
+static int fake_enter(struct dlcache_enter *e)
+{
+	uint32_t head = *U32(fk.sq, 0), n = 0;
+	uint32_t tail = __atomic_load_n(U32(fk.sq, 4), __ATOMIC_ACQUIRE);
+
+	while (head != tail && n < e->to_submit) {
+		struct dlcache_sqe *s = (struct dlcache_sqe *)(fk.sq + SQ_HDR) +
+					(head & (fk.sq_entries - 1));
+		uint32_t cq_used = *U32(fk.cq, 4) - *U32(fk.cq, 0);
+
+		if (cq_used >= fk.cq_entries)
+			break;
+		switch (s->opcode) {
+		case DLCACHE_OP_GET:
+			fk.gets++;
+			if (s->sample >= N || !fk.store[s->sample])
+				fake_post(s, -ENOENT, DLCACHE_CQE_F_FILL, 0);
+			else if (s->len < fk.store_len[s->sample])
+				fake_post(s, -EMSGSIZE, 0, fk.store_len[s->sample]);
+			else {
+				memcpy((void *)(uintptr_t)s->addr,
+				       fk.store[s->sample], fk.store_len[s->sample]);
+				fake_post(s, (int32_t)fk.store_len[s->sample], 0,
+					  fk.store_len[s->sample]);
+			}
+			break;
+		case DLCACHE_OP_PUT:
+			fk.puts++;
+			if (s->sample < N && !fk.store[s->sample])
+				store_set(s->sample, (void *)(uintptr_t)s->addr, s->len);
+			fake_post(s, (int32_t)s->len, DLCACHE_CQE_F_CACHED, 0);
+			break;
+		default:
+			fake_post(s, 0, 0, 0);
+			break;
+		}
+		head++;
+		n++;
+	}
+	__atomic_store_n(U32(fk.sq, 0), head, __ATOMIC_RELEASE);
+	e->submitted = n;
+	return (int)n;
+}
+
+static int fake_ioctl(int fd, unsigned long req, void *arg)
+{
+	switch (req) {
+	case DLCACHE_IOC_GET_INFO: {
+		struct dlcache_info *i = arg;
+
+		i->abi_version = fk.abi;
+		i->supported = fk.supported;
+		i->features &= fk.supported;
+		i->capacity_bytes = 64 << 20;
+		i->max_sample_size = 1 << 24;
+		i->max_samples = 1 << 20;
+		i->max_ring_entries = 4096;
+		return 0;
+	}
+	case DLCACHE_IOC_ATTACH: {
+		struct dlcache_attach *a = arg;
+
+		fk.attach_calls++;
+		fk.attach_flags = a->flags;
+		fk.attach_owner = a->owner_uid;
+		if (fk.attach_err) {
+			errno = fk.attach_err;
+			return -1;
+		}
+		a->handle = 1;
+		a->result_flags = DLCACHE_ATTACH_MAY_WRITE;
+		a->owner_uid = fk.owner_reply >= 0 ? (uint32_t)fk.owner_reply :
+			       (a->flags & DLCACHE_ATTACH_F_OWNER) ? a->owner_uid :
+			       (uint32_t)geteuid();
+		return 0;
+	}
+	case DLCACHE_IOC_SETUP_RING: {
+		struct dlcache_ring_setup *rs = arg;
+		uint32_t e = 1;
+
+		fk.setup_calls++;
+		while (e < rs->sq_entries)
+			e <<= 1;
+		fk.sq_entries = e;
+		fk.cq_entries = 2 * e;
+		rs->sq_entries = e;
+		rs->cq_entries = 2 * e;
+		rs->sq_mmap_size = SQ_HDR + (uint64_t)e * sizeof(struct dlcache_sqe);
+		rs->cq_mmap_size = CQ_HDR + (uint64_t)2 * e * sizeof(struct dlcache_cqe);
+		rs->sq_off = (struct dlcache_sqring_offsets){
+			.head = 0, .tail = 4, .ring_mask = 8, .ring_entries = 12,
+			.flags = 16, .dropped = 20, .sqes = SQ_HDR };
+		rs->cq_off = (struct dlcache_cqring_offsets){
+			.head = 0, .tail = 4, .ring_mask = 8, .ring_entries = 12,
+			.flags = 16, .pending = 20, .cqes = CQ_HDR };
+		if (ftruncate(fd, (off_t)(DLCACHE_OFF_CQ_RING + rs->cq_mmap_size)))
+			return -1;
+		fk.sq = mmap(NULL, rs->sq_mmap_size, PROT_READ | PROT_WRITE,
+			     MAP_SHARED, fd, DLCACHE_OFF_SQ_RING);
+		fk.cq = mmap(NULL, rs->cq_mmap_size, PROT_READ | PROT_WRITE,
+			     MAP_SHARED, fd, DLCACHE_OFF_CQ_RING);
+		if (fk.sq == MAP_FAILED || fk.cq == MAP_FAILED)
+			return -1;
+		memset(fk.sq, 0, SQ_HDR);
+		memset(fk.cq, 0, CQ_HDR);
+		*U32(fk.sq, 8) = e - 1;
+		*U32(fk.sq, 12) = e;
+		*U32(fk.cq, 8) = 2 * e - 1;
+		*U32(fk.cq, 12) = 2 * e;
+		return 0;
+	}
+	case DLCACHE_IOC_ENTER:
+		return fake_enter(arg);
+	case DLCACHE_IOC_SET_ORDER:
+	case DLCACHE_IOC_STATS:
+		return 0;
+	default:
+		errno = ENOTTY;
+		return -1;
+	}
+}
+
+/* Every ioctl of this program, the library's included, comes here. */
+int ioctl(int fd, unsigned long req, ...)
+{
+	va_list ap;
+	void *arg;
+
+	va_start(ap, req);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	if (_IOC_TYPE(req) == DLCACHE_IOC_MAGIC && is_fake_fd(fd))
+		return fake_ioctl(fd, req, arg);
+	return (int)syscall(SYS_ioctl, fd, req, arg);
+}
+
+static void fake_reset(void)
+{
+	uint32_t i;
+
+	for (i = 0; i < N; i++) {
+		free(fk.store[i]);
+		fk.store[i] = NULL;
+		fk.store_len[i] = 0;
+	}
+	fk.abi = DLCACHE_ABI_VERSION;
+	fk.supported = DLCACHE_FEAT_RING | DLCACHE_FEAT_POLL |
+		       DLCACHE_FEAT_GET_AT | DLCACHE_FEAT_FILL_WAIT |
+		       DLCACHE_FEAT_SHRINKER | DLCACHE_FEAT_OWNER;
+	fk.owner_reply = -1;
+	fk.attach_err = 0;
+	fk.attach_calls = fk.setup_calls = fk.gets = fk.puts = 0;
+	fk.attach_flags = fk.attach_owner = 0xdeadbeef;
+}
+
+/* ---- logs ----------------------------------------------------------------- */
+
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static char logbuf[1 << 16];
+static size_t loglen;
+
+static void log_cb(void *arg, int level, const char *msg)
+{
+	pthread_mutex_lock(&log_lock);
+	loglen += (size_t)snprintf(logbuf + loglen, sizeof(logbuf) - loglen,
+				   "%s\n", msg);
+	if (loglen >= sizeof(logbuf))
+		loglen = sizeof(logbuf) - 1;
+	pthread_mutex_unlock(&log_lock);
+	dlc_log_stderr(arg, level, msg);
+}
+
+static void log_clear(void)
+{
+	loglen = 0;
+	logbuf[0] = '\0';
+}
+
+/* Lines of the log holding @s. */
+static int log_count(const char *s)
+{
+	const char *p = logbuf;
+	int n = 0;
+
+	while ((p = strstr(p, s))) {
+		n++;
+		p = strchr(p, '\n');
+		if (!p)
+			break;
+	}
+	return n;
+}
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static char *dir;
+static struct dlc_index *idx;
+static uint8_t *files[N];
+static size_t file_len[N];
+
+static void config(struct dlc_config *cfg, uint32_t backend)
+{
+	dlc_config_init(cfg);
+	dlc_transform_default(&cfg->transform, DLC_TRANSFORM_EVAL);
+	cfg->transform.out_w = cfg->transform.out_h = SIDE;
+	cfg->transform.resize = SIDE + 4;
+	cfg->batch_size = BATCH;
+	cfg->seed = 11;
+	cfg->window = 8;
+	cfg->queue_depth = 4;
+	cfg->decode_threads = 1;
+	cfg->backend = backend;
+	cfg->cache_bytes = 0;
+	cfg->log = log_cb;
+	cfg->log_level = DLC_LOG_INFO;
+}
+
+static uint64_t fnv(const void *data, size_t n, uint64_t h)
+{
+	const uint8_t *p = data;
+
+	while (n--)
+		h = (h ^ *p++) * 1099511628211ULL;
+	return h;
+}
+
+/* Hash each batch of epochs 0 and 1 (pixels, labels, ids) into @h. */
+static int run(const struct dlc_config *cfg, uint64_t *h, uint32_t *nb,
+	       struct dlc_stats *st)
+{
+	struct dlc_loader *l = NULL;
+	struct dlc_batch *b;
+	uint32_t e;
+	int ret;
+
+	*nb = 0;
+	ret = dlc_loader_create(cfg, idx, &l);
+	if (ret)
+		return ret;
+	for (e = 0; e < 2; e++) {
+		CHECK_EQ(dlc_loader_start_epoch(l, e, 0), 0);
+		while ((ret = dlc_next_batch(l, &b)) == 0) {
+			uint64_t x = 1469598103934665603ULL;
+
+			x = fnv(b->data, (size_t)b->count * 3 * SIDE * SIDE, x);
+			x = fnv(b->labels, b->count * sizeof(*b->labels), x);
+			x = fnv(b->ids, b->count * sizeof(*b->ids), x);
+			h[(*nb)++] = x;
+			dlc_release_batch(l, b);
+		}
+		CHECK_EQ(ret, -ENODATA);
+	}
+	if (st)
+		dlc_loader_stats(l, st);
+	dlc_loader_destroy(l);
+	return 0;
+}
+
+/* ---- trust ---------------------------------------------------------------- */
+
+/* Create a loader with @cfg; returns its backend, or -errno. */
+static int try_backend(const struct dlc_config *cfg)
+{
+	struct dlc_loader *l = NULL;
+	int ret = dlc_loader_create(cfg, idx, &l);
+
+	if (ret)
+		return ret;
+	ret = (int)dlc_loader_backend(l);
+	dlc_loader_destroy(l);
+	return ret;
+}
+
+static void test_trust(void)
+{
+	struct dlc_config cfg;
+	uint32_t self = (uint32_t)geteuid(), other = self + 4242;
+	char line[128];
+
+	/* Default: our own data set, no flags; no trust line. */
+	fake_reset();
+	log_clear();
+	config(&cfg, DLC_BACKEND_AUTO);
+	CHECK_EQ(cfg.kernel_owner_uid, DLC_OWNER_SELF);
+	CHECK_EQ(try_backend(&cfg), DLC_BACKEND_KERNEL);
+	CHECK_EQ(fk.attach_calls, 1);
+	CHECK_EQ(fk.attach_flags, 0);
+	CHECK_EQ(log_count("trusting"), 0);
+
+	/* Naming ourselves is the same as the default. */
+	fake_reset();
+	cfg.kernel_owner_uid = self;
+	CHECK_EQ(try_backend(&cfg), DLC_BACKEND_KERNEL);
+	CHECK_EQ(fk.attach_flags, 0);
+
+	/* Another owner: F_OWNER | F_NOCREATE with its uid, and one line. */
+	fake_reset();
+	log_clear();
+	cfg.kernel_owner_uid = other;
+	CHECK_EQ(try_backend(&cfg), DLC_BACKEND_KERNEL);
+	CHECK_EQ(fk.attach_flags, DLCACHE_ATTACH_F_OWNER | DLCACHE_ATTACH_F_NOCREATE);
+	CHECK_EQ(fk.attach_owner, other);
+	snprintf(line, sizeof(line), "trusting the data set of owner uid %u", other);
+	CHECK_EQ(log_count(line), 1);
+
+	/* ATTACH answers with a data set of someone else: never used. */
+	fake_reset();
+	log_clear();
+	fk.owner_reply = other + 1;
+	CHECK_EQ(try_backend(&cfg), DLC_BACKEND_INPROCESS);
+	CHECK_EQ(fk.setup_calls, 0);
+	CHECK(log_count("another owner") == 1, "log:\n%s", logbuf);
+	cfg.backend = DLC_BACKEND_KERNEL;
+	CHECK_EQ(try_backend(&cfg), -EPERM);
+
+	/* The same for the default config (a module that ignores owners). */
+	fake_reset();
+	cfg.kernel_owner_uid = DLC_OWNER_SELF;
+	fk.owner_reply = other;
+	CHECK_EQ(try_backend(&cfg), -EPERM);
+	cfg.backend = DLC_BACKEND_AUTO;
+	CHECK_EQ(try_backend(&cfg), DLC_BACKEND_INPROCESS);
+	CHECK_EQ(fk.setup_calls, 0);
+
+	/* The trusted owner has no such data set: fall back, say why. */
+	fake_reset();
+	log_clear();
+	cfg.kernel_owner_uid = other;
+	fk.attach_err = ENOENT;
+	CHECK_EQ(try_backend(&cfg), DLC_BACKEND_INPROCESS);
+	CHECK(log_count("no data set of this key") == 1, "log:\n%s", logbuf);
+	fk.attach_err = EACCES;
+	CHECK_EQ(try_backend(&cfg), DLC_BACKEND_INPROCESS);
+
+	/* DLCACHE_OWNER_UID wins over the config, both ways. */
+	fake_reset();
+	snprintf(line, sizeof(line), "%u", other + 7);
+	setenv("DLCACHE_OWNER_UID", line, 1);
+	cfg.kernel_owner_uid = DLC_OWNER_SELF;
+	CHECK_EQ(try_backend(&cfg), DLC_BACKEND_KERNEL);
+	CHECK_EQ(fk.attach_flags, DLCACHE_ATTACH_F_OWNER | DLCACHE_ATTACH_F_NOCREATE);
+	CHECK_EQ(fk.attach_owner, other + 7);
+	fake_reset();
+	setenv("DLCACHE_OWNER_UID", "self", 1);
+	cfg.kernel_owner_uid = other;
+	CHECK_EQ(try_backend(&cfg), DLC_BACKEND_KERNEL);
+	CHECK_EQ(fk.attach_flags, 0);
+	setenv("DLCACHE_OWNER_UID", "12x", 1);
+	CHECK_EQ(try_backend(&cfg), -EINVAL);
+	setenv("DLCACHE_OWNER_UID", "4294967295", 1);
+	CHECK_EQ(try_backend(&cfg), -EINVAL);
+	unsetenv("DLCACHE_OWNER_UID");
+
+	/* ABI 1 (a key alone reached any user's bytes), or no FEAT_OWNER. */
+	fake_reset();
+	cfg.kernel_owner_uid = DLC_OWNER_SELF;
+	fk.abi = 1;
+	CHECK_EQ(try_backend(&cfg), DLC_BACKEND_INPROCESS);
+	CHECK_EQ(fk.attach_calls, 0);
+	fake_reset();
+	fk.supported &= ~DLCACHE_FEAT_OWNER;
+	CHECK_EQ(try_backend(&cfg), DLC_BACKEND_INPROCESS);
+	CHECK_EQ(fk.attach_calls, 0);
+	cfg.backend = DLC_BACKEND_KERNEL;
+	CHECK_EQ(try_backend(&cfg), -EPROTO);
+}
+
+/* ---- integrity ------------------------------------------------------------ */
+
+static void test_wrong_bytes(void)
+{
+	uint64_t ref[64], got[64], off[64];
+	uint32_t nref = 0, ngot = 0, noff = 0, i, big = 0, diff = 0;
+	/*
+	 * Another sample's valid JPEG padded to this one's size (only the
+	 * crc tells), a truncated copy, and bytes larger than indexed.
+	 */
+	uint32_t bad[3] = { 3, 6, 10 }, nbad = 3, small = 0;
+	uint8_t *pad;
+	struct dlc_config cfg;
+	struct dlc_stats st;
+	char path[4096];
+
+	/* The reference: no kernel backend, nothing verified. */
+	fake_reset();
+	log_clear();
+	config(&cfg, DLC_BACKEND_INPROCESS);
+	cfg.verify = DLC_VERIFY_OFF;
+	CHECK_EQ(run(&cfg, ref, &nref, NULL), 0);
+	CHECK_EQ(nref, 2 * N / BATCH);
+
+	/* The cache holds every sample, three of them wrong. */
+	for (i = 0; i < N; i++)
+		if (file_len[i] > file_len[big])
+			big = i;
+	if (big == bad[2])
+		bad[2] = 11;
+	CHECK(file_len[big] > file_len[bad[2]] + 1);
+	for (i = 0; i < N; i++)
+		store_set(i, files[i], (uint32_t)file_len[i]);
+	for (i = 0; i < N; i++)
+		if (file_len[i] < file_len[small])
+			small = i;
+	CHECK(small != bad[0] && file_len[small] < file_len[bad[0]]);
+	pad = calloc(1, file_len[bad[0]]);
+	memcpy(pad, files[small], file_len[small]);
+	store_set(bad[0], pad, (uint32_t)file_len[bad[0]]);
+	free(pad);
+	store_set(bad[1], files[bad[1]], (uint32_t)file_len[bad[1]] / 2);
+	store_set(bad[2], files[big], (uint32_t)file_len[big]);
+
+	config(&cfg, DLC_BACKEND_KERNEL);
+	CHECK_EQ(run(&cfg, got, &ngot, &st), 0);
+	CHECK_EQ(ngot, nref);
+	for (i = 0; i < ngot && i < nref; i++)
+		CHECK(got[i] == ref[i], "batch %u differs from the reference", i);
+	/* Every use of a bad sample: two epochs. */
+	CHECK_EQ(st.checksum_errors, 2 * nbad);
+	CHECK_EQ(st.hits, 2 * (N - nbad));
+	CHECK_EQ(st.misses, 2 * nbad);
+	CHECK_EQ(st.errors, 0);
+	CHECK(st.verified >= 2 * (N - 1), "verified %llu", (unsigned long long)st.verified);
+	for (i = 0; i < nbad; i++) {
+		snprintf(path, sizeof(path), "(%s/%s)", dlc_index_root(idx),
+			 dlc_index_relpath(idx, bad[i]));
+		CHECK(log_count(path) == 1, "sample %u named %d times in the log:\n%s",
+		      bad[i], log_count(path), logbuf);
+	}
+	CHECK(log_count("checksum") == (int)nbad, "log:\n%s", logbuf);
+	CHECK(log_count("crc32c") == 1, "log:\n%s", logbuf);
+	/* The good ones were never written again; the bad ones not fixed. */
+	CHECK_EQ(fk.puts, 0);
+
+	/* Verification off: the wrong bytes reach the batches. */
+	log_clear();
+	cfg.verify = DLC_VERIFY_OFF;
+	CHECK_EQ(run(&cfg, off, &noff, &st), 0);
+	CHECK_EQ(st.checksum_errors, 0);
+	CHECK_EQ(st.verified, 0);
+	for (i = 0; i < noff && i < nref; i++)
+		diff += off[i] != ref[i];
+	CHECK(diff > 0, "without verification every batch still matched");
+
+	/* DLCACHE_VERIFY=off overrides the config the same way. */
+	setenv("DLCACHE_VERIFY", "off", 1);
+	cfg.verify = DLC_VERIFY_KERNEL;
+	CHECK_EQ(run(&cfg, off, &noff, &st), 0);
+	CHECK_EQ(st.verified, 0);
+	setenv("DLCACHE_VERIFY", "bogus", 1);
+	CHECK_EQ(run(&cfg, off, &noff, &st), -EINVAL);
+	unsetenv("DLCACHE_VERIFY");
+}
+
+/*
+ * verify all, in-process: a file rewritten after indexing (same size, a
+ * valid JPEG) fails as corrupt and is never cached; the others pass.
+ */
+static void test_verify_all(void)
+{
+	uint64_t h[64];
+	uint32_t nb = 0;
+	struct dlc_config cfg;
+	struct dlc_stats st;
+	char path[4096];
+	uint8_t *changed;
+
+	config(&cfg, DLC_BACKEND_INPROCESS);
+	cfg.verify = DLC_VERIFY_ALL;
+	cfg.cache_bytes = 64 << 20;
+	CHECK_EQ(run(&cfg, h, &nb, &st), 0);
+	CHECK_EQ(st.verified, N);	/* epoch 1 is served by the cache */
+	CHECK_EQ(st.checksum_errors, 0);
+	CHECK_EQ(st.errors, 0);
+
+	changed = malloc(file_len[2]);
+	memcpy(changed, files[2], file_len[2]);
+	changed[file_len[2] - 3] ^= 0x55;	/* in the entropy data, near EOI */
+	snprintf(path, sizeof(path), "%s/%s", dlc_index_root(idx),
+		 dlc_index_relpath(idx, 2));
+	CHECK_EQ(t_write_file(path, changed, file_len[2]), 0);
+	log_clear();
+	CHECK_EQ(run(&cfg, h, &nb, &st), 0);
+	CHECK_EQ(st.checksum_errors, 2);	/* not cached, read again */
+	CHECK_EQ(st.errors_by_kind[DLC_ERR_CORRUPT], 2);
+	CHECK_EQ(st.skipped, 2);
+	CHECK(log_count("crc32c check") >= 1, "log:\n%s", logbuf);
+	/* Only under verify all. */
+	cfg.verify = DLC_VERIFY_KERNEL;
+	CHECK_EQ(run(&cfg, h, &nb, &st), 0);
+	CHECK_EQ(st.verified, 0);
+	CHECK_EQ(t_write_file(path, files[2], file_len[2]), 0);
+	free(changed);
+}
+
+int main(void)
+{
+	char devpath[4096], path[4096];
+	struct stat st;
+	uint32_t i;
+	int fd;
+
+	unsetenv("DLCACHE_BACKEND");
+	unsetenv("DLCACHE_VERIFY");
+	unsetenv("DLCACHE_OWNER_UID");
+	dir = t_mkdtemp(NULL);
+	if (!dir || t_make_dataset(dir, NCLASS, PER)) {
+		printf("FAIL: cannot make the data set\n");
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s", dir);
+	if (dlc_index_build(path, &idx) || dlc_index_count(idx) != N) {
+		printf("FAIL: index\n");
+		return 1;
+	}
+	for (i = 0; i < N; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dlc_index_root(idx),
+			 dlc_index_relpath(idx, i));
+		files[i] = t_read_file(path, &file_len[i]);
+		if (!files[i]) {
+			printf("FAIL: read %s\n", path);
+			return 1;
+		}
+	}
+	/* The "device": a sparse file the rings are mapped from. */
+	snprintf(devpath, sizeof(devpath), "%s.dev", dir);
+	fd = open(devpath, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0 || fstat(fd, &st)) {
+		printf("FAIL: %s: %s\n", devpath, strerror(errno));
+		return 1;
+	}
+	close(fd);
+	fk.dev = st.st_dev;
+	fk.ino = st.st_ino;
+	setenv("DLCACHE_DEVICE", devpath, 1);
+
+	test_trust();
+	test_wrong_bytes();
+	test_verify_all();
+
+	fake_reset();
+	for (i = 0; i < N; i++)
+		free(files[i]);
+	dlc_index_free(idx);
+	unlink(devpath);
+	t_rmtree(dir);
+	free(dir);
+	return t_done("test_kclient");
+}
