@@ -27,6 +27,9 @@ for arg in $(cat /proc/cmdline); do
 	dlcqemu.mode=*) MODE=${arg#*=} ;;
 	dlcqemu.only=*) ONLY=${arg#*=} ;;
 	dlcqemu.params=*) DLCACHE_PARAMS=$(echo "${arg#*=}" | tr , ' ') ;;
+	dlcqemu.checkers=*) CHECKERS=${arg#*=} ;;
+	# tests/fuzz/kcov_fuzz.c's time (make fuzz FUZZ_SECONDS=N).
+	dlcqemu.fuzz_seconds=*) export DLCQEMU_FUZZ_SECONDS=${arg#*=} ;;
 	esac
 done
 
@@ -93,6 +96,26 @@ verdict() {
 
 # Boot messages are not ours to judge.
 dmesg -c > /tmp/dmesg.boot 2>/dev/null
+
+# On the debug kernel (dlcqemu.checkers=1, set by make qemu-debug), every
+# checker the suite relies on must really be on: a kernel that lost one to
+# a config change would otherwise pass everything and prove nothing.
+# (tests/qemu/debug-kernel/build.sh checks every option of its fragment,
+# DEBUG_ATOMIC_SLEEP among them, against the built .config.)
+if [ "${CHECKERS:-0}" = 1 ]; then
+	missing=
+	[ -e /proc/lockdep ] || missing="$missing lockdep"
+	grep -q 'KernelAddressSanitizer initialized' /tmp/dmesg.boot || missing="$missing KASAN"
+	[ -e /sys/kernel/debug/kmemleak ] || missing="$missing kmemleak"
+	[ -e /sys/kernel/debug/kcov ] || missing="$missing KCOV"
+	if [ -n "$missing" ]; then
+		echo "# the debug kernel lacks:$missing"
+		result FAIL checkers
+	else
+		echo "# checkers on: lockdep, KASAN, kmemleak, KCOV"
+		result ok checkers
+	fi
+fi
 
 if [ "$MODE" = smoke ]; then
 	# Harness self-check: busybox applets, the mounts, a static binary.

@@ -8,11 +8,31 @@
 #   make qemu-test KERNELS=6.12        only some kernels
 #   make qemu-test QEMU_ONLY=hit_miss  run only some tests (comma separated)
 #   make qemu-smoke                    check the harness alone (no module)
+#   make qemu-debug                    the whole suite again, and the
+#                                      integration test, on the debug kernel
+#                                      (PROVE_LOCKING, DEBUG_ATOMIC_SLEEP,
+#                                      KASAN, UBSAN, kmemleak, KCOV) that
+#                                      tests/qemu/debug-kernel/build.sh
+#                                      builds once and caches outside the
+#                                      clone; lines "ok qemu-debug:basic"
+#   make fuzz FUZZ_SECONDS=300         on the debug kernel, only the
+#                                      coverage-guided fuzzer
+#                                      tests/fuzz/kcov_fuzz.c: N s of the old
+#                                      blind fuzzer (tests/qemu/tests/fuzz.c)
+#                                      for comparison, then N s of KCOV-guided
+#                                      fuzzing; "ok qemu-fuzz:kcov_fuzz" and
+#                                      "# kcov-fuzz: ..." lines (PCs, execs)
+#   make fuzz-check                    the same, bounded for make check
+#                                      (FUZZ_CHECK_SECONDS=45 each)
 #
 # A kernel whose image or headers are missing is one "skip qemu-<k>:all"
 # line (make deps installs both kernels).
 
-.PHONY: qemu-test qemu-smoke
+.PHONY: qemu-test qemu-smoke qemu-debug debug-kernel
+
+# Slower than Debian's kernel under TCG (KASAN, lockdep): longer limits.
+QEMU_DEBUG_TIMEOUT ?= 1500
+QEMU_DEBUG_TEST_TIMEOUT ?= 240
 
 qemu-test:
 	@rc=0; for k in $(KERNELS); do \
@@ -32,3 +52,61 @@ qemu-test:
 
 qemu-smoke:
 	@BUILD=$(BUILD) tests/qemu/run.sh --smoke
+
+# The debug kernel alone: built once, then reused (one result line).
+debug-kernel:
+	@if env=$$(tests/qemu/debug-kernel/build.sh); then \
+		eval "$$env"; \
+		echo "ok debug-kernel:build ($$DEBUG_KREL; cold build took $$(cat $$(dirname $$DEBUG_KERNEL)/build-seconds) s)"; \
+	else \
+		echo "FAIL debug-kernel:build"; exit 1; \
+	fi
+
+qemu-debug:
+	@start=$$(date +%s); \
+	if ! env=$$(tests/qemu/debug-kernel/build.sh); then \
+		echo "FAIL qemu-debug:kernel (the debug kernel did not build; see above)"; exit 1; \
+	fi; \
+	eval "$$env"; \
+	echo "# qemu-debug: $$DEBUG_KREL ready after $$(( $$(date +%s) - start )) s (cold build: $$(cat $$(dirname $$DEBUG_KERNEL)/build-seconds) s)"; \
+	if ! $(MAKE) --no-print-directory module KDIR="$$DEBUG_KDIR"; then \
+		echo "FAIL qemu-debug:module (dlcache.ko does not build for $$DEBUG_KREL)"; exit 1; \
+	fi; \
+	ko=$(BUILD)/kmod-$$DEBUG_KREL/dlcache.ko; rc=0; \
+	BUILD=$(BUILD) QEMU_KERNEL="$$DEBUG_KERNEL" DLCACHE_KO="$$ko" QEMU_TAG=qemu-debug QEMU_CHECKERS=1 \
+		QEMU_TIMEOUT=$(QEMU_DEBUG_TIMEOUT) QEMU_TEST_TIMEOUT=$(QEMU_DEBUG_TEST_TIMEOUT) \
+		tests/qemu/run.sh $(if $(QEMU_ONLY),--only $(QEMU_ONLY)) || rc=1; \
+	BUILD=$(BUILD) INT_KERNEL="$$DEBUG_KERNEL" INT_MODDIR=none DLCACHE_KO="$$ko" \
+		INT_TAG=qemu-debug-int INT_TIMEOUT=$(QEMU_DEBUG_TIMEOUT) \
+		tests/qemu/integration/integration.sh || rc=1; \
+	exit $$rc
+
+# ---- coverage-guided fuzzing (tests/fuzz/kcov_fuzz.c) -----------------------
+.PHONY: fuzz fuzz-check
+FUZZ_SECONDS ?= 300
+FUZZ_CHECK_SECONDS ?= 45
+
+# fuzz_run,SECONDS: debug kernel, module for it, one boot running kcov_fuzz.
+define fuzz_run
+if ! ls /usr/src/linux-source-6.1*.tar.xz > /dev/null 2>&1; then \
+	echo "skip qemu-fuzz:kcov_fuzz (no /usr/src/linux-source-6.1 for the debug kernel: make deps)"; \
+	exit 0; \
+fi; \
+if ! env=$$(tests/qemu/debug-kernel/build.sh); then \
+	echo "FAIL qemu-fuzz:kcov_fuzz (the debug kernel did not build; see above)"; exit 1; \
+fi; \
+eval "$$env"; \
+if ! $(MAKE) --no-print-directory module KDIR="$$DEBUG_KDIR"; then \
+	echo "FAIL qemu-fuzz:kcov_fuzz (dlcache.ko does not build for $$DEBUG_KREL)"; exit 1; \
+fi; \
+BUILD=$(BUILD) QEMU_KERNEL="$$DEBUG_KERNEL" DLCACHE_KO="$(BUILD)/kmod-$$DEBUG_KREL/dlcache.ko" \
+	QEMU_TAG=qemu-fuzz QEMU_CHECKERS=1 FUZZ_SECONDS=$(1) EXTRA_TESTS=tests/fuzz/kcov_fuzz.c \
+	QEMU_TEST_TIMEOUT=$$((2 * $(1) + 300)) QEMU_TIMEOUT=$$((2 * $(1) + 1200)) \
+	tests/qemu/run.sh --only kcov_fuzz
+endef
+
+fuzz:
+	@$(call fuzz_run,$(FUZZ_SECONDS))
+
+fuzz-check:
+	@$(call fuzz_run,$(FUZZ_CHECK_SECONDS))

@@ -42,11 +42,18 @@
 #   QEMU (qemu-system-x86_64),
 #   QEMU_TIMEOUT (seconds for the whole run, 300), QEMU_TEST_TIMEOUT (per
 #   test, 60), QEMU_MEM (1G), QEMU_SMP (2), DLCACHE_PARAMS (insmod
-#   parameters), TEST_CC (gcc).
+#   parameters), TEST_CC (gcc), EXTRA_TESTS (more test sources, such as
+#   tests/fuzz/kcov_fuzz.c), FUZZ_SECONDS (its time, dlcqemu.fuzz_seconds).
 #
 # Build outputs are reused: the busybox staging is made once, and a test
 # program is recompiled only when its source, the shared helper or the uapi
 # header changed.
+#
+# A test whose first line is "/* dlc-test: FLAGS */" is compiled, with its
+# own build of dlc_test.c, with FLAGS added (off32.c: "-m32", a 32-bit
+# program that uses the module through compat_ioctl). When TEST_CC cannot
+# link a static program with FLAGS (for -m32: gcc-multilib missing), the
+# test becomes a script that reports "skip" with that reason.
 
 set -euo pipefail
 
@@ -130,12 +137,40 @@ if [ "$MODE" = tests ]; then
 	if newer_than "$OUT/obj/dlc_test.o" "$SRC/tests/dlc_test.c" "${HELPER_DEPS[@]}"; then
 		"$TEST_CC" "${CFLAGS_T[@]}" -c "$SRC/tests/dlc_test.c" -o "$OUT/obj/dlc_test.o"
 	fi
-	for src in "$SRC"/tests/*.c; do
+	for src in "$SRC"/tests/*.c ${EXTRA_TESTS:-}; do
 		name=$(basename "$src" .c)
 		[ "$name" = dlc_test ] && continue
+		# EXTRA_TESTS: more sources (tests/fuzz/kcov_fuzz.c), always
+		# rebuilt since they include files of their own.
+		case "$src" in "$SRC"/tests/*) ;; *) rm -f "$OUT/bin/$name" ;; esac
 		TESTS+=("$name")
-		if newer_than "$OUT/bin/$name" "$src" "$OUT/obj/dlc_test.o" "${HELPER_DEPS[@]}"; then
-			if ! "$TEST_CC" "${CFLAGS_T[@]}" "$src" "$OUT/obj/dlc_test.o" \
+		obj="$OUT/obj/dlc_test.o"
+		# shellcheck disable=SC2207
+		extra=($(sed -n '1s|^/\* dlc-test: \(.*\) \*/$|\1|p' "$src"))
+		if [ ${#extra[@]} -gt 0 ]; then
+			flagtag=$(printf '%s' "${extra[*]}" | tr -c 'A-Za-z0-9' '_')
+			obj="$OUT/obj/dlc_test$flagtag.o"
+			probe="$OUT/obj/probe$flagtag"
+			printf 'int main(void) { return 0; }\n' > "$probe.c"
+			if ! "$TEST_CC" -static "${extra[@]}" "$probe.c" -o "$probe" \
+					> "$probe.log" 2>&1; then
+				why="$TEST_CC cannot link a static program with ${extra[*]}"
+				why+=": $(grep -m1 -i error "$probe.log" | tr -d '"\\$`' | cut -c1-120)"
+				[ "${extra[*]}" != -m32 ] || why+=" (install gcc-multilib)"
+				printf '#!/bin/sh\necho "SKIP: %s"\nexit 77\n' "$why" > "$OUT/bin/$name"
+				chmod 0755 "$OUT/bin/$name"
+				echo "# $name: skipped: $why"
+				continue
+			fi
+			if newer_than "$obj" "$SRC/tests/dlc_test.c" "${HELPER_DEPS[@]}"; then
+				"$TEST_CC" "${CFLAGS_T[@]}" "${extra[@]}" -c "$SRC/tests/dlc_test.c" -o "$obj"
+			fi
+			# A skip script left from a run without the toolchain.
+			[ "$(head -c 2 "$OUT/bin/$name" 2> /dev/null)" != '#!' ] ||
+				rm -f "$OUT/bin/$name"
+		fi
+		if newer_than "$OUT/bin/$name" "$src" "$obj" "${HELPER_DEPS[@]}"; then
+			if ! "$TEST_CC" "${CFLAGS_T[@]}" "${extra[@]}" "$src" "$obj" \
 					-o "$OUT/bin/$name.tmp"; then
 				echo "FAIL $TAG:build-$name (compile error)"
 				build_failed=1
@@ -204,7 +239,11 @@ APPEND="console=ttyS0 panic=-1 quiet loglevel=3 log_buf_len=4M rdinit=/init"
 # The guest's /init reads its settings from /proc/cmdline.
 APPEND+=" dlcqemu.mode=$MODE dlcqemu.test_timeout=$TEST_TIMEOUT"
 [ -z "$ONLY" ] || APPEND+=" dlcqemu.only=$ONLY"
+[ -z "${FUZZ_SECONDS:-}" ] || APPEND+=" dlcqemu.fuzz_seconds=$FUZZ_SECONDS"
 [ -z "${DLCACHE_PARAMS:-}" ] || APPEND+=" dlcqemu.params=${DLCACHE_PARAMS// /,}"
+# QEMU_CHECKERS=1 (make qemu-debug): the guest fails unless lockdep, KASAN,
+# kmemleak and KCOV are on.
+[ "${QEMU_CHECKERS:-0}" = 0 ] || APPEND+=" dlcqemu.checkers=1"
 
 LOG="$OUT/console-${KREL:-custom}.log"
 echo "# qemu: $(basename "$KERNEL"), $SMP cpus, $MEM, tcg; log in $LOG"
