@@ -613,6 +613,21 @@ void t_msleep(unsigned ms)
 		;
 }
 
+pid_t t_start_user(uid_t uid, int (*fn)(void))
+{
+	gid_t groups[1] = { T_DEVGRP };
+	pid_t pid = fork();
+
+	if (pid < 0)
+		FATAL("fork: %m");
+	if (pid == 0) {
+		t_time_limit(60);
+		t_become(uid, uid, groups, 1);
+		exit(fn());
+	}
+	return pid;
+}
+
 void t_become(uid_t uid, gid_t gid, const gid_t *groups, int ngroups)
 {
 	if (setgroups(ngroups, groups) < 0)

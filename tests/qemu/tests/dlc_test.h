@@ -171,6 +171,14 @@ void t_dump_task(pid_t pid);
 void t_msleep(unsigned ms);
 /* Drops root: supplementary groups @groups (may be 0), gid, uid. */
 void t_become(uid_t uid, gid_t gid, const gid_t *groups, int ngroups);
+/* The "dlcache" group of admin.md's udev rule, as the tests set it up. */
+#define T_DEVGRP 4343
+/*
+ * Fork a child that becomes @uid (gid @uid, member of T_DEVGRP only, so it
+ * may open a 0660 device of that group) under a 60 s limit and exits with
+ * fn()'s value; returns its pid for t_wait().
+ */
+pid_t t_start_user(uid_t uid, int (*fn)(void));
 /* Writes/reads one byte on a pipe, with a time limit for the read. */
 void t_signal(int wfd);
 bool t_await(int rfd, unsigned secs);

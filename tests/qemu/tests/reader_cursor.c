@@ -22,7 +22,7 @@
 #define SZ 3000
 #define OWNER 5201
 #define READER 5202
-#define DEVGRP 4343
+#define DEVGRP T_DEVGRP
 
 static uint64_t key[2];
 static int ready[2], go[2], read_done[2];
@@ -144,21 +144,6 @@ static int reader(void)
 	return t_done();
 }
 
-static pid_t start_user(uid_t uid, int (*fn)(void))
-{
-	gid_t groups[1] = { DEVGRP };
-	pid_t pid = fork();
-
-	if (pid < 0)
-		FATAL("fork: %m");
-	if (pid == 0) {
-		t_time_limit(60);
-		t_become(uid, uid, groups, 1);
-		exit(fn());
-	}
-	return pid;
-}
-
 int main(void)
 {
 	pid_t o;
@@ -171,10 +156,10 @@ int main(void)
 		FATAL("chown %s: %m", DLCACHE_DEVICE);
 	if (pipe(ready) || pipe(go) || pipe(read_done))
 		FATAL("pipe: %m");
-	o = start_user(OWNER, owner);
+	o = t_start_user(OWNER, owner);
 	if (!t_await(ready[0], 30))
 		FAIL("owner did not set up its data set");
-	CHECK_EQ(t_wait(start_user(READER, reader), 30), 0, "reader");
+	CHECK_EQ(t_wait(t_start_user(READER, reader), 30), 0, "reader");
 	/* In case the reader died before saying so: the owner checks now. */
 	t_signal(read_done[1]);
 	t_signal(go[1]);

@@ -26,26 +26,11 @@
 #define SZ 5000
 #define UID_B 5001
 #define UID_A 5002
-#define DEVGRP 4343
+#define DEVGRP T_DEVGRP
 #define GARBAGE 0x6a756e6bULL	/* the pattern tag of B's bytes */
 
 static uint64_t k_shared[2], k_private[2], k_none[2];
 static int ready[2], b_go[2], a_done[2], a_go[2];
-
-static pid_t start_user(uid_t uid, int (*fn)(void))
-{
-	gid_t groups[1] = { DEVGRP };
-	pid_t pid = fork();
-
-	if (pid < 0)
-		FATAL("fork: %m");
-	if (pid == 0) {
-		t_time_limit(60);
-		t_become(uid, uid, groups, 1);
-		exit(fn());
-	}
-	return pid;
-}
 
 static void put_all(struct t_ring *r, long h, uint64_t tag, const char *who)
 {
@@ -192,10 +177,10 @@ int main(void)
 	if (pipe(ready) || pipe(b_go) || pipe(a_done) || pipe(a_go))
 		FATAL("pipe: %m");
 
-	b = start_user(UID_B, user_b);
+	b = t_start_user(UID_B, user_b);
 	if (!t_await(ready[0], 30))
 		FAIL("B did not squat the key");
-	a = start_user(UID_A, user_a);
+	a = t_start_user(UID_A, user_a);
 	if (!t_await(a_done[0], 30))
 		FAIL("A did not finish its checks");
 	/* B tries A's data set while A holds it, then A finishes. */

@@ -22,7 +22,7 @@
 #define N 8
 #define OWNER 5101
 #define STRANGER 5102
-#define DEVGRP 4343
+#define DEVGRP T_DEVGRP
 
 static uint64_t k_private[2], k_public[2], k_root[2];
 static int ready[2], go[2];
@@ -114,21 +114,6 @@ static int stranger(void)
 	return t_done();
 }
 
-static pid_t start_user(uid_t uid, int (*fn)(void))
-{
-	gid_t groups[1] = { DEVGRP };
-	pid_t pid = fork();
-
-	if (pid < 0)
-		FATAL("fork: %m");
-	if (pid == 0) {
-		t_time_limit(60);
-		t_become(uid, uid, groups, 1);
-		exit(fn());
-	}
-	return pid;
-}
-
 int main(void)
 {
 	struct listing l;
@@ -150,10 +135,10 @@ int main(void)
 	if (t_attach(fd, k_root, N, 0600, 0, NULL) < 0)
 		FATAL("root ATTACH");
 
-	o = start_user(OWNER, owner);
+	o = t_start_user(OWNER, owner);
 	if (!t_await(ready[0], 30))
 		FAIL("owner did not create its data sets");
-	CHECK_EQ(t_wait(start_user(STRANGER, stranger), 30), 0, "stranger");
+	CHECK_EQ(t_wait(t_start_user(STRANGER, stranger), 30), 0, "stranger");
 
 	list_all(fd, &l, "root");
 	CHECK(l.has_private && l.has_public && l.has_root, "root does not see every data set");

@@ -18,7 +18,7 @@
 #define N 8
 #define UID_A 5301
 #define UID_B 5302
-#define DEVGRP 4343
+#define DEVGRP T_DEVGRP
 
 static unsigned long long lim = 16;
 static int ready[2], go[2];
@@ -105,21 +105,6 @@ static int user_b_big(void)
 	return t_done();
 }
 
-static pid_t start_user(uid_t uid, int (*fn)(void))
-{
-	gid_t groups[1] = { DEVGRP };
-	pid_t pid = fork();
-
-	if (pid < 0)
-		FATAL("fork: %m");
-	if (pid == 0) {
-		t_time_limit(60);
-		t_become(uid, uid, groups, 1);
-		exit(fn());
-	}
-	return pid;
-}
-
 int main(void)
 {
 	struct dlcache_info info;
@@ -150,10 +135,10 @@ int main(void)
 	if (pipe(ready) || pipe(go))
 		FATAL("pipe: %m");
 
-	a = start_user(UID_A, user_a);
+	a = t_start_user(UID_A, user_a);
 	if (!t_await(ready[0], 30))
 		FAIL("A did not reach its limit");
-	CHECK_EQ(t_wait(start_user(UID_B, user_b), 30), 0, "user B");
+	CHECK_EQ(t_wait(t_start_user(UID_B, user_b), 30), 0, "user B");
 	t_stats(fd, 0, &st);
 	t_info("data sets now: %u", st.ndatasets);
 	CHECK_EQ(st.ndatasets, lim, "data sets while A holds its limit (B's is gone)");
@@ -161,7 +146,7 @@ int main(void)
 	if (t_param_set("uid_max_policy_mb", 1) < 0) {
 		FAIL("cannot set uid_max_policy_mb");
 	} else {
-		CHECK_EQ(t_wait(start_user(UID_B, user_b_big), 30), 0, "user B, 1 MiB quota");
+		CHECK_EQ(t_wait(t_start_user(UID_B, user_b_big), 30), 0, "user B, 1 MiB quota");
 		CHECK_ERR(t_param_set("uid_max_policy_mb", 0), 0, "uid_max_policy_mb back to 0");
 	}
 	t_signal(go[1]);
