@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "dlc_test.h"
@@ -157,11 +158,20 @@ void t_key(const char *tag, uint64_t k[2])
 	k[1] = h * 0x9e3779b97f4a7c15ULL + 1;
 }
 
+/* One ATTACH; returns the handle or -errno, and the reply in @out. */
+static long attach(int fd, struct dlcache_attach *a, struct dlcache_attach *out)
+{
+	long ret = t_ioctl(fd, DLCACHE_IOC_ATTACH, a);
+
+	if (out)
+		*out = *a;
+	return ret < 0 ? ret : a->handle;
+}
+
 long t_attach(int fd, const uint64_t key[2], uint32_t nsamples, uint32_t mode,
 	      uint32_t flags, struct dlcache_attach *out)
 {
 	struct dlcache_attach a;
-	long ret;
 
 	memset(&a, 0, sizeof(a));
 	a.key[0] = key[0];
@@ -169,19 +179,13 @@ long t_attach(int fd, const uint64_t key[2], uint32_t nsamples, uint32_t mode,
 	a.nsamples = nsamples;
 	a.mode = mode;
 	a.flags = flags;
-	ret = t_ioctl(fd, DLCACHE_IOC_ATTACH, &a);
-	if (out)
-		*out = a;
-	if (ret < 0)
-		return ret;
-	return a.handle;
+	return attach(fd, &a, out);
 }
 
 long t_attach_owner(int fd, const uint64_t key[2], uint32_t nsamples, uid_t owner,
 		    uint32_t flags, struct dlcache_attach *out)
 {
 	struct dlcache_attach a;
-	long ret;
 
 	memset(&a, 0, sizeof(a));
 	a.key[0] = key[0];
@@ -189,12 +193,7 @@ long t_attach_owner(int fd, const uint64_t key[2], uint32_t nsamples, uid_t owne
 	a.nsamples = nsamples;
 	a.flags = flags | DLCACHE_ATTACH_F_OWNER;
 	a.owner_uid = (uint32_t)owner;
-	ret = t_ioctl(fd, DLCACHE_IOC_ATTACH, &a);
-	if (out)
-		*out = a;
-	if (ret < 0)
-		return ret;
-	return a.handle;
+	return attach(fd, &a, out);
 }
 
 static void param_path(char *buf, size_t len, const char *name)
@@ -232,6 +231,58 @@ long t_param_set(const char *name, unsigned long long val)
 		ret = -errno;
 	close(fd);
 	return ret;
+}
+
+long t_insmod(const char *params)
+{
+	int fd = open(T_KO, O_RDONLY | O_CLOEXEC);
+	long ret;
+
+	if (fd < 0)
+		FATAL("open %s: %m", T_KO);
+	ret = syscall(SYS_finit_module, fd, params, 0) ? -errno : 0;
+	close(fd);
+	return ret;
+}
+
+long t_rmmod(void)
+{
+	return syscall(SYS_delete_module, "dlcache", O_NONBLOCK) ? -errno : 0;
+}
+
+bool t_write_file(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	ok = write(fd, val, strlen(val)) == (ssize_t)strlen(val);
+	close(fd);
+	return ok;
+}
+
+bool t_read_file(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return false;
+	buf[n] = 0;
+	return true;
+}
+
+uint64_t t_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 long t_detach(int fd, uint32_t handle)

@@ -97,6 +97,17 @@ long t_attach_owner(int fd, const uint64_t key[2], uint32_t nsamples, uid_t owne
 /* Reads or writes /sys/module/dlcache/parameters/@name; -errno. */
 long t_param_get(const char *name, unsigned long long *val);
 long t_param_set(const char *name, unsigned long long val);
+/* The module as the guest's /init installs it. */
+#define T_KO "/dlcache.ko"
+/* finit_module(T_KO, @params) and delete_module (O_NONBLOCK); -errno. */
+long t_insmod(const char *params);
+long t_rmmod(void);
+/* Writes @val to, or reads at most @len - 1 bytes (NUL-terminated) of, the
+ * file @path: sysfs and cgroup files. False on any error. */
+bool t_write_file(const char *path, const char *val);
+bool t_read_file(const char *path, char *buf, size_t len);
+/* CLOCK_MONOTONIC in milliseconds. */
+uint64_t t_now_ms(void);
 long t_detach(int fd, uint32_t handle);
 long t_set_order(int fd, uint32_t handle, uint32_t epoch, const uint32_t *ids,
 		 uint32_t len);

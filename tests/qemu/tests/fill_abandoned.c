@@ -45,41 +45,6 @@ struct sess {
 	struct t_ring r;
 };
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static bool write_param(const char *val)
-{
-	int fd = open(PARAM, O_WRONLY);
-	bool ok;
-
-	if (fd < 0)
-		return false;
-	ok = write(fd, val, strlen(val)) == (ssize_t)strlen(val);
-	close(fd);
-	return ok;
-}
-
-static bool read_param(char *buf, size_t len)
-{
-	int fd = open(PARAM, O_RDONLY);
-	ssize_t n;
-
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = 0;
-	return true;
-}
-
 static void sess_open(struct sess *s, int fd, bool other_owner)
 {
 	long ret;
@@ -196,11 +161,11 @@ static int reader(int role, uint32_t sample, int w)
 		      cqe.flags);
 		CHECK(!(cqe.flags & DLCACHE_CQE_F_FILL), "C (read only) got F_FILL");
 	} else {
-		t0 = now_ms();
+		t0 = t_now_ms();
 		ret = t_get(&c.r, (uint32_t)c.h, sample, buf, SZ, &cqe);
 		CHECK_ERR(ret, -ETIMEDOUT, "C's GET of an expired fill");
-		CHECK(now_ms() - t0 < 1000, "C's GET took %llu ms",
-		      (unsigned long long)(now_ms() - t0));
+		CHECK(t_now_ms() - t0 < 1000, "C's GET took %llu ms",
+		      (unsigned long long)(t_now_ms() - t0));
 		t_signal(w);
 	}
 	sess_close(&c);
@@ -246,18 +211,18 @@ int main(void)
 
 	CHECK_ERR(t_get_info(a.fd, &info), 0, "GET_INFO");
 	CHECK(info.supported & DLCACHE_FEAT_FILL_LEASE, "no DLCACHE_FEAT_FILL_LEASE");
-	lease_ok = read_param(saved, sizeof(saved)) && write_param("1000");
+	lease_ok = t_read_file(PARAM, saved, sizeof(saved)) && t_write_file(PARAM, "1000");
 	CHECK(lease_ok, "cannot set %s", PARAM);
 
 	/* 1. two parked GETs, the writer takes the fill over */
 	take_fill(&a, 1, "1: A's GET");
-	t0 = now_ms();
+	t0 = t_now_ms();
 	c = spawn_reader(1, 1, p[1]);
 	if (!t_await(p[0], 10))
 		FAIL("1: C did not start");
 	submit_get(&b, 1, bbuf);
 	if (wait_cqe(&b, 5000, &cqe, &ret)) {
-		el = now_ms() - t0;
+		el = t_now_ms() - t0;
 		t_info("1: B's parked GET completed %llu ms after A took the fill",
 		       (unsigned long long)el);
 		CHECK_ERR(cqe.res, -ENOENT, "1: B's parked GET");
@@ -288,14 +253,14 @@ int main(void)
 	/* 2. no waiter: the next GET that may write takes the fill */
 	take_fill(&a, 2, "2: A's GET");
 	t_msleep(LEASE_MS + 300);
-	t0 = now_ms();
+	t0 = t_now_ms();
 	ret = t_get(&b.r, (uint32_t)b.h, 2, bbuf, SZ, &cqe);
 	CHECK_ERR(ret, -ENOENT, "2: B's GET of an expired fill");
 	CHECK(cqe.flags & DLCACHE_CQE_F_FILL, "2: B did not take the fill (flags %#x)",
 	      cqe.flags);
 	CHECK(!(cqe.flags & DLCACHE_CQE_F_WAITED), "2: B's GET waited");
-	CHECK(now_ms() - t0 < 1000, "2: B's GET took %llu ms",
-	      (unsigned long long)(now_ms() - t0));
+	CHECK(t_now_ms() - t0 < 1000, "2: B's GET took %llu ms",
+	      (unsigned long long)(t_now_ms() - t0));
 	t_pattern(buf, SZ, key[0] ^ 0xa, 2);
 	ret = t_put(&a.r, (uint32_t)a.h, 2, buf, SZ, &cqe);
 	CHECK_EQ(ret, SZ, "2: A's late PUT");
@@ -328,7 +293,7 @@ int main(void)
 
 	/* 5. no lease, then the lease back */
 	sess_open(&a, t_open(), false);
-	CHECK(write_param("0"), "writing 0 to %s", PARAM);
+	CHECK(t_write_file(PARAM, "0"), "writing 0 to %s", PARAM);
 	take_fill(&a, 5, "5: A's GET");
 	t_msleep(LEASE_MS + 300);
 	submit_get(&b, 5, bbuf);
@@ -336,14 +301,14 @@ int main(void)
 		FAIL("5: B's GET completed (%s) with fill_lease_ms=0", t_errname(cqe.res));
 	else
 		CHECK_ERR(ret, -ETIME, "5: B's wait with fill_lease_ms=0");
-	t0 = now_ms();
-	CHECK(write_param("1000"), "writing 1000 to %s", PARAM);
+	t0 = t_now_ms();
+	CHECK(t_write_file(PARAM, "1000"), "writing 1000 to %s", PARAM);
 	if (wait_cqe(&b, 5000, &cqe, &ret)) {
 		CHECK_ERR(cqe.res, -ENOENT, "5: B's GET once the lease is back");
 		CHECK(cqe.flags & DLCACHE_CQE_F_FILL, "5: B did not take the fill (flags %#x)",
 		      cqe.flags);
-		CHECK(now_ms() - t0 < 1000, "5: B took the fill %llu ms after the lease was set",
-		      (unsigned long long)(now_ms() - t0));
+		CHECK(t_now_ms() - t0 < 1000, "5: B took the fill %llu ms after the lease was set",
+		      (unsigned long long)(t_now_ms() - t0));
 		ret = t_abort(&b.r, (uint32_t)b.h, 5, 0, &cqe);
 		CHECK_ERR(ret, 0, "5: B's ABORT");
 	} else {
@@ -353,7 +318,7 @@ int main(void)
 	CHECK_EQ(fills_inflight(&b), 0, "fills in flight at the end");
 
 out:
-	if (lease_ok && !write_param(saved))
+	if (lease_ok && !t_write_file(PARAM, saved))
 		FAIL("restoring %s", PARAM);
 	sess_close(&a);
 	sess_close(&b);

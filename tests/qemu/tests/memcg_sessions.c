@@ -44,40 +44,13 @@ struct report {
 	unsigned long long base, at_check, last;
 };
 
-static bool write_file(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY);
-	bool ok;
-
-	if (fd < 0)
-		return false;
-	ok = write(fd, val, strlen(val)) == (ssize_t)strlen(val);
-	close(fd);
-	return ok;
-}
-
-static bool read_file(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY);
-	ssize_t n;
-
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return false;
-	buf[n] = 0;
-	return true;
-}
-
 /* A number file of the cgroup, or -1. */
 static long long cg_value(const char *name)
 {
 	char path[128], buf[64];
 
 	snprintf(path, sizeof(path), CG "/%s", name);
-	if (!read_file(path, buf, sizeof(buf)))
+	if (!t_read_file(path, buf, sizeof(buf)))
 		return -1;
 	return atoll(buf);
 }
@@ -87,7 +60,7 @@ static long long cg_event(const char *name)
 {
 	char buf[1024], key[64], *p;
 
-	if (!read_file(CG "/memory.events", buf, sizeof(buf)))
+	if (!t_read_file(CG "/memory.events", buf, sizeof(buf)))
 		return -1;
 	snprintf(key, sizeof(key), "%s ", name);
 	p = strstr(buf, key);
@@ -152,18 +125,18 @@ int main(void)
 	if (access(CGROOT "/cgroup.controllers", F_OK) &&
 	    mount("none", CGROOT, "cgroup2", 0, NULL))
 		t_skip("cannot mount cgroup2 at %s: %m", CGROOT);
-	if (!read_file(CGROOT "/cgroup.controllers", buf, sizeof(buf)) ||
+	if (!t_read_file(CGROOT "/cgroup.controllers", buf, sizeof(buf)) ||
 	    !strstr(buf, "memory"))
 		t_skip("the kernel has no memory cgroup controller");
-	if (!write_file(CGROOT "/cgroup.subtree_control", "+memory"))
+	if (!t_write_file(CGROOT "/cgroup.subtree_control", "+memory"))
 		t_skip("cannot enable the memory controller: %m");
 	rmdir(CG);
 	if (mkdir(CG, 0755))
 		FATAL("mkdir %s: %m", CG);
 	snprintf(buf, sizeof(buf), "%llu", LIMIT);
-	if (!write_file(CG "/memory.max", buf))
+	if (!t_write_file(CG "/memory.max", buf))
 		FATAL("memory.max: %m");
-	write_file(CG "/memory.swap.max", "0");
+	t_write_file(CG "/memory.swap.max", "0");
 
 	if (pipe(go) || pipe(out))
 		FATAL("pipe: %m");
@@ -178,7 +151,7 @@ int main(void)
 	close(go[0]);
 	close(out[1]);
 	snprintf(pid_s, sizeof(pid_s), "%d", (int)pid);
-	if (!write_file(CG "/cgroup.procs", pid_s)) {
+	if (!t_write_file(CG "/cgroup.procs", pid_s)) {
 		kill(pid, SIGKILL);
 		waitpid(pid, &st, 0);
 		FATAL("moving the child into %s: %m", CG);

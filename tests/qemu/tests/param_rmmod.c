@@ -23,26 +23,8 @@
 
 #include "dlc_test.h"
 
-#define KO "/dlcache.ko"
 #define PDIR "/sys/module/dlcache/parameters/"
 #define CYCLES 25
-
-static long rmmod(void)
-{
-	return syscall(SYS_delete_module, "dlcache", O_NONBLOCK) ? -errno : 0;
-}
-
-static long insmod(const char *params)
-{
-	int fd = open(KO, O_RDONLY | O_CLOEXEC);
-	long ret;
-
-	if (fd < 0)
-		FATAL("open %s: %m", KO);
-	ret = syscall(SYS_finit_module, fd, params, 0) ? -errno : 0;
-	close(fd);
-	return ret;
-}
 
 /* Writes @val to parameter @name; true when the write went through. */
 static bool param_write(const char *name, const char *val)
@@ -114,8 +96,8 @@ int main(void)
 	long ret;
 
 	t_time_limit(150);
-	if (access(KO, R_OK))
-		t_skip("no %s (runs in the QEMU guest)", KO);
+	if (access(T_KO, R_OK))
+		t_skip("no %s (runs in the QEMU guest)", T_KO);
 
 	w1 = writer("capacity_mb", caps, 5);
 	w2 = writer("fill_lease_ms", leases, 4);
@@ -126,7 +108,7 @@ int main(void)
 		t_msleep(20);
 		if (param_write("capacity_mb", "128"))
 			loaded_writes++;
-		while ((ret = rmmod()) == -EAGAIN || ret == -EBUSY) {
+		while ((ret = t_rmmod()) == -EAGAIN || ret == -EBUSY) {
 			if (++tries > 100)
 				break;
 			t_msleep(20);
@@ -135,7 +117,7 @@ int main(void)
 			FAIL("cycle %d: rmmod: %s", i, t_errname(ret));
 			break;
 		}
-		ret = insmod(i & 1 ? "capacity_mb=8" : "");
+		ret = t_insmod(i & 1 ? "capacity_mb=8" : "");
 		if (ret) {
 			FAIL("cycle %d: insmod: %s", i, t_errname(ret));
 			break;
@@ -149,7 +131,7 @@ int main(void)
 
 	/* Loaded, and a write reaches the cache. */
 	if (access("/sys/module/dlcache", F_OK)) {
-		ret = insmod("");
+		ret = t_insmod("");
 		CHECK_ERR(ret, 0, "final insmod");
 	}
 	for (i = 0; i < 100 && access(DLCACHE_DEVICE, F_OK); i++)

@@ -22,25 +22,7 @@
 
 #include "dlc_test.h"
 
-#define KO "/dlcache.ko"
 #define MiB (1ULL << 20)
-
-static long rmmod(void)
-{
-	return syscall(SYS_delete_module, "dlcache", O_NONBLOCK) ? -errno : 0;
-}
-
-static long insmod(const char *params)
-{
-	int fd = open(KO, O_RDONLY | O_CLOEXEC);
-	long ret;
-
-	if (fd < 0)
-		FATAL("open %s: %m", KO);
-	ret = syscall(SYS_finit_module, fd, params, 0) ? -errno : 0;
-	close(fd);
-	return ret;
-}
 
 static bool node_exists(bool want)
 {
@@ -139,14 +121,14 @@ int main(void)
 	int fd;
 
 	t_time_limit(60);
-	if (access(KO, R_OK))
-		t_skip("no %s (runs in the QEMU guest)", KO);
+	if (access(T_KO, R_OK))
+		t_skip("no %s (runs in the QEMU guest)", T_KO);
 	t_key("reload", key);
 
 	/* Busy while an fd is open. */
 	fd = t_open();
 	smoke(fd, "first module");
-	ret = rmmod();
+	ret = t_rmmod();
 	CHECK(busy(ret), "rmmod with an open fd: %s, want -EAGAIN or -EBUSY", t_errname(ret));
 	if (ret == 0)
 		FATAL("the module went away under an open fd");
@@ -157,7 +139,7 @@ int main(void)
 		FATAL("ring: %s", t_errname(ret));
 	close(r.fd);
 	close(fd);
-	ret = rmmod();
+	ret = t_rmmod();
 	CHECK(busy(ret), "rmmod with a ring mapped: %s, want -EAGAIN or -EBUSY", t_errname(ret));
 	if (ret == 0)
 		FATAL("the module went away under a mapped ring");
@@ -187,7 +169,7 @@ int main(void)
 	filled = settled_memfree();
 	t_ring_unmap(&r);
 	close(fd);
-	ret = rmmod();
+	ret = t_rmmod();
 	CHECK_ERR(ret, 0, "rmmod with nothing open");
 	CHECK(node_exists(false), "%s still there 2 s after rmmod", DLCACHE_DEVICE);
 	after = settled_memfree();
@@ -200,17 +182,17 @@ int main(void)
 	      (long long)(after - filled) / (long long)MiB);
 	CHECK(after + 4 * MiB >= before, "MemFree after rmmod %llu MiB, before filling %llu MiB",
 	      (unsigned long long)(after / MiB), (unsigned long long)(before / MiB));
-	ret = rmmod();
+	ret = t_rmmod();
 	CHECK_ERR(ret, -ENOENT, "rmmod of an unloaded module");
 
 	/* Bad parameters. */
-	ret = insmod("capacity_mb=banana");
+	ret = t_insmod("capacity_mb=banana");
 	CHECK(ret == -EINVAL, "insmod capacity_mb=banana: %s, want -EINVAL", t_errname(ret));
 	if (ret == 0)
-		rmmod();
+		t_rmmod();
 
 	/* Parameters and a fresh state. */
-	ret = insmod("capacity_mb=3");
+	ret = t_insmod("capacity_mb=3");
 	if (ret < 0)
 		FATAL("insmod capacity_mb=3: %s", t_errname(ret));
 	CHECK(node_exists(true), "%s missing 2 s after insmod", DLCACHE_DEVICE);
@@ -235,9 +217,9 @@ int main(void)
 	close(fd);
 
 	/* Once more, quickly, and leave it loaded. */
-	CHECK_ERR(rmmod(), 0, "second rmmod");
+	CHECK_ERR(t_rmmod(), 0, "second rmmod");
 	CHECK(node_exists(false), "node still there after the second rmmod");
-	CHECK_ERR(insmod(""), 0, "third insmod");
+	CHECK_ERR(t_insmod(""), 0, "third insmod");
 	CHECK(node_exists(true), "node missing after the third insmod");
 	fd = t_open();
 	smoke(fd, "third module");
