@@ -2,27 +2,51 @@
 # Run every test and end with one line "N passed, N failed, N skipped".
 #
 # Host tests are small programs, one per feature, built twice: plain and
-# with AddressSanitizer + UBSan. Exit 0 passes, 77 skips, anything else
-# fails. The kernel side (KUnit under UML, QEMU boots) prints one line per
-# result: "ok NAME", "FAIL NAME" or "skip NAME". Afterwards the host's
-# kernel log is checked for splats that appeared during the run.
+# with AddressSanitizer + UBSan. Each prints one line per sub-check,
+# "ok NAME", "FAIL NAME" or "skip NAME: why" (tests/unit/helpers/testutil.h),
+# and every line counts as one result, named PROGRAM/NAME. A program that
+# exits non-zero without a FAIL line fails as a whole; one that prints no
+# sub-check line counts once by its exit status (0 passes, 77 skips).
+# The kernel side (KUnit under UML, QEMU boots) prints the same lines.
+# A make target that prints no result line fails. Every skip is listed
+# with its reason at the end. Afterwards the host's kernel log is checked
+# for splats that appeared during the run.
 set -uo pipefail
 
 BUILD=${1:-build}
 cd "$(dirname "$0")/.."
 pass=0 fail=0 skip=0
 failed=()
+skipped=()
 log_dir="$BUILD/test-logs"
 mkdir -p "$log_dir"
 
 dmesg_mark=$(dmesg 2>/dev/null | wc -l || echo 0)
 
-result() {	# name status
+result() {	# name status [why]
 	case "$2" in
 	ok)   pass=$((pass + 1)); echo "ok   $1" ;;
-	skip) skip=$((skip + 1)); echo "skip $1" ;;
+	skip) skip=$((skip + 1)); skipped+=("$1: ${3:-no reason given}")
+	      echo "skip $1${3:+: $3}" ;;
 	*)    fail=$((fail + 1)); failed+=("$1"); echo "FAIL $1" ;;
 	esac
+}
+
+# Count the "ok|FAIL|skip NAME[: why]" lines of @log as results named
+# PREFIX/NAME (NAME alone with an empty prefix). Sets n_sub and fails_sub.
+count_results() {	# prefix log
+	local prefix=$1 log=$2 status name why line
+	n_sub=0 fails_sub=0
+	while IFS= read -r line; do
+		status=${line%% *}
+		name=${line#* }
+		why=
+		case "$name" in *:*) why=${name#*: }; name=${name%%:*} ;; esac
+		name=${name%% *}
+		[ "$status" = FAIL ] && fails_sub=$((fails_sub + 1))
+		result "${prefix:+$prefix/}$name" "$status" "$why"
+		n_sub=$((n_sub + 1))
+	done < <(grep -E '^(ok|FAIL|skip) [^ :]+' "$log")
 }
 
 run_program() {	# name log cmd...
@@ -30,13 +54,20 @@ run_program() {	# name log cmd...
 	shift 2
 	timeout 600 "$@" >"$log" 2>&1
 	rc=$?
-	case $rc in
-	0)  result "$name" ok ;;
-	77) result "$name" skip; grep -m1 -i skip "$log" | sed 's/^/     /' ;;
-	*)  result "$name" fail
-	    echo "     exit $rc; last lines of $log:"
-	    tail -n 15 "$log" | sed 's/^/     | /' ;;
-	esac
+	count_results "$name" "$log"
+	if [ "$n_sub" -eq 0 ]; then
+		case $rc in
+		0)  result "$name" ok ;;
+		77) result "$name" skip "$(grep -m1 -i skip "$log")" ;;
+		*)  result "$name" fail ;;
+		esac
+	elif [ $rc -ne 0 ] && [ $rc -ne 77 ] && [ "$fails_sub" -eq 0 ]; then
+		result "$name" fail
+	fi
+	if [ $rc -ne 0 ] && [ $rc -ne 77 ]; then
+		echo "     exit $rc; last lines of $log:"
+		tail -n 15 "$log" | sed 's/^/     | /'
+	fi
 }
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
@@ -67,14 +98,7 @@ for target in kunit qemu-test debug-kernel qemu-debug fuzz-check style dkms-test
 	[ "$target" = debug-kernel ] && limit=3600
 	timeout $limit make --no-print-directory "$target" BUILD="$BUILD" >"$log" 2>&1
 	rc=$?
-	n=0
-	while read -r status name rest; do
-		case "$status" in
-		ok)   result "$name" ok; n=$((n + 1)) ;;
-		FAIL) result "$name" fail; n=$((n + 1)) ;;
-		skip) result "$name" skip; n=$((n + 1)) ;;
-		esac
-	done < <(grep -E '^(ok|FAIL|skip) [^ ]+' "$log")
+	count_results "" "$log"
 	# The measurements worth seeing without opening the log: the
 	# fuzzers' coverage side by side, the debug kernel's build time.
 	grep -E '^# (kcov-fuzz: (new|functions)|qemu-debug:)' "$log" | sed 's/^/     /'
@@ -84,8 +108,9 @@ for target in kunit qemu-test debug-kernel qemu-debug fuzz-check style dkms-test
 	if [ $rc -ne 0 ] || grep -q '^FAIL ' "$log"; then
 		echo "     make $target exit $rc; last lines of $log:"
 		tail -n 25 "$log" | sed 's/^/     | /'
-	elif [ $n -eq 0 ]; then
-		result "make-$target" ok
+	elif [ "$n_sub" -eq 0 ]; then
+		echo "     make $target printed no result line"
+		result "make-$target" fail
 	fi
 done
 
@@ -101,6 +126,10 @@ if dmesg >/dev/null 2>&1; then
 	fi
 fi
 
+if [ ${#skipped[@]} -gt 0 ]; then
+	echo "skipped:"
+	printf '     %s\n' "${skipped[@]}"
+fi
 if [ ${#failed[@]} -gt 0 ]; then
 	echo "failed: ${failed[*]}"
 fi

@@ -267,8 +267,8 @@ int main(void)
 	if (!idx)
 		return t_done("test_bad_input");
 	break_after_index(dir);
-	test_policies(dir, idx);
-	test_config(idx);
+	T_RUN(test_policies, dir, idx);
+	T_RUN(test_config, idx);
 	ret = t_done("test_bad_input");
 	dlc_index_free(idx);
 	t_rmtree(dir);

@@ -125,17 +125,17 @@ int main(void)
 
 	t_rng = 0x3720;
 	/* The reference itself must give the RFC's values. */
-	test_vectors("bitwise reference", ref_crc32c);
-	test_vectors("table", dlc_crc32c_sw);
-	test_random("table", dlc_crc32c_sw);
+	T_RUN_AS("test_vectors/bitwise_reference", test_vectors, "bitwise reference", ref_crc32c);
+	T_RUN_AS("test_vectors/table", test_vectors, "table", dlc_crc32c_sw);
+	T_RUN_AS("test_random/table", test_random, "table", dlc_crc32c_sw);
 	if (hw) {
-		test_vectors("sse4.2", dlc_crc32c_hw);
-		test_random("sse4.2", dlc_crc32c_hw);
+		T_RUN_AS("test_vectors/sse4.2", test_vectors, "sse4.2", dlc_crc32c_hw);
+		T_RUN_AS("test_random/sse4.2", test_random, "sse4.2", dlc_crc32c_hw);
 	} else {
-		printf("note: no SSE4.2 on this CPU: the hardware path is not tested\n");
+		t_skip("sse4.2", "no SSE4.2 on this CPU: the hardware path is not tested");
 	}
-	test_vectors("dispatch", dlc_crc32c);
-	test_random("dispatch", dlc_crc32c);
+	T_RUN_AS("test_vectors/dispatch", test_vectors, "dispatch", dlc_crc32c);
+	T_RUN_AS("test_random/dispatch", test_random, "dispatch", dlc_crc32c);
 	printf("note: hardware path %s\n", hw ? "tested" : "absent");
 	return t_done("test_crc32c");
 }

@@ -967,25 +967,20 @@ int main(void)
 		printf("FAIL: dlc_decoder_create\n");
 		return 1;
 	}
-	test_names();
-	test_full(d);
-	test_cmyk(d);
-	test_crop_first(d);
-	test_sample(d);
-	test_bad_inputs(d);
-	test_full(d);	/* again, on a decoder that has seen every failure */
+	T_RUN(test_names);
+	T_RUN_AS("test_full/fresh", test_full, d);
+	T_RUN(test_cmyk, d);
+	T_RUN(test_crop_first, d);
+	T_RUN(test_sample, d);
+	T_RUN(test_bad_inputs, d);
+	T_RUN_AS("test_full/after_failures", test_full, d);
 	dlc_decoder_destroy(d);
-	test_bomb();
+	T_RUN(test_bomb);
 
 	for (i = 0; i < NFILES; i++) {
 		free(files[i].buf);
 		free(expect[i].rgb);
 	}
 	run("rm -rf '%s'", tmpdir);
-	if (t_failures) {
-		printf("test_decode: %d failure(s)\n", t_failures);
-		return 1;
-	}
-	printf("test_decode: ok\n");
-	return 0;
+	return t_done("test_decode");
 }

@@ -915,16 +915,11 @@ int main(void)
 		printf("FAIL: mkdtemp: %s\n", strerror(errno));
 		return 1;
 	}
-	test_build_and_roundtrip();
-	test_key();
-	test_malformed();
-	test_errors();
-	test_torchvision();
+	T_RUN(test_build_and_roundtrip);
+	T_RUN(test_key);
+	T_RUN(test_malformed);
+	T_RUN(test_errors);
+	T_RUN(test_torchvision);
 	rm_rf(tmpdir);
-	if (t_failures) {
-		printf("test_index: %d failure(s)\n", t_failures);
-		return 1;
-	}
-	printf("test_index: ok\n");
-	return 0;
+	return t_done("test_index");
 }

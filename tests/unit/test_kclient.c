@@ -637,9 +637,9 @@ int main(void)
 	fk.ino = st.st_ino;
 	setenv("DLCACHE_DEVICE", devpath, 1);
 
-	test_trust();
-	test_wrong_bytes();
-	test_verify_all();
+	T_RUN(test_trust);
+	T_RUN(test_wrong_bytes);
+	T_RUN(test_verify_all);
 
 	fake_reset();
 	for (i = 0; i < N; i++)

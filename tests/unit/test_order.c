@@ -454,17 +454,12 @@ out:
 
 int main(void)
 {
-	test_permutation();
-	test_seeds_epochs();
-	test_sharding();
-	test_resume();
-	test_uniform();
-	test_bad_args();
-	test_torch();
-	if (t_failures) {
-		printf("test_order: %d failure(s)\n", t_failures);
-		return 1;
-	}
-	printf("test_order: ok\n");
-	return 0;
+	T_RUN(test_permutation);
+	T_RUN(test_seeds_epochs);
+	T_RUN(test_sharding);
+	T_RUN(test_resume);
+	T_RUN(test_uniform);
+	T_RUN(test_bad_args);
+	T_RUN(test_torch);
+	return t_done("test_order");
 }

@@ -373,10 +373,10 @@ static void test_bad_input(void)
 int main(void)
 {
 	t_rng = 12345;
-	test_bad_input();
-	test_victim_matches_scan();
-	test_against_belady();
-	test_steady_state_ratio();
+	T_RUN(test_bad_input);
+	T_RUN(test_victim_matches_scan);
+	T_RUN(test_against_belady);
+	T_RUN(test_steady_state_ratio);
 	if (t_failures) {
 		printf("test_policy: %d t_failures\n", t_failures);
 		return 1;

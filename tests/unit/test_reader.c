@@ -372,12 +372,12 @@ int main(void)
 		printf("cannot make a temp dir\n");
 		return 1;
 	}
-	test_direct_and_split(dir);
-	test_buffered_fallback();
-	test_short_read(dir);
-	test_errors(dir);
-	test_eintr(dir);
-	test_wake();
+	T_RUN(test_direct_and_split, dir);
+	T_RUN(test_buffered_fallback);
+	T_RUN(test_short_read, dir);
+	T_RUN(test_errors, dir);
+	T_RUN(test_eintr, dir);
+	T_RUN(test_wake);
 	t_rmtree(dir);
 	free(dir);
 	return t_done("test_reader");

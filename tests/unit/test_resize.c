@@ -567,16 +567,11 @@ static void test_against_pil(void)
 int main(void)
 {
 	t_rng = 12345;
-	test_identity_and_constant();
-	test_against_reference();
-	test_flip_and_layout();
-	test_bad_args();
-	test_simd_vs_c();
-	test_against_pil();
-	if (t_failures) {
-		printf("test_resize: %d failure(s)\n", t_failures);
-		return 1;
-	}
-	printf("test_resize: ok\n");
-	return 0;
+	T_RUN(test_identity_and_constant);
+	T_RUN(test_against_reference);
+	T_RUN(test_flip_and_layout);
+	T_RUN(test_bad_args);
+	T_RUN(test_simd_vs_c);
+	T_RUN(test_against_pil);
+	return t_done("test_resize");
 }

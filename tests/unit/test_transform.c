@@ -399,18 +399,13 @@ int main(void)
 {
 	struct stats sq, wide;
 
-	test_defaults_and_check();
-	test_determinism();
-	test_distribution(400, 400, &sq);
-	test_distribution(500, 375, &wide);
-	test_fallback();
-	test_eval();
-	test_against_torchvision(&sq, 400, 400);
-	test_against_torchvision(&wide, 500, 375);
-	if (t_failures) {
-		printf("test_transform: %d failure(s)\n", t_failures);
-		return 1;
-	}
-	printf("test_transform: ok\n");
-	return 0;
+	T_RUN(test_defaults_and_check);
+	T_RUN(test_determinism);
+	T_RUN_AS("test_distribution/1", test_distribution, 400, 400, &sq);
+	T_RUN_AS("test_distribution/2", test_distribution, 500, 375, &wide);
+	T_RUN(test_fallback);
+	T_RUN(test_eval);
+	T_RUN_AS("test_against_torchvision/1", test_against_torchvision, &sq, 400, 400);
+	T_RUN_AS("test_against_torchvision/2", test_against_torchvision, &wide, 500, 375);
+	return t_done("test_transform");
 }

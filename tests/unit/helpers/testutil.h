@@ -45,6 +45,50 @@ uint64_t t_rand(void);
 /* Uniform in [0, 1) with 53 bits. */
 double t_rand_unit(void);
 
+/*
+ * Sub-checks: each is one counted result in `make check`. A test program
+ * prints one line per sub-check, "ok NAME", "FAIL NAME" or
+ * "skip NAME: why", and tests/run-checks.sh counts every line (prefixed
+ * with the program's name), so a part that did not run is never counted
+ * as passed.
+ *
+ * T_RUN(fn) runs fn() and reports it under fn's name: ok when no CHECK
+ * failed during it, FAIL otherwise. t_report() does the same for a named
+ * stretch of checks ended by the call (failures counted since the last
+ * report).
+ */
+void t_report(const char *name);
+#define T_RUN(fn, ...)							\
+	do {								\
+		t_report_begin();					\
+		fn(__VA_ARGS__);					\
+		t_report(#fn);						\
+	} while (0)
+/* The same under a given name, for a function run more than once. */
+#define T_RUN_AS(name, fn, ...)						\
+	do {								\
+		t_report_begin();					\
+		fn(__VA_ARGS__);					\
+		t_report(name);						\
+	} while (0)
+/* Start a sub-check: failures from here on count against the next report. */
+void t_report_begin(void);
+
+/*
+ * A sub-check that cannot run here, with the reason: "skip NAME: why".
+ * t_skip() is for what a machine may truly lack (no AVX2, a file system
+ * without O_DIRECT). t_skip_required() is for a comparison against an
+ * independent reference whose dependencies `make deps` installs (Pillow,
+ * torch, torchvision, djpeg): a skip locally, but a FAIL when the
+ * environment has CI=true, where every dependency is installable.
+ */
+void t_skip(const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void t_skip_required(const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Whether CI=true (or CI=1) is set: required comparisons must run. */
+int t_in_ci(void);
+
 /* Print the verdict for test @name; returns the exit status. */
 int t_done(const char *name);
 
