@@ -7,6 +7,8 @@
 #   make deps       install missing Debian packages (root, idempotent)
 
 SHELL := /bin/bash
+# The first rule below comes from the flavour macro; plain `make` means all.
+.DEFAULT_GOAL := all
 CC ?= cc
 BUILD ?= build
 OPT ?= -O2

@@ -39,9 +39,9 @@ KUNIT_SANITIZERS ?= 1
 # The kernel release to build for (DLC_KVER) and its build tree (KDIR).
 DLC_KDIR_GIVEN := $(filter-out undefined,$(origin KDIR))
 ifneq ($(DLC_KDIR_GIVEN),)
-DLC_KVER := $(shell kmod/kver.sh --kdir "$(KDIR)")
+DLC_KVER := $(shell tools/build/kver.sh --kdir "$(KDIR)")
 else
-DLC_KVER := $(shell kmod/kver.sh $(KVER))
+DLC_KVER := $(shell tools/build/kver.sh $(KVER))
 KDIR := $(if $(DLC_KVER),/lib/modules/$(DLC_KVER)/build)
 endif
 KMOD_DIR := $(BUILD)/kmod-$(DLC_KVER)
@@ -71,7 +71,7 @@ module:
 	if [ -z "$(DLC_ASKED)" ] && [ "$(DLC_KVER)" != "$$(uname -r)" ]; then \
 		echo "module: the running kernel $$(uname -r) has no headers (linux-headers-$$(uname -r)); building for $(DLC_KVER)"; \
 	fi; \
-	kmod/shadow.sh . $(KMOD_DIR) && \
+	tools/build/shadow.sh . $(KMOD_DIR) && \
 	$(MAKE) --no-print-directory -C "$(KDIR)" M=$(abspath $(KMOD_DIR)) modules && \
 	if [ -z "$(DLC_ASKED)" ]; then \
 		if [ -d $(BUILD)/kmod ] && [ ! -L $(BUILD)/kmod ]; then rm -rf $(BUILD)/kmod; fi; \
@@ -83,7 +83,7 @@ kunit:
 		KUNIT_SANITIZERS=$(KUNIT_SANITIZERS) tests/kunit/run.sh
 
 style:
-	@kmod/style.sh $(abspath $(KUNIT_SRC)) $(abspath $(BUILD)) "$(KERNELS)" \
+	@tests/kmod/style.sh $(abspath $(KUNIT_SRC)) $(abspath $(BUILD)) "$(KERNELS)" \
 		$(if $(DLC_KDIR_GIVEN),"$(KDIR)")
 
 dkms-install:
@@ -116,4 +116,4 @@ dkms-remove:
 	rm -rf $(DKMS_SRC)
 
 dkms-test:
-	@kmod/dkms-test.sh $(abspath $(BUILD))/dkms $(DKMS_VERSION) "$(KERNELS)" $(DKMS_FILES)
+	@tests/kmod/dkms-test.sh $(abspath $(BUILD))/dkms $(DKMS_VERSION) "$(KERNELS)" $(DKMS_FILES)

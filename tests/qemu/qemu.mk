@@ -36,7 +36,7 @@ QEMU_DEBUG_TEST_TIMEOUT ?= 240
 
 qemu-test:
 	@rc=0; for k in $(KERNELS); do \
-		r=$$(kmod/kver.sh "$$k"); \
+		r=$$(tools/build/kver.sh "$$k"); \
 		if [ -z "$$r" ] || [ ! -e "/boot/vmlinuz-$$r" ] || [ ! -d "/lib/modules/$$r/build" ]; then \
 			echo "skip qemu-$$k:all (no $$k kernel image and headers installed: make deps)"; \
 			continue; \

@@ -67,7 +67,7 @@ KVER_WANT=${QEMU_KVER:-6.1}
 if [ -n "${QEMU_KERNEL:-}" ]; then
 	KREL=${QEMU_KERNEL##*/vmlinuz-}
 else
-	KREL=$("$ROOT/kmod/kver.sh" "$KVER_WANT" || true)
+	KREL=$("$ROOT/tools/build/kver.sh" "$KVER_WANT" || true)
 fi
 KO=${DLCACHE_KO:-$BUILD/kmod-${KREL:-none}/dlcache.ko}
 QEMU=${QEMU:-qemu-system-x86_64}

@@ -92,7 +92,7 @@ skip_all() {
 if [ -n "${INT_KERNEL:-}" ]; then
 	KVER=${INT_KERNEL##*/vmlinuz-}
 else
-	KVER=$("$ROOT/kmod/kver.sh" "${INT_KVER:-6.1}" 2>/dev/null || true)
+	KVER=$("$ROOT/tools/build/kver.sh" "${INT_KVER:-6.1}" 2>/dev/null || true)
 fi
 [ -n "$KVER" ] || skip_all "no ${INT_KVER:-6.1} kernel installed (make deps)"
 KERNEL=${INT_KERNEL:-/boot/vmlinuz-$KVER}

@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# kmod/dkms-test.sh DIR VERSION "KERNELS" FILES...: check dkms.conf with
-# Debian's dkms for each kernel of KERNELS (6.1, 6.12: kmod/kver.sh
+# tests/kmod/dkms-test.sh DIR VERSION "KERNELS" FILES...: check dkms.conf with
+# Debian's dkms for each kernel of KERNELS (6.1, 6.12: tools/build/kver.sh
 # resolves them). FILES, the module's source tree, are copied to
 # DIR/src/dlcache-VERSION; then dkms add, build and install run in a DKMS
 # tree and an install tree of their own under DIR (--dkmstree,
@@ -42,7 +42,7 @@ fi
 
 rc=0
 for k in $kernels; do
-	if ! r=$(kmod/kver.sh "$k") || [ ! -d "/lib/modules/$r/build" ]; then
+	if ! r=$(tools/build/kver.sh "$k") || [ ! -d "/lib/modules/$r/build" ]; then
 		echo "skip dkms:$k (no headers for $k: make deps)"
 		continue
 	fi

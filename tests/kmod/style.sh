@@ -1,11 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# kmod/style.sh KSRC BUILD "KERNELS" [KDIR]: checkpatch --strict over the
+# tests/kmod/style.sh KSRC BUILD "KERNELS" [KDIR]: checkpatch --strict over the
 # module and the uapi header, once (kmod/compat.h may test
 # LINUX_VERSION_CODE), and sparse (make C=2) over the module
 # build for each kernel of KERNELS that has headers (6.1, 6.12, ... as
-# kmod/kver.sh resolves them), or only against KDIR when it is given.
+# tools/build/kver.sh resolves them), or only against KDIR when it is given.
 # Prints "ok style:<check>", "FAIL style:<check>" or "skip style:<check>";
 # the sparse checks are named style:sparse-<kernel>.
 #
@@ -62,7 +62,7 @@ sparse_check() {
 		echo "skip style:sparse-$name (no kernel headers at $dir)"
 		return
 	fi
-	kmod/shadow.sh . "$kmod_dir"
+	tools/build/shadow.sh . "$kmod_dir"
 	log=$(make --no-print-directory -C "$dir" M="$(cd "$kmod_dir" && pwd)" \
 		C=2 modules 2>&1)
 	status=$?
@@ -79,11 +79,11 @@ sparse_check() {
 if ! command -v sparse >/dev/null 2>&1; then
 	echo "skip style:sparse (sparse is not installed)"
 elif [ -n "$kdir" ]; then
-	r=$(kmod/kver.sh --kdir "$kdir")
+	r=$(tools/build/kver.sh --kdir "$kdir")
 	sparse_check "$r" "$kdir" "$build/kmod-$r"
 else
 	for k in $kernels; do
-		if ! r=$(kmod/kver.sh "$k") || [ ! -d "/lib/modules/$r/build" ]; then
+		if ! r=$(tools/build/kver.sh "$k") || [ ! -d "/lib/modules/$r/build" ]; then
 			echo "skip style:sparse-$k (no headers for $k: make deps)"
 			continue
 		fi
