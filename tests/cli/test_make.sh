@@ -24,3 +24,12 @@ for f in release/libdlcache.a libdlcache.so libdlcache.so.0 dlcache.pc dlcachect
 done
 "$tmp/build/dlcachectl" --help >/dev/null 2>&1 && echo "ok plain_make/dlcachectl_runs" ||
 	echo "FAIL plain_make/dlcachectl_runs"
+
+# README and Documentation link only to files in the repository.
+for f in README Documentation/*.md; do
+	if grep -nE '\.\./shared|\.\./[A-Za-z]' "$f" >/dev/null; then
+		echo "FAIL links/$f: points outside the repository: $(grep -nE '\.\./shared|\.\./[A-Za-z]' "$f" | head -1)"
+	else
+		echo "ok links/$(basename "$f")"
+	fi
+done
