@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * dlcachectl decodebench: the decode limit of Documentation/design.md, "Performance model". The
- * files are read into memory first, so only decoding is timed: full
+ * dlcachectl decodebench: the decode limit of Documentation/design.md,
+ * "Performance model". The files are read into memory first, so only decoding is timed: full
  * decode, crop-first decode of epoch 0's train crops (the loader's work),
  * and the full-decode-then-crop reference, each on T threads.
  */
