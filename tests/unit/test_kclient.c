@@ -350,12 +350,12 @@ static int run(const struct dlc_config *cfg, uint64_t *h, uint32_t *nb,
 			x = fnv(b->labels, b->count * sizeof(*b->labels), x);
 			x = fnv(b->ids, b->count * sizeof(*b->ids), x);
 			h[(*nb)++] = x;
-			dlc_release_batch(l, b);
+			CHECK_EQ(dlc_release_batch(l, b), 0);
 		}
 		CHECK_EQ(ret, -ENODATA);
 	}
 	if (st)
-		dlc_loader_stats(l, st);
+		dlc_loader_stats(l, st, sizeof(*st));
 	dlc_loader_destroy(l);
 	return 0;
 }
