@@ -19,6 +19,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,20 @@ struct slot {
 	uint32_t want;		/* samples the batch holds before skips */
 	uint8_t *skip;		/* per index: dropped under DLC_ON_ERROR_SKIP */
 	int err;		/* first fatal sample error (DLC_ON_ERROR_FAIL) */
+};
+
+/*
+ * A hand-out of a batch: what the consumer's pointer points to. Handles
+ * come from a ring of DLC_HANDLES, so a released one is not handed out
+ * again for that many batches: until then a stale or doubled release is
+ * told from a live one without touching the batch now in its slot.
+ */
+#define DLC_HANDLES	4096
+
+struct handle {
+	struct dlc_batch b;	/* first: the consumer's pointer */
+	uint32_t slot;		/* the slot it holds */
+	uint32_t live;		/* handed out and not yet released */
 };
 
 struct item {
@@ -76,6 +91,8 @@ struct dlc_loader {
 	uint64_t base_seq;		/* public seq of the first batch */
 	uint32_t next_local;		/* next batch the consumer gets */
 	uint32_t held;			/* batches the consumer holds */
+	struct handle *handles;		/* DLC_HANDLES, used in turn */
+	uint64_t next_handle;		/* hand-outs so far */
 	int failed;			/* sticky error under ON_ERROR_FAIL */
 	uint32_t outstanding;		/* issued, not yet finished */
 	int io_idle;			/* the I/O thread sleeps in reap */
@@ -118,6 +135,7 @@ struct dlc_loader {
 void dlc_config_init(struct dlc_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
+	cfg->size = sizeof(*cfg);
 	cfg->batch_size = 64;
 	cfg->layout = DLC_LAYOUT_NCHW;
 	dlc_transform_default(&cfg->transform, DLC_TRANSFORM_TRAIN);
@@ -152,6 +170,7 @@ const char *dlc_verify_name(uint32_t verify)
 static int check_config(const struct dlc_config *c, const struct dlc_logger *log)
 {
 	const char *why = NULL;
+	size_t i;
 
 	if (c->batch_size < 1 || c->batch_size > 65536)
 		BAD("batch_size", "must be 1..65536, got %u", c->batch_size);
@@ -179,10 +198,48 @@ static int check_config(const struct dlc_config *c, const struct dlc_logger *log
 		BAD("verify", "unknown mode %u", c->verify);
 	if (c->decode_threads > 256)
 		BAD("decode_threads", "at most 256, got %u", c->decode_threads);
-	if (c->shuffle > 1 || c->drop_last > 1 || c->direct_io > 1)
-		BAD("shuffle/drop_last/direct_io", "must be 0 or 1");
+	if (c->shuffle > 1 || c->drop_last > 1 || c->direct_io > 1 ||
+	    c->shard_drop_last > 1)
+		BAD("shuffle/drop_last/shard_drop_last/direct_io",
+		    "must be 0 or 1");
 	if (c->pad)
 		BAD("pad", "must be zero");
+	for (i = 0; i < sizeof(c->reserved) / sizeof(c->reserved[0]); i++)
+		if (c->reserved[i])
+			BAD("reserved", "reserved[%zu] must be zero, got %#llx",
+			    i, (unsigned long long)c->reserved[i]);
+	return 0;
+}
+
+_Static_assert(offsetof(struct dlc_config, shard_drop_last) ==
+	       DLC_CONFIG_SIZE_VER0, "DLC_CONFIG_SIZE_VER0");
+
+/* Largest config size looked at: bytes past ours up to it must be zero. */
+#define DLC_CONFIG_SIZE_MAX	4096
+
+/*
+ * Take the caller's config of in->size bytes into @c (ours): fields past
+ * its size keep their dlc_config_init() defaults; bytes past ours, from a
+ * newer caller, must be zero (a field this library does not know).
+ */
+static int take_config(const struct dlc_config *in, struct dlc_config *c,
+		       const struct dlc_logger *log)
+{
+	const uint8_t *p = (const uint8_t *)in;
+	size_t size = in->size, i;
+
+	dlc_config_init(c);
+	if (size < DLC_CONFIG_SIZE_VER0)
+		BAD("size", "%zu is below %u: make the config with dlc_config_init()",
+		    size, DLC_CONFIG_SIZE_VER0);
+	if (size > DLC_CONFIG_SIZE_MAX)
+		BAD("size", "%zu is over %u", size, DLC_CONFIG_SIZE_MAX);
+	for (i = sizeof(*c); i < size; i++)
+		if (p[i])
+			BAD("size", "%zu bytes, this libdlcache knows %zu, and byte %zu past them is not zero (a newer field it cannot honour)",
+			    size, sizeof(*c), i);
+	memcpy(c, in, size < sizeof(*c) ? size : sizeof(*c));
+	c->size = sizeof(*c);
 	return 0;
 }
 
@@ -380,7 +437,7 @@ static void finish_sample(struct dlc_loader *l, struct slot *s)
 		pthread_cond_broadcast(&l->idle_cv);
 	if (--s->pending)
 		return;
-	if (s->b.errors && l->cfg.on_error == DLC_ON_ERROR_SKIP) {
+	if (s->b.errors && l->cfg.on_error != DLC_ON_ERROR_FAIL) {
 		for (i = 0; i < s->want; i++) {
 			if (s->skip[i])
 				continue;
@@ -511,7 +568,7 @@ static int fill_order(void *arg, uint32_t epoch, uint32_t *ids, uint32_t len)
 	struct dlc_order_params p = {
 		.seed = l->cfg.seed, .epoch = epoch, .rank = l->cfg.rank,
 		.world = l->cfg.world, .shuffle = l->cfg.shuffle,
-		.drop_last = l->cfg.drop_last,
+		.drop_last = l->cfg.shard_drop_last,
 	};
 
 	return dlc_order_fill(l->n, &p, ids, len);
@@ -1044,13 +1101,6 @@ static void *io_main(void *arg)
 /* ------------------------------------------------------------------ */
 /* Public API                                                          */
 
-static uint32_t online_cpus(void)
-{
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-
-	return n > 0 ? (uint32_t)n : 1;
-}
-
 static void stop_threads(struct dlc_loader *l)
 {
 	uint32_t i;
@@ -1200,7 +1250,8 @@ static int open_backend(struct dlc_loader *l)
 		dlc_logf(&l->log, DLC_LOG_WARN,
 			 "%s: read-only access to this data set: misses are read but not shared",
 			 dev);
-	l->gorder = malloc(sizeof(*l->gorder) * l->glen);
+	/* fill_global() writes every sample's place, even past a short glen */
+	l->gorder = malloc(sizeof(*l->gorder) * (l->glen > l->n ? l->glen : l->n));
 	l->kbuf = calloc(l->cfg.window, sizeof(*l->kbuf));
 	l->kfill = calloc(l->cfg.window, 1);
 	l->kread = calloc(l->cfg.window, sizeof(*l->kread));
@@ -1259,6 +1310,7 @@ void dlc_loader_destroy(struct dlc_loader *l)
 			free(l->slots[i].b.ids);
 		}
 	free(l->slots);
+	free(l->handles);
 	dlc_pinned_free(&l->mem);
 	free(l->queue);
 	free(l->order);
@@ -1271,23 +1323,30 @@ void dlc_loader_destroy(struct dlc_loader *l)
 	free(l);
 }
 
-int dlc_loader_create(const struct dlc_config *cfg,
+int dlc_loader_create(const struct dlc_config *ucfg,
 		      const struct dlc_index *idx, struct dlc_loader **out)
 {
-	struct dlc_logger log = { cfg ? cfg->log : NULL,
-				  cfg ? cfg->log_arg : NULL,
-				  cfg ? cfg->log_level : 0 };
+	struct dlc_logger log = { 0 };
 	struct dlc_order_params op = { 0 };
 	struct dlc_reader_opts ro = { 0 };
+	struct dlc_config cfgbuf, *cfg = &cfgbuf;
 	struct dlc_loader *l;
 	size_t batch_bytes, stride;
 	uint32_t i;
 	int ret;
 
-	if (!cfg || !idx || !out)
+	if (!ucfg || !idx || !out)
 		return -EINVAL;
 	*out = NULL;
-	ret = check_config(cfg, &log);
+	/* The log fields are there unless the size says they are not. */
+	if (ucfg->size == 0 || ucfg->size >= DLC_CONFIG_SIZE_VER0) {
+		log.fn = ucfg->log;
+		log.arg = ucfg->log_arg;
+		log.level = ucfg->log_level;
+	}
+	ret = take_config(ucfg, cfg, &log);
+	if (!ret)
+		ret = check_config(cfg, &log);
 	if (ret)
 		return ret;
 	if (dlc_index_count(idx) == 0) {
@@ -1296,7 +1355,7 @@ int dlc_loader_create(const struct dlc_config *cfg,
 	}
 	op.world = cfg->world;
 	op.rank = cfg->rank;
-	op.drop_last = cfg->drop_last;
+	op.drop_last = cfg->shard_drop_last;
 	if (dlc_order_len(dlc_index_count(idx), &op) == 0) {
 		dlc_logf(&log, DLC_LOG_ERROR,
 			 "invalid config: world: %u ranks leave no samples for rank %u of %u samples",
@@ -1314,7 +1373,7 @@ int dlc_loader_create(const struct dlc_config *cfg,
 	l->epoch_len = dlc_order_len(l->n, &op);
 	l->sample_bytes = (size_t)3 * cfg->transform.out_w * cfg->transform.out_h;
 	l->ndecode = cfg->decode_threads ? cfg->decode_threads :
-		     (online_cpus() > 1 ? online_cpus() - 1 : 1);
+		     dlc_default_decode_threads();
 	pthread_mutex_init(&l->lock, NULL);
 	pthread_cond_init(&l->work_cv, NULL);
 	pthread_cond_init(&l->ready_cv, NULL);
@@ -1324,8 +1383,10 @@ int dlc_loader_create(const struct dlc_config *cfg,
 	l->order = malloc(sizeof(*l->order) * l->epoch_len);
 	l->queue = calloc(cfg->window, sizeof(*l->queue));
 	l->slots = calloc(cfg->nbatches, sizeof(*l->slots));
+	l->handles = calloc(DLC_HANDLES, sizeof(*l->handles));
 	l->decode_threads = calloc(l->ndecode, sizeof(*l->decode_threads));
-	if (!l->order || !l->queue || !l->slots || !l->decode_threads)
+	if (!l->order || !l->queue || !l->slots || !l->handles ||
+	    !l->decode_threads)
 		goto err;
 
 	batch_bytes = l->sample_bytes * cfg->batch_size;
@@ -1412,14 +1473,29 @@ int dlc_loader_start_epoch(struct dlc_loader *l, uint32_t epoch,
 	struct dlc_order_params op = {
 		.seed = l->cfg.seed, .epoch = epoch, .rank = l->cfg.rank,
 		.world = l->cfg.world, .shuffle = l->cfg.shuffle,
-		.drop_last = l->cfg.drop_last,
+		.drop_last = l->cfg.shard_drop_last,
 	};
 	uint32_t end, i, b = l->cfg.batch_size;
 	int ret;
 
 	end = l->cfg.drop_last ? l->epoch_len / b * b : l->epoch_len;
-	if (start > end || epoch == UINT32_MAX)
+	if (epoch == UINT32_MAX) {
+		dlc_logf(&l->log, DLC_LOG_ERROR,
+			 "start epoch: epoch %u is out of range", epoch);
 		return -EINVAL;
+	}
+	if (start % b) {
+		dlc_logf(&l->log, DLC_LOG_ERROR,
+			 "start epoch %u: start %u is not on the batch grid (a multiple of batch_size %u): resume at k * %u after k batches",
+			 epoch, start, b, b);
+		return -EINVAL;
+	}
+	if (start > end) {
+		dlc_logf(&l->log, DLC_LOG_ERROR,
+			 "start epoch %u: start %u is past the epoch's %u samples",
+			 epoch, start, end);
+		return -EINVAL;
+	}
 
 	pthread_mutex_lock(&l->lock);
 	if (l->held) {
@@ -1472,9 +1548,25 @@ uint32_t dlc_loader_epoch_batches(const struct dlc_loader *l)
 	return l->cfg.drop_last ? l->epoch_len / b : (l->epoch_len + b - 1) / b;
 }
 
+uint32_t dlc_loader_decode_threads(const struct dlc_loader *l)
+{
+	return l->ndecode;
+}
+
+/* Called with l->lock held: the I/O thread may go on. */
+static void wake_io(struct dlc_loader *l)
+{
+	if (l->io_idle) {
+		l->io_idle = 0;
+		dlc_reader_wake(l->reader);
+	}
+}
+
 int dlc_next_batch(struct dlc_loader *l, struct dlc_batch **out)
 {
+	struct handle *h;
 	struct slot *s;
+	uint32_t si;
 	uint64_t t0;
 	int ret;
 
@@ -1483,72 +1575,102 @@ int dlc_next_batch(struct dlc_loader *l, struct dlc_batch **out)
 		pthread_mutex_unlock(&l->lock);
 		return -EINVAL;		/* no epoch started */
 	}
-	if (l->failed) {
-		ret = l->failed;
-		goto out;
-	}
-	if (l->next_local >= l->nbatches_run) {
-		ret = -ENODATA;
-		goto out;
-	}
-	if (l->held >= l->cfg.nbatches - 1) {
-		ret = -EBUSY;
-		goto out;
-	}
-	s = &l->slots[l->next_local % l->cfg.nbatches];
-	t0 = dlc_now_ns();
-	while (!l->stop && !l->failed &&
-	       !(s->state == SLOT_READY &&
-		 s->b.seq == l->base_seq + l->next_local))
-		pthread_cond_wait(&l->ready_cv, &l->lock);
-	dlc_stat_add(l->stats.wait_ns, dlc_now_ns() - t0);
-	if (l->stop) {
-		ret = -ECANCELED;
-		goto out;
-	}
-	if (l->failed) {
-		ret = l->failed;
-		goto out;
-	}
-	l->next_local++;
-	if (s->err) {
-		/* Under DLC_ON_ERROR_FAIL the batch is lost with its error. */
-		l->failed = s->err;
-		s->state = SLOT_FREE;
-		ret = s->err;
-		if (l->io_idle) {
-			l->io_idle = 0;
-			dlc_reader_wake(l->reader);
+	for (;;) {
+		if (l->failed) {
+			ret = l->failed;
+			goto out;
 		}
-		goto out;
+		if (l->next_local >= l->nbatches_run) {
+			ret = -ENODATA;
+			goto out;
+		}
+		si = l->next_local % l->cfg.nbatches;
+		s = &l->slots[si];
+		if (l->held >= l->cfg.nbatches - 1 || s->state == SLOT_HELD) {
+			/* Its buffer is held by the caller: it would never come. */
+			ret = -EBUSY;
+			goto out;
+		}
+		t0 = dlc_now_ns();
+		while (!l->stop && !l->failed &&
+		       !(s->state == SLOT_READY &&
+			 s->b.seq == l->base_seq + l->next_local))
+			pthread_cond_wait(&l->ready_cv, &l->lock);
+		dlc_stat_add(l->stats.wait_ns, dlc_now_ns() - t0);
+		if (l->stop) {
+			ret = -ECANCELED;
+			goto out;
+		}
+		if (l->failed) {
+			ret = l->failed;
+			goto out;
+		}
+		l->next_local++;
+		if (s->err) {
+			/* Under DLC_ON_ERROR_FAIL the batch is lost with its error. */
+			l->failed = s->err;
+			s->state = SLOT_FREE;
+			ret = s->err;
+			wake_io(l);
+			goto out;
+		}
+		if (s->b.count)
+			break;
+		/* Every sample of it was skipped: never hand out an empty batch. */
+		s->state = SLOT_FREE;
+		wake_io(l);
 	}
 	s->state = SLOT_HELD;
 	l->held++;
+	h = &l->handles[l->next_handle++ % DLC_HANDLES];
+	h->b = s->b;
+	h->slot = si;
+	h->live = 1;
 	dlc_stat_add(l->stats.batches, 1);
-	*out = &s->b;
+	*out = &h->b;
 	ret = 0;
 out:
 	pthread_mutex_unlock(&l->lock);
 	return ret;
 }
 
-void dlc_release_batch(struct dlc_loader *l, struct dlc_batch *b)
+int dlc_release_batch(struct dlc_loader *l, struct dlc_batch *b)
 {
-	struct slot *s = (struct slot *)b;
+	uintptr_t base, p = (uintptr_t)b;
+	struct handle *h;
+	struct slot *s;
 
-	if (!b)
-		return;
-	pthread_mutex_lock(&l->lock);
-	if (s >= l->slots && s < l->slots + l->cfg.nbatches &&
-	    s->state == SLOT_HELD) {
-		s->state = SLOT_FREE;
-		l->held--;
-		if (l->io_idle) {
-			l->io_idle = 0;
-			dlc_reader_wake(l->reader);
-		}
+	if (!l)
+		return -EINVAL;
+	base = (uintptr_t)l->handles;
+	/* Only a pointer into our handles is looked at, never through. */
+	if (!b || p < base || p >= base + DLC_HANDLES * sizeof(*h) ||
+	    (p - base) % sizeof(*h)) {
+		dlc_logf(&l->log, DLC_LOG_ERROR,
+			 "release batch: %p is not a batch this loader handed out",
+			 (void *)b);
+		return -EINVAL;
 	}
+	h = &l->handles[(p - base) / sizeof(*h)];
+	pthread_mutex_lock(&l->lock);
+	if (!h->live) {
+		pthread_mutex_unlock(&l->lock);
+		dlc_logf(&l->log, DLC_LOG_ERROR,
+			 "release batch: batch %llu of epoch %u (%p) was already released",
+			 (unsigned long long)h->b.seq, h->b.epoch, (void *)b);
+		return -EALREADY;
+	}
+	s = &l->slots[h->slot];
+	h->live = 0;
+	h->b.count = 0;
+	h->b.data = NULL;
+	h->b.labels = NULL;
+	h->b.ids = NULL;
+	s->state = SLOT_FREE;
+	l->held--;
+	wake_io(l);
 	pthread_mutex_unlock(&l->lock);
+	return 0;
 }
 
 int dlc_loader_pinned(const struct dlc_loader *l)
@@ -1574,24 +1696,31 @@ int dlc_loader_last_error(struct dlc_loader *l, struct dlc_error_info *out)
 	return ret;
 }
 
-int dlc_loader_stats(struct dlc_loader *l, struct dlc_stats *out)
+int dlc_loader_stats(struct dlc_loader *l, struct dlc_stats *out, size_t size)
 {
 	const uint64_t *src = (const uint64_t *)&l->stats;
-	uint64_t *dst = (uint64_t *)out;
+	struct dlc_stats st;
+	uint64_t *dst = (uint64_t *)&st;
 	size_t i;
 
-	for (i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
+	if (!out || !size || size % sizeof(uint64_t))
+		return -EINVAL;
+	for (i = 0; i < sizeof(st) / sizeof(uint64_t); i++)
 		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
 	if (l->kc) {
 		struct dlcache_stats ks;
 
 		/* The module's view of this data set, across processes. */
 		if (dlc_kclient_stats(l->kc, &ks) == 0) {
-			out->evictions = ks.dataset.evictions;
-			out->bypasses = ks.dataset.bypasses;
-			out->cache_used = ks.dataset.used_bytes;
-			out->cache_capacity = ks.capacity_bytes;
+			st.evictions = ks.dataset.evictions;
+			st.bypasses = ks.dataset.bypasses;
+			st.cache_used = ks.dataset.used_bytes;
+			st.cache_capacity = ks.capacity_bytes;
 		}
 	}
+	/* A newer caller's counters we do not know read as zero. */
+	memcpy(out, &st, size < sizeof(st) ? size : sizeof(st));
+	if (size > sizeof(st))
+		memset((uint8_t *)out + sizeof(st), 0, size - sizeof(st));
 	return 0;
 }

@@ -281,6 +281,16 @@ int dlc_resize_rgb(const uint8_t *src, uint32_t src_w, uint32_t src_h,
 /* Loader: batches of decoded samples                                  */
 /* ------------------------------------------------------------------ */
 
+/*
+ * What a failed sample does. Under DLC_ON_ERROR_SKIP an epoch delivers the
+ * batch grid over the order (batch k is positions k * batch_size ..
+ * (k + 1) * batch_size - 1) minus the samples that failed: a batch keeps
+ * its seq and holds its surviving samples in order, so it may be short,
+ * and a batch none of whose samples survived is not delivered at all
+ * (dlc_next_batch() goes on to the next one; its seq is missing). A SKIP
+ * epoch therefore never hands out an empty batch, the same seed gives the
+ * same batches, and a resumed epoch gives those of an uninterrupted one.
+ */
 enum dlc_on_error {
 	DLC_ON_ERROR_SKIP = 0,		/* drop the sample; the batch is shorter */
 	DLC_ON_ERROR_SUBSTITUTE = 1,	/* decode another sample in its slot */
@@ -333,16 +343,39 @@ const char *dlc_verify_name(uint32_t verify);
 /* kernel_owner_uid: the data set of this process's own uid. */
 #define DLC_OWNER_SELF		UINT32_MAX
 
+/*
+ * The loader's configuration. Make it with dlc_config_init(), then change
+ * fields. Extensible in the manner of clone3() and statx(): @size says
+ * which version of the struct the caller was built with, and the loader
+ * takes fields past it (a caller built against an older header) at their
+ * dlc_config_init() defaults; @reserved must be zero, so that fields taken
+ * from it later (whose zero is their default) mean nothing to old callers.
+ */
 struct dlc_config {
+	/*
+	 * sizeof(struct dlc_config) as the caller was built, set by
+	 * dlc_config_init(). dlc_loader_create() accepts any size from
+	 * DLC_CONFIG_SIZE_VER0 up; bytes past its own struct must be zero.
+	 */
+	uint32_t size;
 	uint32_t batch_size;	/* samples per batch, 1 .. 65536 */
 	uint32_t layout;	/* enum dlc_layout */
 	struct dlc_transform transform;
 	uint64_t seed;		/* shuffle and augmentation seed */
 	uint32_t shuffle;	/* 1: shuffle each epoch (train) */
-	uint32_t drop_last;	/* 1: drop the last partial batch and shard tail */
+	/*
+	 * 1: drop the last partial batch of the epoch, as DataLoader's
+	 * drop_last. Shards are shard_drop_last's.
+	 */
+	uint32_t drop_last;
 	uint32_t rank;		/* DDP rank, < world */
 	uint32_t world;		/* DDP world size, >= 1 */
-	uint32_t decode_threads; /* 0: one per online CPU, less the I/O thread */
+	/*
+	 * 0: one per CPU this process may use (its sched_getaffinity() set,
+	 * capped by the cgroup CPU quota rounded up), less the I/O thread,
+	 * at least 1. dlc_loader_decode_threads() says what was chosen.
+	 */
+	uint32_t decode_threads;
 	uint32_t queue_depth;	/* io_uring reads in flight, 1 .. 4096 */
 	uint32_t window;	/* look-ahead window in samples, >= 1 */
 	uint32_t nbatches;	/* batch buffers in the ring, 2 .. 64 */
@@ -379,22 +412,41 @@ struct dlc_config {
 	uint32_t kernel_owner_uid;
 	uint32_t verify;	/* enum dlc_verify; default DLC_VERIFY_KERNEL */
 	uint32_t pad;		/* must be zero */
+	/* ---- end of DLC_CONFIG_SIZE_VER0 ---- */
+	/*
+	 * The shard of this rank, as DistributedSampler's drop_last: 0 (the
+	 * default) pads every rank to ceil(n / world) samples by wrapping
+	 * around the epoch's order; 1 drops the tail, floor(n / world) each.
+	 * Independent of drop_last: DDP's usual "pad the shards, drop the
+	 * last partial batch" is shard_drop_last 0, drop_last 1.
+	 */
+	uint32_t shard_drop_last;
+	uint64_t reserved[8];	/* must be zero: room for new fields */
 };
+
+/* The size of struct dlc_config up to and including its field pad. */
+#define DLC_CONFIG_SIZE_VER0	172
 
 /* Defaults: batch 64, NCHW, train transform at 224, depth 64, window 256. */
 void dlc_config_init(struct dlc_config *cfg);
 
-/* One decoded batch, owned by the loader until released. */
+/*
+ * One decoded batch. Always the loader's: callers never allocate one, they
+ * get a pointer from dlc_next_batch() and give it back with
+ * dlc_release_batch(), so fields may be added at the end. Each hand-out is
+ * a new handle; after its release its pointers are NULL and count 0.
+ */
 struct dlc_batch {
 	uint64_t seq;		/* batch number within the epoch */
 	uint32_t epoch;
-	uint32_t count;		/* valid samples, <= batch_size */
+	uint32_t count;		/* valid samples, 1 .. batch_size */
 	uint8_t *data;		/* count x 3 x out_h x out_w bytes (layout) */
 	int32_t *labels;	/* count labels */
 	uint32_t *ids;		/* count sample IDs (after substitution) */
 	uint32_t layout;
 	uint32_t out_w, out_h;
 	uint32_t errors;	/* samples skipped or substituted in it */
+	uint64_t reserved[4];	/* zero */
 };
 
 struct dlc_loader;
@@ -410,27 +462,44 @@ int dlc_loader_create(const struct dlc_config *cfg,
 /*
  * Start epoch @epoch at sample position @start (0, or k * batch_size to
  * resume after k batches: the batches then equal those of an uninterrupted
- * epoch). Ends any epoch in progress, waiting for its batches to be
- * released. -EINVAL when @start is past the epoch.
+ * epoch). Ends any epoch in progress. -EINVAL (logged) when @start is not
+ * a multiple of batch_size or is past the epoch's last batch; -EBUSY while
+ * the consumer holds batches.
  */
 int dlc_loader_start_epoch(struct dlc_loader *l, uint32_t epoch,
 			   uint32_t start);
 
-/* Samples this rank sees per epoch, and batches per epoch. */
+/*
+ * Samples this rank sees per epoch, and batches per epoch (under
+ * DLC_ON_ERROR_SKIP: at most, and samples less those that fail).
+ */
 uint32_t dlc_loader_epoch_samples(const struct dlc_loader *l);
 uint32_t dlc_loader_epoch_batches(const struct dlc_loader *l);
+
+/* Decode threads running (the I/O thread not counted). */
+uint32_t dlc_loader_decode_threads(const struct dlc_loader *l);
 
 /*
  * The next batch of the epoch, in order. Blocks until it is ready.
  * Returns 0 with *@out set, -ENODATA after the last batch, or the error of
  * a failed sample under DLC_ON_ERROR_FAIL (the batch is lost; the epoch
- * must be restarted). At most nbatches - 1 batches may be held at once;
- * asking for more returns -EBUSY.
+ * must be restarted). At most nbatches - 1 batches may be held at once,
+ * and a held batch's buffer is the one of the batch nbatches later:
+ * asking for more, or for that one, returns -EBUSY (instead of waiting
+ * for a release that cannot come from the blocked caller).
  */
 int dlc_next_batch(struct dlc_loader *l, struct dlc_batch **out);
 
-/* Give a batch's memory back for reuse. */
-void dlc_release_batch(struct dlc_loader *l, struct dlc_batch *b);
+/*
+ * Give a batch's memory back for reuse. Every hand-out is a handle of its
+ * own, checked here without touching any other batch: returns 0, -EINVAL
+ * for NULL or a pointer this loader never handed out (another loader's,
+ * or any other), or -EALREADY for a handle already released (a double
+ * release, or a stale handle from earlier in the epoch or an earlier
+ * epoch). Handles are recycled after 4096 hand-outs: a stale handle is
+ * recognised as long as fewer batches have been handed out since.
+ */
+int dlc_release_batch(struct dlc_loader *l, struct dlc_batch *b);
 
 /* Stop the threads and free everything. Safe with batches unreleased. */
 void dlc_loader_destroy(struct dlc_loader *l);
@@ -493,8 +562,14 @@ struct dlc_stats {
 	uint64_t checksum_errors;	/* of those, how many did not match */
 };
 
-/* Counters since the loader was created. Thread safe. */
-int dlc_loader_stats(struct dlc_loader *l, struct dlc_stats *out);
+/*
+ * Counters since the loader was created, copied into @out of @size bytes
+ * (sizeof(struct dlc_stats) as the caller was built): the first
+ * min(@size, ours) bytes are the counters, any bytes past ours are zeroed.
+ * Returns 0, or -EINVAL when @out is NULL or @size is not a positive
+ * multiple of 8. Thread safe.
+ */
+int dlc_loader_stats(struct dlc_loader *l, struct dlc_stats *out, size_t size);
 
 #ifdef __cplusplus
 }

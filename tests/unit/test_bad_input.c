@@ -17,18 +17,6 @@
 
 #define PER_CLASS 20
 
-static char logbuf[16384];
-
-static void capture(void *arg, int level, const char *msg)
-{
-	(void)arg;
-	(void)level;
-	if (strlen(logbuf) + strlen(msg) + 2 < sizeof(logbuf)) {
-		strcat(logbuf, msg);
-		strcat(logbuf, "\n");
-	}
-}
-
 /* Overwrite good JPEGs in class 1 with the broken kinds. */
 static void break_files(const char *dir)
 {
@@ -110,7 +98,7 @@ static void config(struct dlc_config *cfg, uint32_t on_error)
 	cfg->decode_threads = 2;
 	cfg->on_error = on_error;
 	cfg->cache_bytes = 1 << 20;
-	cfg->log = capture;
+	cfg->log = t_log_capture;
 	cfg->log_level = DLC_LOG_WARN;
 }
 
@@ -127,7 +115,7 @@ static uint32_t run(struct dlc_loader *l, uint32_t epoch, int *err,
 		for (i = 0; i < b->count; i++)
 			if (b->ids[i] < n)
 				seen[b->ids[i]] = 1;
-		dlc_release_batch(l, b);
+		CHECK_EQ(dlc_release_batch(l, b), 0);
 	}
 	*err = ret;
 	return images;
@@ -145,14 +133,14 @@ static void test_policies(const char *dir, struct dlc_index *idx)
 
 	/* Skip: every bad sample is dropped, counted and named. */
 	config(&cfg, DLC_ON_ERROR_SKIP);
-	logbuf[0] = 0;
+	t_logbuf[0] = 0;
 	CHECK(dlc_loader_create(&cfg, idx, &l) == 0, "create skip");
 	images = run(l, 0, &err, seen, n);
 	CHECK(err == -ENODATA, "skip epoch ended with %d", err);
 	CHECK(images == n - NBAD, "skip: %u images, want %u", images, n - NBAD);
 	for (i = bad_lo; i < bad_lo + NBAD; i++)
 		CHECK(!seen[i], "bad sample %u delivered", i);
-	dlc_loader_stats(l, &st);
+	dlc_loader_stats(l, &st, sizeof(st));
 	CHECK(st.errors == NBAD && st.skipped == NBAD, "skip: %llu errors",
 	      (unsigned long long)st.errors);
 	CHECK(st.errors_by_kind[DLC_ERR_EMPTY] == 1, "empty counted");
@@ -164,9 +152,9 @@ static void test_policies(const char *dir, struct dlc_index *idx)
 	CHECK(st.errors_by_kind[DLC_ERR_TOO_LARGE] == 1, "bomb counted");
 	CHECK(st.errors_by_kind[DLC_ERR_MISSING] == 1, "vanished counted");
 	CHECK(st.errors_by_kind[DLC_ERR_IO] == 1, "directory counted as I/O");
-	CHECK(strstr(logbuf, "class01/img0003.jpg") && strstr(logbuf, "truncated"),
-	      "log names the truncated file:\n%s", logbuf);
-	CHECK(strstr(logbuf, "class01/img0006.jpg") && strstr(logbuf, "missing"),
+	CHECK(strstr(t_logbuf, "class01/img0003.jpg") && strstr(t_logbuf, "truncated"),
+	      "log names the truncated file:\n%s", t_logbuf);
+	CHECK(strstr(t_logbuf, "class01/img0006.jpg") && strstr(t_logbuf, "missing"),
 	      "log names the vanished file");
 	CHECK(dlc_loader_last_error(l, &ei) == 0 && strstr(ei.path, dir) &&
 	      ei.err < 0 && ei.msg[0], "last error has a path and message");
@@ -184,7 +172,7 @@ static void test_policies(const char *dir, struct dlc_index *idx)
 	CHECK(images == n, "substitute: %u images, want %u", images, n);
 	for (i = bad_lo; i < bad_lo + NBAD; i++)
 		CHECK(!seen[i], "bad sample %u delivered as itself", i);
-	dlc_loader_stats(l, &st);
+	dlc_loader_stats(l, &st, sizeof(st));
 	CHECK(st.substituted == NBAD, "substituted %llu",
 	      (unsigned long long)st.substituted);
 	dlc_loader_destroy(l);
@@ -211,16 +199,16 @@ static void test_config(struct dlc_index *idx)
 
 	config(&cfg, 0);
 	cfg.batch_size = 0;
-	logbuf[0] = 0;
+	t_logbuf[0] = 0;
 	CHECK(dlc_loader_create(&cfg, idx, &l) == -EINVAL && !l, "batch 0");
-	CHECK(strstr(logbuf, "batch_size"), "message names batch_size: %s", logbuf);
+	CHECK(strstr(t_logbuf, "batch_size"), "message names batch_size: %s", t_logbuf);
 
 	config(&cfg, 0);
 	cfg.transform.out_w = DLC_MAX_OUT_SIDE + 1;
-	logbuf[0] = 0;
+	t_logbuf[0] = 0;
 	CHECK(dlc_loader_create(&cfg, idx, &l) == -EINVAL, "output too wide");
-	CHECK(strstr(logbuf, "transform") && strstr(logbuf, "out_w"),
-	      "message names the output size: %s", logbuf);
+	CHECK(strstr(t_logbuf, "transform") && strstr(t_logbuf, "out_w"),
+	      "message names the output size: %s", t_logbuf);
 
 	config(&cfg, 0);
 	cfg.rank = 2;
@@ -240,9 +228,9 @@ static void test_config(struct dlc_index *idx)
 	CHECK(dlc_loader_create(&cfg, idx, &l) == -EINVAL, "scale 0");
 	config(&cfg, 0);
 	cfg.world = 1000;
-	cfg.drop_last = 1;
+	cfg.shard_drop_last = 1;
 	CHECK(dlc_loader_create(&cfg, idx, &l) == -EINVAL,
-	      "more ranks than samples with drop_last");
+	      "more ranks than samples with shard_drop_last");
 
 	CHECK(dlc_index_build("/nonexistent/dlcache", &x) == -ENOENT,
 	      "missing directory");

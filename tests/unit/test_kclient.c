@@ -350,12 +350,12 @@ static int run(const struct dlc_config *cfg, uint64_t *h, uint32_t *nb,
 			x = fnv(b->labels, b->count * sizeof(*b->labels), x);
 			x = fnv(b->ids, b->count * sizeof(*b->ids), x);
 			h[(*nb)++] = x;
-			dlc_release_batch(l, b);
+			CHECK_EQ(dlc_release_batch(l, b), 0);
 		}
 		CHECK_EQ(ret, -ENODATA);
 	}
 	if (st)
-		dlc_loader_stats(l, st);
+		dlc_loader_stats(l, st, sizeof(*st));
 	dlc_loader_destroy(l);
 	return 0;
 }
@@ -559,6 +559,30 @@ static void test_wrong_bytes(void)
  * verify all, in-process: a file rewritten after indexing (same size, a
  * valid JPEG) fails as corrupt and is never cached; the others pass.
  */
+/*
+ * shard_drop_last with a ragged world: glen = world * floor(N / world) is
+ * below N, and the every-rank order uploaded to the module is still
+ * computed over all N samples; the batches equal the in-process ones.
+ */
+static void test_shard_drop_last(void)
+{
+	uint64_t ref[64], got[64];
+	uint32_t nref = 0, ngot = 0;
+	struct dlc_config cfg;
+
+	fake_reset();
+	config(&cfg, DLC_BACKEND_INPROCESS);
+	cfg.world = 3;
+	cfg.rank = 2;
+	cfg.shard_drop_last = 1;
+	CHECK_EQ(run(&cfg, ref, &nref, NULL), 0);
+	CHECK_EQ(nref, 2 * ((N / 3 + BATCH - 1) / BATCH));
+	cfg.backend = DLC_BACKEND_KERNEL;
+	CHECK_EQ(run(&cfg, got, &ngot, NULL), 0);
+	CHECK(ngot == nref && memcmp(ref, got, nref * 8) == 0,
+	      "kernel backend batches equal the in-process ones");
+}
+
 static void test_verify_all(void)
 {
 	uint64_t h[64];
@@ -640,6 +664,7 @@ int main(void)
 	T_RUN(test_trust);
 	T_RUN(test_wrong_bytes);
 	T_RUN(test_verify_all);
+	T_RUN(test_shard_drop_last);
 
 	fake_reset();
 	for (i = 0; i < N; i++)

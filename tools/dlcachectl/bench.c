@@ -194,7 +194,7 @@ static double timed_epoch(struct dlc_loader *l, uint32_t epoch, int *err)
 	ret = dlc_loader_start_epoch(l, epoch, 0);
 	while (!ret && (ret = dlc_next_batch(l, &b)) == 0) {
 		images += b->count;
-		dlc_release_batch(l, b);
+		ret = dlc_release_batch(l, b);
 	}
 	*err = ret == -ENODATA ? 0 : ret;
 	return (double)images / ((double)(now_ns() - t0) / 1e9);
@@ -249,7 +249,7 @@ static int run_verify_cost(const struct dlc_config *base,
 			fail("bench", "warm-up epoch: %s", strerror(-ret));
 			goto out;
 		}
-		dlc_loader_stats(l[m], &st[m]);
+		dlc_loader_stats(l[m], &st[m], sizeof(st[m]));
 	}
 	if (!st[0].verified) {
 		fail("bench", "--verify-cost: the index has no checksums (rebuild it with dlcachectl index)");
@@ -274,7 +274,7 @@ static int run_verify_cost(const struct dlc_config *base,
 			       ips[1][e], ips[0][e] / ips[1][e]);
 	}
 	for (m = 0; m < 2; m++) {
-		dlc_loader_stats(l[m], &st[m]);
+		dlc_loader_stats(l[m], &st[m], sizeof(st[m]));
 		qsort(ips[m], epochs, sizeof(double), cmp_double);
 		med[m] = epochs % 2 ? ips[m][epochs / 2] :
 			 (ips[m][epochs / 2 - 1] + ips[m][epochs / 2]) / 2;
@@ -526,14 +526,16 @@ int cmd_bench(int argc, char **argv)
 		struct dlc_batch *b;
 		uint64_t t0, images = 0, dg = 14695981039346656037ULL;
 
-		dlc_loader_stats(l, &before);
+		dlc_loader_stats(l, &before, sizeof(before));
 		t0 = now_ns();
 		ret = dlc_loader_start_epoch(l, e, 0);
 		while (!ret && (ret = dlc_next_batch(l, &b)) == 0) {
 			images += b->count;
 			if (digest)
 				dg = batch_digest(dg, b);
-			dlc_release_batch(l, b);
+			ret = dlc_release_batch(l, b);
+			if (ret)
+				break;
 			if (lockstep_step(&ls)) {
 				fail("bench", "--lockstep: the other ranks stopped for 60 s at batch %llu",
 				     (unsigned long long)ls.batches);
@@ -554,7 +556,7 @@ int cmd_bench(int argc, char **argv)
 		res[e].digest = dg;
 		res[e].images = images;
 		res[e].seconds = (double)(now_ns() - t0) / 1e9;
-		dlc_loader_stats(l, &after);
+		dlc_loader_stats(l, &after, sizeof(after));
 		stats_delta(&before, &after, &res[e].delta);
 		if (!json) {
 			const struct dlc_stats *d = &res[e].delta;
@@ -579,9 +581,7 @@ int cmd_bench(int argc, char **argv)
 		       "\"batch_size\": %u, \"cache_bytes\": %llu, \"dataset_bytes\": %llu, "
 		       "\"pinned\": %s, \"epochs\": [",
 		       dlc_backend_name(dlc_loader_backend(l)), dlc_index_count(idx),
-		       (cfg.decode_threads ? cfg.decode_threads :
-			(uint32_t)(sysconf(_SC_NPROCESSORS_ONLN) > 1 ?
-				   sysconf(_SC_NPROCESSORS_ONLN) - 1 : 1)) + 1,
+		       dlc_loader_decode_threads(l) + 1,
 		       cfg.batch_size, (unsigned long long)cap,
 		       (unsigned long long)dlc_index_total_bytes(idx),
 		       dlc_loader_pinned(l) ? "true" : "false");

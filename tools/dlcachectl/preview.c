@@ -338,8 +338,8 @@ int cmd_preview(int argc, char **argv)
 	}
 	rc = 0;
 out:
-	if (b)
-		dlc_release_batch(l, b);
+	if (b && dlc_release_batch(l, b))
+		rc = 1;
 	dlc_loader_destroy(l);
 	dlc_index_free(idx);
 	free(sheet);

@@ -274,3 +274,15 @@ int t_make_dataset(const char *root, uint32_t classes, uint32_t per_class)
 		}
 	return 0;
 }
+
+char t_logbuf[16384];
+
+void t_log_capture(void *arg, int level, const char *msg)
+{
+	(void)arg;
+	(void)level;
+	if (strlen(t_logbuf) + strlen(msg) + 2 < sizeof(t_logbuf)) {
+		strcat(t_logbuf, msg);
+		strcat(t_logbuf, "\n");
+	}
+}

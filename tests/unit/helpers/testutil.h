@@ -115,4 +115,11 @@ uint8_t *t_make_jpeg(uint32_t w, uint32_t h, uint32_t seed, int gray,
  */
 int t_make_dataset(const char *root, uint32_t classes, uint32_t per_class);
 
+/*
+ * A dlc_log_fn that appends each line to t_logbuf (emptied by setting
+ * t_logbuf[0] = 0), for checking what a failure logged.
+ */
+extern char t_logbuf[16384];
+void t_log_capture(void *arg, int level, const char *msg);
+
 #endif
