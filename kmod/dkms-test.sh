@@ -18,10 +18,11 @@ shift 3
 top=$(pwd)
 
 if ! command -v dkms >/dev/null 2>&1; then
+	rc=0
 	for k in $kernels; do
-		echo "skip dkms:$k (dkms is not installed: make deps)"
+		"$top"/tests/skip-required.sh "dkms:$k" "dkms is not installed: make deps" || rc=1
 	done
-	exit 0
+	exit $rc
 fi
 
 rm -rf "$dir"
@@ -43,7 +44,7 @@ fi
 rc=0
 for k in $kernels; do
 	if ! r=$(kmod/kver.sh "$k") || [ ! -d "/lib/modules/$r/build" ]; then
-		echo "skip dkms:$k (no headers for $k: make deps)"
+		"$top"/tests/skip-required.sh "dkms:$k" "no headers for $k: make deps" || rc=1
 		continue
 	fi
 	t0=$(date +%s)
