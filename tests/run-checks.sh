@@ -38,11 +38,15 @@ count_results() {	# prefix log
 	local prefix=$1 log=$2 status name why line
 	n_sub=0 fails_sub=0
 	while IFS= read -r line; do
+		# "skip NAME: why" (host tests) or "skip NAME (why)" (kernel
+		# side, where NAME is SUITE:TEST and may hold a colon)
 		status=${line%% *}
-		name=${line#* }
-		why=
-		case "$name" in *:*) why=${name#*: }; name=${name%%:*} ;; esac
-		name=${name%% *}
+		line=${line#* }
+		name=${line%% *}
+		why=${line#"$name"}
+		name=${name%:}
+		why=${why# }
+		case "$why" in "("*")") why=${why#(}; why=${why%)} ;; esac
 		[ "$status" = FAIL ] && fails_sub=$((fails_sub + 1))
 		result "${prefix:+$prefix/}$name" "$status" "$why"
 		n_sub=$((n_sub + 1))

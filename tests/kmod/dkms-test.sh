@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# tests/kmod/dkms-test.sh DIR VERSION "KERNELS" FILES...: check dkms.conf with
+# tests/tests/kmod/dkms-test.sh DIR VERSION "KERNELS" FILES...: check dkms.conf with
 # Debian's dkms for each kernel of KERNELS (6.1, 6.12: tools/build/kver.sh
 # resolves them). FILES, the module's source tree, are copied to
 # DIR/src/dlcache-VERSION; then dkms add, build and install run in a DKMS
@@ -18,10 +18,11 @@ shift 3
 top=$(pwd)
 
 if ! command -v dkms >/dev/null 2>&1; then
+	rc=0
 	for k in $kernels; do
-		echo "skip dkms:$k (dkms is not installed: make deps)"
+		"$top"/tests/skip-required.sh "dkms:$k" "dkms is not installed: make deps" || rc=1
 	done
-	exit 0
+	exit $rc
 fi
 
 rm -rf "$dir"
@@ -43,7 +44,7 @@ fi
 rc=0
 for k in $kernels; do
 	if ! r=$(tools/build/kver.sh "$k") || [ ! -d "/lib/modules/$r/build" ]; then
-		echo "skip dkms:$k (no headers for $k: make deps)"
+		"$top"/tests/skip-required.sh "dkms:$k" "no headers for $k: make deps" || rc=1
 		continue
 	fi
 	t0=$(date +%s)

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# tests/kmod/style.sh KSRC BUILD "KERNELS" [KDIR]: checkpatch --strict over the
+# tests/tests/kmod/style.sh KSRC BUILD "KERNELS" [KDIR]: checkpatch --strict over the
 # module and the uapi header, once (kmod/compat.h may test
 # LINUX_VERSION_CODE), and sparse (make C=2) over the module
 # build for each kernel of KERNELS that has headers (6.1, 6.12, ... as
@@ -42,7 +42,7 @@ for f in kmod/*.c kmod/*.h; do
 done
 # shellcheck disable=SC2086 # $files: kmod/ names without blanks
 if ! tests/kunit/extract.sh "$ksrc" >/dev/null; then
-	echo "skip style:checkpatch (no linux-source-6.1 for scripts/checkpatch.pl)"
+	"$top"/tests/skip-required.sh style:checkpatch "no linux-source-6.1 for scripts/checkpatch.pl: make deps" || rc=1
 elif out=$(checkpatch $files include/uapi/linux/dlcache.h) && [ -z "$out" ] &&
 	out=$(checkpatch --ignore LINUX_VERSION_CODE,CONSTANT_COMPARISON \
 		kmod/compat.h) && [ -z "$out" ]; then
@@ -59,7 +59,7 @@ sparse_check() {
 	dir=$2
 	kmod_dir=$3
 	if [ ! -f "$dir/Makefile" ]; then
-		echo "skip style:sparse-$name (no kernel headers at $dir)"
+		"$top"/tests/skip-required.sh "style:sparse-$name" "no kernel headers at $dir: make deps" || rc=1
 		return
 	fi
 	tools/build/shadow.sh . "$kmod_dir"
@@ -77,14 +77,14 @@ sparse_check() {
 }
 
 if ! command -v sparse >/dev/null 2>&1; then
-	echo "skip style:sparse (sparse is not installed)"
+	"$top"/tests/skip-required.sh style:sparse "sparse is not installed: make deps" || rc=1
 elif [ -n "$kdir" ]; then
 	r=$(tools/build/kver.sh --kdir "$kdir")
 	sparse_check "$r" "$kdir" "$build/kmod-$r"
 else
 	for k in $kernels; do
 		if ! r=$(tools/build/kver.sh "$k") || [ ! -d "/lib/modules/$r/build" ]; then
-			echo "skip style:sparse-$k (no headers for $k: make deps)"
+			"$top"/tests/skip-required.sh "style:sparse-$k" "no headers for $k: make deps" || rc=1
 			continue
 		fi
 		sparse_check "$k" "/lib/modules/$r/build" "$build/kmod-$r"

@@ -27,10 +27,11 @@ python=/usr/bin/python3
 [ -x "$python" ] || python=python3
 
 if ! "$top/tests/kunit/extract.sh" "$ksrc" >/dev/null; then
+	rc=0
 	for s in $suites; do
-		echo "skip kunit:$s (no linux-source-6.1 to build UML from)"
+		"$top/tests/skip-required.sh" "kunit:$s" "no linux-source-6.1 to build UML from: make deps" || rc=1
 	done
-	exit 0
+	exit $rc
 fi
 
 # Link the sources into the tree (idempotent; stale links are replaced).

@@ -5,8 +5,12 @@
  * `make bench`. See hitsim_core.c for the policies.
  *
  *   hitsim INDEX --capacity BYTES [--epochs E] [--json]
- *       simulate dlcache, LRU, MinIO and Belady on the permutation order
- *       and on an order with repeats; print per-policy hit ratios.
+ *       simulate dlcache (the library's cache object), LRU and MinIO on
+ *       the permutation order and on an order with repeats, next to two
+ *       references independent of the library (tests/perf/optref.c): an
+ *       upper bound on any policy's byte hit ratio ("bound") and the exact
+ *       optimum by count on unit sizes ("belady_unit", with "dlcache_unit"
+ *       beside it); print hit ratios and dlcache's ratio to each.
  *   hitsim INDEX --replay perm|repeats [--epochs E]
  *       read the files in that order with plain read() (buffered), and
  *       print per epoch the bytes requested and the bytes this process
@@ -123,16 +127,34 @@ static void print_policy(const char *name, const struct hs_epoch_result *r,
 	printf("]}");
 }
 
+/* The bound, cold (epoch 0) and steady (the rest), as byte ratios. */
+static int print_bound(const struct hs_trace *t, uint64_t cap,
+		       const struct hs_epoch_result *r, const char *name)
+{
+	struct hs_epoch_result st;
+	double cold = hs_bound(t, cap, 0, 1), steady = hs_bound(t, cap, 1, t->nepochs);
+
+	if (cold < 0 || steady < 0)
+		return -1;
+	hs_sum(r, 1, t->nepochs, &st);
+	printf(", \"%s\": {\"cold_bytes\": %.4f, \"steady_bytes\": %.4f}", name,
+	       r[0].req_bytes ? cold / (double)r[0].req_bytes : 0.0,
+	       st.req_bytes ? steady / (double)st.req_bytes : 0.0);
+	return 0;
+}
+
 static int simulate(const struct dlc_index *idx, uint64_t cap, uint32_t epochs)
 {
 	uint32_t n = dlc_index_count(idx), i, o, *ids, len;
 	uint64_t *size = malloc(sizeof(uint64_t) * n), *unit = malloc(sizeof(uint64_t) * n);
 	uint64_t total = dlc_index_total_bytes(idx), ucap;
 	struct hs_epoch_result *r = calloc(epochs, sizeof(*r));
+	struct hs_epoch_result *rd = calloc(epochs, sizeof(*r));
+	struct hs_epoch_result sd, sb;
 	struct hs_trace t;
 	int p;
 
-	if (!size || !unit || !r)
+	if (!size || !unit || !r || !rd)
 		return 1;
 	for (i = 0; i < n; i++) {
 		size[i] = dlc_index_size(idx, i);
@@ -147,6 +169,8 @@ static int simulate(const struct dlc_index *idx, uint64_t cap, uint32_t epochs)
 	       (double)cap / (double)total, (unsigned long long)ucap, epochs,
 	       HOT_PCT, HOT_WEIGHT);
 	for (o = 0; o < 2; o++) {
+		double bound;
+
 		if (build_order(idx, o, epochs, &ids, &len))
 			return 1;
 		t.nsamples = n;
@@ -154,28 +178,39 @@ static int simulate(const struct dlc_index *idx, uint64_t cap, uint32_t epochs)
 		t.epoch_len = len;
 		t.ids = ids;
 		printf(", \"%s\": {", o ? "repeats" : "perm");
+		t.size = size;
 		for (p = 0; p < HS_POLICIES; p++) {
-			t.size = size;
-			if (hs_run(p, &t, cap, r))
+			if (hs_run(p, &t, cap, p == HS_DLCACHE ? rd : r))
 				return 1;
-			print_policy(hs_policy_names[p], r, epochs, p == 0);
+			print_policy(hs_policy_names[p], p == HS_DLCACHE ? rd : r,
+				     epochs, p == 0);
 		}
-		/* The optimum by count on unit sizes. */
+		/* Independent: an upper bound on any policy's hit bytes. */
+		if (print_bound(&t, cap, rd, "bound"))
+			return 1;
+		hs_sum(rd, 1, epochs, &sd);
+		bound = hs_bound(&t, cap, 1, epochs);
+		printf(", \"dlcache_over_bound_steady_bytes\": %.4f",
+		       bound > 0 ? (double)sd.hit_bytes / bound : 1.0);
+		/* Independent: the exact optimum by count on unit sizes. */
 		t.size = unit;
-		if (hs_run(HS_BELADY, &t, ucap, r))
+		if (hs_belady_unit(&t, ucap, r))
 			return 1;
 		print_policy("belady_unit", r, epochs, 0);
-		t.size = unit;
-		if (hs_run(HS_DLCACHE, &t, ucap, r))
+		hs_sum(r, 1, epochs, &sb);
+		if (hs_run(HS_DLCACHE, &t, ucap, rd))
 			return 1;
-		print_policy("dlcache_unit", r, epochs, 0);
-		printf("}");
+		print_policy("dlcache_unit", rd, epochs, 0);
+		hs_sum(rd, 1, epochs, &sd);
+		printf(", \"dlcache_over_belady_unit_steady_count\": %.4f}",
+		       sb.hits ? (double)sd.hits / (double)sb.hits : 1.0);
 		free(ids);
 	}
 	printf("}\n");
 	free(size);
 	free(unit);
 	free(r);
+	free(rd);
 	return 0;
 }
 

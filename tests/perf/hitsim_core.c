@@ -5,30 +5,35 @@
  *
  * A trace is a list of epochs, each a list of sample IDs; every sample has
  * a size in bytes. Policies, all over a capacity in bytes:
- *   HS_DLCACHE  libdlcache/policy.c driven exactly as libdlcache/cache.c
- *               drives it: a window of 3 epochs, epoch e and e + 1 uploaded
- *               when e starts, advance past a position before its lookup,
- *               and on a miss offer: evict the victim while the sample's
- *               next use is nearer than the victim's, else bypass. (The
- *               loader offers when the read completes, up to a queue depth
- *               later; the simulator offers at once.)
+ *   HS_DLCACHE  the library's own in-process cache (libdlcache/cache.c,
+ *               over policy.c), driven as the loader drives it:
+ *               dlc_cache_prepare_epoch() when an epoch starts,
+ *               dlc_cache_advance() and dlc_cache_lookup() per position,
+ *               dlc_cache_offer() on a miss. (The loader offers when the
+ *               read completes, up to a queue depth later; the simulator
+ *               offers at once.) Buffers carry the sample's size, no data.
  *   HS_LRU      admit every sample, evict the least recently used.
  *   HS_MINIO    CoorDL's MinIO: admit while there is room, never evict.
- *   HS_BELADY   the same next-use policy with the whole trace known up
- *               front (Belady with bypass). On unit sizes (sizes all 1,
- *               capacity in samples) this is the optimum by count.
+ * The references they are compared with are independent of the library
+ * (tests/perf/optref.c): hs_belady_unit(), the exact optimum by count on
+ * unit sizes, and hs_bound(), an upper bound on the hit bytes of any
+ * policy with the real sizes.
  * Hits and requests are counted per epoch, both by count and by bytes.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy.h"
+#include "internal.h"
+#include "optref.c"
 
-enum hs_policy { HS_DLCACHE, HS_LRU, HS_MINIO, HS_BELADY, HS_POLICIES };
+#define HS_NIL UINT32_MAX
+
+enum hs_policy { HS_DLCACHE, HS_LRU, HS_MINIO, HS_POLICIES };
 
 static const char *const hs_policy_names[HS_POLICIES] = {
-	"dlcache", "lru", "minio", "belady",
+	"dlcache", "lru", "minio",
 };
 
 struct hs_epoch_result {
@@ -73,11 +78,11 @@ struct hs_lru {
 
 static void lru_unlink(struct hs_lru *l, uint32_t id)
 {
-	if (l->prev[id] != DLC_POLICY_NIL)
+	if (l->prev[id] != HS_NIL)
 		l->next[l->prev[id]] = l->next[id];
 	else
 		l->head = l->next[id];
-	if (l->next[id] != DLC_POLICY_NIL)
+	if (l->next[id] != HS_NIL)
 		l->prev[l->next[id]] = l->prev[id];
 	else
 		l->tail = l->prev[id];
@@ -85,69 +90,47 @@ static void lru_unlink(struct hs_lru *l, uint32_t id)
 
 static void lru_push(struct hs_lru *l, uint32_t id)
 {
-	l->prev[id] = DLC_POLICY_NIL;
+	l->prev[id] = HS_NIL;
 	l->next[id] = l->head;
-	if (l->head != DLC_POLICY_NIL)
+	if (l->head != HS_NIL)
 		l->prev[l->head] = id;
 	l->head = id;
-	if (l->tail == DLC_POLICY_NIL)
+	if (l->tail == HS_NIL)
 		l->tail = id;
 }
 
-/* Offer @id to the next-use policy as cache.c's dlc_cache_offer does. */
-static void hs_offer(struct dlc_policy *p, uint8_t *in, const uint64_t *size,
-		     uint64_t cap, uint64_t *used, uint32_t id)
+/* The trace's orders, for dlc_cache_prepare_epoch(). */
+static int hs_fill(void *arg, uint32_t epoch, uint32_t *ids, uint32_t len)
 {
-	if (size[id] > cap)
-		return;
-	while (*used + size[id] > cap) {
-		uint32_t v = dlc_policy_victim(p);
+	const struct hs_trace *t = arg;
 
-		if (v == DLC_POLICY_NIL || !dlc_policy_prefer(p, id, v))
-			return;
-		dlc_policy_remove(p, v);
-		in[v] = 0;
-		*used -= size[v];
-	}
-	in[id] = 1;
-	*used += size[id];
-	dlc_policy_insert(p, id);
+	if (epoch >= t->nepochs || len != t->epoch_len)
+		return -EINVAL;
+	memcpy(ids, t->ids + (size_t)epoch * len, sizeof(uint32_t) * len);
+	return 0;
 }
 
 /*
  * Run @pol over @t with @cap bytes; per-epoch results into @res
  * (t->nepochs entries). Returns 0, or -1 when out of memory or the trace
- * does not fit the policy's limits.
+ * does not fit the cache's limits.
  */
 static int hs_run(enum hs_policy pol, const struct hs_trace *t, uint64_t cap,
 		  struct hs_epoch_result *res)
 {
 	uint32_t n = t->nsamples, L = t->epoch_len, e, i;
 	uint8_t *in = calloc(n ? n : 1, 1);
-	struct dlc_policy p;
-	struct hs_lru lru = { NULL, NULL, DLC_POLICY_NIL, DLC_POLICY_NIL };
-	void *mem = NULL;
-	uint64_t used = 0, window = 0;
+	struct dlc_cache *c = NULL;
+	struct hs_lru lru = { NULL, NULL, HS_NIL, HS_NIL };
+	uint64_t used = 0;
 	int rc = -1;
 
 	memset(res, 0, sizeof(*res) * t->nepochs);
 	if (!in)
 		return -1;
-	if (pol == HS_DLCACHE || pol == HS_BELADY) {
-		size_t sz;
-
-		window = pol == HS_DLCACHE ? 3ULL * L : (uint64_t)L * t->nepochs;
-		if (window > DLC_POLICY_MAX_WINDOW ||
-		    (pol == HS_BELADY && t->nepochs > DLC_POLICY_MAX_EPOCHS))
+	if (pol == HS_DLCACHE) {
+		if (dlc_cache_create(n, L, cap, &c))
 			goto out;
-		sz = dlc_policy_mem_size(n, (uint32_t)window);
-		mem = sz ? aligned_alloc(64, (sz + 63) & ~(size_t)63) : NULL;
-		if (!mem || dlc_policy_init(&p, n, (uint32_t)window, mem, sz))
-			goto out;
-		if (pol == HS_BELADY)
-			for (e = 0; e < t->nepochs; e++)
-				if (dlc_policy_add_epoch(&p, e, t->ids + (size_t)e * L, L))
-					goto out;
 	} else if (pol == HS_LRU) {
 		lru.prev = malloc(sizeof(uint32_t) * n);
 		lru.next = malloc(sizeof(uint32_t) * n);
@@ -157,30 +140,28 @@ static int hs_run(enum hs_policy pol, const struct hs_trace *t, uint64_t cap,
 
 	for (e = 0; e < t->nepochs; e++) {
 		const uint32_t *ids = t->ids + (size_t)e * L;
-		uint64_t base = 0;
 
-		if (pol == HS_DLCACHE) {
-			/* dlc_cache_prepare_epoch: epoch e known, upload e + 1. */
-			if (e == 0 && dlc_policy_add_epoch(&p, 0, ids, L))
-				goto out;
-			if (dlc_policy_position(&p, e, 0, &base))
-				goto out;
-			dlc_policy_advance(&p, base);
-			if (e + 1 < t->nepochs &&
-			    dlc_policy_add_epoch(&p, e + 1, ids + L, L))
-				goto out;
-		} else if (pol == HS_BELADY) {
-			base = (uint64_t)e * L;
-		}
+		/* Epoch e + 1 of the last epoch is not in the trace. */
+		if (c && dlc_cache_prepare_epoch(c, e, hs_fill, (void *)t) &&
+		    e + 1 < t->nepochs)
+			goto out;
 		for (i = 0; i < L; i++) {
 			uint32_t id = ids[i];
 			uint64_t s = t->size[id];
+			struct dlc_buf *b;
+			int hit;
 
 			res[e].reqs++;
 			res[e].req_bytes += s;
-			if (pol == HS_DLCACHE || pol == HS_BELADY)
-				dlc_policy_advance(&p, base + i + 1);
-			if (in[id]) {
+			if (c) {
+				dlc_cache_advance(c, e, i);
+				b = dlc_cache_lookup(c, id);
+				hit = b != NULL;
+				dlc_buf_put(b);
+			} else {
+				hit = in[id];
+			}
+			if (hit) {
 				res[e].hits++;
 				res[e].hit_bytes += s;
 				if (pol == HS_LRU) {
@@ -191,8 +172,13 @@ static int hs_run(enum hs_policy pol, const struct hs_trace *t, uint64_t cap,
 			}
 			switch (pol) {
 			case HS_DLCACHE:
-			case HS_BELADY:
-				hs_offer(&p, in, t->size, cap, &used, id);
+				/* a buffer that says it holds s bytes */
+				b = dlc_buf_alloc(0);
+				if (!b)
+					goto out;
+				b->len = s;
+				dlc_cache_offer(c, id, b);
+				dlc_buf_put(b);
 				break;
 			case HS_LRU:
 				if (s > cap)
@@ -221,11 +207,52 @@ static int hs_run(enum hs_policy pol, const struct hs_trace *t, uint64_t cap,
 	}
 	rc = 0;
 out:
+	dlc_cache_destroy(c);
 	free(lru.prev);
 	free(lru.next);
-	free(mem);
 	free(in);
 	return rc;
+}
+
+/*
+ * The exact optimum by count when every sample weighs 1 and @cap counts
+ * samples (Belady MIN with bypass, tests/perf/optref.c): per-epoch results
+ * into @res, bytes counted as 1 a sample. Returns 0 or -1.
+ */
+static int hs_belady_unit(const struct hs_trace *t, uint64_t cap,
+			  struct hs_epoch_result *res)
+{
+	uint64_t T = (uint64_t)t->nepochs * t->epoch_len, k;
+	uint8_t *hit = malloc(T ? T : 1);
+
+	memset(res, 0, sizeof(*res) * t->nepochs);
+	if (!hit || opt_belady_unit(t->ids, T, t->nsamples, cap, hit) < 0) {
+		free(hit);
+		return -1;
+	}
+	for (k = 0; k < T; k++) {
+		struct hs_epoch_result *r = &res[k / t->epoch_len];
+
+		r->reqs++;
+		r->req_bytes++;
+		r->hits += hit[k];
+		r->hit_bytes += hit[k];
+	}
+	free(hit);
+	return 0;
+}
+
+/*
+ * An upper bound on the hit bytes any policy with @cap bytes gets in
+ * epochs [@from, @to) of @t (tests/perf/optref.c). Returns it, or -1.
+ */
+static double hs_bound(const struct hs_trace *t, uint64_t cap, uint32_t from,
+		       uint32_t to)
+{
+	uint64_t L = t->epoch_len;
+
+	return opt_bound_bytes(t->ids, (uint64_t)t->nepochs * L, t->nsamples,
+			       t->size, cap, from * L, to * L);
 }
 
 /* splitmix64, for the repeats order. */

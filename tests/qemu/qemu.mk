@@ -26,7 +26,8 @@
 #                                      (FUZZ_CHECK_SECONDS=45 each)
 #
 # A kernel whose image or headers are missing is one "skip qemu-<k>:all"
-# line (make deps installs both kernels).
+# line (make deps installs both kernels); under CI=true it is one FAIL
+# (tests/skip-required.sh).
 
 .PHONY: qemu-test qemu-smoke qemu-debug debug-kernel
 
@@ -38,7 +39,7 @@ qemu-test:
 	@rc=0; for k in $(KERNELS); do \
 		r=$$(tools/build/kver.sh "$$k"); \
 		if [ -z "$$r" ] || [ ! -e "/boot/vmlinuz-$$r" ] || [ ! -d "/lib/modules/$$r/build" ]; then \
-			echo "skip qemu-$$k:all (no $$k kernel image and headers installed: make deps)"; \
+			tests/skip-required.sh "qemu-$$k:all" "no $$k kernel image and headers installed: make deps" || rc=1; \
 			continue; \
 		fi; \
 		if ! $(MAKE) --no-print-directory module KVER="$$r"; then \
@@ -89,8 +90,8 @@ FUZZ_CHECK_SECONDS ?= 45
 # fuzz_run,SECONDS: debug kernel, module for it, one boot running kcov_fuzz.
 define fuzz_run
 if ! ls /usr/src/linux-source-6.1*.tar.xz > /dev/null 2>&1; then \
-	echo "skip qemu-fuzz:kcov_fuzz (no /usr/src/linux-source-6.1 for the debug kernel: make deps)"; \
-	exit 0; \
+	tests/skip-required.sh qemu-fuzz:kcov_fuzz "no /usr/src/linux-source-6.1 for the debug kernel: make deps"; \
+	exit $$?; \
 fi; \
 if ! env=$$(tests/qemu/debug-kernel/build.sh); then \
 	echo "FAIL qemu-fuzz:kcov_fuzz (the debug kernel did not build; see above)"; exit 1; \

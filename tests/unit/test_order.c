@@ -375,15 +375,15 @@ static void test_torch(void)
 	int fd, status;
 
 	if (access("/usr/bin/python3", X_OK)) {
-		printf("note: no /usr/bin/python3, torch comparison skipped\n");
+		t_skip_required("test_torch", "no /usr/bin/python3 (make deps)");
 		return;
 	}
 	fd = mkstemp(script);
-	if (fd < 0)
-		return;
-	f = fdopen(fd, "w");
+	f = fd < 0 ? NULL : fdopen(fd, "w");
+	CHECK(f, "torch script %s: %s", script, strerror(errno));
 	if (!f) {
-		close(fd);
+		if (fd >= 0)
+			close(fd);
 		unlink(script);
 		return;
 	}
@@ -391,6 +391,7 @@ static void test_torch(void)
 	fclose(f);
 	snprintf(cases_path, sizeof(cases_path), "%s.in", script);
 	in = fopen(cases_path, "w");
+	CHECK(in, "%s: %s", cases_path, strerror(errno));
 	if (!in) {
 		unlink(script);
 		return;
@@ -441,7 +442,7 @@ static void test_torch(void)
 	}
 	status = pclose(f);
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
-		printf("note: python3 has no torch, torch comparison skipped\n");
+		t_skip_required("test_torch", "/usr/bin/python3 has no torch (make deps)");
 	else if (!WIFEXITED(status) || WEXITSTATUS(status) || !lines)
 		printf("FAIL: torch comparison script failed\n"), t_failures++;
 	else

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -33,12 +32,10 @@ static void check_usable(struct dlc_pinned *p, size_t want)
 	CHECK(((uint8_t *)p->base)[p->bytes - 1] == 0xa5, "memory writable");
 }
 
-int main(void)
+static void alloc_and_free(void)
 {
 	struct dlc_logger lg = { capture, NULL, DLC_LOG_INFO };
 	struct dlc_pinned p;
-	pid_t pid;
-	int status;
 
 	CHECK(dlc_pinned_alloc(0, &lg, &p) < 0, "zero bytes refused");
 	CHECK(dlc_pinned_alloc(5 << 20, &lg, &p) == 0, "alloc");
@@ -46,37 +43,41 @@ int main(void)
 	if (getuid() == 0)
 		CHECK(p.locked, "root could not pin: %s", logbuf);
 	dlc_pinned_free(&p);
+}
 
+/* A small RLIMIT_MEMLOCK and no privilege: a warning, unpinned. */
+static void limited(void *arg)
+{
+	struct dlc_logger lg = { capture, NULL, DLC_LOG_INFO };
+	struct rlimit rl = { 64 << 10, 64 << 10 };
+	struct dlc_pinned p;
+
+	(void)arg;
+	logbuf[0] = 0;
+	CHECK(!setrlimit(RLIMIT_MEMLOCK, &rl), "setrlimit");
+	CHECK(dlc_pinned_alloc(8 << 20, &lg, &p) == 0, "alloc under the limit");
+	check_usable(&p, 8 << 20);
+	CHECK(!p.locked, "pinned despite RLIMIT_MEMLOCK");
+	CHECK(strstr(logbuf, "RLIMIT_MEMLOCK (64 KiB) prevents pinning 8 MiB") &&
+	      strstr(logbuf, "continuing unpinned"),
+	      "warning says why: '%s'", logbuf);
+	CHECK(strchr(logbuf, '\n') == strrchr(logbuf, '\n'), "one warning line");
+	dlc_pinned_free(&p);
+}
+
+static void unprivileged_limit(void)
+{
 #ifdef __SANITIZE_ADDRESS__
 	/* ASan intercepts mlock() and reports success without locking. */
-	printf("unprivileged part skipped: mlock is a no-op under ASan\n");
-	return t_done("test_pinned");
+	t_skip("unprivileged_limit", "mlock is a no-op under ASan (the release build runs it)");
+	return;
 #endif
-	/* A small RLIMIT_MEMLOCK and no privilege: a warning, unpinned. */
-	pid = fork();
-	if (pid == 0) {
-		struct rlimit rl = { 64 << 10, 64 << 10 };
+	t_run_unprivileged(limited, NULL);
+}
 
-		t_failures = 0;
-		logbuf[0] = 0;
-		setrlimit(RLIMIT_MEMLOCK, &rl);
-		if (getuid() == 0 && (setgid(65534) || setuid(65534)))
-			_exit(77);
-		CHECK(dlc_pinned_alloc(8 << 20, &lg, &p) == 0, "alloc under the limit");
-		check_usable(&p, 8 << 20);
-		CHECK(!p.locked, "pinned despite RLIMIT_MEMLOCK");
-		CHECK(strstr(logbuf, "RLIMIT_MEMLOCK (64 KiB) prevents pinning 8 MiB") &&
-		      strstr(logbuf, "continuing unpinned"),
-		      "warning says why: '%s'", logbuf);
-		CHECK(strchr(logbuf, '\n') == strrchr(logbuf, '\n'), "one warning line");
-		dlc_pinned_free(&p);
-		_exit(t_failures ? 1 : 0);
-	}
-	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork");
-	if (pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 77)
-		printf("unprivileged part skipped: cannot drop to uid 65534\n");
-	else
-		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-		      "unprivileged part failed (status %d)", status);
+int main(void)
+{
+	T_RUN(alloc_and_free);
+	T_RUN(unprivileged_limit);
 	return t_done("test_pinned");
 }

@@ -192,7 +192,7 @@ static void test_buffered_fallback(void)
 	char *dir = no_direct_dir(&mounted);
 
 	if (!dir) {
-		printf("skip: no file system here refuses O_DIRECT (tmpfs takes it since 6.6; ramfs needs root): fallback part not run\n");
+		t_skip("test_buffered_fallback", "no file system here refuses O_DIRECT (tmpfs takes it since 6.6; ramfs needs root)");
 		return;
 	}
 	make_files(dir, paths);

@@ -353,7 +353,7 @@ static void test_simd_vs_c(void)
 				     &(struct dlc_crop){ 0, 0, 1, 1, 0, 0 },
 				     1, 1, DLC_LAYOUT_NHWC, v, DLC_RESIZE_AVX2);
 	if (ret == -EOPNOTSUPP) {
-		printf("resize: no AVX2 here, SIMD comparison skipped\n");
+		t_skip("test_simd_vs_c", "no AVX2 on this CPU: the SIMD path is not compared");
 		free(a);
 		free(v);
 		return;
@@ -493,7 +493,7 @@ static void test_against_pil(void)
 
 	if (access("/usr/bin/python3", X_OK) ||
 	    system("/usr/bin/python3 -c 'import PIL' >/dev/null 2>&1")) {
-		printf("resize: Pillow not available, skipping that part\n");
+		t_skip_required("test_against_pil", "/usr/bin/python3 has no Pillow (make deps)");
 		return;
 	}
 	if (!mkdtemp(dir)) {

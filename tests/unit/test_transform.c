@@ -362,7 +362,7 @@ static void test_against_torchvision(const struct stats *s, uint32_t w,
 
 	if (access("/usr/bin/python3", X_OK) ||
 	    system("/usr/bin/python3 -c 'import torchvision' >/dev/null 2>&1")) {
-		printf("transform: torchvision not available, skipping that part\n");
+		t_skip_required("test_against_torchvision", "/usr/bin/python3 has no torchvision (make deps)");
 		return;
 	}
 	fd = mkstemp(path);

@@ -21,7 +21,7 @@ _Static_assert(sizeof(struct dlcache_info) == 96, "dlcache_info layout");
 
 static const char *device_path(void)
 {
-	const char *p = getenv("DLCACHECTL_DEVICE");
+	const char *p = getenv("DLCACHE_DEVICE");
 
 	return p && *p ? p : DLCACHE_DEVICE;
 }

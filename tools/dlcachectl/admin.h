@@ -17,7 +17,7 @@
 #include "../../uapi/dlcache.h"
 
 /*
- * Open /dev/dlcache (DLCACHECTL_DEVICE overrides the path, for tests).
+ * Open /dev/dlcache (DLCACHE_DEVICE overrides the path, as for the library).
  * Returns the fd, or -1 after printing one line ("dlcachectl @cmd: ...":
  * not found / permission denied / other) for an exit status of 1.
  */

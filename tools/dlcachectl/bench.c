@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -430,9 +431,9 @@ int cmd_bench(int argc, char **argv)
 				return usage_error("bench", "--size: want 1..%d, got '%s'", DLC_MAX_OUT_SIDE, optarg);
 			break;
 		case 'L':
-			if (!strcmp(optarg, "nchw"))
+			if (!strcasecmp(optarg, "nchw"))
 				cfg.layout = DLC_LAYOUT_NCHW;
-			else if (!strcmp(optarg, "nhwc"))
+			else if (!strcasecmp(optarg, "nhwc"))
 				cfg.layout = DLC_LAYOUT_NHWC;
 			else
 				return usage_error("bench", "--layout: want nchw or nhwc, got '%s'", optarg);
@@ -624,7 +625,16 @@ int cmd_bench(int argc, char **argv)
 		       dlc_index_total_bytes(idx) ?
 		       (double)cap / (double)dlc_index_total_bytes(idx) : 0.0);
 	}
+	/* A run that trained on nothing did not work, whatever the policy. */
 	rc = 0;
+	for (e = 0; e < epochs; e++)
+		if (!res[e].images) {
+			rc = fail("bench", "%s: epoch %u delivered no image (%llu of %u samples failed)",
+				  argv[optind], e,
+				  (unsigned long long)res[e].delta.errors,
+				  dlc_index_count(idx));
+			break;
+		}
 out:
 	lockstep_close(&ls);
 	dlc_loader_destroy(l);

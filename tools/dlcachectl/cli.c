@@ -112,7 +112,7 @@ const char *index_error(int err)
 {
 	switch (err) {
 	case -ENODATA:
-		return "no samples: want class subdirectories holding images";
+		return "no samples: want class subdirectories holding images (the ImageFolder layout DIR/CLASS/IMAGE.jpg)";
 	case -EBADMSG:
 		return "not a valid dlcache index file";
 	default:
@@ -142,4 +142,35 @@ int parse_on_error(const char *s, uint32_t *out)
 			return 0;
 		}
 	return -1;
+}
+
+void held_log_fn(void *arg, int level, const char *msg)
+{
+	struct held_log *h = arg;
+
+	pthread_mutex_lock(&h->lock);
+	if (!h->hold) {
+		dlc_log_stderr(NULL, level, msg);
+	} else if (h->n < sizeof(h->msg) / sizeof(h->msg[0])) {
+		h->level[h->n] = level;
+		h->msg[h->n] = strdup(msg);
+		if (h->msg[h->n])
+			h->n++;
+	}
+	pthread_mutex_unlock(&h->lock);
+}
+
+void held_log_release(struct held_log *h, int print)
+{
+	unsigned int i;
+
+	pthread_mutex_lock(&h->lock);
+	for (i = 0; i < h->n; i++) {
+		if (print)
+			dlc_log_stderr(NULL, h->level[i], h->msg[i]);
+		free(h->msg[i]);
+	}
+	h->n = 0;
+	h->hold = 0;
+	pthread_mutex_unlock(&h->lock);
 }

@@ -9,6 +9,7 @@
 #ifndef DLCACHECTL_CLI_H
 #define DLCACHECTL_CLI_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #define EXIT_USAGE 2
@@ -59,6 +60,24 @@ void setup_transform(struct dlc_config *cfg, int eval, uint32_t size);
 
 /* "skip", "substitute" or "fail" to enum dlc_on_error; 0 or -1. */
 int parse_on_error(const char *s, uint32_t *out);
+
+/*
+ * A library log callback (arg: a struct held_log) that holds lines back
+ * while @hold is set, so that a usage error found after the loader started
+ * is still the one line on stderr. held_log_release() prints the held
+ * lines (@print) or drops them, and from then on passes lines straight to
+ * dlc_log_stderr().
+ */
+struct held_log {
+	pthread_mutex_t lock;
+	int hold;
+	unsigned int n;
+	int level[16];
+	char *msg[16];
+};
+#define HELD_LOG_INIT { PTHREAD_MUTEX_INITIALIZER, 1, 0, { 0 }, { NULL } }
+void held_log_fn(void *arg, int level, const char *msg);
+void held_log_release(struct held_log *h, int print);
 
 /* Monotonic clock in nanoseconds. */
 uint64_t now_ns(void);

@@ -60,7 +60,7 @@ int cmd_index(int argc, char **argv)
 
 	ret = dlc_index_build(dir, &idx);
 	if (ret)
-		return fail("index", "%s: %s", dir, strerror(-ret));
+		return fail("index", "%s: %s", dir, index_error(ret));
 	ret = dlc_index_save(idx, out);
 	if (ret) {
 		dlc_index_free(idx);

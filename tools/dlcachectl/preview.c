@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -174,6 +175,7 @@ int cmd_preview(int argc, char **argv)
 	struct dlc_config cfg;
 	uint8_t *sheet = NULL;
 	size_t sheet_w, sheet_h;
+	struct held_log held = HELD_LOG_INIT;
 	char why[320];
 	int eval = 0, opt, ret, rc = 1;
 
@@ -215,9 +217,9 @@ int cmd_preview(int argc, char **argv)
 						   optarg);
 			break;
 		case 'L':
-			if (!strcmp(optarg, "nchw"))
+			if (!strcasecmp(optarg, "nchw"))
 				cfg.layout = DLC_LAYOUT_NCHW;
-			else if (!strcmp(optarg, "nhwc"))
+			else if (!strcasecmp(optarg, "nhwc"))
 				cfg.layout = DLC_LAYOUT_NHWC;
 			else
 				return usage_error("preview", "--layout: want nchw or nhwc, got '%s'",
@@ -255,22 +257,26 @@ int cmd_preview(int argc, char **argv)
 
 	/* The same transform set-up as bench, so the sheet shows its input. */
 	setup_transform(&cfg, eval, size);
-	cfg.log = dlc_log_stderr;
+	cfg.log = held_log_fn;
+	cfg.log_arg = &held;
 	/* One batch is read once: a cache would only cost memory. */
 	cfg.cache_bytes = 0;
 
 	ret = dlc_loader_create(&cfg, idx, &l);
 	if (ret) {
+		held_log_release(&held, 1);
 		fail("preview", "%s: cannot start the loader: %s", argv[optind],
 		     strerror(-ret));
 		goto out;
 	}
 	nb = dlc_loader_epoch_batches(l);
+	/* A usage error: one line, without the loader's start-up warnings. */
 	if (batch >= nb) {
 		rc = usage_error("preview", "--batch %u: the epoch has %u batches of %u",
 				 batch, nb, cfg.batch_size);
 		goto out;
 	}
+	held_log_release(&held, 1);
 	ret = dlc_loader_start_epoch(l, epoch, batch * cfg.batch_size);
 	if (ret) {
 		fail("preview", "%s: cannot start epoch %u at batch %u: %s",
@@ -341,6 +347,7 @@ out:
 	if (b && dlc_release_batch(l, b))
 		rc = 1;
 	dlc_loader_destroy(l);
+	held_log_release(&held, rc != EXIT_USAGE);
 	dlc_index_free(idx);
 	free(sheet);
 	return rc;

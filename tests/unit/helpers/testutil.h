@@ -86,6 +86,21 @@ void t_skip(const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void t_skip_required(const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/*
+ * Inside a T_RUN, a skip under the sub-check's own name stands for it: the
+ * report then prints nothing more unless a CHECK failed (FAIL). A part
+ * that can be skipped on its own is best its own sub-check.
+ */
+
+/*
+ * Run @fn(@arg) in a child without privilege: as root the child drops to
+ * uid/gid 65534 (nobody) first, so permission checks run as root too.
+ * Files the child needs must be reachable by uid 65534. The child's
+ * failures are added to t_failures; returns 0, 1 when the child failed,
+ * or -errno when it could not run.
+ */
+int t_run_unprivileged(void (*fn)(void *), void *arg);
+
 /* Whether CI=true (or CI=1) is set: required comparisons must run. */
 int t_in_ci(void);
 
