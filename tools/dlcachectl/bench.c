@@ -32,6 +32,8 @@ static void help(void)
 	       "                       self: this user's own; DLCACHE_OWNER_UID overrides)\n"
 	       "  --verify MODE        check samples against the index's crc32c: kernel (default:\n"
 	       "                       bytes from dlcache.ko), off, or all (also reads from storage)\n"
+	       "  --validate MODE      decode each sample's whole file to check it: once (default:\n"
+	       "                       first decode per loader), always, or off\n"
 	       "  --verify-cost        measure what verification costs: epochs alternate between\n"
 	       "                       --verify all and off (no cache, every sample read and\n"
 	       "                       checked), after one warm-up epoch; prints the ratio\n"
@@ -326,6 +328,7 @@ int cmd_bench(int argc, char **argv)
 		{ "owner-uid", required_argument, NULL, 'U' },
 		{ "verify", required_argument, NULL, 'V' },
 		{ "verify-cost", no_argument, NULL, 'X' },
+		{ "validate", required_argument, NULL, 'A' },
 		{ "cache-fraction", required_argument, NULL, 'F' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "queue-depth", required_argument, NULL, 'q' },
@@ -407,6 +410,13 @@ int cmd_bench(int argc, char **argv)
 			break;
 		case 'X':
 			verify_cost = 1;
+			break;
+		case 'A':
+			for (cfg.validate = 0; cfg.validate <= DLC_VALIDATE_OFF; cfg.validate++)
+				if (!strcmp(optarg, dlc_validate_name(cfg.validate)))
+					break;
+			if (cfg.validate > DLC_VALIDATE_OFF)
+				return usage_error("bench", "--validate: want once, always or off, got '%s'", optarg);
 			break;
 		case 'F':
 			fraction = strtod(optarg, &end);
