@@ -604,7 +604,7 @@ int cmd_bench(int argc, char **argv)
 			       "\"bypasses\": %llu, \"io_thread_decodes\": %llu, "
 			       "\"hits\": %llu, \"misses\": %llu, \"hit_bytes\": %llu, "
 			       "\"miss_bytes\": %llu, \"verified\": %llu, "
-			       "\"checksum_errors\": %llu",
+			       "\"checksum_errors\": %llu, \"validated\": %llu",
 			       e ? ", " : "", e,
 			       (double)res[e].images / res[e].seconds, hit_ratio(d),
 			       (double)d->wait_ns / 1e9,
@@ -619,7 +619,8 @@ int cmd_bench(int argc, char **argv)
 			       (unsigned long long)d->hit_bytes,
 			       (unsigned long long)d->miss_bytes,
 			       (unsigned long long)d->verified,
-			       (unsigned long long)d->checksum_errors);
+			       (unsigned long long)d->checksum_errors,
+			       (unsigned long long)d->validated);
 			if (digest)
 				printf(", \"digest\": \"%016llx\"",
 				       (unsigned long long)res[e].digest);

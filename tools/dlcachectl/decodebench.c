@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -68,6 +69,7 @@ struct worker {
 	uint64_t done;
 	uint64_t errors;
 	uint64_t end_ns;
+	uint64_t cpu_ns;	/* the thread's CPU time */
 	int err;
 	char why[256];
 };
@@ -107,6 +109,14 @@ out:
 	return err;
 }
 
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -126,6 +136,7 @@ static void *worker_main(void *arg)
 		dlc_decoder_destroy(d);
 		return NULL;
 	}
+	w->cpu_ns = thread_cpu_ns();
 	while (now_ns() < r->deadline) {
 		const struct image *img = &r->imgs[i];
 
@@ -159,17 +170,21 @@ static void *worker_main(void *arg)
 			i = 0;
 	}
 	w->end_ns = now_ns();
+	w->cpu_ns = thread_cpu_ns() - w->cpu_ns;
 	free(dst);
 	dlc_decoder_destroy(d);
 	return NULL;
 }
 
-/* Images per second of one mode on @nthreads threads, or -errno. */
+/*
+ * Images per second of one mode on @nthreads threads, and per second of
+ * the threads' CPU time (steadier on a shared machine), or -errno.
+ */
 static int run_mode(struct run *r, struct worker *ws, uint32_t nthreads,
-		    double seconds, double *rate, uint64_t *errors,
-		    char *why, size_t why_len)
+		    double seconds, double *rate, double *cpu_rate,
+		    uint64_t *errors, char *why, size_t why_len)
 {
-	uint64_t start = now_ns(), end = start, done = 0;
+	uint64_t start = now_ns(), end = start, done = 0, cpu = 0;
 	uint32_t t, started;
 	int err = 0;
 
@@ -194,10 +209,12 @@ static int run_mode(struct run *r, struct worker *ws, uint32_t nthreads,
 		*errors += ws[t].errors;
 		if (ws[t].end_ns > end)
 			end = ws[t].end_ns;
+		cpu += ws[t].cpu_ns;
 	}
 	if (err)
 		return err;
 	*rate = end > start ? done / ((end - start) / 1e9) : 0.0;
+	*cpu_rate = cpu ? done / (cpu / 1e9) : 0.0;
 	return 0;
 }
 
@@ -210,11 +227,17 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+static double ratio(const double *r, int a, int b)
+{
+	return r[b] > 0 ? r[a] / r[b] : 0.0;
+}
+
 int cmd_decodebench(int argc, char **argv)
 {
 	const char *path = NULL;
 	uint32_t nthreads = 0, nimages = 0, seconds_u = 0, n, i, m, k;
 	double seconds = 3.0, rate[MODES], rounds[MODES][ROUNDS];
+	double cpu_rate[MODES], cpu_rounds[MODES][ROUNDS];
 	int json = 0, opts = 1, i_arg, ret, status = 1;
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	struct dlc_decoder *hdr = NULL;
@@ -322,7 +345,8 @@ int cmd_decodebench(int argc, char **argv)
 
 			r.mode = (enum mode)m;
 			ret = run_mode(&r, ws, nthreads, seconds / ROUNDS,
-				       &rounds[m][k], &errors, why, sizeof(why));
+				       &rounds[m][k], &cpu_rounds[m][k],
+				       &errors, why, sizeof(why));
 			if (ret) {
 				fail("decodebench", "%s: %s", mode_names[m],
 				     strerror(-ret));
@@ -334,25 +358,36 @@ int cmd_decodebench(int argc, char **argv)
 		}
 	for (m = 0; m < MODES; m++) {
 		qsort(rounds[m], ROUNDS, sizeof(double), cmp_double);
+		qsort(cpu_rounds[m], ROUNDS, sizeof(double), cmp_double);
 		rate[m] = rounds[m][ROUNDS / 2];
+		cpu_rate[m] = cpu_rounds[m][ROUNDS / 2];
 		if (!json)
-			printf("  %-15s %9.1f images/s  (%.1f per thread)\n",
-			       mode_names[m], rate[m], rate[m] / nthreads);
+			printf("  %-15s %9.1f images/s  (%.1f per thread, %.1f per CPU-second)\n",
+			       mode_names[m], rate[m], rate[m] / nthreads,
+			       cpu_rate[m]);
 	}
 	if (json)
 		printf("{\"threads\":%u,\"images\":%u,\"full_images_per_s\":%.1f,"
 		       "\"crop_images_per_s\":%.1f,\"crop_unchecked_images_per_s\":%.1f,"
-		       "\"full_then_crop_images_per_s\":%.1f}\n",
+		       "\"full_then_crop_images_per_s\":%.1f,"
+		       "\"full_images_per_cpu_s\":%.1f,\"crop_images_per_cpu_s\":%.1f,"
+		       "\"crop_unchecked_images_per_cpu_s\":%.1f,"
+		       "\"full_then_crop_images_per_cpu_s\":%.1f}\n",
 		       nthreads, n, rate[MODE_FULL], rate[MODE_CROP],
-		       rate[MODE_CROP_UNCHECKED], rate[MODE_FULL_THEN_CROP]);
+		       rate[MODE_CROP_UNCHECKED], rate[MODE_FULL_THEN_CROP],
+		       cpu_rate[MODE_FULL], cpu_rate[MODE_CROP],
+		       cpu_rate[MODE_CROP_UNCHECKED],
+		       cpu_rate[MODE_FULL_THEN_CROP]);
 	else
-		printf("  %-15s %9.3f\n  %-15s %9.3f\n  %-15s %9.3f\n",
-		       "crop/full",
-		       rate[MODE_FULL] > 0 ? rate[MODE_CROP] / rate[MODE_FULL] : 0.0,
-		       "unchecked/full", rate[MODE_FULL] > 0 ?
-		       rate[MODE_CROP_UNCHECKED] / rate[MODE_FULL] : 0.0,
-		       "crop/unchecked", rate[MODE_CROP_UNCHECKED] > 0 ?
-		       rate[MODE_CROP] / rate[MODE_CROP_UNCHECKED] : 0.0);
+		printf("  %-15s %9.3f  (CPU time %.3f)\n"
+		       "  %-15s %9.3f  (CPU time %.3f)\n"
+		       "  %-15s %9.3f  (CPU time %.3f)\n",
+		       "crop/full", ratio(rate, MODE_CROP, MODE_FULL),
+		       ratio(cpu_rate, MODE_CROP, MODE_FULL),
+		       "unchecked/full", ratio(rate, MODE_CROP_UNCHECKED, MODE_FULL),
+		       ratio(cpu_rate, MODE_CROP_UNCHECKED, MODE_FULL),
+		       "crop/unchecked", ratio(rate, MODE_CROP, MODE_CROP_UNCHECKED),
+		       ratio(cpu_rate, MODE_CROP, MODE_CROP_UNCHECKED));
 	status = 0;
 out:
 	if (imgs)
