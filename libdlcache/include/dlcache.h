@@ -357,7 +357,9 @@ const char *dlc_verify_name(uint32_t verify);
  * data, a bad marker, a cut-off tail) fails as corrupt or truncated and
  * on_error applies, whichever rows the crop takes. The environment
  * variable DLCACHE_VALIDATE ("once", "always" or "off") overrides it.
- * Measured costs: Documentation/library.md, "Checking the whole file".
+ * A checked decode costs 7-9% more CPU than an unchecked one, still no
+ * more than a full decode; measurements in Documentation/library.md,
+ * "Checking the whole file".
  */
 enum dlc_validate {
 	/*
@@ -366,7 +368,9 @@ enum dlc_validate {
 	 * (DLC_DECODE_CROP_FIRST_UNCHECKED) when the bytes are the same:
 	 * their CRC-32C, computed on every decode, must equal the index's,
 	 * as when the check passed. A sample without a recorded checksum,
-	 * or whose bytes no longer match it, is checked every time.
+	 * or whose bytes no longer match it, is checked every time. Costs
+	 * the checked price in the first epoch, then a CRC-32C pass per
+	 * decode (under 1% of decoding).
 	 */
 	DLC_VALIDATE_ONCE = 0,
 	/* Every decode is checked. */
