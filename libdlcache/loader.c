@@ -1128,27 +1128,40 @@ uint32_t dlc_loader_backend(const struct dlc_loader *l)
 }
 
 /*
+ * The environment variable @var, when set, over *@mode: one of the names
+ * @name() gives for 0 .. @last. Anything else is -EINVAL, logged.
+ */
+static int env_mode(struct dlc_loader *l, const char *var,
+		    const char *(*name)(uint32_t), uint32_t last,
+		    const char *want, uint32_t *mode)
+{
+	const char *env = getenv(var);
+	uint32_t i;
+
+	if (!env || !*env)
+		return 0;
+	for (i = 0; i <= last; i++)
+		if (!strcmp(env, name(i))) {
+			*mode = i;
+			return 0;
+		}
+	dlc_logf(&l->log, DLC_LOG_ERROR, "invalid %s '%s': want %s", var, env,
+		 want);
+	return -EINVAL;
+}
+
+/*
  * DLCACHE_VERIFY over cfg.verify; then whether the index has checksums
  * at all (a format 1 index has none: say so where it matters).
  */
 static int setup_verify(struct dlc_loader *l)
 {
-	const char *env = getenv("DLCACHE_VERIFY");
 	uint32_t i, crc;
 
 	l->verify = l->cfg.verify;
-	if (env && *env) {
-		for (i = 0; i <= DLC_VERIFY_ALL; i++)
-			if (!strcmp(env, dlc_verify_name(i)))
-				break;
-		if (i > DLC_VERIFY_ALL) {
-			dlc_logf(&l->log, DLC_LOG_ERROR,
-				 "invalid DLCACHE_VERIFY '%s': want kernel, off or all",
-				 env);
-			return -EINVAL;
-		}
-		l->verify = i;
-	}
+	if (env_mode(l, "DLCACHE_VERIFY", dlc_verify_name, DLC_VERIFY_ALL,
+		     "kernel, off or all", &l->verify))
+		return -EINVAL;
 	if (l->verify == DLC_VERIFY_OFF)
 		return 0;
 	for (i = 0; i < l->n; i++)
@@ -1168,22 +1181,10 @@ static int setup_verify(struct dlc_loader *l)
 /* DLCACHE_VALIDATE over cfg.validate; ONCE's bitmap. */
 static int setup_validate(struct dlc_loader *l)
 {
-	const char *env = getenv("DLCACHE_VALIDATE");
-	uint32_t i;
-
 	l->validate = l->cfg.validate;
-	if (env && *env) {
-		for (i = 0; i <= DLC_VALIDATE_OFF; i++)
-			if (!strcmp(env, dlc_validate_name(i)))
-				break;
-		if (i > DLC_VALIDATE_OFF) {
-			dlc_logf(&l->log, DLC_LOG_ERROR,
-				 "invalid DLCACHE_VALIDATE '%s': want once, always or off",
-				 env);
-			return -EINVAL;
-		}
-		l->validate = i;
-	}
+	if (env_mode(l, "DLCACHE_VALIDATE", dlc_validate_name,
+		     DLC_VALIDATE_OFF, "once, always or off", &l->validate))
+		return -EINVAL;
 	if (l->validate != DLC_VALIDATE_ONCE)
 		return 0;
 	l->checked = calloc((size_t)l->n / 8 + 1, 1);

@@ -79,6 +79,20 @@ struct epoch_result {
 	struct dlc_stats delta;
 };
 
+/* @arg as one of the names @name() gives for 0 .. @last; -EINVAL if none. */
+static int parse_mode(const char *arg, const char *(*name)(uint32_t),
+		      uint32_t last, uint32_t *mode)
+{
+	uint32_t i;
+
+	for (i = 0; i <= last; i++)
+		if (!strcmp(arg, name(i))) {
+			*mode = i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
 static void stats_delta(const struct dlc_stats *a, const struct dlc_stats *b,
 			struct dlc_stats *d)
 {
@@ -402,20 +416,16 @@ int cmd_bench(int argc, char **argv)
 				return usage_error("bench", "--owner-uid: want a uid or self, got '%s'", optarg);
 			break;
 		case 'V':
-			for (cfg.verify = 0; cfg.verify <= DLC_VERIFY_ALL; cfg.verify++)
-				if (!strcmp(optarg, dlc_verify_name(cfg.verify)))
-					break;
-			if (cfg.verify > DLC_VERIFY_ALL)
+			if (parse_mode(optarg, dlc_verify_name, DLC_VERIFY_ALL,
+				       &cfg.verify))
 				return usage_error("bench", "--verify: want kernel, off or all, got '%s'", optarg);
 			break;
 		case 'X':
 			verify_cost = 1;
 			break;
 		case 'A':
-			for (cfg.validate = 0; cfg.validate <= DLC_VALIDATE_OFF; cfg.validate++)
-				if (!strcmp(optarg, dlc_validate_name(cfg.validate)))
-					break;
-			if (cfg.validate > DLC_VALIDATE_OFF)
+			if (parse_mode(optarg, dlc_validate_name, DLC_VALIDATE_OFF,
+				       &cfg.validate))
 				return usage_error("bench", "--validate: want once, always or off, got '%s'", optarg);
 			break;
 		case 'F':
