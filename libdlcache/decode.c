@@ -10,15 +10,16 @@
  * abort the decompressor (it stays reusable) and return -errno with a kind
  * and a message. Nothing is ever printed.
  *
- * Crop-first. Skipping rows above the crop (jpeg_skip_scanlines), running
- * the IDCT only for the crop's iMCU columns (jpeg_crop_scanline) and at
- * the smallest 1/d scale whose output still covers the output size.
- * Checked (the default), the rows below the crop are entropy-decoded and
- * the file read to EOI, so it fails exactly where a full decode does;
- * unchecked, it stops after the crop's last row, so damage below it goes
- * unseen (the loader uses that only for bytes it has checked once). Only power-of-two scales are used: libjpeg-turbo
- * has SIMD IDCTs for 1/1, 1/2, 1/4 and 1/8 only, so 3/8 or 6/8 cost more
- * than a full decode here.
+ * Crop-first. The savings come from skipping rows above the crop
+ * (jpeg_skip_scanlines: entropy-decoded, no IDCT), running the IDCT only
+ * for the crop's iMCU columns (jpeg_crop_scanline) and at the smallest 1/d
+ * scale whose output still covers the output size. Checked (the default),
+ * the rows below the crop are entropy-decoded too and the file read to
+ * EOI, so it fails exactly where a full decode does; unchecked, it stops
+ * after the crop's last row and damage below goes unseen (the loader uses
+ * that only for bytes it has checked once). Only power-of-two scales are
+ * used: libjpeg-turbo has SIMD IDCTs for 1/1, 1/2, 1/4 and 1/8 only, so
+ * 3/8 or 6/8 cost more than a full decode here.
  */
 #include <errno.h>
 #include <math.h>
