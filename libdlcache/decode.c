@@ -10,13 +10,16 @@
  * abort the decompressor (it stays reusable) and return -errno with a kind
  * and a message. Nothing is ever printed.
  *
- * Crop-first. Huffman decoding dominates the cost, so the savings come
- * from stopping after the crop's last row, skipping rows above it
- * (jpeg_skip_scanlines), running the IDCT only for the crop's iMCU columns
- * (jpeg_crop_scanline) and at the smallest 1/d scale whose output still
- * covers the output size. Only power-of-two scales are used: libjpeg-turbo
- * has SIMD IDCTs for 1/1, 1/2, 1/4 and 1/8 only, so 3/8 or 6/8 cost more
- * than a full decode here.
+ * Crop-first. The savings come from skipping rows above the crop
+ * (jpeg_skip_scanlines: entropy-decoded, no IDCT), running the IDCT only
+ * for the crop's iMCU columns (jpeg_crop_scanline) and at the smallest 1/d
+ * scale whose output still covers the output size. Checked (the default),
+ * the rows below the crop are entropy-decoded too and the file read to
+ * EOI, so it fails exactly where a full decode does; unchecked, it stops
+ * after the crop's last row and damage below goes unseen (the loader uses
+ * that only for bytes it has checked once). Only power-of-two scales are
+ * used: libjpeg-turbo has SIMD IDCTs for 1/1, 1/2, 1/4 and 1/8 only, so
+ * 3/8 or 6/8 cost more than a full decode here.
  */
 #include <errno.h>
 #include <math.h>
@@ -497,10 +500,46 @@ static uint32_t margin(double span, uint32_t out)
 	return (uint32_t)ceil(support < 1.0 ? 1.0 : support) + 1;
 }
 
-/* Crop-first decode of d->crop; runs under the caller's setjmp. */
+/*
+ * Entropy-decode the rows below the crop and read on to EOI, as a full
+ * decode would, so that a file it rejects is rejected here too. A single
+ * scan is read as the rows are, and jpeg_skip_scanlines() Huffman-decodes
+ * the iMCU rows it skips (as it did those above the crop), except that a
+ * skip reaching the bottom returns at once having decoded nothing: so skip
+ * to the last row and read that one (its crop columns only). Multi-scan
+ * files were read to EOI by jpeg_start_decompress(). d->region's rows are
+ * scratch by now. Runs under the caller's setjmp.
+ */
+static int read_rest(struct dlc_decoder *d, size_t stride)
+{
+	struct jpeg_decompress_struct *c = &d->cinfo;
+	JDIMENSION left = c->output_height - c->output_scanline;
+	int ret;
+
+	if (left > 1 && jpeg_skip_scanlines(c, left - 1) != left - 1) {
+		set_error(d, DLC_ERR_CORRUPT, -EBADMSG,
+			  "corrupt JPEG: cannot skip to row %u",
+			  c->output_height - 1);
+		jpeg_abort_decompress(c);
+		return -EBADMSG;
+	}
+	if (left) {
+		ret = read_rows(d, d->region, stride, 1);
+		if (ret)
+			return ret;
+	}
+	jpeg_finish_decompress(c);
+	return 0;
+}
+
+/*
+ * Crop-first decode of d->crop; with @check_rest the rest of the image's
+ * entropy data is decoded too (read_rest()). Runs under the caller's
+ * setjmp.
+ */
 static int decode_crop_first(struct dlc_decoder *d, const uint8_t *buf,
 			     uint32_t out_w, uint32_t out_h, uint32_t layout,
-			     uint8_t *dst)
+			     int check_rest, uint8_t *dst)
 {
 	struct jpeg_decompress_struct *c = &d->cinfo;
 	size_t data_start = d->len - d->src.bytes_in_buffer;
@@ -547,15 +586,14 @@ static int decode_crop_first(struct dlc_decoder *d, const uint8_t *buf,
 	ret = read_rows(d, d->region, stride, r1 - r0);
 	if (ret)
 		return ret;
-	if (!jpeg_has_multiple_scans(c) && !has_eoi(buf, d->len, data_start)) {
+	if (!check_rest && !jpeg_has_multiple_scans(c) &&
+	    !has_eoi(buf, d->len, data_start)) {
 		set_error(d, DLC_ERR_TRUNCATED, -EBADMSG,
 			  "truncated JPEG: no EOI marker after the image data (%zu bytes)",
 			  d->len);
 		jpeg_abort_decompress(c);
 		return -EBADMSG;
 	}
-	/* the rows below the crop are never decoded */
-	jpeg_abort_decompress(c);
 
 	box.x = bx0 - xoff;
 	box.y = by0 - r0;
@@ -563,8 +601,14 @@ static int decode_crop_first(struct dlc_decoder *d, const uint8_t *buf,
 	box.h = by1 - by0;
 	box.flip = d->crop.flip;
 	box.pad = 0;
-	return dlc_resize_rgb_ws(&d->ws, d->region, cw, r1 - r0, stride, &box,
-				 out_w, out_h, layout, dst);
+	ret = dlc_resize_rgb_ws(&d->ws, d->region, cw, r1 - r0, stride, &box,
+				out_w, out_h, layout, dst);
+	if (ret || !check_rest) {
+		/* unchecked: the rows below the crop are never decoded */
+		jpeg_abort_decompress(c);
+		return ret;
+	}
+	return read_rest(d, stride);
 }
 
 /* The reference: everything at scale 1, then the same resize. */
@@ -610,7 +654,8 @@ static int decode_sample(struct dlc_decoder *d, const void *buf, size_t len,
 	struct jpeg_decompress_struct *c = &d->cinfo;
 	int ret;
 
-	if (!dst || layout > DLC_LAYOUT_NHWC || method > DLC_DECODE_FULL_THEN_CROP ||
+	if (!dst || layout > DLC_LAYOUT_NHWC ||
+	    method > DLC_DECODE_CROP_FIRST_UNCHECKED ||
 	    !out_w || !out_h || out_w > DLC_MAX_OUT_SIDE || out_h > DLC_MAX_OUT_SIDE) {
 		return set_error(d, DLC_ERR_NONE, -EINVAL,
 				 "invalid argument: output, layout or method");
@@ -645,11 +690,24 @@ static int decode_sample(struct dlc_decoder *d, const void *buf, size_t len,
 	if (method == DLC_DECODE_FULL_THEN_CROP)
 		ret = decode_full_then_crop(d, out_w, out_h, layout, dst);
 	else
-		ret = decode_crop_first(d, buf, out_w, out_h, layout, dst);
+		ret = decode_crop_first(d, buf, out_w, out_h, layout,
+					method == DLC_DECODE_CROP_FIRST, dst);
 	if (ret == -ENOMEM && d->kind == DLC_ERR_NONE)
 		set_error(d, DLC_ERR_NOMEM, -ENOMEM,
 			  "out of memory: resize scratch");
 	return ret;
+}
+
+int dlc_decoder_sample_method(struct dlc_decoder *d, const void *buf,
+			      size_t len, const struct dlc_transform *t,
+			      uint64_t seed, uint32_t epoch, uint32_t sample,
+			      uint32_t layout, uint32_t method, uint8_t *dst,
+			      struct dlc_crop *crop_out)
+{
+	if (!d || !t)
+		return -EINVAL;
+	return decode_sample(d, buf, len, t, seed, epoch, sample, NULL,
+			     t->out_w, t->out_h, layout, method, dst, crop_out);
 }
 
 int dlc_decoder_sample(struct dlc_decoder *d, const void *buf, size_t len,
@@ -657,11 +715,9 @@ int dlc_decoder_sample(struct dlc_decoder *d, const void *buf, size_t len,
 		       uint32_t epoch, uint32_t sample, uint32_t layout,
 		       uint8_t *dst, struct dlc_crop *crop_out)
 {
-	if (!d || !t)
-		return -EINVAL;
-	return decode_sample(d, buf, len, t, seed, epoch, sample, NULL,
-			     t->out_w, t->out_h, layout, DLC_DECODE_CROP_FIRST,
-			     dst, crop_out);
+	return dlc_decoder_sample_method(d, buf, len, t, seed, epoch, sample,
+					 layout, DLC_DECODE_CROP_FIRST, dst,
+					 crop_out);
 }
 
 int dlc_decoder_crop(struct dlc_decoder *d, const void *buf, size_t len,

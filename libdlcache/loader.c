@@ -107,6 +107,8 @@ struct dlc_loader {
 	uint32_t backend;		/* DLC_BACKEND_INPROCESS or _KERNEL */
 	uint32_t verify;		/* enum dlc_verify, after DLCACHE_VERIFY */
 	uint8_t *crc_logged;		/* I/O thread: a bit per sample logged */
+	uint32_t validate;		/* enum dlc_validate, after DLCACHE_VALIDATE */
+	uint8_t *checked;		/* ONCE: a bit per sample decoded whole */
 	/* Kernel backend: all of it I/O thread only, but kc's STATS. */
 	struct dlc_kclient *kc;
 	uint32_t *gorder;		/* every rank's order, for SET_ORDER */
@@ -151,6 +153,14 @@ void dlc_config_init(struct dlc_config *cfg)
 	cfg->log_level = DLC_LOG_WARN;
 	cfg->kernel_owner_uid = DLC_OWNER_SELF;
 	cfg->verify = DLC_VERIFY_KERNEL;
+	cfg->validate = DLC_VALIDATE_ONCE;
+}
+
+const char *dlc_validate_name(uint32_t validate)
+{
+	static const char *const names[] = { "once", "always", "off" };
+
+	return validate <= DLC_VALIDATE_OFF ? names[validate] : "?";
 }
 
 const char *dlc_verify_name(uint32_t verify)
@@ -196,6 +206,8 @@ static int check_config(const struct dlc_config *c, const struct dlc_logger *log
 		    c->kernel_mode);
 	if (c->verify > DLC_VERIFY_ALL)
 		BAD("verify", "unknown mode %u", c->verify);
+	if (c->validate > DLC_VALIDATE_OFF)
+		BAD("validate", "unknown mode %u", c->validate);
 	if (c->decode_threads > 256)
 		BAD("decode_threads", "at most 256, got %u", c->decode_threads);
 	if (c->shuffle > 1 || c->drop_last > 1 || c->direct_io > 1 ||
@@ -374,23 +386,56 @@ static uint8_t *slot_sample(struct dlc_loader *l, struct slot *s, uint32_t i)
 	return s->b.data + (size_t)i * l->sample_bytes;
 }
 
+/*
+ * Whether sample @id's bytes @buf must be decoded whole (enum
+ * dlc_validate). Under ONCE they need not when this loader has decoded
+ * sample @id whole before and the bytes are those the index recorded
+ * (its crc32c), as they were then; *@mark says to record a success.
+ */
+static int must_check(struct dlc_loader *l, uint32_t id,
+		      const struct dlc_buf *buf, int *mark)
+{
+	uint32_t want;
+
+	*mark = 0;
+	if (l->validate != DLC_VALIDATE_ONCE)
+		return l->validate == DLC_VALIDATE_ALWAYS;
+	if (dlc_index_crc32c(l->idx, id, &want) ||
+	    buf->len != dlc_index_size(l->idx, id) ||
+	    dlc_crc32c(0, buf->data, buf->len) != want)
+		return 1;
+	if (__atomic_load_n(&l->checked[id / 8], __ATOMIC_RELAXED) &
+	    (1U << (id % 8)))
+		return 0;
+	*mark = 1;
+	return 1;
+}
+
 /* Decode @buf as sample @id into @dst; kind/msg describe a failure. */
 static int decode_one(struct dlc_loader *l, struct dlc_decoder *dec,
 		      uint32_t epoch, uint32_t id, const struct dlc_buf *buf,
 		      uint8_t *dst, uint32_t *kind, const char **msg)
 {
 	uint64_t t0 = dlc_now_ns();
-	int ret;
+	int ret, mark, check = must_check(l, id, buf, &mark);
 
-	ret = dlc_decoder_sample(dec, buf->data, buf->len, &l->cfg.transform,
-				 l->cfg.seed, epoch, id, l->cfg.layout, dst,
-				 NULL);
+	ret = dlc_decoder_sample_method(dec, buf->data, buf->len,
+					&l->cfg.transform, l->cfg.seed, epoch,
+					id, l->cfg.layout,
+					check ? DLC_DECODE_CROP_FIRST :
+					DLC_DECODE_CROP_FIRST_UNCHECKED, dst,
+					NULL);
 	dlc_stat_add(l->stats.decode_ns, dlc_now_ns() - t0);
+	if (check)
+		dlc_stat_add(l->stats.validated, 1);
 	if (ret) {
 		*kind = dlc_decoder_error_kind(dec);
 		*msg = dlc_decoder_error(dec);
 		return ret;
 	}
+	if (mark)
+		__atomic_fetch_or(&l->checked[id / 8], (uint8_t)(1U << (id % 8)),
+				  __ATOMIC_RELAXED);
 	dlc_stat_add(l->stats.decoded, 1);
 	return 0;
 }
@@ -1133,27 +1178,40 @@ uint32_t dlc_loader_backend(const struct dlc_loader *l)
 }
 
 /*
+ * The environment variable @var, when set, over *@mode: one of the names
+ * @name() gives for 0 .. @last. Anything else is -EINVAL, logged.
+ */
+static int env_mode(struct dlc_loader *l, const char *var,
+		    const char *(*name)(uint32_t), uint32_t last,
+		    const char *want, uint32_t *mode)
+{
+	const char *env = getenv(var);
+	uint32_t i;
+
+	if (!env || !*env)
+		return 0;
+	for (i = 0; i <= last; i++)
+		if (!strcmp(env, name(i))) {
+			*mode = i;
+			return 0;
+		}
+	dlc_logf(&l->log, DLC_LOG_ERROR, "invalid %s '%s': want %s", var, env,
+		 want);
+	return -EINVAL;
+}
+
+/*
  * DLCACHE_VERIFY over cfg.verify; then whether the index has checksums
  * at all (a format 1 index has none: say so where it matters).
  */
 static int setup_verify(struct dlc_loader *l)
 {
-	const char *env = getenv("DLCACHE_VERIFY");
 	uint32_t i, crc;
 
 	l->verify = l->cfg.verify;
-	if (env && *env) {
-		for (i = 0; i <= DLC_VERIFY_ALL; i++)
-			if (!strcmp(env, dlc_verify_name(i)))
-				break;
-		if (i > DLC_VERIFY_ALL) {
-			dlc_logf(&l->log, DLC_LOG_ERROR,
-				 "invalid DLCACHE_VERIFY '%s': want kernel, off or all",
-				 env);
-			return -EINVAL;
-		}
-		l->verify = i;
-	}
+	if (env_mode(l, "DLCACHE_VERIFY", dlc_verify_name, DLC_VERIFY_ALL,
+		     "kernel, off or all", &l->verify))
+		return -EINVAL;
 	if (l->verify == DLC_VERIFY_OFF)
 		return 0;
 	for (i = 0; i < l->n; i++)
@@ -1168,6 +1226,19 @@ static int setup_verify(struct dlc_loader *l)
 	}
 	l->crc_logged = calloc((size_t)l->n / 8 + 1, 1);
 	return l->crc_logged ? 0 : -ENOMEM;
+}
+
+/* DLCACHE_VALIDATE over cfg.validate; ONCE's bitmap. */
+static int setup_validate(struct dlc_loader *l)
+{
+	l->validate = l->cfg.validate;
+	if (env_mode(l, "DLCACHE_VALIDATE", dlc_validate_name,
+		     DLC_VALIDATE_OFF, "once, always or off", &l->validate))
+		return -EINVAL;
+	if (l->validate != DLC_VALIDATE_ONCE)
+		return 0;
+	l->checked = calloc((size_t)l->n / 8 + 1, 1);
+	return l->checked ? 0 : -ENOMEM;
 }
 
 /* DLCACHE_OWNER_UID over cfg.kernel_owner_uid: a uid, or "self". */
@@ -1316,6 +1387,7 @@ void dlc_loader_destroy(struct dlc_loader *l)
 	free(l->order);
 	free(l->decode_threads);
 	free(l->crc_logged);
+	free(l->checked);
 	pthread_mutex_destroy(&l->lock);
 	pthread_cond_destroy(&l->work_cv);
 	pthread_cond_destroy(&l->ready_cv);
@@ -1413,6 +1485,8 @@ int dlc_loader_create(const struct dlc_config *ucfg,
 	ret = open_backend(l);
 	if (!ret)
 		ret = setup_verify(l);
+	if (!ret)
+		ret = setup_validate(l);
 	if (ret)
 		goto err;
 	if (l->backend == DLC_BACKEND_INPROCESS && cfg->cache_bytes) {

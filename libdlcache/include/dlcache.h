@@ -244,7 +244,10 @@ int dlc_decoder_full(struct dlc_decoder *d, const void *buf, size_t len,
  * at the smallest DCT scale (1/8, 1/4, 1/2, 1) whose output still covers
  * out_w x out_h, resize with an antialiased bilinear filter, flip, and
  * write out_w x out_h x 3 bytes in @layout to @dst. @crop_out, if not
- * NULL, receives the crop used. Same errors as dlc_decoder_full().
+ * NULL, receives the crop used. Same errors as dlc_decoder_full(): the
+ * rest of the file is entropy-decoded (without IDCT) and read to EOI, so
+ * a file that dlc_decoder_full() rejects fails here too, whatever the
+ * crop (DLC_DECODE_CROP_FIRST). On failure @dst holds no useful pixels.
  */
 int dlc_decoder_sample(struct dlc_decoder *d, const void *buf, size_t len,
 		       const struct dlc_transform *t, uint64_t seed,
@@ -252,14 +255,32 @@ int dlc_decoder_sample(struct dlc_decoder *d, const void *buf, size_t len,
 		       uint8_t *dst, struct dlc_crop *crop_out);
 
 /*
- * The same pipeline with a given crop, and a choice of method:
- * DLC_DECODE_CROP_FIRST (the default path above) or DLC_DECODE_FULL_THEN_CROP
- * (full decode at scale 1, then crop and resize: the reference).
+ * How a sample is decoded (dlc_decoder_sample_method(), dlc_decoder_crop()).
  */
 enum dlc_decode_method {
+	/* crop-first, checked: the path of dlc_decoder_sample() */
 	DLC_DECODE_CROP_FIRST = 0,
+	/* full decode at scale 1, then crop and resize: the reference */
 	DLC_DECODE_FULL_THEN_CROP = 1,
+	/*
+	 * crop-first, unchecked: stops after the crop's last row. Damage
+	 * below it (garbled entropy data, a bad marker, a tail cut off and
+	 * an EOI appended) goes unseen and the sample decodes; only a file
+	 * without an EOI marker still fails as truncated. Damage above or
+	 * beside the crop, and anywhere in a multi-scan (progressive) file,
+	 * is still caught. For bytes already checked once.
+	 */
+	DLC_DECODE_CROP_FIRST_UNCHECKED = 2,
 };
+
+/* dlc_decoder_sample() with a method of enum dlc_decode_method. */
+int dlc_decoder_sample_method(struct dlc_decoder *d, const void *buf,
+			      size_t len, const struct dlc_transform *t,
+			      uint64_t seed, uint32_t epoch, uint32_t sample,
+			      uint32_t layout, uint32_t method, uint8_t *dst,
+			      struct dlc_crop *crop_out);
+
+/* The same pipeline with a given crop, and a choice of method. */
 int dlc_decoder_crop(struct dlc_decoder *d, const void *buf, size_t len,
 		     const struct dlc_crop *crop, uint32_t out_w,
 		     uint32_t out_h, uint32_t layout, uint32_t method,
@@ -339,6 +360,40 @@ enum dlc_verify {
 
 /* "kernel", "off", "all", or "?" */
 const char *dlc_verify_name(uint32_t verify);
+
+/*
+ * Whether a sample's whole file is decoded to check it, beyond the rows
+ * its crop needs. A file that dlc_decoder_full() rejects (garbled entropy
+ * data, a bad marker, a cut-off tail) fails as corrupt or truncated and
+ * on_error applies, whichever rows the crop takes. The environment
+ * variable DLCACHE_VALIDATE ("once", "always" or "off") overrides it.
+ * A checked decode costs 7-9% more CPU than an unchecked one, still no
+ * more than a full decode; measurements in Documentation/library.md,
+ * "Checking the whole file".
+ */
+enum dlc_validate {
+	/*
+	 * Default: each sample's first decode in this loader is checked
+	 * (DLC_DECODE_CROP_FIRST); later ones stop after the crop
+	 * (DLC_DECODE_CROP_FIRST_UNCHECKED) when the bytes are the same:
+	 * their CRC-32C, computed on every decode, must equal the index's,
+	 * as when the check passed. A sample without a recorded checksum,
+	 * or whose bytes no longer match it, is checked every time. Costs
+	 * the checked price in the first epoch, then a CRC-32C pass per
+	 * decode (under 1% of decoding).
+	 */
+	DLC_VALIDATE_ONCE = 0,
+	/* Every decode is checked. */
+	DLC_VALIDATE_ALWAYS = 1,
+	/*
+	 * Never: damage below a crop's rows goes unseen (see
+	 * DLC_DECODE_CROP_FIRST_UNCHECKED): a corrupt file may train.
+	 */
+	DLC_VALIDATE_OFF = 2,
+};
+
+/* "once", "always", "off", or "?" */
+const char *dlc_validate_name(uint32_t validate);
 
 /* kernel_owner_uid: the data set of this process's own uid. */
 #define DLC_OWNER_SELF		UINT32_MAX
@@ -421,7 +476,8 @@ struct dlc_config {
 	 * last partial batch" is shard_drop_last 0, drop_last 1.
 	 */
 	uint32_t shard_drop_last;
-	uint64_t reserved[8];	/* must be zero: room for new fields */
+	uint32_t validate;	/* enum dlc_validate; default DLC_VALIDATE_ONCE */
+	uint64_t reserved[7];	/* must be zero: room for new fields */
 };
 
 /* The size of struct dlc_config up to and including its field pad. */
@@ -560,6 +616,8 @@ struct dlc_stats {
 	uint64_t verified;		/* samples checked against the index's crc32c */
 	uint64_t verify_ns;		/* time computing those checksums, summed */
 	uint64_t checksum_errors;	/* of those, how many did not match */
+	/* decodes that checked the whole file (enum dlc_validate) */
+	uint64_t validated;
 };
 
 /*

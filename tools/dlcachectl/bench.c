@@ -33,6 +33,8 @@ static void help(void)
 	       "                       self: this user's own; DLCACHE_OWNER_UID overrides)\n"
 	       "  --verify MODE        check samples against the index's crc32c: kernel (default:\n"
 	       "                       bytes from dlcache.ko), off, or all (also reads from storage)\n"
+	       "  --validate MODE      decode each sample's whole file to check it: once (default:\n"
+	       "                       first decode per loader), always, or off\n"
 	       "  --verify-cost        measure what verification costs: epochs alternate between\n"
 	       "                       --verify all and off (no cache, every sample read and\n"
 	       "                       checked), after one warm-up epoch; prints the ratio\n"
@@ -77,6 +79,20 @@ struct epoch_result {
 	double seconds;
 	struct dlc_stats delta;
 };
+
+/* @arg as one of the names @name() gives for 0 .. @last; -EINVAL if none. */
+static int parse_mode(const char *arg, const char *(*name)(uint32_t),
+		      uint32_t last, uint32_t *mode)
+{
+	uint32_t i;
+
+	for (i = 0; i <= last; i++)
+		if (!strcmp(arg, name(i))) {
+			*mode = i;
+			return 0;
+		}
+	return -EINVAL;
+}
 
 static void stats_delta(const struct dlc_stats *a, const struct dlc_stats *b,
 			struct dlc_stats *d)
@@ -327,6 +343,7 @@ int cmd_bench(int argc, char **argv)
 		{ "owner-uid", required_argument, NULL, 'U' },
 		{ "verify", required_argument, NULL, 'V' },
 		{ "verify-cost", no_argument, NULL, 'X' },
+		{ "validate", required_argument, NULL, 'A' },
 		{ "cache-fraction", required_argument, NULL, 'F' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "queue-depth", required_argument, NULL, 'q' },
@@ -400,14 +417,17 @@ int cmd_bench(int argc, char **argv)
 				return usage_error("bench", "--owner-uid: want a uid or self, got '%s'", optarg);
 			break;
 		case 'V':
-			for (cfg.verify = 0; cfg.verify <= DLC_VERIFY_ALL; cfg.verify++)
-				if (!strcmp(optarg, dlc_verify_name(cfg.verify)))
-					break;
-			if (cfg.verify > DLC_VERIFY_ALL)
+			if (parse_mode(optarg, dlc_verify_name, DLC_VERIFY_ALL,
+				       &cfg.verify))
 				return usage_error("bench", "--verify: want kernel, off or all, got '%s'", optarg);
 			break;
 		case 'X':
 			verify_cost = 1;
+			break;
+		case 'A':
+			if (parse_mode(optarg, dlc_validate_name, DLC_VALIDATE_OFF,
+				       &cfg.validate))
+				return usage_error("bench", "--validate: want once, always or off, got '%s'", optarg);
 			break;
 		case 'F':
 			fraction = strtod(optarg, &end);
@@ -595,7 +615,7 @@ int cmd_bench(int argc, char **argv)
 			       "\"bypasses\": %llu, \"io_thread_decodes\": %llu, "
 			       "\"hits\": %llu, \"misses\": %llu, \"hit_bytes\": %llu, "
 			       "\"miss_bytes\": %llu, \"verified\": %llu, "
-			       "\"checksum_errors\": %llu",
+			       "\"checksum_errors\": %llu, \"validated\": %llu",
 			       e ? ", " : "", e,
 			       (double)res[e].images / res[e].seconds, hit_ratio(d),
 			       (double)d->wait_ns / 1e9,
@@ -610,7 +630,8 @@ int cmd_bench(int argc, char **argv)
 			       (unsigned long long)d->hit_bytes,
 			       (unsigned long long)d->miss_bytes,
 			       (unsigned long long)d->verified,
-			       (unsigned long long)d->checksum_errors);
+			       (unsigned long long)d->checksum_errors,
+			       (unsigned long long)d->validated);
 			if (digest)
 				printf(", \"digest\": \"%016llx\"",
 				       (unsigned long long)res[e].digest);

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * dlcachectl decodebench: the decode limit of Documentation/design.md,
- * "Performance model". The files are read into memory first, so only decoding is timed: full
- * decode, crop-first decode of epoch 0's train crops (the loader's work),
- * and the full-decode-then-crop reference, each on T threads.
+ * "Performance model". The files are read into memory first, so only
+ * decoding is timed: full decode, crop-first decode of epoch 0's train
+ * crops (the loader's work: checked, reading the whole file, and
+ * unchecked, stopping after the crop), and the full-decode-then-crop
+ * reference, each on T threads.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -25,8 +28,11 @@ static const char decodebench_usage[] =
 	"on T threads for about S seconds per mode, the modes taking turns in\n"
 	"three rounds (the median round counts): 'full' (whole image to RGB),\n"
 	"'crop' (crop-first decode of the default train transform's epoch-0\n"
-	"crops, seed 0, as the loader does) and 'full_then_crop' (full decode,\n"
-	"then the same crop and resize). Prints images/s and crop/full.\n"
+	"crops, seed 0, checking the rest of the file as dlc_decoder_sample()\n"
+	"does), 'crop_unchecked' (the same, stopping after the crop's rows, as\n"
+	"the loader's validate=once does after a sample's first decode) and\n"
+	"'full_then_crop' (full decode, then the same crop and resize). Prints\n"
+	"images/s, crop/full and crop/crop_unchecked.\n"
 	"\n"
 	"  --threads T    decode threads (default: online CPUs)\n"
 	"  --images N     use only the first N samples (default: all)\n"
@@ -34,10 +40,12 @@ static const char decodebench_usage[] =
 	"  --json         one JSON object on stdout\n"
 	"  -h, --help     show this help\n";
 
-enum mode { MODE_FULL, MODE_CROP, MODE_FULL_THEN_CROP, MODES };
+enum mode {
+	MODE_FULL, MODE_CROP, MODE_CROP_UNCHECKED, MODE_FULL_THEN_CROP, MODES
+};
 
 static const char *const mode_names[MODES] = {
-	"full", "crop", "full_then_crop",
+	"full", "crop", "crop_unchecked", "full_then_crop",
 };
 
 struct image {
@@ -62,6 +70,7 @@ struct worker {
 	uint64_t done;
 	uint64_t errors;
 	uint64_t end_ns;
+	uint64_t cpu_ns;	/* the thread's CPU time */
 	int err;
 	char why[256];
 };
@@ -101,6 +110,14 @@ out:
 	return err;
 }
 
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -120,6 +137,7 @@ static void *worker_main(void *arg)
 		dlc_decoder_destroy(d);
 		return NULL;
 	}
+	w->cpu_ns = thread_cpu_ns();
 	while (now_ns() < r->deadline) {
 		const struct image *img = &r->imgs[i];
 
@@ -131,9 +149,12 @@ static void *worker_main(void *arg)
 				free(rgb);
 			break;
 		case MODE_CROP:
-			ret = dlc_decoder_sample(d, img->buf, img->len, &r->t,
-						 0, 0, img->id,
-						 DLC_LAYOUT_NCHW, dst, NULL);
+		case MODE_CROP_UNCHECKED:
+			ret = dlc_decoder_sample_method(d, img->buf, img->len,
+					&r->t, 0, 0, img->id, DLC_LAYOUT_NCHW,
+					r->mode == MODE_CROP ? DLC_DECODE_CROP_FIRST :
+					DLC_DECODE_CROP_FIRST_UNCHECKED, dst,
+					NULL);
 			break;
 		default:
 			ret = dlc_decoder_crop(d, img->buf, img->len,
@@ -150,17 +171,21 @@ static void *worker_main(void *arg)
 			i = 0;
 	}
 	w->end_ns = now_ns();
+	w->cpu_ns = thread_cpu_ns() - w->cpu_ns;
 	free(dst);
 	dlc_decoder_destroy(d);
 	return NULL;
 }
 
-/* Images per second of one mode on @nthreads threads, or -errno. */
+/*
+ * Images per second of one mode on @nthreads threads, and per second of
+ * the threads' CPU time (steadier on a shared machine), or -errno.
+ */
 static int run_mode(struct run *r, struct worker *ws, uint32_t nthreads,
-		    double seconds, double *rate, uint64_t *errors,
-		    char *why, size_t why_len)
+		    double seconds, double *rate, double *cpu_rate,
+		    uint64_t *errors, char *why, size_t why_len)
 {
-	uint64_t start = now_ns(), end = start, done = 0;
+	uint64_t start = now_ns(), end = start, done = 0, cpu = 0;
 	uint32_t t, started;
 	int err = 0;
 
@@ -185,10 +210,12 @@ static int run_mode(struct run *r, struct worker *ws, uint32_t nthreads,
 		*errors += ws[t].errors;
 		if (ws[t].end_ns > end)
 			end = ws[t].end_ns;
+		cpu += ws[t].cpu_ns;
 	}
 	if (err)
 		return err;
 	*rate = end > start ? done / ((end - start) / 1e9) : 0.0;
+	*cpu_rate = cpu ? done / (cpu / 1e9) : 0.0;
 	return 0;
 }
 
@@ -201,11 +228,17 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+static double ratio(const double *r, int a, int b)
+{
+	return r[b] > 0 ? r[a] / r[b] : 0.0;
+}
+
 int cmd_decodebench(int argc, char **argv)
 {
 	const char *path = NULL;
 	uint32_t nthreads = 0, nimages = 0, seconds_u = 0, n, i, m, k;
 	double seconds = 3.0, rate[MODES], rounds[MODES][ROUNDS];
+	double cpu_rate[MODES], cpu_rounds[MODES][ROUNDS];
 	int json = 0, opts = 1, i_arg, ret, status = 1;
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	struct dlc_decoder *hdr = NULL;
@@ -313,7 +346,8 @@ int cmd_decodebench(int argc, char **argv)
 
 			r.mode = (enum mode)m;
 			ret = run_mode(&r, ws, nthreads, seconds / ROUNDS,
-				       &rounds[m][k], &errors, why, sizeof(why));
+				       &rounds[m][k], &cpu_rounds[m][k],
+				       &errors, why, sizeof(why));
 			if (ret) {
 				fail("decodebench", "%s: %s", mode_names[m],
 				     strerror(-ret));
@@ -325,19 +359,36 @@ int cmd_decodebench(int argc, char **argv)
 		}
 	for (m = 0; m < MODES; m++) {
 		qsort(rounds[m], ROUNDS, sizeof(double), cmp_double);
+		qsort(cpu_rounds[m], ROUNDS, sizeof(double), cmp_double);
 		rate[m] = rounds[m][ROUNDS / 2];
+		cpu_rate[m] = cpu_rounds[m][ROUNDS / 2];
 		if (!json)
-			printf("  %-15s %9.1f images/s  (%.1f per thread)\n",
-			       mode_names[m], rate[m], rate[m] / nthreads);
+			printf("  %-15s %9.1f images/s  (%.1f per thread, %.1f per CPU-second)\n",
+			       mode_names[m], rate[m], rate[m] / nthreads,
+			       cpu_rate[m]);
 	}
 	if (json)
 		printf("{\"threads\":%u,\"images\":%u,\"full_images_per_s\":%.1f,"
-		       "\"crop_images_per_s\":%.1f,\"full_then_crop_images_per_s\":%.1f}\n",
+		       "\"crop_images_per_s\":%.1f,\"crop_unchecked_images_per_s\":%.1f,"
+		       "\"full_then_crop_images_per_s\":%.1f,"
+		       "\"full_images_per_cpu_s\":%.1f,\"crop_images_per_cpu_s\":%.1f,"
+		       "\"crop_unchecked_images_per_cpu_s\":%.1f,"
+		       "\"full_then_crop_images_per_cpu_s\":%.1f}\n",
 		       nthreads, n, rate[MODE_FULL], rate[MODE_CROP],
-		       rate[MODE_FULL_THEN_CROP]);
+		       rate[MODE_CROP_UNCHECKED], rate[MODE_FULL_THEN_CROP],
+		       cpu_rate[MODE_FULL], cpu_rate[MODE_CROP],
+		       cpu_rate[MODE_CROP_UNCHECKED],
+		       cpu_rate[MODE_FULL_THEN_CROP]);
 	else
-		printf("  %-15s %9.3f\n", "crop/full",
-		       rate[MODE_FULL] > 0 ? rate[MODE_CROP] / rate[MODE_FULL] : 0.0);
+		printf("  %-15s %9.3f  (CPU time %.3f)\n"
+		       "  %-15s %9.3f  (CPU time %.3f)\n"
+		       "  %-15s %9.3f  (CPU time %.3f)\n",
+		       "crop/full", ratio(rate, MODE_CROP, MODE_FULL),
+		       ratio(cpu_rate, MODE_CROP, MODE_FULL),
+		       "unchecked/full", ratio(rate, MODE_CROP_UNCHECKED, MODE_FULL),
+		       ratio(cpu_rate, MODE_CROP_UNCHECKED, MODE_FULL),
+		       "crop/unchecked", ratio(rate, MODE_CROP, MODE_CROP_UNCHECKED),
+		       ratio(cpu_rate, MODE_CROP, MODE_CROP_UNCHECKED));
 	status = 0;
 out:
 	if (imgs)
