@@ -726,11 +726,12 @@ static struct dlcache_sqe *kernel_sqe(struct dlc_loader *l)
 }
 
 static void kernel_get(struct dlc_loader *l, uint32_t pos, uint32_t epoch,
-		       uint32_t size, int at)
+		       uint64_t size, int at)
 {
 	uint32_t slot = pos % l->cfg.window;
 	struct dlcache_sqe *sqe;
-	struct dlc_buf *b = dlc_buf_alloc(size);
+	/* A GET's length and result are 32-bit: larger samples are read. */
+	struct dlc_buf *b = size <= INT32_MAX ? dlc_buf_alloc(size) : NULL;
 
 	sqe = b ? kernel_sqe(l) : NULL;
 	if (!sqe) {
@@ -770,7 +771,7 @@ static void kernel_end_fill(struct dlc_loader *l, uint32_t pos,
 		return;
 	sqe->handle = dlc_kclient_handle(l->kc);
 	sqe->sample = l->order[pos];
-	if (buf && buf->len) {
+	if (buf && buf->len && buf->len <= INT32_MAX) {
 		sqe->opcode = DLCACHE_OP_PUT;
 		sqe->len = (uint32_t)buf->len;
 		sqe->addr = (uint64_t)(uintptr_t)buf->data;
@@ -861,14 +862,16 @@ static int kernel_round(struct dlc_loader *l, uint32_t epoch, char *path,
 	uint32_t qd = l->cfg.queue_depth, n, i;
 	int progressed = 0, ret;
 	struct item it;
+	uint64_t size;
 
 	pthread_mutex_lock(&l->lock);
 	while (issuable(l) && l->kgets + l->kread_len < l->cfg.window &&
 	       dlc_kclient_unsubmitted(l->kc) < l->cfg.window) {
 		claim_next(l, &it);
 		pthread_mutex_unlock(&l->lock);
+		size = dlc_index_size(l->idx, it.sample);
 		kernel_get(l, it.pos, epoch,
-			   (uint32_t)dlc_index_size(l->idx, it.sample) + 1, 1);
+			   size < INT32_MAX ? size + 1 : UINT64_MAX, 1);
 		progressed = 1;
 		pthread_mutex_lock(&l->lock);
 	}
