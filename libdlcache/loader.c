@@ -107,6 +107,8 @@ struct dlc_loader {
 	pthread_t *decode_threads;
 	uint32_t nthreads_started;
 	int io_started;
+	uint32_t threads_up;		/* threads past their setup */
+	int thread_err;			/* first setup failure of a thread */
 
 	struct dlc_stats stats;
 	struct dlc_error_info last_err;
@@ -485,12 +487,31 @@ struct worker_arg {
 	struct dlc_loader *l;
 };
 
+/*
+ * A thread's setup is over, with @err (0 or -errno): dlc_loader_create()
+ * waits for every thread's word, so that none can fail unseen.
+ */
+static void thread_up(struct dlc_loader *l, int err, const char *what)
+{
+	if (err)
+		dlc_logf(&l->log, DLC_LOG_ERROR, "%s: cannot create its JPEG decoder: %s",
+			 what, strerror(-err));
+	pthread_mutex_lock(&l->lock);
+	if (err && !l->thread_err)
+		l->thread_err = err;
+	l->threads_up++;
+	pthread_cond_broadcast(&l->idle_cv);
+	pthread_mutex_unlock(&l->lock);
+}
+
 static void *decode_main(void *arg)
 {
 	struct dlc_loader *l = arg;
 	struct dlc_decoder *dec = NULL;
+	int ret = dlc_decoder_create(l->cfg.max_pixels, &dec);
 
-	if (dlc_decoder_create(l->cfg.max_pixels, &dec))
+	thread_up(l, ret, "decode thread");
+	if (ret)
 		return NULL;
 	pthread_mutex_lock(&l->lock);
 	while (!l->stop) {
@@ -924,13 +945,14 @@ static void *io_main(void *arg)
 	uint32_t qd = l->cfg.queue_depth;
 	char path[4096];
 
+	int err = -ENOMEM;
+
 	done = calloc(qd, sizeof(*done));
-	if (!done || dlc_decoder_create(l->cfg.max_pixels, &dec)) {
+	if (done)
+		err = dlc_decoder_create(l->cfg.max_pixels, &dec);
+	thread_up(l, err, "I/O thread");
+	if (err) {
 		free(done);
-		pthread_mutex_lock(&l->lock);
-		l->failed = -ENOMEM;
-		pthread_cond_broadcast(&l->ready_cv);
-		pthread_mutex_unlock(&l->lock);
 		return NULL;
 	}
 
@@ -1360,8 +1382,12 @@ int dlc_loader_create(const struct dlc_config *cfg,
 	if (l->backend == DLC_BACKEND_INPROCESS && cfg->cache_bytes) {
 		ret = dlc_cache_create(l->n, l->epoch_len, cfg->cache_bytes,
 				       &l->cache);
-		if (ret)
+		if (ret) {
+			dlc_logf(&l->log, DLC_LOG_ERROR,
+				 "in-process cache over %u samples (%u a rank): %s",
+				 l->n, l->epoch_len, strerror(-ret));
 			goto err;
+		}
 		l->stats.cache_capacity = cfg->cache_bytes;
 	}
 
@@ -1390,18 +1416,33 @@ int dlc_loader_create(const struct dlc_config *cfg,
 			 (unsigned long long)(cfg->cache_bytes >> 20), l->n,
 			 l->ndecode);
 
-	if (pthread_create(&l->io_thread, NULL, io_main, l)) {
-		ret = -EAGAIN;
+	ret = pthread_create(&l->io_thread, NULL, io_main, l);
+	if (ret) {
+		dlc_logf(&l->log, DLC_LOG_ERROR, "cannot start the I/O thread: %s",
+			 strerror(ret));
+		ret = -ret;
 		goto err;
 	}
 	l->io_started = 1;
 	for (i = 0; i < l->ndecode; i++) {
-		if (pthread_create(&l->decode_threads[i], NULL, decode_main, l)) {
-			ret = -EAGAIN;
+		ret = pthread_create(&l->decode_threads[i], NULL, decode_main, l);
+		if (ret) {
+			dlc_logf(&l->log, DLC_LOG_ERROR,
+				 "cannot start decode thread %u of %u: %s", i + 1,
+				 l->ndecode, strerror(ret));
+			ret = -ret;
 			goto err;
 		}
 		l->nthreads_started++;
 	}
+	/* Every thread set up, or the loader fails now rather than hang. */
+	pthread_mutex_lock(&l->lock);
+	while (l->threads_up < 1 + l->nthreads_started)
+		pthread_cond_wait(&l->idle_cv, &l->lock);
+	ret = l->thread_err;
+	pthread_mutex_unlock(&l->lock);
+	if (ret)
+		goto err;
 	*out = l;
 	return 0;
 err:
