@@ -97,6 +97,8 @@ struct dlc_loader {
 	int64_t k_last_epoch;		/* newest epoch uploaded, -1: none */
 	struct dlc_buf **kbuf;		/* per pos % window: a GET's buffer */
 	uint8_t *kfill;			/* per pos % window: we own its fill */
+	uint8_t *kdone;			/* per pos % window: handed over */
+	uint32_t klow;			/* lowest position not handed over */
 	uint32_t *kread;		/* misses waiting for reader room */
 	uint32_t kread_head, kread_len;
 	uint32_t kgets;			/* GETs without a CQE yet */
@@ -554,6 +556,9 @@ static int issuable(const struct dlc_loader *l)
 	if (!l->active || l->failed || l->next_pos >= l->end ||
 	    l->outstanding >= l->cfg.window)
 		return 0;
+	/* Kernel state is per pos % window: the span must fit in it. */
+	if (l->kc && l->next_pos - l->klow >= l->cfg.window)
+		return 0;
 	if ((l->next_pos - l->start) % l->cfg.batch_size)
 		return 1;
 	local = (l->next_pos - l->start) / l->cfg.batch_size;
@@ -599,6 +604,21 @@ static void claim_next(struct dlc_loader *l, struct item *it)
 	l->outstanding++;
 }
 
+/*
+ * Called with l->lock held: @pos no longer needs its kernel state (it is
+ * queued for decode or dropped); move the span's low end past it.
+ */
+static void kernel_pos_done(struct dlc_loader *l, uint32_t pos)
+{
+	uint32_t w = l->cfg.window;
+
+	l->kdone[pos % w] = 1;
+	while (l->klow < l->next_pos && l->kdone[l->klow % w]) {
+		l->kdone[l->klow % w] = 0;
+		l->klow++;
+	}
+}
+
 /* Called with l->lock held: a sample of an abandoned epoch is dropped. */
 static void drop_sample(struct dlc_loader *l, struct dlc_buf *buf)
 {
@@ -642,6 +662,8 @@ static void hand_over(struct dlc_loader *l, struct dlc_read_done *done,
 		if (l->kc)
 			kernel_end_fill(l, (uint32_t)d->tag, d->buf);
 		pthread_mutex_lock(&l->lock);
+		if (l->kc)
+			kernel_pos_done(l, (uint32_t)d->tag);
 		if (!l->active) {
 			drop_sample(l, d->buf);
 			pthread_mutex_unlock(&l->lock);
@@ -839,6 +861,7 @@ static void kernel_completion(struct dlc_loader *l, const struct dlcache_cqe *c,
 		dlc_stat_add(l->stats.hits, 1);
 		dlc_stat_add(l->stats.hit_bytes, b->len);
 		pthread_mutex_lock(&l->lock);
+		kernel_pos_done(l, pos);
 		if (l->active) {
 			item_at(l, pos, &it);
 			it.buf = b;
@@ -1228,9 +1251,11 @@ static int open_backend(struct dlc_loader *l)
 	l->gorder = malloc(sizeof(*l->gorder) * l->glen);
 	l->kbuf = calloc(l->cfg.window, sizeof(*l->kbuf));
 	l->kfill = calloc(l->cfg.window, 1);
+	l->kdone = calloc(l->cfg.window, 1);
 	l->kread = calloc(l->cfg.window, sizeof(*l->kread));
 	l->kcqes = calloc(64, sizeof(*l->kcqes));
-	if (!l->gorder || !l->kbuf || !l->kfill || !l->kread || !l->kcqes)
+	if (!l->gorder || !l->kbuf || !l->kfill || !l->kdone || !l->kread ||
+	    !l->kcqes)
 		return -ENOMEM;
 	l->k_last_epoch = -1;
 	l->backend = DLC_BACKEND_KERNEL;
@@ -1258,6 +1283,7 @@ static void close_backend(struct dlc_loader *l)
 			dlc_buf_put(l->kbuf[i]);
 	free(l->kbuf);
 	free(l->kfill);
+	free(l->kdone);
 	free(l->kread);
 	free(l->kcqes);
 	free(l->gorder);
@@ -1492,6 +1518,9 @@ int dlc_loader_start_epoch(struct dlc_loader *l, uint32_t epoch,
 	l->start = start;
 	l->end = end;
 	l->next_pos = start;
+	l->klow = start;
+	if (l->kdone)
+		memset(l->kdone, 0, l->cfg.window);
 	l->nbatches_run = (end - start + b - 1) / b;
 	l->base_seq = start / b;
 	l->next_local = 0;
