@@ -377,9 +377,14 @@ struct dlc_config {
 	uint32_t backend;	/* enum dlc_backend */
 	uint64_t cache_bytes;	/* in-process cache capacity, 0 disables it */
 	uint64_t max_pixels;	/* decompression-bomb cap, 0: default */
-	uint64_t max_file_bytes; /* larger samples fail as too large */
+	/*
+	 * Larger samples fail as too large (-EFBIG). dlc_config_init() sets
+	 * 64 MiB; 0 means no limit (a sample then takes as much memory as its
+	 * file is long, 4 GiB and more included).
+	 */
+	uint64_t max_file_bytes;
 	uint32_t direct_io;	/* 1: O_DIRECT where the file system allows */
-	uint32_t max_read_bytes; /* split reads to at most this, 0: no limit */
+	uint32_t max_read_bytes; /* split reads to at most this, 0: 1 GiB chunks */
 	dlc_log_fn log;		/* NULL: silent */
 	void *log_arg;
 	uint32_t log_level;	/* highest level passed to @log */

@@ -293,25 +293,17 @@ static void fake_reset(void)
 
 /* ---- logs ----------------------------------------------------------------- */
 
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static char logbuf[1 << 16];
-static size_t loglen;
+#define logbuf t_logbuf
 
 static void log_cb(void *arg, int level, const char *msg)
 {
-	pthread_mutex_lock(&log_lock);
-	loglen += (size_t)snprintf(logbuf + loglen, sizeof(logbuf) - loglen,
-				   "%s\n", msg);
-	if (loglen >= sizeof(logbuf))
-		loglen = sizeof(logbuf) - 1;
-	pthread_mutex_unlock(&log_lock);
+	t_log_capture(arg, level, msg);
 	dlc_log_stderr(arg, level, msg);
 }
 
 static void log_clear(void)
 {
-	loglen = 0;
-	logbuf[0] = '\0';
+	t_log_clear();
 }
 
 /* Lines of the log holding @s. */

@@ -70,22 +70,6 @@ void jpeg_CreateDecompress(j_decompress_ptr cinfo, int version, size_t size)
 	real(cinfo, version, size);
 }
 
-/* ---- logs ----------------------------------------------------------------- */
-
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static char logbuf[1 << 14];
-static size_t loglen;
-
-static void log_cb(void *arg, int level, const char *msg)
-{
-	pthread_mutex_lock(&log_lock);
-	loglen += (size_t)snprintf(logbuf + loglen, sizeof(logbuf) - loglen,
-				   "%s\n", msg);
-	if (loglen >= sizeof(logbuf))
-		loglen = sizeof(logbuf) - 1;
-	pthread_mutex_unlock(&log_lock);
-}
-
 /* ---- cases ---------------------------------------------------------------- */
 
 static struct dlc_index *idx;
@@ -101,7 +85,7 @@ static void config(struct dlc_config *cfg, uint32_t threads)
 	cfg->queue_depth = 4;
 	cfg->decode_threads = threads;
 	cfg->backend = DLC_BACKEND_INPROCESS;
-	cfg->log = log_cb;
+	cfg->log = t_log_capture;
 	cfg->log_level = DLC_LOG_WARN;
 }
 
@@ -144,8 +128,8 @@ static int run_child(uint32_t threads, int fail_thread, int fail_jpeg,
 			ret = ret == -ENODATA ? 1000 + nb : ret;
 			dlc_loader_destroy(l);
 		}
-		if (want_log && !strstr(logbuf, want_log)) {
-			printf("log lacks '%s':\n%s", want_log, logbuf);
+		if (want_log && !strstr(t_logbuf, want_log)) {
+			printf("log lacks '%s':\n%s", want_log, t_logbuf);
 			ret = -9998;
 		}
 		if (write(pipefd[1], &ret, sizeof(ret)) != sizeof(ret))

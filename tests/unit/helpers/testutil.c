@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <stdarg.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <jpeglib.h>
 #include <stdlib.h>
@@ -273,4 +274,28 @@ int t_make_dataset(const char *root, uint32_t classes, uint32_t per_class)
 				return ret;
 		}
 	return 0;
+}
+
+char t_logbuf[1 << 16];
+static size_t t_loglen;
+static pthread_mutex_t t_log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void t_log_capture(void *arg, int level, const char *msg)
+{
+	(void)arg;
+	(void)level;
+	pthread_mutex_lock(&t_log_lock);
+	t_loglen += (size_t)snprintf(t_logbuf + t_loglen,
+				     sizeof(t_logbuf) - t_loglen, "%s\n", msg);
+	if (t_loglen >= sizeof(t_logbuf))
+		t_loglen = sizeof(t_logbuf) - 1;
+	pthread_mutex_unlock(&t_log_lock);
+}
+
+void t_log_clear(void)
+{
+	pthread_mutex_lock(&t_log_lock);
+	t_loglen = 0;
+	t_logbuf[0] = '\0';
+	pthread_mutex_unlock(&t_log_lock);
 }

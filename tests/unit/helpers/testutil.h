@@ -89,6 +89,14 @@ void t_skip_required(const char *name, const char *fmt, ...)
 /* Whether CI=true (or CI=1) is set: required comparisons must run. */
 int t_in_ci(void);
 
+/*
+ * A dlc_log_fn that appends each line (and a newline) to t_logbuf, from
+ * any thread; t_log_clear() empties it.
+ */
+extern char t_logbuf[1 << 16];
+void t_log_capture(void *arg, int level, const char *msg);
+void t_log_clear(void);
+
 /* Print the verdict for test @name; returns the exit status. */
 int t_done(const char *name);
 
