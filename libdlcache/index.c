@@ -23,7 +23,7 @@
 #include "crc32c.h"
 
 /* Keeps sample IDs and the policy's positions comfortably in 32 bits. */
-#define IDX_MAX_SAMPLES		(1U << 28)
+#define IDX_MAX_SAMPLES		DLC_INDEX_MAX_SAMPLES
 #define IDX_MAX_CLASSES		IDX_MAX_SAMPLES
 
 /*
@@ -1160,6 +1160,12 @@ static int parse_crc(const char **sp, uint32_t *crc, uint8_t *has)
 	return 0;
 }
 
+/*
+ * Read a whole index file: a regular file of at most
+ * DLC_INDEX_MAX_FILE_BYTES (checked before and while reading, since it
+ * may grow). A device, FIFO or socket is -EINVAL: /dev/zero would never
+ * end.
+ */
 static int read_file(const char *path, char **buf, size_t *len)
 {
 	size_t cap = 0, n = 0;
@@ -1167,7 +1173,7 @@ static int read_file(const char *path, char **buf, size_t *len)
 	struct stat st;
 	int fd, ret = 0;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st)) {
@@ -1176,6 +1182,14 @@ static int read_file(const char *path, char **buf, size_t *len)
 	}
 	if (S_ISDIR(st.st_mode)) {
 		ret = -EISDIR;
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	if ((uint64_t)st.st_size > DLC_INDEX_MAX_FILE_BYTES) {
+		ret = -EFBIG;
 		goto out;
 	}
 	/* The size is a hint only; the file may change while it is read. */
@@ -1188,6 +1202,10 @@ static int read_file(const char *path, char **buf, size_t *len)
 	for (;;) {
 		ssize_t r;
 
+		if (n > DLC_INDEX_MAX_FILE_BYTES) {
+			ret = -EFBIG;
+			goto out;
+		}
 		if (n + 1 >= cap) {
 			ret = grow(&p, &cap, cap + 1, 1);
 			if (ret)
@@ -1214,7 +1232,9 @@ out:
 	return ret;
 }
 
-static int parse_index(struct dlc_index *idx, char *buf, size_t len)
+/* @max_rel: the longest relpath, for a root given at load. */
+static int parse_index(struct dlc_index *idx, char *buf, size_t len,
+		       size_t *max_rel)
 {
 	struct cursor cur = { buf, buf + len };
 	uint64_t v, key[2], size;
@@ -1306,6 +1326,8 @@ static int parse_index(struct dlc_index *idx, char *buf, size_t len)
 		path = idx->arena + pos;
 		if (!valid_relpath(path) || root_len + 1 + n >= PATH_MAX)
 			return -EBADMSG;
+		if (n > *max_rel)
+			*max_rel = n;
 		/* The first component is the class directory. */
 		cls = idx->arena + idx->class_off[idx->labels[i]];
 		clen = strlen(cls);
@@ -1340,11 +1362,34 @@ static int parse_index(struct dlc_index *idx, char *buf, size_t len)
 	return 0;
 }
 
-int dlc_index_load(const char *path, struct dlc_index **out)
+/* Point @idx at @root instead of its stored root. */
+static int override_root(struct dlc_index *idx, const char *root,
+			 size_t max_rel)
+{
+	struct stat st;
+	char *r = realpath(root, NULL);
+
+	if (!r)
+		return -errno;
+	if (stat(r, &st) || !S_ISDIR(st.st_mode)) {
+		free(r);
+		return -ENOTDIR;
+	}
+	if (strlen(r) + 1 + max_rel >= PATH_MAX) {
+		free(r);
+		return -ENAMETOOLONG;
+	}
+	free(idx->root);
+	idx->root = r;
+	return 0;
+}
+
+int dlc_index_load_at(const char *path, const char *root,
+		      struct dlc_index **out)
 {
 	struct dlc_index *idx;
+	size_t len = 0, max_rel = 0;
 	char *buf = NULL;
-	size_t len = 0;
 	int ret;
 
 	if (!path || !out)
@@ -1358,12 +1403,19 @@ int dlc_index_load(const char *path, struct dlc_index **out)
 		free(buf);
 		return -ENOMEM;
 	}
-	ret = parse_index(idx, buf, len);
+	ret = parse_index(idx, buf, len, &max_rel);
 	free(buf);
+	if (!ret && root)
+		ret = override_root(idx, root, max_rel);
 	if (ret) {
 		dlc_index_free(idx);
 		return ret;
 	}
 	*out = idx;
 	return 0;
+}
+
+int dlc_index_load(const char *path, struct dlc_index **out)
+{
+	return dlc_index_load_at(path, NULL, out);
 }

@@ -43,12 +43,18 @@ static inline uint64_t dlc_now_ns(void)
  */
 struct dlc_buf {
 	uint32_t refs;		/* atomic */
-	uint32_t pad;
+	uint32_t off;		/* bytes from the allocation to the header */
 	size_t len;
 	uint8_t data[];
 };
 
 struct dlc_buf *dlc_buf_alloc(size_t len);
+/*
+ * A buffer whose data is @align-aligned (a power of two, at least the
+ * header) with room for @len rounded up to @align: O_DIRECT reads land
+ * in it directly. Freed by dlc_buf_put() like any other.
+ */
+struct dlc_buf *dlc_buf_alloc_aligned(size_t len, size_t align);
 struct dlc_buf *dlc_buf_get(struct dlc_buf *b);
 void dlc_buf_put(struct dlc_buf *b);
 
@@ -100,14 +106,23 @@ void dlc_cache_counters(const struct dlc_cache *c,
 
 /* ---- io_uring reader (used by one thread at a time) ---- */
 
+/* The longest single read; longer files are read in chunks of it. */
+#define DLC_READ_CHUNK_MAX	(1U << 30)
+
 struct dlc_reader_opts {
 	uint32_t queue_depth;	/* reads in flight at most */
 	uint32_t direct;	/* try O_DIRECT */
-	uint32_t max_read_bytes; /* split reads, 0: whole file at once */
-	uint64_t max_file_bytes; /* larger files fail with -EFBIG */
+	uint32_t max_read_bytes; /* split reads, 0: DLC_READ_CHUNK_MAX */
+	uint64_t max_file_bytes; /* larger files fail with -EFBIG, 0: no limit */
 	uint32_t slot_bytes;	/* size of each registered buffer */
 	const struct dlc_logger *log;
 	struct dlc_stats *stats; /* counters to add to (atomics) */
+	/*
+	 * Tests: called on the reaping thread after a statx completes, before
+	 * the first read is prepared (to change the file in between).
+	 */
+	void (*stat_hook)(void *arg, const char *path);
+	void *stat_hook_arg;
 };
 
 struct dlc_reader;
@@ -127,8 +142,9 @@ void dlc_reader_destroy(struct dlc_reader *r);
 uint32_t dlc_reader_inflight(const struct dlc_reader *r);
 
 /*
- * Open @path and queue a read of the whole file, tagged @tag. Returns 0,
- * or -EBUSY when queue_depth reads are in flight. Open errors are not
+ * Queue an open of @path (copied), a statx of it and reads of the whole
+ * file, tagged @tag; all of them, and the close, go through io_uring.
+ * Returns 0, or -EBUSY when queue_depth reads are in flight. Open errors are not
  * returned here: they come back from dlc_reader_reap() like read errors.
  */
 int dlc_reader_queue(struct dlc_reader *r, const char *path, uint64_t tag);

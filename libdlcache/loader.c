@@ -116,6 +116,8 @@ struct dlc_loader {
 	int64_t k_last_epoch;		/* newest epoch uploaded, -1: none */
 	struct dlc_buf **kbuf;		/* per pos % window: a GET's buffer */
 	uint8_t *kfill;			/* per pos % window: we own its fill */
+	uint8_t *kdone;			/* per pos % window: handed over */
+	uint32_t klow;			/* lowest position not handed over */
 	uint32_t *kread;		/* misses waiting for reader room */
 	uint32_t kread_head, kread_len;
 	uint32_t kgets;			/* GETs without a CQE yet */
@@ -126,6 +128,8 @@ struct dlc_loader {
 	pthread_t *decode_threads;
 	uint32_t nthreads_started;
 	int io_started;
+	uint32_t threads_up;		/* threads past their setup */
+	int thread_err;			/* first setup failure of a thread */
 
 	struct dlc_stats stats;
 	struct dlc_error_info last_err;
@@ -587,12 +591,31 @@ struct worker_arg {
 	struct dlc_loader *l;
 };
 
+/*
+ * A thread's setup is over, with @err (0 or -errno): dlc_loader_create()
+ * waits for every thread's word, so that none can fail unseen.
+ */
+static void thread_up(struct dlc_loader *l, int err, const char *what)
+{
+	if (err)
+		dlc_logf(&l->log, DLC_LOG_ERROR, "%s: cannot create its JPEG decoder: %s",
+			 what, strerror(-err));
+	pthread_mutex_lock(&l->lock);
+	if (err && !l->thread_err)
+		l->thread_err = err;
+	l->threads_up++;
+	pthread_cond_broadcast(&l->idle_cv);
+	pthread_mutex_unlock(&l->lock);
+}
+
 static void *decode_main(void *arg)
 {
 	struct dlc_loader *l = arg;
 	struct dlc_decoder *dec = NULL;
+	int ret = dlc_decoder_create(l->cfg.max_pixels, &dec);
 
-	if (dlc_decoder_create(l->cfg.max_pixels, &dec))
+	thread_up(l, ret, "decode thread");
+	if (ret)
 		return NULL;
 	pthread_mutex_lock(&l->lock);
 	while (!l->stop) {
@@ -634,6 +657,9 @@ static int issuable(const struct dlc_loader *l)
 
 	if (!l->active || l->failed || l->next_pos >= l->end ||
 	    l->outstanding >= l->cfg.window)
+		return 0;
+	/* Kernel state is per pos % window: the span must fit in it. */
+	if (l->kc && l->next_pos - l->klow >= l->cfg.window)
 		return 0;
 	if ((l->next_pos - l->start) % l->cfg.batch_size)
 		return 1;
@@ -680,6 +706,21 @@ static void claim_next(struct dlc_loader *l, struct item *it)
 	l->outstanding++;
 }
 
+/*
+ * Called with l->lock held: @pos no longer needs its kernel state (it is
+ * queued for decode or dropped); move the span's low end past it.
+ */
+static void kernel_pos_done(struct dlc_loader *l, uint32_t pos)
+{
+	uint32_t w = l->cfg.window;
+
+	l->kdone[pos % w] = 1;
+	while (l->klow < l->next_pos && l->kdone[l->klow % w]) {
+		l->kdone[l->klow % w] = 0;
+		l->klow++;
+	}
+}
+
 /* Called with l->lock held: a sample of an abandoned epoch is dropped. */
 static void drop_sample(struct dlc_loader *l, struct dlc_buf *buf)
 {
@@ -723,6 +764,8 @@ static void hand_over(struct dlc_loader *l, struct dlc_read_done *done,
 		if (l->kc)
 			kernel_end_fill(l, (uint32_t)d->tag, d->buf);
 		pthread_mutex_lock(&l->lock);
+		if (l->kc)
+			kernel_pos_done(l, (uint32_t)d->tag);
 		if (!l->active) {
 			drop_sample(l, d->buf);
 			pthread_mutex_unlock(&l->lock);
@@ -828,11 +871,12 @@ static struct dlcache_sqe *kernel_sqe(struct dlc_loader *l)
 }
 
 static void kernel_get(struct dlc_loader *l, uint32_t pos, uint32_t epoch,
-		       uint32_t size, int at)
+		       uint64_t size, int at)
 {
 	uint32_t slot = pos % l->cfg.window;
 	struct dlcache_sqe *sqe;
-	struct dlc_buf *b = dlc_buf_alloc(size);
+	/* A GET's length and result are 32-bit: larger samples are read. */
+	struct dlc_buf *b = size <= INT32_MAX ? dlc_buf_alloc(size) : NULL;
 
 	sqe = b ? kernel_sqe(l) : NULL;
 	if (!sqe) {
@@ -872,7 +916,7 @@ static void kernel_end_fill(struct dlc_loader *l, uint32_t pos,
 		return;
 	sqe->handle = dlc_kclient_handle(l->kc);
 	sqe->sample = l->order[pos];
-	if (buf && buf->len) {
+	if (buf && buf->len && buf->len <= INT32_MAX) {
 		sqe->opcode = DLCACHE_OP_PUT;
 		sqe->len = (uint32_t)buf->len;
 		sqe->addr = (uint64_t)(uintptr_t)buf->data;
@@ -919,6 +963,7 @@ static void kernel_completion(struct dlc_loader *l, const struct dlcache_cqe *c,
 		dlc_stat_add(l->stats.hits, 1);
 		dlc_stat_add(l->stats.hit_bytes, b->len);
 		pthread_mutex_lock(&l->lock);
+		kernel_pos_done(l, pos);
 		if (l->active) {
 			item_at(l, pos, &it);
 			it.buf = b;
@@ -963,14 +1008,16 @@ static int kernel_round(struct dlc_loader *l, uint32_t epoch, char *path,
 	uint32_t qd = l->cfg.queue_depth, n, i;
 	int progressed = 0, ret;
 	struct item it;
+	uint64_t size;
 
 	pthread_mutex_lock(&l->lock);
 	while (issuable(l) && l->kgets + l->kread_len < l->cfg.window &&
 	       dlc_kclient_unsubmitted(l->kc) < l->cfg.window) {
 		claim_next(l, &it);
 		pthread_mutex_unlock(&l->lock);
+		size = dlc_index_size(l->idx, it.sample);
 		kernel_get(l, it.pos, epoch,
-			   (uint32_t)dlc_index_size(l->idx, it.sample) + 1, 1);
+			   size < INT32_MAX ? size + 1 : UINT64_MAX, 1);
 		progressed = 1;
 		pthread_mutex_lock(&l->lock);
 	}
@@ -1023,13 +1070,14 @@ static void *io_main(void *arg)
 	uint32_t qd = l->cfg.queue_depth;
 	char path[4096];
 
+	int err = -ENOMEM;
+
 	done = calloc(qd, sizeof(*done));
-	if (!done || dlc_decoder_create(l->cfg.max_pixels, &dec)) {
+	if (done)
+		err = dlc_decoder_create(l->cfg.max_pixels, &dec);
+	thread_up(l, err, "I/O thread");
+	if (err) {
 		free(done);
-		pthread_mutex_lock(&l->lock);
-		l->failed = -ENOMEM;
-		pthread_cond_broadcast(&l->ready_cv);
-		pthread_mutex_unlock(&l->lock);
 		return NULL;
 	}
 
@@ -1325,9 +1373,11 @@ static int open_backend(struct dlc_loader *l)
 	l->gorder = malloc(sizeof(*l->gorder) * (l->glen > l->n ? l->glen : l->n));
 	l->kbuf = calloc(l->cfg.window, sizeof(*l->kbuf));
 	l->kfill = calloc(l->cfg.window, 1);
+	l->kdone = calloc(l->cfg.window, 1);
 	l->kread = calloc(l->cfg.window, sizeof(*l->kread));
 	l->kcqes = calloc(64, sizeof(*l->kcqes));
-	if (!l->gorder || !l->kbuf || !l->kfill || !l->kread || !l->kcqes)
+	if (!l->gorder || !l->kbuf || !l->kfill || !l->kdone || !l->kread ||
+	    !l->kcqes)
 		return -ENOMEM;
 	l->k_last_epoch = -1;
 	l->backend = DLC_BACKEND_KERNEL;
@@ -1355,6 +1405,7 @@ static void close_backend(struct dlc_loader *l)
 			dlc_buf_put(l->kbuf[i]);
 	free(l->kbuf);
 	free(l->kfill);
+	free(l->kdone);
 	free(l->kread);
 	free(l->kcqes);
 	free(l->gorder);
@@ -1492,8 +1543,12 @@ int dlc_loader_create(const struct dlc_config *ucfg,
 	if (l->backend == DLC_BACKEND_INPROCESS && cfg->cache_bytes) {
 		ret = dlc_cache_create(l->n, l->epoch_len, cfg->cache_bytes,
 				       &l->cache);
-		if (ret)
+		if (ret) {
+			dlc_logf(&l->log, DLC_LOG_ERROR,
+				 "in-process cache over %u samples (%u a rank): %s",
+				 l->n, l->epoch_len, strerror(-ret));
 			goto err;
+		}
 		l->stats.cache_capacity = cfg->cache_bytes;
 	}
 
@@ -1522,18 +1577,33 @@ int dlc_loader_create(const struct dlc_config *ucfg,
 			 (unsigned long long)(cfg->cache_bytes >> 20), l->n,
 			 l->ndecode);
 
-	if (pthread_create(&l->io_thread, NULL, io_main, l)) {
-		ret = -EAGAIN;
+	ret = pthread_create(&l->io_thread, NULL, io_main, l);
+	if (ret) {
+		dlc_logf(&l->log, DLC_LOG_ERROR, "cannot start the I/O thread: %s",
+			 strerror(ret));
+		ret = -ret;
 		goto err;
 	}
 	l->io_started = 1;
 	for (i = 0; i < l->ndecode; i++) {
-		if (pthread_create(&l->decode_threads[i], NULL, decode_main, l)) {
-			ret = -EAGAIN;
+		ret = pthread_create(&l->decode_threads[i], NULL, decode_main, l);
+		if (ret) {
+			dlc_logf(&l->log, DLC_LOG_ERROR,
+				 "cannot start decode thread %u of %u: %s", i + 1,
+				 l->ndecode, strerror(ret));
+			ret = -ret;
 			goto err;
 		}
 		l->nthreads_started++;
 	}
+	/* Every thread set up, or the loader fails now rather than hang. */
+	pthread_mutex_lock(&l->lock);
+	while (l->threads_up < 1 + l->nthreads_started)
+		pthread_cond_wait(&l->idle_cv, &l->lock);
+	ret = l->thread_err;
+	pthread_mutex_unlock(&l->lock);
+	if (ret)
+		goto err;
 	*out = l;
 	return 0;
 err:
@@ -1598,6 +1668,9 @@ int dlc_loader_start_epoch(struct dlc_loader *l, uint32_t epoch,
 	l->start = start;
 	l->end = end;
 	l->next_pos = start;
+	l->klow = start;
+	if (l->kdone)
+		memset(l->kdone, 0, l->cfg.window);
 	l->nbatches_run = (end - start + b - 1) / b;
 	l->base_seq = start / b;
 	l->next_local = 0;

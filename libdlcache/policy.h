@@ -39,9 +39,13 @@
 #define DLC_POLICY_NIL		UINT32_MAX
 /* Epoch orders remembered at once (current, next, and some in hand). */
 #define DLC_POLICY_MAX_EPOCHS	8
-/* Largest sample count and window (positions), to keep sizes in 32 bits. */
+/*
+ * Largest sample count and window (positions), to keep sizes in 32 bits.
+ * The window holds three epochs of DLC_POLICY_MAX_SAMPLES positions
+ * (rounded up to a power of two), as the in-process cache asks.
+ */
 #define DLC_POLICY_MAX_SAMPLES	(1U << 28)
-#define DLC_POLICY_MAX_WINDOW	(1U << 29)
+#define DLC_POLICY_MAX_WINDOW	(1U << 30)
 
 /* Error values, equal to Linux errno numbers, returned negated. */
 #define DLC_POLICY_ENOENT	2

@@ -2,12 +2,22 @@
 /*
  * Batch reads of whole sample files through io_uring.
  *
+ * Every step of a sample goes through the ring, so that a slow open (a
+ * cold dentry cache, NFS, Lustre) overlaps with the others instead of
+ * serialising the I/O thread: each request is a small state machine,
+ * OPENAT -> STATX (of the fd) -> READ (one or more) -> CLOSE. The close
+ * is fire and forget: its completion is dropped, and the request slot is
+ * free at once.
+ *
  * Each read goes O_DIRECT into a 4 KiB-aligned registered buffer (one per
  * queue slot), so that misses neither pollute nor depend on the page
  * cache. Where a file system refuses O_DIRECT (tmpfs, some FUSE), reads
  * fall back to buffered I/O, logged once. Short reads continue where they
  * stopped; EINTR and EAGAIN resubmit. The finished bytes are copied into a
  * refcounted dlc_buf of the exact size so the slot is free again at once.
+ * A file larger than a slot is read straight into an aligned dlc_buf, in
+ * chunks of at most max_read_bytes (DLC_READ_CHUNK_MAX when 0): sizes
+ * are 64-bit throughout, io_uring lengths 32-bit.
  *
  * A second eventfd read sits on the ring at all times, so that another
  * thread can wake the owner out of io_uring_wait_cqe() by writing to it.
@@ -28,20 +38,24 @@
 #define DIO_ALIGN	4096U
 #define WAKE_TAG	0ULL	/* user_data of the eventfd read */
 #define WATCH_TAG	UINT64_MAX /* user_data of the watched fd's poll */
+#define CLOSE_TAG	(UINT64_MAX - 1) /* a close: its completion is dropped */
+
+enum req_state { RQ_OPEN, RQ_STATX, RQ_READ };
 
 struct dlc_read_req {
 	int fd;
 	int direct;		/* fd has O_DIRECT */
-	int queued;		/* prepared, not yet handed to the kernel */
 	int busy;		/* slot in use */
-	uint64_t size;		/* bytes to read, from fstat */
+	enum req_state state;	/* the operation on the ring */
+	uint64_t size;		/* bytes to read, from statx */
 	uint64_t done;		/* bytes read so far */
 	uint32_t asked;		/* length of the read in flight */
-	uint8_t *buf;		/* slot buffer, or big for large files */
-	uint8_t *big;		/* aligned buffer for files over slot_bytes */
+	uint8_t *buf;		/* slot buffer */
+	struct dlc_buf *out;	/* aligned result for files over slot_bytes */
 	uint64_t tag;
 	uint64_t t0;
-	const char *path;	/* the caller's string, for the fallback log */
+	char *path;		/* a copy: io_uring reads it at submit */
+	struct statx stx;
 };
 
 struct dlc_reader {
@@ -54,11 +68,12 @@ struct dlc_reader {
 	uint8_t *slots;		/* queue_depth x slot_bytes, aligned */
 	int registered;		/* slots are registered buffers */
 	int direct_ok;		/* O_DIRECT not refused yet */
+	int unsubmitted;	/* SQEs prepared since the last submit */
 	int wake_fd;
 	uint64_t wake_val;
 	int wake_armed;
 	int watch_armed;	/* a poll of a watched fd is on the ring */
-	/* Opens that failed: reported by the next reap. */
+	/* Requests that failed before reaching the ring: the next reap. */
 	struct dlc_read_done *early;
 	uint32_t nearly;
 };
@@ -68,9 +83,21 @@ static uint64_t align_up(uint64_t v, uint64_t a)
 	return (v + a - 1) & ~(a - 1);
 }
 
-static int arm_wake(struct dlc_reader *r)
+/* An SQE, submitting what is prepared to make room when the SQ is full. */
+static struct io_uring_sqe *get_sqe(struct dlc_reader *r)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+
+	if (!sqe && dlc_reader_submit(r) == 0)
+		sqe = io_uring_get_sqe(&r->ring);
+	if (sqe)
+		r->unsubmitted = 1;
+	return sqe;
+}
+
+static int arm_wake(struct dlc_reader *r)
+{
+	struct io_uring_sqe *sqe = get_sqe(r);
 
 	if (!sqe)
 		return -EBUSY;
@@ -116,8 +143,11 @@ int dlc_reader_create(const struct dlc_reader_opts *o, struct dlc_reader **out)
 		ret = -errno;
 		goto err_free_ret;
 	}
-	/* Two more entries: the wake-up read and a watched fd's poll. */
-	ret = io_uring_queue_init(qd + 2, &r->ring, 0);
+	/*
+	 * One operation per request, a close per request just released,
+	 * the wake-up read and a watched fd's poll.
+	 */
+	ret = io_uring_queue_init(2 * qd + 2, &r->ring, 0);
 	if (ret)
 		goto err_free_ret;
 
@@ -142,7 +172,7 @@ int dlc_reader_create(const struct dlc_reader_opts *o, struct dlc_reader **out)
 	}
 	ret = arm_wake(r);
 	if (!ret)
-		ret = io_uring_submit(&r->ring) < 0 ? -EIO : 0;
+		ret = dlc_reader_submit(r);
 	if (ret)
 		goto err_exit_ring;
 	*out = r;
@@ -170,12 +200,13 @@ void dlc_reader_destroy(struct dlc_reader *r)
 
 	if (!r)
 		return;
-	/* Exiting the ring cancels and waits for the reads in flight. */
+	/* Exiting the ring cancels and waits for the operations in flight. */
 	io_uring_queue_exit(&r->ring);
 	for (i = 0; i < r->o.queue_depth; i++) {
 		if (r->req[i].fd >= 0)
 			close(r->req[i].fd);
-		free(r->req[i].big);
+		dlc_buf_put(r->req[i].out);
+		free(r->req[i].path);
 	}
 	for (i = 0; i < r->nearly; i++)
 		dlc_buf_put(r->early[i].buf);
@@ -193,7 +224,7 @@ int dlc_reader_watch(struct dlc_reader *r, int fd)
 
 	if (r->watch_armed)
 		return 0;
-	sqe = io_uring_get_sqe(&r->ring);
+	sqe = get_sqe(r);
 	if (!sqe)
 		return -EBUSY;
 	io_uring_prep_poll_add(sqe, fd, POLLIN);
@@ -216,44 +247,77 @@ void dlc_reader_wake(struct dlc_reader *r)
 	}
 }
 
+/* Free @q's slot now; its fd is closed through the ring. */
 static void release(struct dlc_reader *r, struct dlc_read_req *q)
 {
-	if (q->fd >= 0)
-		close(q->fd);
+	struct io_uring_sqe *sqe;
+
+	if (q->fd >= 0) {
+		sqe = get_sqe(r);
+		if (sqe) {
+			io_uring_prep_close(sqe, q->fd);
+			io_uring_sqe_set_data64(sqe, CLOSE_TAG);
+		} else {
+			close(q->fd);
+		}
+	}
 	q->fd = -1;
-	free(q->big);
-	q->big = NULL;
+	dlc_buf_put(q->out);
+	q->out = NULL;
+	free(q->path);
+	q->path = NULL;
 	q->busy = 0;
-	q->queued = 0;
 	r->free_list[r->nfree++] = (uint32_t)(q - r->req);
 }
 
 /* Prepare the next read of @q; the caller submits. */
 static int prep_read(struct dlc_reader *r, struct dlc_read_req *q)
 {
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
-	uint64_t left = q->size - q->done, len = left;
-	uint8_t *dst = (q->big ? q->big : q->buf) + q->done;
+	struct io_uring_sqe *sqe = get_sqe(r);
+	uint64_t cap = r->o.max_read_bytes ? r->o.max_read_bytes :
+		       DLC_READ_CHUNK_MAX;
+	uint64_t len = q->size - q->done;
+	uint8_t *dst = (q->out ? q->out->data : q->buf) + q->done;
 
 	if (!sqe)
 		return -EBUSY;
-	if (r->o.max_read_bytes && len > r->o.max_read_bytes)
-		len = r->o.max_read_bytes;
+	if (len > cap)
+		len = cap;
 	if (q->direct) {
 		/* O_DIRECT wants aligned offsets and lengths. */
 		len = align_up(len, DIO_ALIGN);
-		if (r->o.max_read_bytes && len > r->o.max_read_bytes &&
-		    len > DIO_ALIGN)
+		if (len > cap && len > DIO_ALIGN)
 			len -= DIO_ALIGN;
 	}
+	/* Within 32 bits: cap is, and DLC_READ_CHUNK_MAX is aligned. */
 	q->asked = (uint32_t)len;
-	if (r->registered && !q->big)
-		io_uring_prep_read_fixed(sqe, q->fd, dst, (unsigned int)len,
-					 q->done, (int)(q - r->req));
+	if (r->registered && !q->out)
+		io_uring_prep_read_fixed(sqe, q->fd, dst, q->asked, q->done,
+					 (int)(q - r->req));
 	else
-		io_uring_prep_read(sqe, q->fd, dst, (unsigned int)len, q->done);
+		io_uring_prep_read(sqe, q->fd, dst, q->asked, q->done);
 	io_uring_sqe_set_data64(sqe, (uint64_t)(q - r->req) + 1);
-	q->queued = 1;
+	return 0;
+}
+
+/* Prepare @q's operation in its state; the caller submits. */
+static int prep_op(struct dlc_reader *r, struct dlc_read_req *q)
+{
+	struct io_uring_sqe *sqe;
+
+	if (q->state == RQ_READ)
+		return prep_read(r, q);
+	sqe = get_sqe(r);
+	if (!sqe)
+		return -EBUSY;
+	if (q->state == RQ_OPEN)
+		io_uring_prep_openat(sqe, AT_FDCWD, q->path,
+				     O_RDONLY | O_CLOEXEC |
+				     (q->direct ? O_DIRECT : 0), 0);
+	else
+		io_uring_prep_statx(sqe, q->fd, "", AT_EMPTY_PATH,
+				    STATX_TYPE | STATX_SIZE, &q->stx);
+	io_uring_sqe_set_data64(sqe, (uint64_t)(q - r->req) + 1);
 	return 0;
 }
 
@@ -292,68 +356,27 @@ static void drop_direct(struct dlc_reader *r, struct dlc_read_req *q, int err)
 int dlc_reader_queue(struct dlc_reader *r, const char *path, uint64_t tag)
 {
 	struct dlc_read_req *q;
-	struct stat st;
-	int fd, direct = r->direct_ok, ret;
 
 	if (!r->nfree || r->nearly + r->inflight >= r->o.queue_depth)
 		return -EBUSY;
-	fd = open(path, O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
-	if (fd < 0 && direct && errno == EINVAL) {
-		direct_refused(r, path, EINVAL);
-		direct = 0;
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-	}
-	if (fd < 0) {
-		fail_early(r, tag, -errno, "open", NULL);
-		return 0;
-	}
-	if (fstat(fd, &st)) {
-		ret = -errno;
-		close(fd);
-		fail_early(r, tag, ret, "stat", NULL);
-		return 0;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		fail_early(r, tag, S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL,
-			   "not a regular file", NULL);
-		return 0;
-	}
-	if (r->o.max_file_bytes && (uint64_t)st.st_size > r->o.max_file_bytes) {
-		close(fd);
-		fail_early(r, tag, -EFBIG, "file over max_file_bytes", NULL);
-		return 0;
-	}
-	if (st.st_size == 0) {
-		struct dlc_buf *b = dlc_buf_alloc(0);
-
-		close(fd);
-		fail_early(r, tag, b ? 0 : -ENOMEM, "allocate", b);
-		return 0;
-	}
-
 	q = &r->req[r->free_list[--r->nfree]];
 	q->busy = 1;
-	q->fd = fd;
-	q->direct = direct;
-	q->size = (uint64_t)st.st_size;
+	q->fd = -1;
+	q->direct = r->direct_ok;
+	q->state = RQ_OPEN;
+	q->size = 0;
 	q->done = 0;
 	q->tag = tag;
-	q->path = path;
 	q->t0 = dlc_now_ns();
-	if (align_up(q->size, DIO_ALIGN) > r->o.slot_bytes) {
-		if (posix_memalign((void **)&q->big, DIO_ALIGN,
-				   align_up(q->size, DIO_ALIGN))) {
-			q->big = NULL;
-			release(r, q);
-			fail_early(r, tag, -ENOMEM, "allocate", NULL);
-			return 0;
-		}
-	}
-	ret = prep_read(r, q);
-	if (ret) {
+	q->path = strdup(path);
+	if (!q->path) {
 		release(r, q);
-		return ret;
+		fail_early(r, tag, -ENOMEM, "allocate", NULL);
+		return 0;
+	}
+	if (prep_op(r, q)) {
+		release(r, q);
+		return -EBUSY;
 	}
 	r->inflight++;
 	return 0;
@@ -366,7 +389,61 @@ int dlc_reader_submit(struct dlc_reader *r)
 	do {
 		ret = io_uring_submit(&r->ring);
 	} while (ret == -EINTR || ret == -EAGAIN);
+	if (ret >= 0)
+		r->unsubmitted = 0;
 	return ret < 0 ? ret : 0;
+}
+
+/* Set @d to an error of @q; returns 1 (finished). */
+static int finish_err(struct dlc_read_done *d, int err, const char *why)
+{
+	d->err = err;
+	d->why = why;
+	return 1;
+}
+
+/* The open or the statx of @q completed with @res. */
+static int opened(struct dlc_reader *r, struct dlc_read_req *q, int res,
+		  struct dlc_read_done *d)
+{
+	const struct statx *sx = &q->stx;
+
+	if (q->state == RQ_OPEN) {
+		if (res == -EINVAL && q->direct) {
+			direct_refused(r, q->path, EINVAL);
+			q->direct = 0;
+			return prep_op(r, q) ? finish_err(d, -EIO, "resubmit") : 0;
+		}
+		if (res < 0)
+			return finish_err(d, res, "open");
+		q->fd = res;
+		q->state = RQ_STATX;
+		return prep_op(r, q) ? finish_err(d, -EIO, "resubmit") : 0;
+	}
+	if (res < 0)
+		return finish_err(d, res, "stat");
+	if (r->o.stat_hook)
+		r->o.stat_hook(r->o.stat_hook_arg, q->path);
+	if (!S_ISREG(sx->stx_mode))
+		return finish_err(d, S_ISDIR(sx->stx_mode) ? -EISDIR : -EINVAL,
+				  "not a regular file");
+	if (r->o.max_file_bytes && sx->stx_size > r->o.max_file_bytes)
+		return finish_err(d, -EFBIG, "file over max_file_bytes");
+	if (sx->stx_size > SIZE_MAX - 2 * DIO_ALIGN)
+		return finish_err(d, -EFBIG, "file larger than memory");
+	q->size = sx->stx_size;
+	if (!q->size) {
+		d->buf = dlc_buf_alloc(0);
+		return finish_err(d, d->buf ? 0 : -ENOMEM, "allocate");
+	}
+	if (align_up(q->size, DIO_ALIGN) > r->o.slot_bytes) {
+		/* Straight into the result: one copy of a big file at most. */
+		q->out = dlc_buf_alloc_aligned(q->size, DIO_ALIGN);
+		if (!q->out)
+			return finish_err(d, -ENOMEM, "allocate");
+	}
+	q->state = RQ_READ;
+	return prep_op(r, q) ? finish_err(d, -EIO, "resubmit") : 0;
 }
 
 /* Handle one completion of @q; returns 1 when @q finished into @d. */
@@ -377,17 +454,16 @@ static int complete(struct dlc_reader *r, struct dlc_read_req *q, int res,
 
 	if (res == -EINTR || res == -EAGAIN) {
 		dlc_stat_add(st->retries, 1);
-		return prep_read(r, q) ? (d->err = -EIO, d->why = "resubmit", 1) : 0;
+		return prep_op(r, q) ? finish_err(d, -EIO, "resubmit") : 0;
 	}
+	if (q->state != RQ_READ)
+		return opened(r, q, res, d);
 	if (res == -EINVAL && q->direct) {
 		drop_direct(r, q, EINVAL);
-		return prep_read(r, q) ? (d->err = -EIO, d->why = "resubmit", 1) : 0;
+		return prep_read(r, q) ? finish_err(d, -EIO, "resubmit") : 0;
 	}
-	if (res < 0) {
-		d->err = res;
-		d->why = "read";
-		return 1;
-	}
+	if (res < 0)
+		return finish_err(d, res, "read");
 	q->done += (uint64_t)res;
 	if (res > 0 && q->done < q->size) {
 		if ((uint32_t)res < q->asked)
@@ -395,17 +471,20 @@ static int complete(struct dlc_reader *r, struct dlc_read_req *q, int res,
 		/* A short O_DIRECT read can leave the offset unaligned. */
 		if (q->direct && (q->done % DIO_ALIGN))
 			drop_direct(r, q, EINVAL);
-		return prep_read(r, q) ? (d->err = -EIO, d->why = "resubmit", 1) : 0;
+		return prep_read(r, q) ? finish_err(d, -EIO, "resubmit") : 0;
 	}
-	if (q->done > q->size)	/* the file grew: keep what fstat saw */
+	if (q->done > q->size)	/* the file grew: keep what statx saw */
 		q->done = q->size;
-	d->buf = dlc_buf_alloc(q->done);
-	if (!d->buf) {
-		d->err = -ENOMEM;
-		d->why = "allocate";
-		return 1;
+	if (q->out) {
+		d->buf = q->out;
+		q->out = NULL;
+		d->buf->len = q->done;
+	} else {
+		d->buf = dlc_buf_alloc(q->done);
+		if (!d->buf)
+			return finish_err(d, -ENOMEM, "allocate");
+		memcpy(d->buf->data, q->buf, q->done);
 	}
-	memcpy(d->buf->data, q->big ? q->big : q->buf, q->done);
 	d->err = 0;
 	d->why = NULL;
 	dlc_stat_add(st->reads, 1);
@@ -421,13 +500,19 @@ int dlc_reader_reap(struct dlc_reader *r, struct dlc_read_done *done,
 {
 	struct io_uring_cqe *cqe;
 	uint32_t n = 0;
-	int ret, resubmit = 0;
+	int ret;
 
 	while (n < max && r->nearly)
 		done[n++] = r->early[--r->nearly];
 
 	for (;;) {
-		if (n < max && !resubmit && wait && !n) {
+		if (n < max && wait && !n) {
+			/* What the last completions prepared goes out first. */
+			if (r->unsubmitted) {
+				ret = dlc_reader_submit(r);
+				if (ret)
+					return ret;
+			}
 			ret = io_uring_wait_cqe(&r->ring, &cqe);
 			if (ret == -EINTR)
 				continue;
@@ -443,6 +528,8 @@ int dlc_reader_reap(struct dlc_reader *r, struct dlc_read_done *done,
 		int res = cqe->res;
 
 		io_uring_cqe_seen(&r->ring, cqe);
+		if (ud == CLOSE_TAG)
+			continue;
 		if (ud == WATCH_TAG) {
 			r->watch_armed = 0;
 			wait = 0;
@@ -450,8 +537,7 @@ int dlc_reader_reap(struct dlc_reader *r, struct dlc_read_done *done,
 		}
 		if (ud == WAKE_TAG) {
 			r->wake_armed = 0;
-			if (!arm_wake(r))
-				resubmit = 1;
+			arm_wake(r);
 			/* A wake-up counts as an event: stop blocking. */
 			wait = 0;
 			continue;
@@ -459,21 +545,17 @@ int dlc_reader_reap(struct dlc_reader *r, struct dlc_read_done *done,
 		struct dlc_read_req *q = &r->req[ud - 1];
 		struct dlc_read_done *d = &done[n];
 
-		q->queued = 0;
 		d->tag = q->tag;
 		d->buf = NULL;
 		if (complete(r, q, res, d)) {
 			r->inflight--;
 			release(r, q);
 			n++;
-		} else {
-			resubmit = 1;
 		}
-		wait = 0;
 	}
-	if (resubmit || !r->wake_armed) {
-		if (!r->wake_armed)
-			arm_wake(r);
+	if (!r->wake_armed)
+		arm_wake(r);
+	if (r->unsubmitted) {
 		ret = dlc_reader_submit(r);
 		if (ret)
 			return ret;

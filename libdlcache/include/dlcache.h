@@ -56,14 +56,41 @@ struct dlc_index;
  */
 int dlc_index_build(const char *root, struct dlc_index **out);
 
+/* Most samples an index holds. */
+#define DLC_INDEX_MAX_SAMPLES	(1U << 28)
+/*
+ * Largest index file dlc_index_load() reads: DLC_INDEX_MAX_SAMPLES lines
+ * of a sample (a path of PATH_MAX, 4096, every byte escaped as 3, plus
+ * 64 for the numbers) and as many class lines (a name of 255 bytes
+ * escaped, plus 8), and 4 x 4096 for the header: about 3.2 TiB. A file
+ * that says it is larger cannot be valid.
+ */
+#define DLC_INDEX_MAX_FILE_BYTES					\
+	((uint64_t)DLC_INDEX_MAX_SAMPLES * (3 * 4096 + 64 + 3 * 255 + 8) + \
+	 4 * 4096)
+
 /*
  * Save to / load from an index file (text, versioned). Loading checks the
- * header, every field and the stored key. -EBADMSG for a malformed file.
+ * header, every field and the stored key. -EBADMSG for a malformed file,
+ * -EISDIR for a directory, -EINVAL for anything else that is not a
+ * regular file (a device such as /dev/zero, a FIFO), -EFBIG for a file
+ * over DLC_INDEX_MAX_FILE_BYTES, -ENOMEM, or the errno of open/read.
  * Format 2 holds the checksums; a format 1 file (older libdlcache) loads
  * with every checksum absent and saves as format 1 again.
  */
 int dlc_index_save(const struct dlc_index *idx, const char *path);
 int dlc_index_load(const char *path, struct dlc_index **out);
+/*
+ * dlc_index_load() with the data set at @root instead of the root stored
+ * in the file (a data set moved or mounted elsewhere); NULL keeps the
+ * stored one. @root is resolved with realpath(): -ENOENT (or its errno)
+ * when it does not exist, -ENOTDIR when not a directory, -ENAMETOOLONG
+ * when a sample's path under it would reach PATH_MAX. The key does not
+ * change: the root is not hashed. The files are not checked here; a
+ * sample missing under @root fails when read, as any other.
+ */
+int dlc_index_load_at(const char *path, const char *root,
+		      struct dlc_index **out);
 void dlc_index_free(struct dlc_index *idx);
 
 uint32_t dlc_index_count(const struct dlc_index *idx);
@@ -438,9 +465,14 @@ struct dlc_config {
 	uint32_t backend;	/* enum dlc_backend */
 	uint64_t cache_bytes;	/* in-process cache capacity, 0 disables it */
 	uint64_t max_pixels;	/* decompression-bomb cap, 0: default */
-	uint64_t max_file_bytes; /* larger samples fail as too large */
+	/*
+	 * Larger samples fail as too large (-EFBIG). dlc_config_init() sets
+	 * 64 MiB; 0 means no limit (a sample then takes as much memory as its
+	 * file is long, 4 GiB and more included).
+	 */
+	uint64_t max_file_bytes;
 	uint32_t direct_io;	/* 1: O_DIRECT where the file system allows */
-	uint32_t max_read_bytes; /* split reads to at most this, 0: no limit */
+	uint32_t max_read_bytes; /* split reads to at most this, 0: 1 GiB chunks */
 	dlc_log_fn log;		/* NULL: silent */
 	void *log_arg;
 	uint32_t log_level;	/* highest level passed to @log */

@@ -195,4 +195,17 @@ json=$("$ctl" bench "$tmp/ds.idx" --epochs 1 --batch-size 8 --size 32 --json --b
 	echo "$json" | grep -q '"backend": "inprocess"' || fail "bench --backend inprocess: $json"
 end
 
+begin bench-root
+# A data set moved since indexing: bench --root finds every sample there.
+expect_usage "bench --root with a DIR" bench "$tmp/ds" --root "$tmp/ds"
+mv "$tmp/ds" "$tmp/ds-moved" || fail "mv"
+json=$("$ctl" bench "$tmp/ds.idx" --root "$tmp/ds-moved" --epochs 1 --batch-size 8 --size 32 --json) ||
+	fail "bench --root"
+/usr/bin/python3 -c 'import json, sys; e = json.loads(sys.argv[1])["epochs"][0]; assert e["errors"] == 0 and e["images"] == 40, e' "$json" ||
+	fail "bench --root: $json"
+err=$("$ctl" bench "$tmp/ds.idx" --root "$tmp/nope" 2>&1 >/dev/null); rc=$?
+[ $rc -eq 1 ] && echo "$err" | grep -q "$tmp/nope" || fail "bench --root missing: exit $rc: $err"
+mv "$tmp/ds-moved" "$tmp/ds" || fail "mv back"
+end
+
 finish

@@ -924,6 +924,116 @@ static void test_torchvision(void)
 	dlc_index_free(idx);
 }
 
+/*
+ * Loading is bounded: /dev/zero (a device: it would never end) and a
+ * FIFO are refused at once with -EINVAL, a sparse file one byte over
+ * DLC_INDEX_MAX_FILE_BYTES with -EFBIG, without reading it.
+ */
+static void test_load_bounds(void)
+{
+	struct dlc_index *idx = (struct dlc_index *)1;
+	const char *fifo = at("fifo.idx"), *huge = at("huge.idx");
+	int fd;
+
+	CHECK_EQ(dlc_index_load("/dev/zero", &idx), -EINVAL);
+	CHECK(idx == NULL);
+	CHECK_EQ(dlc_index_load(tmpdir, &idx), -EISDIR);
+	if (mkfifo(fifo, 0600) == 0) {
+		/* O_NONBLOCK: no writer, yet no hang. */
+		CHECK_EQ(dlc_index_load(fifo, &idx), -EINVAL);
+		unlink(fifo);
+	}
+	fd = open(huge, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	CHECK(fd >= 0);
+	if (fd < 0)
+		return;
+	if (ftruncate(fd, (off_t)DLC_INDEX_MAX_FILE_BYTES + 1)) {
+		t_skip("test_load_bounds_huge", "ftruncate to %llu: %s",
+		       (unsigned long long)DLC_INDEX_MAX_FILE_BYTES + 1,
+		       strerror(errno));
+	} else {
+		CHECK_EQ(dlc_index_load(huge, &idx), -EFBIG);
+		CHECK(idx == NULL);
+	}
+	close(fd);
+	unlink(huge);
+}
+
+/*
+ * A data set moved elsewhere: its index loads with the new root given,
+ * keeps its key, and every sample reads back under the new root; the
+ * stored root is kept when none is given. Bad roots fail precisely.
+ */
+static void test_load_at(void)
+{
+	struct dlc_index *a = NULL, *b = NULL;
+	const char *old = at("moving"), *moved = at("moved"), *file;
+	char ifile[4096], path[8192], longroot[4096];
+	uint64_t ka[2], kb[2];
+	uint32_t i, crc;
+	size_t len, n;
+	uint8_t *data;
+
+	snprintf(ifile, sizeof(ifile), "%s", at("moving.idx"));
+	CHECK_EQ(t_make_dataset(old, 2, 3), 0);
+	CHECK_EQ(dlc_index_build(old, &a), 0);
+	if (!a)
+		return;
+	CHECK_EQ(dlc_index_save(a, ifile), 0);
+	dlc_index_key(a, ka);
+	CHECK_EQ(rename(old, moved), 0);
+
+	CHECK_EQ(dlc_index_load_at(ifile, moved, &b), 0);
+	if (b) {
+		CHECK(!strcmp(dlc_index_root(b), moved), "root %s", dlc_index_root(b));
+		dlc_index_key(b, kb);
+		CHECK(ka[0] == kb[0] && ka[1] == kb[1], "the key changed");
+		CHECK_EQ(dlc_index_count(b), dlc_index_count(a));
+		for (i = 0; i < dlc_index_count(b); i++) {
+			snprintf(path, sizeof(path), "%s/%s", dlc_index_root(b),
+				 dlc_index_relpath(b, i));
+			data = t_read_file(path, &len);
+			CHECK(data, "sample %u: %s unreadable", i, path);
+			if (!data)
+				continue;
+			CHECK_EQ(len, dlc_index_size(b, i));
+			CHECK_EQ(dlc_index_crc32c(b, i, &crc), 0);
+			free(data);
+		}
+		dlc_index_free(b);
+		b = NULL;
+	}
+	/* No override: the stored root, which no longer exists. */
+	CHECK_EQ(dlc_index_load_at(ifile, NULL, &b), 0);
+	if (b) {
+		CHECK(!strcmp(dlc_index_root(b), dlc_index_root(a)));
+		dlc_index_free(b);
+		b = NULL;
+	}
+	CHECK_EQ(dlc_index_load_at(ifile, old, &b), -ENOENT);
+	CHECK(b == NULL);
+	file = at("moving.idx");
+	CHECK_EQ(dlc_index_load_at(ifile, file, &b), -ENOTDIR);
+	/* A root so deep that root/relpath reaches PATH_MAX. */
+	n = (size_t)snprintf(longroot, sizeof(longroot), "%s", moved);
+	len = 4096 - 1 - strlen(dlc_index_relpath(a, 0));	/* root length */
+	while (n < len) {
+		size_t c = len - n > 200 ? 200 : len - n;
+
+		if (c < 2)	/* "/" and at least one byte */
+			c = 2;
+		longroot[n] = '/';
+		memset(longroot + n + 1, 'd', c - 1);
+		n += c;
+		longroot[n] = '\0';
+		if (mkdir(longroot, 0700) && errno != EEXIST)
+			break;
+	}
+	CHECK(n >= len, "made %zu of %zu", n, len);
+	CHECK_EQ(dlc_index_load_at(ifile, longroot, &b), -ENAMETOOLONG);
+	dlc_index_free(a);
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_index.XXXXXX");
@@ -937,6 +1047,8 @@ int main(void)
 	T_RUN(test_errors);
 	T_RUN(test_permissions);
 	T_RUN(test_torchvision);
+	T_RUN(test_load_bounds);
+	T_RUN(test_load_at);
 	rm_rf(tmpdir);
 	return t_done("test_index");
 }

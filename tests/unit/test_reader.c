@@ -3,7 +3,9 @@
  * The io_uring reader: whole files back byte for byte at every size
  * around the O_DIRECT alignment, split reads, a file that shrinks under a
  * read (a real short read), the buffered fallback on tmpfs (logged once),
- * open errors, EINTR from signals, and wake-ups.
+ * open errors, EINTR from signals, and wake-ups. A sparse file of 4 GiB
+ * and more reads back whole (no length is truncated to 32 bits), and
+ * max_file_bytes cuts at exactly its value.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -214,9 +216,18 @@ static void test_buffered_fallback(void)
 	free(dir);
 }
 
-/* The file shrinks between open and read: the kernel returns less. */
+static void shrink_hook(void *arg, const char *path)
+{
+	CHECK(truncate(path, 10000) == 0, "truncate");
+}
+
+/* The file shrinks between statx and read: the kernel returns less. */
 static void test_short_read(const char *dir)
 {
+	struct dlc_reader_opts o = {
+		.queue_depth = 2, .direct = 1, .max_file_bytes = 4 << 20,
+		.slot_bytes = 256 << 10, .stat_hook = shrink_hook,
+	};
 	struct dlc_logger lg = { count_log, NULL, DLC_LOG_WARN };
 	struct dlc_read_done d;
 	struct dlc_stats st;
@@ -232,11 +243,13 @@ static void test_short_read(const char *dir)
 	t_write_file(path, b, 100000);
 	free(b);
 	memset(&st, 0, sizeof(st));
-	r = reader(2, 0, &lg, &st);
+	o.log = &lg;
+	o.stats = &st;
+	r = NULL;
+	CHECK(dlc_reader_create(&o, &r) == 0);
 	if (!r)
 		return;
 	CHECK(dlc_reader_queue(r, path, 42) == 0, "queue");
-	CHECK(truncate(path, 10000) == 0, "truncate");
 	CHECK(dlc_reader_submit(r) == 0, "submit");
 	do {
 		n = dlc_reader_reap(r, &d, 1, 1);
@@ -335,6 +348,115 @@ static void test_eintr(const char *dir)
 	dlc_reader_destroy(r);
 }
 
+static uint64_t mem_available(void)
+{
+	unsigned long long kb = 0;
+	char line[256];
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return (uint64_t)kb << 10;
+}
+
+/* Queue @path alone and wait for its result. */
+static struct dlc_read_done read_one(struct dlc_reader *r, const char *path)
+{
+	struct dlc_read_done d = { .err = -EIO, .why = "test: nothing reaped" };
+	int n;
+
+	CHECK(dlc_reader_queue(r, path, 7) == 0, "queue %s", path);
+	CHECK(dlc_reader_submit(r) == 0, "submit");
+	do
+		n = dlc_reader_reap(r, &d, 1, 1);
+	while (n == 0);
+	CHECK(n == 1, "reap %d", n);
+	CHECK(d.tag == 7, "tag %llu", (unsigned long long)d.tag);
+	return d;
+}
+
+#define HUGE_SIZE ((4ULL << 30) + 8192)
+
+/*
+ * A sparse file of 4 GiB + 8 KiB: a pattern in the first and the last
+ * 4 KiB, zeros between. The whole length must come back (it once came
+ * back as 8 KiB, the length cast to 32 bits), the bytes where they were
+ * written. Needs 4 GiB of memory for the result, briefly.
+ */
+static void test_huge_file(const char *dir)
+{
+	struct dlc_reader_opts o = {
+		.queue_depth = 2, .direct = 1, .max_read_bytes = 0,
+		.max_file_bytes = 0, .slot_bytes = 256 << 10,
+	};
+	struct dlc_read_done d;
+	struct dlc_stats st;
+	struct dlc_reader *r = NULL;
+	uint8_t head[4096], tail[4096];
+	char path[512];
+	size_t k;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/huge.bin", dir);
+	for (k = 0; k < sizeof(head); k++) {
+		head[k] = pattern(k, 1);
+		tail[k] = pattern(k, 2);
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	CHECK(fd >= 0);
+	if (fd < 0)
+		return;
+	CHECK(pwrite(fd, head, sizeof(head), 0) == sizeof(head));
+	CHECK(ftruncate(fd, (off_t)HUGE_SIZE) == 0);
+	CHECK(pwrite(fd, tail, sizeof(tail), (off_t)(HUGE_SIZE - sizeof(tail))) ==
+	      sizeof(tail));
+	close(fd);
+
+	memset(&st, 0, sizeof(st));
+	o.stats = &st;
+	/* One byte under the size: too large, precisely. */
+	o.max_file_bytes = HUGE_SIZE - 1;
+	CHECK(dlc_reader_create(&o, &r) == 0);
+	if (r) {
+		d = read_one(r, path);
+		CHECK(d.err == -EFBIG, "max_file_bytes size - 1: %d (%s)",
+		      d.err, d.why);
+		dlc_reader_destroy(r);
+		r = NULL;
+	}
+
+	if (mem_available() < (6ULL << 30)) {
+		t_skip("test_huge_file_read", "needs 6 GiB of available memory, have %llu MiB",
+		       (unsigned long long)(mem_available() >> 20));
+		unlink(path);
+		return;
+	}
+	/* No limit at all (0): the whole file. */
+	o.max_file_bytes = 0;
+	CHECK(dlc_reader_create(&o, &r) == 0);
+	if (!r)
+		return;
+	d = read_one(r, path);
+	CHECK(d.err == 0, "no max_file_bytes: %d (%s)", d.err, d.why);
+	if (!d.err) {
+		CHECK(d.buf->len == HUGE_SIZE, "%zu bytes, want %llu",
+		      d.buf->len, HUGE_SIZE);
+		if (d.buf->len == HUGE_SIZE) {
+			CHECK(!memcmp(d.buf->data, head, sizeof(head)));
+			CHECK(!memcmp(d.buf->data + HUGE_SIZE - sizeof(tail),
+				      tail, sizeof(tail)));
+			CHECK(d.buf->data[4096] == 0 && d.buf->data[1ULL << 32] == 0);
+		}
+		dlc_buf_put(d.buf);
+	}
+	dlc_reader_destroy(r);
+	CHECK_EQ(st.bytes_read, HUGE_SIZE);
+	unlink(path);
+}
+
 static void *waker(void *arg)
 {
 	usleep(50000);
@@ -378,6 +500,7 @@ int main(void)
 	T_RUN(test_errors, dir);
 	T_RUN(test_eintr, dir);
 	T_RUN(test_wake);
+	T_RUN(test_huge_file, dir);
 	t_rmtree(dir);
 	free(dir);
 	return t_done("test_reader");

@@ -26,6 +26,7 @@ static void help(void)
 	       "the cache hit ratio, the consumer's wait and the bytes read.\n"
 	       "\n"
 	       "  --epochs N           epochs to run (default 3)\n"
+	       "  --root DIR           the data set of INDEX is at DIR (moved since indexing)\n"
 	       "  --batch-size B       samples per batch (default 64)\n"
 	       "  --backend B          auto (default: dlcache.ko if loaded), inprocess or kernel\n"
 	       "  --mode MODE          kernel backend: mode of a data set this creates (0600, 0640, 0660)\n"
@@ -361,6 +362,7 @@ int cmd_bench(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "digest", no_argument, NULL, 'G' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "root", required_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -374,7 +376,7 @@ int cmd_bench(int argc, char **argv)
 	double fraction = 0.5;
 	int have_cache = 0, json = 0, drop = 0, eval = 0, c, ret, rc = 1;
 	int verify_cost = 0, digest = 0;
-	const char *lockstep_path = NULL;
+	const char *lockstep_path = NULL, *root = NULL;
 	struct lockstep ls = { NULL, 0, 0, 0 };
 	char *end;
 
@@ -483,6 +485,9 @@ int cmd_bench(int argc, char **argv)
 		case 'K':
 			lockstep_path = optarg;
 			break;
+		case 'R':
+			root = optarg;
+			break;
 		case 'C':
 			drop = 1;
 			break;
@@ -508,9 +513,13 @@ int cmd_bench(int argc, char **argv)
 	if (cfg.rank >= cfg.world)
 		return usage_error("bench", "--rank %u must be below --world %u", cfg.rank, cfg.world);
 
-	ret = open_index(argv[optind], &idx);
+	ret = open_index_at(argv[optind], root, &idx);
+	if (ret == -EINVAL && root)
+		return usage_error("bench", "--root is for an INDEX file, not a data set DIR");
 	if (ret)
-		return fail("bench", "%s: %s", argv[optind], index_error(ret));
+		return fail("bench", "%s%s%s: %s", argv[optind],
+			    root ? " at --root " : "", root ? root : "",
+			    index_error(ret));
 
 	setup_transform(&cfg, eval, size);
 	cfg.cache_bytes = have_cache ? cache :

@@ -97,15 +97,20 @@ uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-int open_index(const char *path, struct dlc_index **out)
+int open_index_at(const char *path, const char *root, struct dlc_index **out)
 {
 	struct stat st;
 
 	if (stat(path, &st))
 		return -errno;
 	if (S_ISDIR(st.st_mode))
-		return dlc_index_build(path, out);
-	return dlc_index_load(path, out);
+		return root ? -EINVAL : dlc_index_build(path, out);
+	return dlc_index_load_at(path, root, out);
+}
+
+int open_index(const char *path, struct dlc_index **out)
+{
+	return open_index_at(path, NULL, out);
 }
 
 const char *index_error(int err)

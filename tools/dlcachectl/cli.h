@@ -48,6 +48,11 @@ int parse_size(const char *s, uint64_t *out);
  */
 struct dlc_index;
 int open_index(const char *path, struct dlc_index **out);
+/*
+ * open_index() with the data set at @root (NULL: the index's own root);
+ * @root needs an index file: -EINVAL for a directory.
+ */
+int open_index_at(const char *path, const char *root, struct dlc_index **out);
 const char *index_error(int err);
 
 /*

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <stdarg.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <jpeglib.h>
 #include <stdlib.h>
@@ -318,14 +319,25 @@ int t_make_dataset(const char *root, uint32_t classes, uint32_t per_class)
 	return 0;
 }
 
-char t_logbuf[16384];
+char t_logbuf[1 << 16];
+static pthread_mutex_t t_log_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Appends at the string's end, so t_logbuf[0] = 0 clears it too. */
 void t_log_capture(void *arg, int level, const char *msg)
 {
+	size_t len;
+
 	(void)arg;
 	(void)level;
-	if (strlen(t_logbuf) + strlen(msg) + 2 < sizeof(t_logbuf)) {
-		strcat(t_logbuf, msg);
-		strcat(t_logbuf, "\n");
-	}
+	pthread_mutex_lock(&t_log_lock);
+	len = strlen(t_logbuf);
+	snprintf(t_logbuf + len, sizeof(t_logbuf) - len, "%s\n", msg);
+	pthread_mutex_unlock(&t_log_lock);
+}
+
+void t_log_clear(void)
+{
+	pthread_mutex_lock(&t_log_lock);
+	t_logbuf[0] = '\0';
+	pthread_mutex_unlock(&t_log_lock);
 }

@@ -104,6 +104,15 @@ int t_run_unprivileged(void (*fn)(void *), void *arg);
 /* Whether CI=true (or CI=1) is set: required comparisons must run. */
 int t_in_ci(void);
 
+/*
+ * A dlc_log_fn that appends each line (and a newline) to t_logbuf, from
+ * any thread; t_log_clear() (or t_logbuf[0] = 0 between loaders) empties
+ * it.
+ */
+extern char t_logbuf[1 << 16];
+void t_log_capture(void *arg, int level, const char *msg);
+void t_log_clear(void);
+
 /* Print the verdict for test @name; returns the exit status. */
 int t_done(const char *name);
 
@@ -129,12 +138,5 @@ uint8_t *t_make_jpeg(uint32_t w, uint32_t h, uint32_t seed, int gray,
  * JPEGs, sizes between 120 and 360 pixels a side. 0 or -errno.
  */
 int t_make_dataset(const char *root, uint32_t classes, uint32_t per_class);
-
-/*
- * A dlc_log_fn that appends each line to t_logbuf (emptied by setting
- * t_logbuf[0] = 0), for checking what a failure logged.
- */
-extern char t_logbuf[16384];
-void t_log_capture(void *arg, int level, const char *msg);
 
 #endif
