@@ -18,6 +18,7 @@ int cmd_index(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_decode(int argc, char **argv);
 int cmd_preview(int argc, char **argv);
+int cmd_sample(int argc, char **argv);
 int cmd_decodebench(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_watch(int argc, char **argv);

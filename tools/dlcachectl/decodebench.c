@@ -26,7 +26,9 @@ static const char decodebench_usage[] =
 	"three rounds (the median round counts): 'full' (whole image to RGB),\n"
 	"'crop' (crop-first decode of the default train transform's epoch-0\n"
 	"crops, seed 0, as the loader does) and 'full_then_crop' (full decode,\n"
-	"then the same crop and resize). Prints images/s and crop/full.\n"
+	"then the same crop and resize), 'crop_exact' (crop-first at DCT scale\n"
+	"1: DLC_TRANSFORM_F_EXACT, torchvision's pixels). Prints images/s,\n"
+	"crop/full and crop_exact/crop.\n"
 	"\n"
 	"  --threads T    decode threads (default: online CPUs)\n"
 	"  --images N     use only the first N samples (default: all)\n"
@@ -34,10 +36,11 @@ static const char decodebench_usage[] =
 	"  --json         one JSON object on stdout\n"
 	"  -h, --help     show this help\n";
 
-enum mode { MODE_FULL, MODE_CROP, MODE_FULL_THEN_CROP, MODES };
+enum mode { MODE_FULL, MODE_CROP, MODE_FULL_THEN_CROP, MODE_CROP_EXACT,
+	    MODES };
 
 static const char *const mode_names[MODES] = {
-	"full", "crop", "full_then_crop",
+	"full", "crop", "full_then_crop", "crop_exact",
 };
 
 struct image {
@@ -53,6 +56,7 @@ struct run {
 	enum mode mode;
 	uint64_t deadline;
 	struct dlc_transform t;
+	struct dlc_transform t_exact;	/* t with DLC_TRANSFORM_F_EXACT */
 };
 
 struct worker {
@@ -133,6 +137,11 @@ static void *worker_main(void *arg)
 		case MODE_CROP:
 			ret = dlc_decoder_sample(d, img->buf, img->len, &r->t,
 						 0, 0, img->id,
+						 DLC_LAYOUT_NCHW, dst, NULL);
+			break;
+		case MODE_CROP_EXACT:
+			ret = dlc_decoder_sample(d, img->buf, img->len,
+						 &r->t_exact, 0, 0, img->id,
 						 DLC_LAYOUT_NCHW, dst, NULL);
 			break;
 		default:
@@ -271,6 +280,8 @@ int cmd_decodebench(int argc, char **argv)
 	}
 	memset(&r, 0, sizeof(r));
 	dlc_transform_default(&r.t, DLC_TRANSFORM_TRAIN);
+	r.t_exact = r.t;
+	r.t_exact.flags = DLC_TRANSFORM_F_EXACT;
 	for (i = 0; i < n; i++) {
 		struct dlc_jpeg_info info;
 		char *file;
@@ -332,12 +343,16 @@ int cmd_decodebench(int argc, char **argv)
 	}
 	if (json)
 		printf("{\"threads\":%u,\"images\":%u,\"full_images_per_s\":%.1f,"
-		       "\"crop_images_per_s\":%.1f,\"full_then_crop_images_per_s\":%.1f}\n",
+		       "\"crop_images_per_s\":%.1f,\"full_then_crop_images_per_s\":%.1f,"
+		       "\"crop_exact_images_per_s\":%.1f}\n",
 		       nthreads, n, rate[MODE_FULL], rate[MODE_CROP],
-		       rate[MODE_FULL_THEN_CROP]);
-	else
+		       rate[MODE_FULL_THEN_CROP], rate[MODE_CROP_EXACT]);
+	else {
 		printf("  %-15s %9.3f\n", "crop/full",
 		       rate[MODE_FULL] > 0 ? rate[MODE_CROP] / rate[MODE_FULL] : 0.0);
+		printf("  %-15s %9.3f\n", "crop_exact/crop",
+		       rate[MODE_CROP] > 0 ? rate[MODE_CROP_EXACT] / rate[MODE_CROP] : 0.0);
+	}
 	status = 0;
 out:
 	if (imgs)
