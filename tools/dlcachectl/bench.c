@@ -446,16 +446,10 @@ int cmd_bench(int argc, char **argv)
 			exact = 1;
 			break;
 		case 'S':
-			if (parse_u64(optarg, 0, UINT64_MAX, &cfg.seed))
-				return usage_error("bench", "--seed: want a number, got '%s'", optarg);
-			break;
 		case 'r':
-			if (parse_u32(optarg, 0, 65535, &cfg.rank))
-				return usage_error("bench", "--rank: want 0..65535, got '%s'", optarg);
-			break;
 		case 'W':
-			if (parse_u32(optarg, 1, 65536, &cfg.world))
-				return usage_error("bench", "--world: want 1..65536, got '%s'", optarg);
+			if (parse_order_opt("bench", c, optarg, &cfg))
+				return EXIT_USAGE;
 			break;
 		case 'o':
 			if (parse_on_error(optarg, &cfg.on_error))

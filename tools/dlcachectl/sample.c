@@ -62,57 +62,6 @@ static void json_string(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-static int write_ppm(const char *path, const uint8_t *rgb, uint32_t w,
-		     uint32_t h)
-{
-	FILE *f = fopen(path, "wb");
-	int err;
-
-	if (!f)
-		return -errno;
-	fprintf(f, "P6\n%u %u\n255\n", w, h);
-	fwrite(rgb, 1, (size_t)w * h * 3, f);
-	err = ferror(f) ? -EIO : 0;
-	if (fclose(f) && !err)
-		err = -errno;
-	return err;
-}
-
-static uint8_t *read_all(const char *path, size_t *len, int *err)
-{
-	FILE *f = fopen(path, "rb");
-	uint8_t *buf = NULL, *p;
-	size_t cap = 0, n = 0, got;
-
-	*err = 0;
-	if (!f) {
-		*err = -errno;
-		return NULL;
-	}
-	do {
-		if (n == cap) {
-			cap = cap ? cap * 2 : 1 << 20;
-			p = realloc(buf, cap);
-			if (!p) {
-				*err = -ENOMEM;
-				break;
-			}
-			buf = p;
-		}
-		got = fread(buf + n, 1, cap - n, f);
-		n += got;
-	} while (got);
-	if (!*err && ferror(f))
-		*err = -EIO;
-	fclose(f);
-	if (*err) {
-		free(buf);
-		return NULL;
-	}
-	*len = n;
-	return buf;
-}
-
 int cmd_sample(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -178,19 +127,10 @@ int cmd_sample(int argc, char **argv)
 			exact = 1;
 			break;
 		case 'S':
-			if (parse_u64(optarg, 0, UINT64_MAX, &cfg.seed))
-				return usage_error("sample", "--seed: want a number, got '%s'",
-						   optarg);
-			break;
 		case 'r':
-			if (parse_u32(optarg, 0, 65535, &cfg.rank))
-				return usage_error("sample", "--rank: want 0..65535, got '%s'",
-						   optarg);
-			break;
 		case 'W':
-			if (parse_u32(optarg, 1, 65536, &cfg.world))
-				return usage_error("sample", "--world: want 1..65536, got '%s'",
-						   optarg);
+			if (parse_order_opt("sample", opt, optarg, &cfg))
+				return EXIT_USAGE;
 			break;
 		case 'v':
 			cfg.log_level = DLC_LOG_INFO;
@@ -253,8 +193,8 @@ int cmd_sample(int argc, char **argv)
 		     strerror(ENAMETOOLONG));
 		goto out;
 	}
-	jpg = read_all(path, &jlen, &ret);
-	if (!jpg) {
+	ret = read_whole_file(path, &jpg, &jlen);
+	if (ret) {
 		fail("sample", "%s: %s", path, strerror(-ret));
 		goto out;
 	}
