@@ -748,6 +748,11 @@ static int decode_sample(struct dlc_decoder *d, const void *buf, size_t len,
 	if (ret == -ENOMEM && d->kind == DLC_ERR_NONE)
 		set_error(d, DLC_ERR_NOMEM, -ENOMEM,
 			  "out of memory: resize scratch");
+	else if (ret && !d->msg[0])
+		set_error(d, DLC_ERR_NONE, ret,
+			  "resize of the %ux%u image's crop (%.1f,%.1f %.1fx%.1f) to %ux%u failed",
+			  c->image_width, c->image_height, d->crop.x,
+			  d->crop.y, d->crop.w, d->crop.h, out_w, out_h);
 	return ret;
 }
 
