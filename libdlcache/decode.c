@@ -47,6 +47,13 @@ struct dlc_decoder {
 	uint32_t kind;			/* enum dlc_error_kind of the last call */
 	int err;			/* its negative errno */
 	struct dlc_crop crop;		/* crop of the current sample */
+	/*
+	 * Eval: torchvision resizes the whole image to full_w x full_h and
+	 * keeps the window at (win_x, win_y); train crops first.
+	 */
+	uint32_t eval;
+	uint32_t full_w, full_h, win_x, win_y;
+	uint32_t exact;			/* DLC_TRANSFORM_F_EXACT: scale 1 */
 	/* scratch, grown on demand and kept: steady state allocates nothing */
 	uint8_t *region;		/* decoded RGB rows */
 	size_t region_cap;
@@ -533,6 +540,100 @@ static int read_rest(struct dlc_decoder *d, size_t stride)
 }
 
 /*
+ * What the resize sees at DCT scale 1/@den (an image of @ow x @oh there),
+ * and the decoded pixels [c0, c1) x [r0, r1) it needs. Train (and a given
+ * crop): torchvision crops, then resizes the crop as an image of its own,
+ * so the filter stops at the crop's edges; at a reduced scale the crop's
+ * edges fall inside pixels, which are kept whole. Eval: the whole image
+ * is resized and a window kept, so the filter reaches past the box.
+ */
+#define EDGE	2
+
+struct plan {
+	struct dlc_resize_geom g;	/* buffer fields: plan_buffer() */
+	uint32_t ix, iy;		/* the image's corner, at the scale */
+	uint32_t c0, c1, r0, r1;
+};
+
+static void plan_at(const struct dlc_decoder *d, uint32_t den, uint32_t ow,
+		    uint32_t oh, uint32_t out_w, uint32_t out_h,
+		    struct plan *p)
+{
+	const struct dlc_crop *cr = &d->crop;
+	double bx0 = cr->x / den, by0 = cr->y / den;
+	double bx1 = (cr->x + cr->w) / den, by1 = (cr->y + cr->h) / den;
+	struct dlc_resize_geom *g = &p->g;
+	uint32_t mx, my;
+
+	memset(p, 0, sizeof(*p));
+	g->box.flip = cr->flip;
+	g->out_w = out_w;
+	g->out_h = out_h;
+	if (!d->eval) {
+		p->ix = (uint32_t)floor(bx0);
+		p->iy = (uint32_t)floor(by0);
+		g->img_w = ((uint32_t)ceil(bx1) < ow ? (uint32_t)ceil(bx1) : ow) -
+			   p->ix;
+		g->img_h = ((uint32_t)ceil(by1) < oh ? (uint32_t)ceil(by1) : oh) -
+			   p->iy;
+		g->box.x = bx0 - p->ix;
+		g->box.y = by0 - p->iy;
+		g->box.w = bx1 - bx0;
+		g->box.h = by1 - by0;
+		g->full_w = out_w;
+		g->full_h = out_h;
+		/*
+		 * libjpeg upsamples chroma at the edges of a cropped or
+		 * skipped region as if they were the image's: decode
+		 * EDGE pixels more on each side, unused by the filter.
+		 */
+		p->c0 = p->ix > EDGE ? p->ix - EDGE : 0;
+		p->r0 = p->iy > EDGE ? p->iy - EDGE : 0;
+		p->c1 = p->ix + g->img_w + EDGE < ow ?
+			p->ix + g->img_w + EDGE : ow;
+		p->r1 = p->iy + g->img_h + EDGE < oh ?
+			p->iy + g->img_h + EDGE : oh;
+		return;
+	}
+	g->img_w = ow;
+	g->img_h = oh;
+	g->box.w = (double)d->cinfo.image_width / den;
+	g->box.h = (double)d->cinfo.image_height / den;
+	g->full_w = d->full_w;
+	g->full_h = d->full_h;
+	g->win_x = d->win_x;
+	g->win_y = d->win_y;
+	mx = margin(bx1 - bx0, out_w);
+	my = margin(by1 - by0, out_h);
+	p->c0 = floor(bx0) > mx ? (uint32_t)floor(bx0) - mx : 0;
+	p->c1 = (uint32_t)ceil(bx1) + mx < ow ? (uint32_t)ceil(bx1) + mx : ow;
+	p->r0 = floor(by0) > my ? (uint32_t)floor(by0) - my : 0;
+	p->r1 = (uint32_t)ceil(by1) + my < oh ? (uint32_t)ceil(by1) + my : oh;
+}
+
+/*
+ * The decoded buffer: columns from @xoff, @cw wide, rows from @r0, @rows
+ * high, at the scale. Returns where the image's part of it starts.
+ */
+static const uint8_t *plan_buffer(struct plan *p, const uint8_t *region,
+				  uint32_t xoff, uint32_t cw, uint32_t r0,
+				  uint32_t rows, size_t stride)
+{
+	struct dlc_resize_geom *g = &p->g;
+	uint32_t dx = p->ix > xoff ? p->ix - xoff : 0;
+	uint32_t dy = p->iy > r0 ? p->iy - r0 : 0;
+
+	g->buf_x = xoff + dx - p->ix;
+	g->buf_y = r0 + dy - p->iy;
+	g->buf_w = cw - dx < g->img_w - g->buf_x ? cw - dx :
+		   g->img_w - g->buf_x;
+	g->buf_h = rows - dy < g->img_h - g->buf_y ? rows - dy :
+		   g->img_h - g->buf_y;
+	g->stride = stride;
+	return region + (size_t)dy * stride + (size_t)dx * 3;
+}
+
+/*
  * Crop-first decode of d->crop; with @check_rest the rest of the image's
  * entropy data is decoded too (read_rest()). Runs under the caller's
  * setjmp.
@@ -543,34 +644,25 @@ static int decode_crop_first(struct dlc_decoder *d, const uint8_t *buf,
 {
 	struct jpeg_decompress_struct *c = &d->cinfo;
 	size_t data_start = d->len - d->src.bytes_in_buffer;
-	double bx0, by0, bx1, by1;
-	uint32_t den, mx, my, ow, oh, c0, c1, r0, r1;
+	uint32_t den, ow, oh, r0, r1;
+	const uint8_t *src;
 	JDIMENSION xoff, cw;
-	struct dlc_crop box;
+	struct plan p;
 	size_t stride;
 	int ret;
 
-	den = pick_denom(&d->crop, out_w, out_h);
+	den = d->exact ? 1 : pick_denom(&d->crop, out_w, out_h);
 	c->scale_num = 1;
 	c->scale_denom = den;
 	jpeg_start_decompress(c);
 	ow = c->output_width;
 	oh = c->output_height;
+	plan_at(d, den, ow, oh, out_w, out_h, &p);
+	r0 = p.r0;
+	r1 = p.r1;
 
-	/* the box at scale 1/den: output pixel i covers [i * den, i * den + den) */
-	bx0 = d->crop.x / den;
-	by0 = d->crop.y / den;
-	bx1 = (d->crop.x + d->crop.w) / den;
-	by1 = (d->crop.y + d->crop.h) / den;
-	mx = margin(bx1 - bx0, out_w);
-	my = margin(by1 - by0, out_h);
-	c0 = floor(bx0) > mx ? (uint32_t)floor(bx0) - mx : 0;
-	c1 = (uint32_t)ceil(bx1) + mx < ow ? (uint32_t)ceil(bx1) + mx : ow;
-	r0 = floor(by0) > my ? (uint32_t)floor(by0) - my : 0;
-	r1 = (uint32_t)ceil(by1) + my < oh ? (uint32_t)ceil(by1) + my : oh;
-
-	xoff = c0;
-	cw = c1 - c0;
+	xoff = p.c0;
+	cw = p.c1 - p.c0;
 	/* widened to iMCU column boundaries: xoff moves left, cw grows */
 	if (cw < ow)
 		jpeg_crop_scanline(c, &xoff, &cw);
@@ -595,14 +687,9 @@ static int decode_crop_first(struct dlc_decoder *d, const uint8_t *buf,
 		return -EBADMSG;
 	}
 
-	box.x = bx0 - xoff;
-	box.y = by0 - r0;
-	box.w = bx1 - bx0;
-	box.h = by1 - by0;
-	box.flip = d->crop.flip;
-	box.pad = 0;
-	ret = dlc_resize_rgb_ws(&d->ws, d->region, cw, r1 - r0, stride, &box,
-				out_w, out_h, layout, dst);
+	src = plan_buffer(&p, d->region, xoff, cw, r0, r1 - r0, stride);
+	ret = dlc_resize_geom(&d->ws, src, &p.g, layout, dst,
+			      DLC_RESIZE_BEST);
 	if (ret || !check_rest) {
 		/* unchecked: the rows below the crop are never decoded */
 		jpeg_abort_decompress(c);
@@ -616,7 +703,9 @@ static int decode_full_then_crop(struct dlc_decoder *d, uint32_t out_w,
 				 uint32_t out_h, uint32_t layout, uint8_t *dst)
 {
 	struct jpeg_decompress_struct *c = &d->cinfo;
+	const uint8_t *src;
 	size_t stride, bytes;
+	struct plan p;
 	int ret;
 
 	jpeg_start_decompress(c);
@@ -628,9 +717,11 @@ static int decode_full_then_crop(struct dlc_decoder *d, uint32_t out_w,
 	if (ret)
 		return ret;
 	jpeg_finish_decompress(c);
-	return dlc_resize_rgb_ws(&d->ws, d->region, c->output_width,
-				 c->output_height, stride, &d->crop, out_w,
-				 out_h, layout, dst);
+	plan_at(d, 1, c->output_width, c->output_height, out_w, out_h, &p);
+	src = plan_buffer(&p, d->region, 0, c->output_width, 0,
+			  c->output_height, stride);
+	return dlc_resize_geom(&d->ws, src, &p.g, layout, dst,
+			       DLC_RESIZE_BEST);
 }
 
 static int crop_inside(const struct dlc_crop *cr, uint32_t w, uint32_t h)
@@ -668,6 +759,8 @@ static int decode_sample(struct dlc_decoder *d, const void *buf, size_t len,
 	ret = read_header(d);
 	if (ret)
 		return ret;
+	d->eval = 0;
+	d->exact = 0;
 	if (t) {
 		ret = dlc_transform_crop(t, seed, epoch, sample, c->image_width,
 					 c->image_height, &d->crop);
@@ -676,6 +769,12 @@ static int decode_sample(struct dlc_decoder *d, const void *buf, size_t len,
 			return set_error(d, DLC_ERR_NONE, ret,
 					 "invalid argument: bad transform");
 		}
+		d->exact = !!(t->flags & DLC_TRANSFORM_F_EXACT);
+		d->eval = t->kind == DLC_TRANSFORM_EVAL;
+		if (d->eval)
+			dlc_eval_geometry(t, c->image_width, c->image_height,
+					  &d->full_w, &d->full_h, &d->win_x,
+					  &d->win_y);
 	} else {
 		d->crop = *given;
 		if (!crop_inside(&d->crop, c->image_width, c->image_height)) {
@@ -695,6 +794,11 @@ static int decode_sample(struct dlc_decoder *d, const void *buf, size_t len,
 	if (ret == -ENOMEM && d->kind == DLC_ERR_NONE)
 		set_error(d, DLC_ERR_NOMEM, -ENOMEM,
 			  "out of memory: resize scratch");
+	else if (ret && !d->msg[0])
+		set_error(d, DLC_ERR_NONE, ret,
+			  "resize of the %ux%u image's crop (%.1f,%.1f %.1fx%.1f) to %ux%u failed",
+			  c->image_width, c->image_height, d->crop.x,
+			  d->crop.y, d->crop.w, d->crop.h, out_w, out_h);
 	return ret;
 }
 

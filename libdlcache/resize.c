@@ -10,6 +10,10 @@
  *
  * Like Pillow, the filter is clipped at the image's edges, not the box's:
  * pixels just outside the box contribute to the output's border pixels.
+ * torchvision's RandomResizedCrop crops first (img.crop(box).resize()),
+ * so the decoder passes the crop as the image; its Resize + CenterCrop
+ * resizes the whole image and keeps a window of the result, which
+ * dlc_resize_geom() computes without the rest.
  */
 #include <errno.h>
 #include <math.h>
@@ -53,20 +57,26 @@ static uint32_t axis_ksize(float in0, float in1, uint32_t out)
 }
 
 /*
- * Pillow's precompute_coeffs() and normalize_coeffs_8bpc(). Pillow keeps
- * the box as C floats, so the scale comes from a float difference.
+ * Pillow's precompute_coeffs() and normalize_coeffs_8bpc() for output
+ * pixels [@win, @win + @n) of @out. Pillow keeps the box as C floats, so
+ * the scale comes from a float difference. The filter is clipped at the
+ * image's edges [0, @in_size); the bounds are stored relative to @org,
+ * the image pixel the caller's buffer starts at, and must fall within
+ * the @have pixels it holds: returns -EINVAL when they do not.
  */
-static void axis_coeffs(struct axis *a, uint32_t in_size, float in0,
-			float in1, uint32_t out)
+static int axis_coeffs(struct axis *a, uint32_t in_size, float in0,
+		       float in1, uint32_t out, uint32_t win, uint32_t nwin,
+		       uint32_t org, uint32_t have)
 {
 	double scale = (double)(in1 - in0) / out;
 	double filterscale = scale < 1.0 ? 1.0 : scale;
 	double support = filterscale, ss = 1.0 / filterscale;
-	uint32_t xx;
+	uint32_t i;
 
-	for (xx = 0; xx < out; xx++) {
+	for (i = 0; i < nwin; i++) {
+		uint32_t xx = win + i;
 		double center = in0 + (xx + 0.5) * scale, ww = 0.0;
-		int32_t *k = a->k + (size_t)xx * a->ksize;
+		int32_t *k = a->k + (size_t)i * a->ksize;
 		int64_t xmin = (int64_t)(center - support + 0.5);
 		int64_t xmax = (int64_t)(center + support + 0.5);
 		int64_t n, x;
@@ -94,9 +104,12 @@ static void axis_coeffs(struct axis *a, uint32_t in_size, float in0,
 		}
 		for (; x < a->ksize; x++)
 			k[x] = 0;
-		a->bounds[2 * xx] = (int32_t)xmin;
-		a->bounds[2 * xx + 1] = (int32_t)n;
+		if (xmin < org || xmin + n > (int64_t)org + have)
+			return -EINVAL;
+		a->bounds[2 * i] = (int32_t)(xmin - org);
+		a->bounds[2 * i + 1] = (int32_t)n;
 	}
+	return 0;
 }
 
 static uint8_t clip8(int32_t v)
@@ -603,54 +616,70 @@ static void vpass_row(uint8_t *restrict out, int32_t *restrict acc,
 	vpass_row_c(out, acc, rows, len, k, n);
 }
 
-int dlc_resize_rgb_ws_path(struct dlc_resize_ws *ws, const uint8_t *src,
-			   uint32_t src_w, uint32_t src_h, size_t src_stride,
-			   const struct dlc_crop *box, uint32_t out_w,
-			   uint32_t out_h, uint32_t layout, uint8_t *dst,
-			   uint32_t path)
+static int geom_ok(const struct dlc_resize_geom *g)
+{
+	return g->img_w && g->img_h && g->img_w <= INT32_MAX / 4 &&
+	       g->img_h <= INT32_MAX / 4 && g->buf_w && g->buf_h &&
+	       g->buf_x <= g->img_w - g->buf_w &&
+	       g->buf_y <= g->img_h - g->buf_h && g->buf_w <= g->img_w &&
+	       g->buf_h <= g->img_h && g->stride >= (size_t)g->buf_w * 3 &&
+	       g->out_w && g->out_h && g->out_w <= DLC_MAX_OUT_SIDE &&
+	       g->out_h <= DLC_MAX_OUT_SIDE && g->full_w >= g->out_w &&
+	       g->full_h >= g->out_h && g->full_w <= INT32_MAX / 4 &&
+	       g->full_h <= INT32_MAX / 4 &&
+	       g->win_x <= g->full_w - g->out_w &&
+	       g->win_y <= g->full_h - g->out_h &&
+	       box_ok(&g->box, g->img_w, g->img_h);
+}
+
+int dlc_resize_geom(struct dlc_resize_ws *ws, const uint8_t *src,
+		    const struct dlc_resize_geom *g, uint32_t layout,
+		    uint8_t *dst, uint32_t path)
 {
 	struct axis ax, ay;
 	struct hplan hp;
 	float x0, x1, y0, y1;
-	uint32_t yfirst, ylast, rows, yy, c;
+	uint32_t yfirst, ylast, rows, yy, c, out_w, out_h;
 	size_t sz_ax, sz_ay, sz_tab, sz_acc, len, plane;
 	int simd;
 	int32_t *acc;
 	uint8_t *tmp;
 
-	if (!ws || !src || !box || !dst || !src_w || !src_h ||
-	    src_w > INT32_MAX / 4 || src_h > INT32_MAX / 4 ||
-	    src_stride < (size_t)src_w * 3 || !out_w || !out_h ||
-	    out_w > DLC_MAX_OUT_SIDE || out_h > DLC_MAX_OUT_SIDE ||
-	    layout > DLC_LAYOUT_NHWC || !box_ok(box, src_w, src_h) ||
-	    path > DLC_RESIZE_AVX2)
+	if (!ws || !src || !g || !dst || !geom_ok(g) ||
+	    layout > DLC_LAYOUT_NHWC || path > DLC_RESIZE_AVX2)
 		return -EINVAL;
 	simd = path == DLC_RESIZE_C ? 0 : have_avx2();
 	if (path == DLC_RESIZE_AVX2 && !simd)
 		return -EOPNOTSUPP;
+	out_w = g->out_w;
+	out_h = g->out_h;
 
-	x0 = (float)box->x;
-	x1 = (float)(box->x + box->w);
-	y0 = (float)box->y;
-	y1 = (float)(box->y + box->h);
+	x0 = (float)g->box.x;
+	x1 = (float)(g->box.x + g->box.w);
+	y0 = (float)g->box.y;
+	y1 = (float)(g->box.y + g->box.h);
 	if (!(x1 > x0) || !(y1 > y0))
 		return -EINVAL;
-	ax.ksize = axis_ksize(x0, x1, out_w);
-	ay.ksize = axis_ksize(y0, y1, out_h);
+	ax.ksize = axis_ksize(x0, x1, g->full_w);
+	ay.ksize = axis_ksize(y0, y1, g->full_h);
 	sz_ax = align16((size_t)out_w * (ax.ksize + 2) * sizeof(int32_t));
 	sz_ay = align16((size_t)out_h * (ay.ksize + 2) * sizeof(int32_t));
 	if (ws_reserve(ws, sz_ax + sz_ay))
 		return -ENOMEM;
 	ws_carve(ws, &ax, &ay, sz_ax, out_w, out_h);
-	axis_coeffs(&ax, src_w, x0, x1, out_w);
-	axis_coeffs(&ay, src_h, y0, y1, out_h);
+	/* taps outside the buffer: the caller decoded too little */
+	if (axis_coeffs(&ax, g->img_w, x0, x1, g->full_w, g->win_x, out_w,
+			g->buf_x, g->buf_w) ||
+	    axis_coeffs(&ay, g->img_h, y0, y1, g->full_h, g->win_y, out_h,
+			g->buf_y, g->buf_h))
+		return -EINVAL;
 	yfirst = (uint32_t)ay.bounds[0];
 	ylast = (uint32_t)(ay.bounds[2 * (out_h - 1)] +
 			   ay.bounds[2 * (out_h - 1) + 1]);
 	rows = ylast - yfirst;
 
 	hp.o.out_w = out_w;
-	hp.o.flip = box->flip != 0;
+	hp.o.flip = g->box.flip != 0;
 	if (layout == DLC_LAYOUT_NHWC) {
 		hp.o.px = 3;
 		hp.o.cs = 1;
@@ -664,7 +693,7 @@ int dlc_resize_rgb_ws_path(struct dlc_resize_ws *ws, const uint8_t *src,
 	hp.tab = NULL;
 	hp.npairs = (axis_maxn(&ax, out_w) + 1) / 2;
 	hp.nvec = simd && hp.npairs <= MAX_PAIRS ?
-		  hplan_nvec(&ax, hp.npairs, src_w, out_w) : 0;
+		  hplan_nvec(&ax, hp.npairs, g->buf_w, out_w) : 0;
 	sz_tab = align16((size_t)hp.nvec / 2 * hp.npairs * TAB_STRIDE *
 			 sizeof(int16_t));
 	len = (size_t)out_w * 3;
@@ -685,8 +714,8 @@ int dlc_resize_rgb_ws_path(struct dlc_resize_ws *ws, const uint8_t *src,
 	acc = (int32_t *)((char *)ws->mem + sz_ax + sz_ay + sz_tab);
 	tmp = (uint8_t *)acc + sz_acc;
 
-	hpass(tmp, src + (size_t)yfirst * src_stride, src_stride, rows, src_w,
-	      &hp);
+	hpass(tmp, src + (size_t)yfirst * g->stride, g->stride, rows,
+	      g->buf_w, &hp);
 
 	plane = (size_t)out_w * out_h;
 	for (yy = 0; yy < out_h; yy++) {
@@ -705,6 +734,25 @@ int dlc_resize_rgb_ws_path(struct dlc_resize_ws *ws, const uint8_t *src,
 				  out_w, k, n, simd);
 	}
 	return 0;
+}
+
+int dlc_resize_rgb_ws_path(struct dlc_resize_ws *ws, const uint8_t *src,
+			   uint32_t src_w, uint32_t src_h, size_t src_stride,
+			   const struct dlc_crop *box, uint32_t out_w,
+			   uint32_t out_h, uint32_t layout, uint8_t *dst,
+			   uint32_t path)
+{
+	struct dlc_resize_geom g = {
+		.img_w = src_w, .img_h = src_h,
+		.buf_w = src_w, .buf_h = src_h, .stride = src_stride,
+		.full_w = out_w, .full_h = out_h,
+		.out_w = out_w, .out_h = out_h,
+	};
+
+	if (!box)
+		return -EINVAL;
+	g.box = *box;
+	return dlc_resize_geom(ws, src, &g, layout, dst, path);
 }
 
 int dlc_resize_rgb_ws(struct dlc_resize_ws *ws, const uint8_t *src,

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "dlcache.h"
+#include "resize.h"
 
 /* Keeps these draws apart from other users of the same seed (the order). */
 #define XFORM_DOMAIN	0x7472616e73666f72ULL	/* "transfor" */
@@ -99,8 +100,8 @@ int dlc_transform_check(const struct dlc_transform *t, const char **why)
 {
 	if (!t)
 		return bad(why, "no transform");
-	if (t->pad)
-		return bad(why, "pad must be zero");
+	if (t->flags & ~DLC_TRANSFORM_F_ALL)
+		return bad(why, "flags has unknown bits");
 	if (t->out_w < 1 || t->out_w > DLC_MAX_OUT_SIDE)
 		return bad(why, "out_w must be in 1..4096");
 	if (t->out_h < 1 || t->out_h > DLC_MAX_OUT_SIDE)
@@ -184,18 +185,30 @@ static void crop_train(const struct dlc_transform *t, struct xrng *r,
 	out->h = (double)ch;
 }
 
-static void crop_eval(const struct dlc_transform *t, uint32_t w, uint32_t h,
-		      struct dlc_crop *out)
+void dlc_eval_geometry(const struct dlc_transform *t, uint32_t w, uint32_t h,
+		       uint32_t *nw, uint32_t *nh, uint32_t *left,
+		       uint32_t *top)
 {
 	uint32_t shorter = w <= h ? w : h, longer = w <= h ? h : w;
 	/* torchvision: int(size * long / short), a truncating float division */
-	double nlong = floor((double)t->resize * longer / shorter);
-	double nw = w <= h ? t->resize : nlong;
-	double nh = w <= h ? nlong : t->resize;
-	double left = (double)py_round((nw - t->out_w) / 2.0);
-	double top = (double)py_round((nh - t->out_h) / 2.0);
-	double sx = nw / w, sy = nh / h;
+	uint32_t nlong = (uint32_t)floor((double)t->resize * longer / shorter);
 
+	*nw = w <= h ? t->resize : nlong;
+	*nh = w <= h ? nlong : t->resize;
+	/* CenterCrop: int(round((size - crop) / 2.0)) */
+	*left = (uint32_t)py_round((*nw - (double)t->out_w) / 2.0);
+	*top = (uint32_t)py_round((*nh - (double)t->out_h) / 2.0);
+}
+
+static void crop_eval(const struct dlc_transform *t, uint32_t w, uint32_t h,
+		      struct dlc_crop *out)
+{
+	uint32_t nw, nh, left, top;
+	double sx, sy;
+
+	dlc_eval_geometry(t, w, h, &nw, &nh, &left, &top);
+	sx = (double)nw / w;
+	sy = (double)nh / h;
 	out->x = left / sx;
 	out->y = top / sy;
 	out->w = t->out_w / sx;

@@ -24,6 +24,8 @@ pkgs=(
 	libelf-dev libssl-dev
 	# comparisons against the peer users pick today
 	python3-torch python3-torchvision python3-pil
+	# real photographs for tests/unit/test_torchvision.c (about 140 MB)
+	mate-backgrounds plasma-workspace-wallpapers
 	# make bench: the plain C loader, the storage limit, the plot
 	libturbojpeg0-dev fio gnuplot-nox
 )

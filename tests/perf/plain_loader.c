@@ -55,7 +55,7 @@ static void *worker(void *arg)
 		uint32_t pos = __atomic_fetch_add(&s->next, 1, __ATOMIC_RELAXED);
 		uint32_t id;
 		struct stat st;
-		struct dlc_crop crop;
+		struct dlc_crop crop, box;
 		int fd, w, h, sub, cs;
 		size_t got = 0;
 		ssize_t r;
@@ -90,10 +90,14 @@ static void *worker(void *arg)
 		if (tjDecompress2(tj, file, got, rgb, w, w * 3, h, TJPF_RGB, 0))
 			goto bad;
 		if (dlc_transform_crop(&s->t, 0, s->epoch, id, (uint32_t)w,
-				       (uint32_t)h, &crop) ||
-		    dlc_resize_rgb(rgb, (uint32_t)w, (uint32_t)h, (size_t)w * 3,
-				   &crop, s->t.out_w, s->t.out_h, DLC_LAYOUT_NCHW,
-				   batch + out * (pos % s->batch)))
+				       (uint32_t)h, &crop))
+			goto bad;
+		/* torchvision crops, then resizes the crop: pass it as the image */
+		box = (struct dlc_crop){ 0, 0, crop.w, crop.h, crop.flip, 0 };
+		if (dlc_resize_rgb(rgb + ((size_t)crop.y * w + (size_t)crop.x) * 3,
+				   (uint32_t)crop.w, (uint32_t)crop.h,
+				   (size_t)w * 3, &box, s->t.out_w, s->t.out_h,
+				   DLC_LAYOUT_NCHW, batch + out * (pos % s->batch)))
 			goto bad;
 		continue;
 bad:

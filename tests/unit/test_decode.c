@@ -448,6 +448,29 @@ static uint32_t documented_denom(const struct dlc_crop *c, uint32_t ow,
 	return 1;
 }
 
+/*
+ * What torchvision's resized_crop does, written out on a whole decode at
+ * 1/@den (@img, @w x @h): the crop, as an image of its own, resized. At a
+ * reduced scale the box's edges fall inside pixels, which are taken
+ * whole; the filter stops at them.
+ */
+static int crop_then_resize(const uint8_t *img, uint32_t w, uint32_t h,
+			    const struct dlc_crop *box, uint32_t den,
+			    uint32_t ow, uint32_t oh, uint8_t *dst)
+{
+	double x0 = box->x / den, y0 = box->y / den;
+	double x1 = (box->x + box->w) / den, y1 = (box->y + box->h) / den;
+	uint32_t ix = (uint32_t)floor(x0), iy = (uint32_t)floor(y0);
+	uint32_t ex = (uint32_t)ceil(x1) < w ? (uint32_t)ceil(x1) : w;
+	uint32_t ey = (uint32_t)ceil(y1) < h ? (uint32_t)ceil(y1) : h;
+	struct dlc_crop sub = { x0 - ix, y0 - iy, x1 - x0, y1 - y0,
+				box->flip, 0 };
+
+	return dlc_resize_rgb(img + ((size_t)iy * w + ix) * 3, ex - ix,
+			      ey - iy, (size_t)w * 3, &sub, ow, oh,
+			      DLC_LAYOUT_NHWC, dst);
+}
+
 static void test_crop_first(struct dlc_decoder *d)
 {
 	static const int which[] = { F_BIG420, F_BIGPROG, F_BIG444, F_BIGGRAY,
@@ -472,7 +495,7 @@ static void test_crop_first(struct dlc_decoder *d)
 			uint8_t *a = xmalloc((size_t)ow * oh * 3);
 			uint8_t *b = xmalloc((size_t)ow * oh * 3);
 			uint8_t *c = xmalloc((size_t)ow * oh * 3);
-			struct dlc_crop box, sbox;
+			struct dlc_crop box;
 			uint32_t den, si;
 			double md;
 			int ret, m, mc;
@@ -509,12 +532,11 @@ static void test_crop_first(struct dlc_decoder *d)
 					       DLC_DECODE_FULL_THEN_CROP, b);
 			CHECK(ret == 0, "%s: full-then-crop %d (%s)",
 			      variants[fi].name, ret, dlc_decoder_error(d));
-			/* full-then-crop is exactly full decode + resize */
-			CHECK(!dlc_resize_rgb(scaled[0].rgb, w, h, (size_t)w * 3,
-					      &box, ow, oh, DLC_LAYOUT_NHWC, c),
-			      "resize");
+			/* full-then-crop is exactly full decode, crop, resize */
+			CHECK(!crop_then_resize(scaled[0].rgb, w, h, &box, 1,
+						ow, oh, c), "resize");
 			CHECK(!memcmp(b, c, (size_t)ow * oh * 3),
-			      "%s: full-then-crop is not decode + resize",
+			      "%s: full-then-crop is not decode, crop, resize",
 			      variants[fi].name);
 
 			md = mean_diff(a, b, (size_t)ow * oh * 3);
@@ -522,10 +544,15 @@ static void test_crop_first(struct dlc_decoder *d)
 			/*
 			 * DCT scaling is a box-like prefilter, not the
 			 * triangle: busy stripes near the output's Nyquist
-			 * rate differ most. On average the two agree closely.
+			 * rate differ most (measured: worst box mean 7.3,
+			 * max 55). On average the two agree closely (0.31).
+			 * Full-then-crop is torchvision's resized_crop to
+			 * the bit (tests/unit/test_torchvision.c checks it,
+			 * and the reduced scales against torchvision, on
+			 * real photographs).
 			 */
 			sum_mean += md;
-			CHECK(md <= 8.0 && m <= 96,
+			CHECK(md <= 8.0 && m <= 64,
 			      "%s: box (%.1f,%.1f %.1fx%.1f) -> %ux%u: crop-first vs full-then-crop mean %.2f max %d",
 			      variants[fi].name, box.x, box.y, box.w, box.h,
 			      ow, oh, md, m);
@@ -538,18 +565,11 @@ static void test_crop_first(struct dlc_decoder *d)
 			den = documented_denom(&box, ow, oh);
 			used[den]++;
 			si = den == 8 ? 3 : den == 4 ? 2 : den == 2 ? 1 : 0;
-			sbox = box;
-			sbox.x /= den;
-			sbox.y /= den;
-			sbox.w /= den;
-			sbox.h /= den;
-			CHECK(!dlc_resize_rgb(scaled[si].rgb, scaled[si].w,
-					      scaled[si].h,
-					      (size_t)scaled[si].w * 3, &sbox,
-					      ow, oh, DLC_LAYOUT_NHWC, c),
-			      "scaled resize");
+			CHECK(!crop_then_resize(scaled[si].rgb, scaled[si].w,
+						scaled[si].h, &box, den, ow, oh,
+						c), "scaled resize");
 			mc = max_diff(a, c, (size_t)ow * oh * 3);
-			CHECK(mc <= 2,
+			CHECK(mc == 0,
 			      "%s: box (%.1f,%.1f %.1fx%.1f) -> %ux%u: max diff %d vs a whole decode at 1/%u",
 			      variants[fi].name, box.x, box.y, box.w, box.h,
 			      ow, oh, mc, den);
@@ -565,12 +585,36 @@ static void test_crop_first(struct dlc_decoder *d)
 	CHECK(used[1] >= 5 && used[2] >= 5 && used[4] >= 5 && used[8] >= 5,
 	      "scales not all covered: 1/1 %u, 1/2 %u, 1/4 %u, 1/8 %u",
 	      used[1], used[2], used[4], used[8]);
-	CHECK(sum_mean / total <= 3.0,
+	CHECK(sum_mean / total <= 0.5,
 	      "crop-first vs full-then-crop: mean abs diff %.2f over all boxes",
 	      sum_mean / total);
 	printf("crop-first: %u boxes (1/1 %u, 1/2 %u, 1/4 %u, 1/8 %u); vs full-then-crop mean %.2f, worst box mean %.2f, worst max %d; %u/%u bit-exact vs a whole decode at the scale\n",
 	       total, used[1], used[2], used[4], used[8], sum_mean / total,
 	       worst_mean, worst_max, exact, total);
+}
+
+/*
+ * torchvision's eval geometry, written out: Resize(256) of the whole
+ * image to nw x nh (the short side 256, the long int(256 * long /
+ * short)), then the 224 x 224 window at int(round((n - 224) / 2.0)).
+ */
+static void eval_reference(const struct image *im, uint8_t *dst)
+{
+	uint32_t s = im->w <= im->h ? im->w : im->h;
+	uint32_t l = im->w <= im->h ? im->h : im->w;
+	uint32_t nl = (uint32_t)(256.0 * l / s);
+	uint32_t nw = im->w <= im->h ? 256 : nl, nh = im->w <= im->h ? nl : 256;
+	uint32_t left = (uint32_t)rint((nw - 224) / 2.0);
+	uint32_t top = (uint32_t)rint((nh - 224) / 2.0), y;
+	struct dlc_crop whole = { 0, 0, im->w, im->h, 0, 0 };
+	uint8_t *full = xmalloc((size_t)nw * nh * 3);
+
+	CHECK(!dlc_resize_rgb(im->rgb, im->w, im->h, (size_t)im->w * 3, &whole,
+			      nw, nh, DLC_LAYOUT_NHWC, full), "eval resize");
+	for (y = 0; y < 224; y++)
+		memcpy(dst + (size_t)y * 224 * 3,
+		       full + ((size_t)(top + y) * nw + left) * 3, 224 * 3);
+	free(full);
 }
 
 static void test_sample(struct dlc_decoder *d)
@@ -579,10 +623,12 @@ static void test_sample(struct dlc_decoder *d)
 	uint8_t *a = xmalloc(224 * 224 * 3), *b = xmalloc(224 * 224 * 3);
 	uint8_t *c = xmalloc(224 * 224 * 3);
 	uint32_t i, p, x;
-	int kind;
+	int kind, exact;
 
 	for (kind = 0; kind < 2; kind++) {
+	for (exact = 0; exact < 2; exact++) {
 		dlc_transform_default(&t, (uint32_t)kind);
+		t.flags = exact ? DLC_TRANSFORM_F_EXACT : 0;
 		for (i = 0; i < 20; i++) {
 			int fi = i % 2 ? F_BIG420 : F_420, ret, bad = 0;
 			struct dlc_crop got, want;
@@ -596,20 +642,42 @@ static void test_sample(struct dlc_decoder *d)
 					   expect[fi].h, &want);
 			CHECK(!memcmp(&got, &want, sizeof(got)),
 			      "sample %u: crop differs from dlc_transform_crop", i);
-			ret = dlc_decoder_crop(d, files[fi].buf, files[fi].len,
-					       &want, 224, 224, DLC_LAYOUT_NHWC,
-					       DLC_DECODE_CROP_FIRST, b);
+			if (kind == DLC_TRANSFORM_EVAL) {
+				/* the window of the whole image's resize */
+				eval_reference(&expect[fi], b);
+				ret = 0;
+			} else {
+				/* the crop, resized: at scale 1 when exact */
+				ret = dlc_decoder_crop(d, files[fi].buf,
+						       files[fi].len, &want, 224,
+						       224, DLC_LAYOUT_NHWC,
+						       exact ? DLC_DECODE_FULL_THEN_CROP :
+						       DLC_DECODE_CROP_FIRST, b);
+			}
 			CHECK(ret == 0, "crop %u", i);
 			for (p = 0; p < 224 * 224; p++)
 				for (x = 0; x < 3; x++)
-					bad |= a[x * 224 * 224 + p] != b[3 * p + x];
-			CHECK(!bad, "sample %u (NCHW) and crop (NHWC) disagree", i);
+					bad += a[x * 224 * 224 + p] != b[3 * p + x];
+			/* eval at a reduced scale: the stated tolerance */
+			if (kind == DLC_TRANSFORM_EVAL && !exact && fi == F_BIG420) {
+				for (p = 0; p < 224 * 224; p++)
+					for (x = 0; x < 3; x++)
+						c[3 * p + x] = a[x * 224 * 224 + p];
+				CHECK(mean_diff(b, c, 224 * 224 * 3) <= 3.0,
+				      "eval sample %u: mean diff %.2f at a reduced scale",
+				      i, mean_diff(b, c, 224 * 224 * 3));
+				bad = 0;
+			}
+			CHECK(!bad, "%s%s sample %u (NCHW) and its reference (NHWC): %d bytes differ",
+			      kind ? "eval" : "train", exact ? " exact" : "",
+			      i, bad);
 			ret = dlc_decoder_sample(d, files[fi].buf, files[fi].len,
 						 &t, 3, 1, i, DLC_LAYOUT_NCHW, c,
 						 NULL);
 			CHECK(ret == 0 && !memcmp(a, c, 224 * 224 * 3),
 			      "sample %u not deterministic", i);
 		}
+	}
 	}
 	dlc_transform_default(&t, DLC_TRANSFORM_TRAIN);
 	t.out_w = 0;

@@ -431,6 +431,124 @@ static void test_simd_vs_c(void)
 	free(v);
 }
 
+/*
+ * dlc_resize_geom(): a window of a resize is those pixels of the whole
+ * resize, byte for byte, whatever part of the image the buffer holds as
+ * long as it holds the taps; a buffer short of a tap is -EINVAL. And the
+ * window within 1 of the float reference's.
+ */
+static void test_geom_window(void)
+{
+	struct dlc_resize_ws ws = { NULL, 0 };
+	uint32_t sw = 211, sh = 157, i, same = 0;
+	uint8_t *src = pattern(sw, sh);
+	uint8_t *full = malloc(400 * 400 * 3), *win = malloc(400 * 400 * 3);
+	uint8_t *ref = malloc(400 * 400 * 3);
+
+	for (i = 0; i < 200; i++) {
+		struct dlc_resize_geom g;
+		uint32_t fw = 1 + (uint32_t)(t_rand() % 400);
+		uint32_t fh = 1 + (uint32_t)(t_rand() % 400), y;
+		uint32_t x0, y0, x1, y1;
+		int ret, bad = 0, m;
+
+		memset(&g, 0, sizeof(g));
+		random_box(sw, sh, &g.box);
+		if (i % 3 == 0) {	/* the whole image: eval's Resize */
+			g.box.x = g.box.y = 0;
+			g.box.w = sw;
+			g.box.h = sh;
+		}
+		g.img_w = g.buf_w = sw;
+		g.img_h = g.buf_h = sh;
+		g.stride = (size_t)sw * 3;
+		g.full_w = g.out_w = fw;
+		g.full_h = g.out_h = fh;
+		ret = dlc_resize_geom(&ws, src, &g, DLC_LAYOUT_NHWC, full,
+				      DLC_RESIZE_BEST);
+		CHECK(ret == 0, "whole resize: %d", ret);
+		g.out_w = 1 + (uint32_t)(t_rand() % fw);
+		g.out_h = 1 + (uint32_t)(t_rand() % fh);
+		g.win_x = (uint32_t)(t_rand() % (fw - g.out_w + 1));
+		g.win_y = (uint32_t)(t_rand() % (fh - g.out_h + 1));
+		/* the buffer: just what the window's taps need, plus a bit */
+		x0 = (uint32_t)floor(g.box.x + g.win_x * g.box.w / fw);
+		x1 = (uint32_t)ceil(g.box.x + (g.win_x + g.out_w) * g.box.w / fw);
+		y0 = (uint32_t)floor(g.box.y + g.win_y * g.box.h / fh);
+		y1 = (uint32_t)ceil(g.box.y + (g.win_y + g.out_h) * g.box.h / fh);
+		{
+			uint32_t mx = (uint32_t)ceil(g.box.w / fw) + 2;
+			uint32_t my = (uint32_t)ceil(g.box.h / fh) + 2;
+
+			x0 = x0 > mx ? x0 - mx : 0;
+			y0 = y0 > my ? y0 - my : 0;
+			x1 = x1 + mx < sw ? x1 + mx : sw;
+			y1 = y1 + my < sh ? y1 + my : sh;
+		}
+		g.buf_x = x0;
+		g.buf_y = y0;
+		g.buf_w = x1 - x0;
+		g.buf_h = y1 - y0;
+		ret = dlc_resize_geom(&ws, src + ((size_t)y0 * sw + x0) * 3, &g,
+				      DLC_LAYOUT_NHWC, win, DLC_RESIZE_BEST);
+		CHECK(ret == 0, "window resize: %d", ret);
+		for (y = 0; !ret && y < g.out_h; y++)
+			bad |= memcmp(win + (size_t)y * g.out_w * 3,
+				      full + ((size_t)(g.win_y + y) * fw +
+					      g.win_x) * 3,
+				      (size_t)g.out_w * 3) != 0;
+		CHECK(!bad, "case %u: window (%u,%u %ux%u) of %ux%u differs from the whole resize",
+		      i, g.win_x, g.win_y, g.out_w, g.out_h, fw, fh);
+		same += !bad;
+		/* against the float reference of the whole resize */
+		ref_resize(src, sw, sh, &g.box, fw, fh, ref);
+		m = 0;
+		for (y = 0; y < g.out_h; y++) {
+			int d = max_diff(win + (size_t)y * g.out_w * 3,
+					 ref + ((size_t)(g.win_y + y) * fw +
+						g.win_x) * 3,
+					 (size_t)g.out_w * 3);
+
+			m = d > m ? d : m;
+		}
+		CHECK(m <= 1, "case %u: window max diff %d vs float reference",
+		      i, m);
+	}
+	/*
+	 * 100 wide, halved to 50: output 10's taps start at source 19
+	 * ((int)(21 - 2 + 0.5)). A buffer from 19 works, from 20 does not.
+	 */
+	{
+		struct dlc_resize_geom g = {
+			.img_w = 100, .img_h = 4, .buf_x = 19, .buf_w = 60,
+			.buf_h = 4, .stride = 100 * 3,
+			.box = { 0, 0, 100, 4, 0, 0 }, .full_w = 50,
+			.full_h = 4, .win_x = 10, .out_w = 10, .out_h = 4,
+		};
+		uint8_t *img = pattern(100, 4);
+
+		CHECK(dlc_resize_geom(&ws, img + 19 * 3, &g, DLC_LAYOUT_NHWC,
+				      win, DLC_RESIZE_BEST) == 0,
+		      "a buffer holding every tap refused");
+		g.buf_x = 20;
+		CHECK(dlc_resize_geom(&ws, img + 20 * 3, &g, DLC_LAYOUT_NHWC,
+				      win, DLC_RESIZE_BEST) == -EINVAL,
+		      "a buffer short of a tap accepted");
+		g.buf_x = 19;
+		g.win_x = 41;	/* past the 50 of the full size */
+		CHECK(dlc_resize_geom(&ws, img + 19 * 3, &g, DLC_LAYOUT_NHWC,
+				      win, DLC_RESIZE_BEST) == -EINVAL,
+		      "a window past the full size accepted");
+		free(img);
+	}
+	printf("resize: %u/200 windows identical to the whole resize\n", same);
+	free(ws.mem);
+	free(src);
+	free(full);
+	free(win);
+	free(ref);
+}
+
 /* ---- Pillow, when Debian's python3 has it ---- */
 
 static int write_ppm(const char *path, const uint8_t *p, uint32_t w,
@@ -572,6 +690,7 @@ int main(void)
 	T_RUN(test_flip_and_layout);
 	T_RUN(test_bad_args);
 	T_RUN(test_simd_vs_c);
+	T_RUN(test_geom_window);
 	T_RUN(test_against_pil);
 	return t_done("test_resize");
 }

@@ -86,7 +86,7 @@ static void test_defaults_and_check(void)
 
 	dlc_transform_default(&t, DLC_TRANSFORM_TRAIN);
 	CHECK(t.kind == DLC_TRANSFORM_TRAIN && t.out_w == 224 &&
-	      t.out_h == 224 && t.hflip == 1 && t.pad == 0, "train defaults");
+	      t.out_h == 224 && t.hflip == 1 && t.flags == 0, "train defaults");
 	CHECK(fabsf(t.scale_min - 0.08f) < 1e-7 && t.scale_max == 1.0f &&
 	      t.ratio_min == 0.75f && fabsf(t.ratio_max - 4.0f / 3) < 1e-6,
 	      "train scale/ratio defaults");
@@ -105,7 +105,9 @@ static void test_defaults_and_check(void)
 		      "%s = %s accepted", #field, #value);		\
 	} while (0)
 	BAD(DLC_TRANSFORM_TRAIN, kind, 2);
-	BAD(DLC_TRANSFORM_TRAIN, pad, 1);
+	BAD(DLC_TRANSFORM_TRAIN, flags, 2);
+	BAD(DLC_TRANSFORM_TRAIN, flags, 0x80000000u);
+	BAD(DLC_TRANSFORM_EVAL, flags, DLC_TRANSFORM_F_EXACT | 4);
 	BAD(DLC_TRANSFORM_TRAIN, out_w, 0);
 	BAD(DLC_TRANSFORM_TRAIN, out_h, DLC_MAX_OUT_SIDE + 1);
 	BAD(DLC_TRANSFORM_TRAIN, scale_min, 0.0f);
@@ -117,6 +119,12 @@ static void test_defaults_and_check(void)
 	BAD(DLC_TRANSFORM_TRAIN, hflip, 2);
 	BAD(DLC_TRANSFORM_EVAL, resize, 200);
 #undef BAD
+	dlc_transform_default(&b, DLC_TRANSFORM_TRAIN);
+	b.flags = DLC_TRANSFORM_F_EXACT;
+	CHECK(dlc_transform_check(&b, NULL) == 0, "F_EXACT rejected (train)");
+	dlc_transform_default(&b, DLC_TRANSFORM_EVAL);
+	b.flags = DLC_TRANSFORM_F_EXACT;
+	CHECK(dlc_transform_check(&b, NULL) == 0, "F_EXACT rejected (eval)");
 	dlc_transform_default(&b, DLC_TRANSFORM_TRAIN);
 	{
 		struct dlc_crop c;

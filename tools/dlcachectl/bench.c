@@ -47,6 +47,7 @@ static void help(void)
 	       "  --size S             output side in pixels (default 224)\n"
 	       "  --layout nchw|nhwc   batch layout (default nchw)\n"
 	       "  --eval               Resize + CenterCrop instead of the train transform\n"
+	       "  --exact              decode at DCT scale 1: torchvision's pixels, slower\n"
 	       "  --seed N             shuffle and augmentation seed (default 0)\n"
 	       "  --rank R --world W   this process's shard, as DistributedSampler\n"
 	       "  --lockstep FILE      keep the ranks in step after every batch, as DDP's\n"
@@ -352,6 +353,7 @@ int cmd_bench(int argc, char **argv)
 		{ "size", required_argument, NULL, 's' },
 		{ "layout", required_argument, NULL, 'L' },
 		{ "eval", no_argument, NULL, 'E' },
+		{ "exact", no_argument, NULL, 'x' },
 		{ "seed", required_argument, NULL, 'S' },
 		{ "rank", required_argument, NULL, 'r' },
 		{ "world", required_argument, NULL, 'W' },
@@ -374,7 +376,7 @@ int cmd_bench(int argc, char **argv)
 	uint32_t epochs = 3, e, size = 224;
 	uint64_t cache = 0, cap;
 	double fraction = 0.5;
-	int have_cache = 0, json = 0, drop = 0, eval = 0, c, ret, rc = 1;
+	int have_cache = 0, json = 0, drop = 0, eval = 0, exact = 0, c, ret, rc = 1;
 	int verify_cost = 0, digest = 0;
 	const char *lockstep_path = NULL, *root = NULL;
 	struct lockstep ls = { NULL, 0, 0, 0 };
@@ -463,17 +465,14 @@ int cmd_bench(int argc, char **argv)
 		case 'E':
 			eval = 1;
 			break;
+		case 'x':
+			exact = 1;
+			break;
 		case 'S':
-			if (parse_u64(optarg, 0, UINT64_MAX, &cfg.seed))
-				return usage_error("bench", "--seed: want a number, got '%s'", optarg);
-			break;
 		case 'r':
-			if (parse_u32(optarg, 0, 65535, &cfg.rank))
-				return usage_error("bench", "--rank: want 0..65535, got '%s'", optarg);
-			break;
 		case 'W':
-			if (parse_u32(optarg, 1, 65536, &cfg.world))
-				return usage_error("bench", "--world: want 1..65536, got '%s'", optarg);
+			if (parse_order_opt("bench", c, optarg, &cfg))
+				return EXIT_USAGE;
 			break;
 		case 'o':
 			if (parse_on_error(optarg, &cfg.on_error))
@@ -522,6 +521,8 @@ int cmd_bench(int argc, char **argv)
 			    index_error(ret));
 
 	setup_transform(&cfg, eval, size);
+	if (exact)
+		cfg.transform.flags |= DLC_TRANSFORM_F_EXACT;
 	cfg.cache_bytes = have_cache ? cache :
 		(uint64_t)(fraction * (double)dlc_index_total_bytes(idx));
 	if (verify_cost) {

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "dlcache.h"
 
@@ -136,6 +138,27 @@ void setup_transform(struct dlc_config *cfg, int eval, uint32_t size)
 		cfg->transform.resize = size * 8 / 7;
 }
 
+int parse_order_opt(const char *cmd, int opt, const char *arg,
+		    struct dlc_config *cfg)
+{
+	switch (opt) {
+	case 'S':
+		if (parse_u64(arg, 0, UINT64_MAX, &cfg->seed))
+			return usage_error(cmd, "--seed: want a number, got '%s'", arg);
+		return 0;
+	case 'r':
+		if (parse_u32(arg, 0, 65535, &cfg->rank))
+			return usage_error(cmd, "--rank: want 0..65535, got '%s'", arg);
+		return 0;
+	case 'W':
+		if (parse_u32(arg, 1, 65536, &cfg->world))
+			return usage_error(cmd, "--world: want 1..65536, got '%s'", arg);
+		return 0;
+	default:
+		return usage_error(cmd, "unknown option");
+	}
+}
+
 int parse_on_error(const char *s, uint32_t *out)
 {
 	static const char *const names[] = { "skip", "substitute", "fail" };
@@ -178,4 +201,61 @@ void held_log_release(struct held_log *h, int print)
 	h->n = 0;
 	h->hold = 0;
 	pthread_mutex_unlock(&h->lock);
+}
+
+/* Whole file into a malloc'd buffer; -errno. */
+int read_whole_file(const char *path, uint8_t **out, size_t *len)
+{
+	struct stat st;
+	uint8_t *buf;
+	size_t got = 0;
+	int fd, err;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	buf = malloc(st.st_size ? (size_t)st.st_size : 1);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			err = n < 0 ? -errno : -EIO;
+			free(buf);
+			close(fd);
+			return err;
+		}
+		got += (size_t)n;
+	}
+	close(fd);
+	*out = buf;
+	*len = got;
+	return 0;
+}
+
+int write_ppm(const char *path, const uint8_t *rgb, uint32_t w,
+		     uint32_t h)
+{
+	FILE *f = fopen(path, "wb");
+	size_t bytes = (size_t)w * h * 3;
+	int err = 0;
+
+	if (!f)
+		return -errno;
+	if (fprintf(f, "P6\n%u %u\n255\n", w, h) < 0 ||
+	    fwrite(rgb, 1, bytes, f) != bytes)
+		err = -EIO;
+	if (fclose(f) && !err)
+		err = -errno;
+	return err;
 }

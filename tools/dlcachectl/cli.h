@@ -10,6 +10,7 @@
 #define DLCACHECTL_CLI_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define EXIT_USAGE 2
@@ -19,6 +20,7 @@ int cmd_index(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_decode(int argc, char **argv);
 int cmd_preview(int argc, char **argv);
+int cmd_sample(int argc, char **argv);
 int cmd_decodebench(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
@@ -63,6 +65,13 @@ const char *index_error(int err);
 struct dlc_config;
 void setup_transform(struct dlc_config *cfg, int eval, uint32_t size);
 
+/*
+ * bench's and sample's order options, by getopt letter: 'S' --seed,
+ * 'r' --rank, 'W' --world into @cfg. 0, or EXIT_USAGE after the line.
+ */
+int parse_order_opt(const char *cmd, int opt, const char *arg,
+		    struct dlc_config *cfg);
+
 /* "skip", "substitute" or "fail" to enum dlc_on_error; 0 or -1. */
 int parse_on_error(const char *s, uint32_t *out);
 
@@ -83,6 +92,12 @@ struct held_log {
 #define HELD_LOG_INIT { PTHREAD_MUTEX_INITIALIZER, 1, 0, { 0 }, { NULL } }
 void held_log_fn(void *arg, int level, const char *msg);
 void held_log_release(struct held_log *h, int print);
+
+/* A whole file into a malloc'd buffer (*@out, *@len); 0 or -errno. */
+int read_whole_file(const char *path, uint8_t **out, size_t *len);
+
+/* @w x @h packed RGB as a binary PPM at @path; 0 or -errno. */
+int write_ppm(const char *path, const uint8_t *rgb, uint32_t w, uint32_t h);
 
 /* Monotonic clock in nanoseconds. */
 uint64_t now_ns(void);

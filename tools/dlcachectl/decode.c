@@ -24,63 +24,6 @@ static const char decode_usage[] =
 	"  --max-pixels N      refuse images over N pixels (default 67108864)\n"
 	"  -h, --help          show this help\n";
 
-/* Whole file into a malloc'd buffer; -errno. */
-static int slurp(const char *path, uint8_t **out, size_t *len)
-{
-	struct stat st;
-	uint8_t *buf;
-	size_t got = 0;
-	int fd, err;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st)) {
-		err = -errno;
-		close(fd);
-		return err;
-	}
-	buf = malloc(st.st_size ? (size_t)st.st_size : 1);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			err = n < 0 ? -errno : -EIO;
-			free(buf);
-			close(fd);
-			return err;
-		}
-		got += (size_t)n;
-	}
-	close(fd);
-	*out = buf;
-	*len = got;
-	return 0;
-}
-
-static int write_ppm(const char *path, const uint8_t *rgb, uint32_t w,
-		     uint32_t h)
-{
-	FILE *f = fopen(path, "wb");
-	size_t bytes = (size_t)w * h * 3;
-	int err = 0;
-
-	if (!f)
-		return -errno;
-	if (fprintf(f, "P6\n%u %u\n255\n", w, h) < 0 ||
-	    fwrite(rgb, 1, bytes, f) != bytes)
-		err = -EIO;
-	if (fclose(f) && !err)
-		err = -errno;
-	return err;
-}
-
 int cmd_decode(int argc, char **argv)
 {
 	const char *in = NULL, *out = NULL;
@@ -132,7 +75,7 @@ int cmd_decode(int argc, char **argv)
 	if (!out || !*out)
 		return usage_error("decode", "missing -o OUT.ppm (try --help)");
 
-	ret = slurp(in, &buf, &len);
+	ret = read_whole_file(in, &buf, &len);
 	if (ret)
 		return fail("decode", "%s: %s", in, strerror(-ret));
 	ret = dlc_decoder_create(max_pixels, &d);

@@ -30,9 +30,11 @@ static const char decodebench_usage[] =
 	"'crop' (crop-first decode of the default train transform's epoch-0\n"
 	"crops, seed 0, checking the rest of the file as dlc_decoder_sample()\n"
 	"does), 'crop_unchecked' (the same, stopping after the crop's rows, as\n"
-	"the loader's validate=once does after a sample's first decode) and\n"
-	"'full_then_crop' (full decode, then the same crop and resize). Prints\n"
-	"images/s, crop/full and crop/crop_unchecked.\n"
+	"the loader's validate=once does after a sample's first decode),\n"
+	"'full_then_crop' (full decode, then the same crop and resize) and\n"
+	"'crop_exact' (checked crop-first at DCT scale 1: DLC_TRANSFORM_F_EXACT,\n"
+	"torchvision's pixels). Prints images/s, crop/full, crop/crop_unchecked\n"
+	"and crop_exact/crop.\n"
 	"\n"
 	"  --threads T    decode threads (default: online CPUs)\n"
 	"  --images N     use only the first N samples (default: all)\n"
@@ -41,11 +43,12 @@ static const char decodebench_usage[] =
 	"  -h, --help     show this help\n";
 
 enum mode {
-	MODE_FULL, MODE_CROP, MODE_CROP_UNCHECKED, MODE_FULL_THEN_CROP, MODES
+	MODE_FULL, MODE_CROP, MODE_CROP_UNCHECKED, MODE_FULL_THEN_CROP,
+	MODE_CROP_EXACT, MODES
 };
 
 static const char *const mode_names[MODES] = {
-	"full", "crop", "crop_unchecked", "full_then_crop",
+	"full", "crop", "crop_unchecked", "full_then_crop", "crop_exact",
 };
 
 struct image {
@@ -61,6 +64,7 @@ struct run {
 	enum mode mode;
 	uint64_t deadline;
 	struct dlc_transform t;
+	struct dlc_transform t_exact;	/* t with DLC_TRANSFORM_F_EXACT */
 };
 
 struct worker {
@@ -155,6 +159,11 @@ static void *worker_main(void *arg)
 					r->mode == MODE_CROP ? DLC_DECODE_CROP_FIRST :
 					DLC_DECODE_CROP_FIRST_UNCHECKED, dst,
 					NULL);
+			break;
+		case MODE_CROP_EXACT:
+			ret = dlc_decoder_sample(d, img->buf, img->len,
+						 &r->t_exact, 0, 0, img->id,
+						 DLC_LAYOUT_NCHW, dst, NULL);
 			break;
 		default:
 			ret = dlc_decoder_crop(d, img->buf, img->len,
@@ -304,6 +313,8 @@ int cmd_decodebench(int argc, char **argv)
 	}
 	memset(&r, 0, sizeof(r));
 	dlc_transform_default(&r.t, DLC_TRANSFORM_TRAIN);
+	r.t_exact = r.t;
+	r.t_exact.flags = DLC_TRANSFORM_F_EXACT;
 	for (i = 0; i < n; i++) {
 		struct dlc_jpeg_info info;
 		char *file;
@@ -371,16 +382,20 @@ int cmd_decodebench(int argc, char **argv)
 		printf("{\"threads\":%u,\"images\":%u,\"full_images_per_s\":%.1f,"
 		       "\"crop_images_per_s\":%.1f,\"crop_unchecked_images_per_s\":%.1f,"
 		       "\"full_then_crop_images_per_s\":%.1f,"
+		       "\"crop_exact_images_per_s\":%.1f,"
 		       "\"full_images_per_cpu_s\":%.1f,\"crop_images_per_cpu_s\":%.1f,"
 		       "\"crop_unchecked_images_per_cpu_s\":%.1f,"
-		       "\"full_then_crop_images_per_cpu_s\":%.1f}\n",
+		       "\"full_then_crop_images_per_cpu_s\":%.1f,"
+		       "\"crop_exact_images_per_cpu_s\":%.1f}\n",
 		       nthreads, n, rate[MODE_FULL], rate[MODE_CROP],
 		       rate[MODE_CROP_UNCHECKED], rate[MODE_FULL_THEN_CROP],
+		       rate[MODE_CROP_EXACT],
 		       cpu_rate[MODE_FULL], cpu_rate[MODE_CROP],
 		       cpu_rate[MODE_CROP_UNCHECKED],
-		       cpu_rate[MODE_FULL_THEN_CROP]);
+		       cpu_rate[MODE_FULL_THEN_CROP], cpu_rate[MODE_CROP_EXACT]);
 	else
 		printf("  %-15s %9.3f  (CPU time %.3f)\n"
+		       "  %-15s %9.3f  (CPU time %.3f)\n"
 		       "  %-15s %9.3f  (CPU time %.3f)\n"
 		       "  %-15s %9.3f  (CPU time %.3f)\n",
 		       "crop/full", ratio(rate, MODE_CROP, MODE_FULL),
@@ -388,7 +403,9 @@ int cmd_decodebench(int argc, char **argv)
 		       "unchecked/full", ratio(rate, MODE_CROP_UNCHECKED, MODE_FULL),
 		       ratio(cpu_rate, MODE_CROP_UNCHECKED, MODE_FULL),
 		       "crop/unchecked", ratio(rate, MODE_CROP, MODE_CROP_UNCHECKED),
-		       ratio(cpu_rate, MODE_CROP, MODE_CROP_UNCHECKED));
+		       ratio(cpu_rate, MODE_CROP, MODE_CROP_UNCHECKED),
+		       "crop_exact/crop", ratio(rate, MODE_CROP_EXACT, MODE_CROP),
+		       ratio(cpu_rate, MODE_CROP_EXACT, MODE_CROP));
 	status = 0;
 out:
 	if (imgs)

@@ -17,6 +17,7 @@ static const struct command {
 	{ "bench", cmd_bench, "run the loader for some epochs and report rates" },
 	{ "decode", cmd_decode, "fully decode one JPEG to a PPM file" },
 	{ "preview", cmd_preview, "contact sheet of one batch as the model sees it" },
+	{ "sample", cmd_sample, "one transformed sample and its crop box, to check by hand" },
 	{ "decodebench", cmd_decodebench, "decode limits: full and crop-first, from memory" },
 	{ "stats", cmd_stats, "counters of the node's cache (/dev/dlcache)" },
 	{ "watch", cmd_watch, "live rates of the node's cache" },
