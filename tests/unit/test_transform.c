@@ -2,8 +2,10 @@
 /*
  * Crop boxes: torchvision's RandomResizedCrop sampling rule checked by its
  * invariants, by its statistics against an independent implementation
- * with another generator (and against torchvision itself when Debian's
- * python3 has it), determinism, the fallback, and the eval geometry.
+ * with another generator, against torchvision's own get_params as whole
+ * distributions (Kolmogorov-Smirnov on area, aspect and centre; chi-square
+ * on the joint box size of small images), determinism, the fallback, and
+ * the eval geometry.
  */
 #include <errno.h>
 #include <math.h>
@@ -346,61 +348,196 @@ static void test_eval(void)
 		   224 * 640.0 / 298, 480);
 }
 
-/* ---- torchvision, when Debian's python3 has it ---- */
+/* ---- torchvision itself: the whole distribution of boxes ---- */
 
+/*
+ * torchvision's own get_params prints N boxes "top left height width".
+ * Our boxes come from another generator, so they are compared as
+ * distributions, not draw for draw: two-sample Kolmogorov-Smirnov tests
+ * on the area fraction, the aspect ratio and the centre (x and y), and a
+ * two-sample chi-square test on the joint (width, height) of the box,
+ * which the marginals alone would not pin down.
+ */
 static const char tv_script[] =
 	"import sys, torch\n"
 	"import torchvision.transforms as T\n"
-	"torch.manual_seed(0)\n"
+	"torch.manual_seed(int(sys.argv[4]))\n"
 	"w, h, n = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])\n"
 	"img = torch.zeros((1, h, w), dtype=torch.uint8)\n"
-	"a = r = cx = 0.0\n"
+	"out = []\n"
 	"for _ in range(n):\n"
 	"    i, j, ch, cw = T.RandomResizedCrop.get_params(img, (0.08, 1.0), (3/4, 4/3))\n"
-	"    a += cw * ch / (w * h); r += cw / ch; cx += (j + cw / 2) / w\n"
-	"print('%.6f %.6f %.6f' % (a / n, r / n, cx / n))\n";
+	"    out.append('%d %d %d %d' % (i, j, ch, cw))\n"
+	"print('\\n'.join(out))\n";
 
-static void test_against_torchvision(const struct stats *s, uint32_t w,
-				     uint32_t h)
+#define TV_N 40000
+
+struct box { double x, y, w, h; };
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The two-sample KS statistic D of @a and @b (sorted in place). */
+static double ks_stat(double *a, size_t n, double *b, size_t m)
+{
+	size_t i = 0, j = 0;
+	double d = 0;
+
+	qsort(a, n, sizeof(*a), cmp_double);
+	qsort(b, m, sizeof(*b), cmp_double);
+	while (i < n && j < m) {
+		double v = a[i] <= b[j] ? a[i] : b[j];
+
+		while (i < n && a[i] <= v)
+			i++;
+		while (j < m && b[j] <= v)
+			j++;
+		if (fabs((double)i / n - (double)j / m) > d)
+			d = fabs((double)i / n - (double)j / m);
+	}
+	return d;
+}
+
+/* What a box says, for one KS test: 0 area, 1 aspect, 2 x centre, 3 y. */
+static double feature(const struct box *b, int k, uint32_t w, uint32_t h)
+{
+	switch (k) {
+	case 0: return b->w * b->h / ((double)w * h);
+	case 1: return b->w / b->h;
+	case 2: return (b->x + b->w / 2) / w;
+	default: return (b->y + b->h / 2) / h;
+	}
+}
+
+/* Boxes from torchvision; the count read, 0 when it could not run. */
+static size_t tv_boxes(uint32_t w, uint32_t h, struct box *out, size_t n)
 {
 	char path[] = "/tmp/dlc-test-transform-XXXXXX", cmd[512];
-	double area, aspect, cx;
+	long i, j, ch, cw;
+	size_t got = 0;
 	FILE *f;
-	int fd, n;
+	int fd;
 
-	if (access("/usr/bin/python3", X_OK) ||
-	    system("/usr/bin/python3 -c 'import torchvision' >/dev/null 2>&1")) {
-		t_skip_required("test_against_torchvision", "/usr/bin/python3 has no torchvision (make deps)");
-		return;
-	}
 	fd = mkstemp(path);
 	if (fd < 0) {
 		CHECK(0, "mkstemp: %s", strerror(errno));
-		return;
+		return 0;
 	}
 	f = fdopen(fd, "w");
 	fputs(tv_script, f);
 	fclose(f);
-	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s %u %u 40000 2>/dev/null",
-		 path, w, h);
+	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s %u %u %zu 1 2>&1",
+		 path, w, h, n);
 	f = popen(cmd, "r");
-	n = f ? fscanf(f, "%lf %lf %lf", &area, &aspect, &cx) : 0;
+	while (f && got < n && fscanf(f, "%ld %ld %ld %ld", &i, &j, &ch, &cw) == 4)
+		out[got++] = (struct box){ j, i, cw, ch };
 	if (f)
 		pclose(f);
 	unlink(path);
-	CHECK(n == 3, "torchvision script gave no numbers");
-	if (n != 3)
-		return;
-	/* 40000 draws: the standard error of the mean area is about 0.0014 */
-	CHECK(fabs(s->area - area) < 0.01,
-	      "%ux%u: mean area %.4f, torchvision %.4f", w, h, s->area, area);
-	CHECK(fabs(s->aspect - aspect) < 0.01,
-	      "%ux%u: mean aspect %.4f, torchvision %.4f", w, h, s->aspect,
-	      aspect);
-	CHECK(fabs(s->cx - cx) < 0.01, "%ux%u: mean centre x %.4f, torchvision %.4f",
-	      w, h, s->cx, cx);
-	printf("transform %ux%u: torchvision mean area %.4f, aspect %.4f\n", w,
-	       h, area, aspect);
+	return got;
+}
+
+static void test_against_torchvision(uint32_t w, uint32_t h)
+{
+	static const char *const names[4] = { "area", "aspect", "x centre",
+					      "y centre" };
+	struct box *tv = calloc(TV_N, sizeof(*tv)), *us = calloc(TV_N, sizeof(*us));
+	double *a = calloc(TV_N, sizeof(*a)), *b = calloc(TV_N, sizeof(*b));
+	/* alpha 1e-4 per test: c = sqrt(-ln(alpha / 2) / 2) */
+	double crit = sqrt(-log(0.5e-4) / 2) * sqrt(2.0 / TV_N);
+	double chi2 = 0, z;
+	uint32_t *cnt_tv = NULL, *cnt_us = NULL, k, bins = 0, df;
+	struct dlc_transform t;
+	size_t n, i;
+	int f;
+
+	if (access("/usr/bin/python3", X_OK) ||
+	    system("/usr/bin/python3 -c 'import torchvision' >/dev/null 2>&1")) {
+		t_skip_required("torchvision", "/usr/bin/python3 has no torchvision (make deps)");
+		goto out;
+	}
+	CHECK(tv && us && a && b, "memory");
+	if (!tv || !us || !a || !b)
+		goto out;
+	n = tv_boxes(w, h, tv, TV_N);
+	CHECK(n == TV_N, "%ux%u: torchvision gave %zu boxes of %u", w, h, n,
+	      TV_N);
+	if (n != TV_N)
+		goto out;
+	dlc_transform_default(&t, DLC_TRANSFORM_TRAIN);
+	for (i = 0; i < TV_N; i++) {
+		struct dlc_crop c;
+
+		dlc_transform_crop(&t, 4242, (uint32_t)(i / 1000),
+				   (uint32_t)(i % 1000), w, h, &c);
+		us[i] = (struct box){ c.x, c.y, c.w, c.h };
+	}
+	for (f = 0; f < 4; f++) {
+		double d;
+
+		for (i = 0; i < TV_N; i++) {
+			a[i] = feature(&us[i], f, w, h);
+			b[i] = feature(&tv[i], f, w, h);
+		}
+		d = ks_stat(a, TV_N, b, TV_N);
+		CHECK(d < crit, "%ux%u: %s distribution differs from torchvision's: KS D %.4f >= %.4f",
+		      w, h, names[f], d, crit);
+		printf("transform %ux%u vs torchvision: %s KS D %.4f (critical %.4f)\n",
+		       w, h, names[f], d, crit);
+	}
+	/*
+	 * Joint (width, height): chi-square over cells with enough counts;
+	 * only on small images, where the cells are few enough to fill.
+	 */
+	if ((uint64_t)w * h > 4096)
+		goto out;
+	cnt_tv = calloc((size_t)(w + 1) * (h + 1), sizeof(*cnt_tv));
+	cnt_us = calloc((size_t)(w + 1) * (h + 1), sizeof(*cnt_us));
+	if (!cnt_tv || !cnt_us)
+		goto out;
+	for (i = 0; i < TV_N; i++) {
+		cnt_tv[(size_t)tv[i].h * (w + 1) + (size_t)tv[i].w]++;
+		cnt_us[(size_t)us[i].h * (w + 1) + (size_t)us[i].w]++;
+	}
+	{
+		/* pool the sparse cells into one, so each term is sound */
+		uint64_t rest_a = 0, rest_b = 0;
+
+		for (k = 0; k < (w + 1) * (h + 1); k++) {
+			double x = cnt_us[k], y = cnt_tv[k];
+
+			if (x + y < 20) {
+				rest_a += cnt_us[k];
+				rest_b += cnt_tv[k];
+				continue;
+			}
+			chi2 += (x - y) * (x - y) / (x + y);
+			bins++;
+		}
+		if (rest_a + rest_b) {
+			chi2 += ((double)rest_a - rest_b) * ((double)rest_a - rest_b) /
+				(double)(rest_a + rest_b);
+			bins++;
+		}
+	}
+	df = bins > 1 ? bins - 1 : 1;
+	/* Wilson-Hilferty: chi2/df as a normal; z > 3.72 is alpha 1e-4 */
+	z = (cbrt(chi2 / df) - (1 - 2.0 / (9 * df))) / sqrt(2.0 / (9 * df));
+	CHECK(z < 3.72, "%ux%u: joint (width, height) differs from torchvision's: chi2 %.1f on %u df (z %.2f)",
+	      w, h, chi2, df, z);
+	printf("transform %ux%u vs torchvision: joint (w, h) chi2 %.1f on %u df (z %.2f)\n",
+	       w, h, chi2, df, z);
+out:
+	free(cnt_tv);
+	free(cnt_us);
+	free(tv);
+	free(us);
+	free(a);
+	free(b);
 }
 
 int main(void)
@@ -413,7 +550,9 @@ int main(void)
 	T_RUN_AS("test_distribution/2", test_distribution, 500, 375, &wide);
 	T_RUN(test_fallback);
 	T_RUN(test_eval);
-	T_RUN_AS("test_against_torchvision/1", test_against_torchvision, &sq, 400, 400);
-	T_RUN_AS("test_against_torchvision/2", test_against_torchvision, &wide, 500, 375);
+	T_RUN_AS("test_against_torchvision/400x400", test_against_torchvision, 400, 400);
+	T_RUN_AS("test_against_torchvision/500x375", test_against_torchvision, 500, 375);
+	T_RUN_AS("test_against_torchvision/40x30", test_against_torchvision, 40, 30);
+	T_RUN_AS("test_against_torchvision/20x90", test_against_torchvision, 20, 90);
 	return t_done("test_transform");
 }
