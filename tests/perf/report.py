@@ -43,7 +43,12 @@ def byte_hits(e):
 
 
 full = med(d["full_images_per_s"] for d in dec)
-crop = med(d["crop_images_per_s"] for d in dec)
+# Steady epochs decode crop-first without re-checking the whole file
+# (validate=once checked it in epoch 1): their limit. The cold epoch
+# checks every file: its limit is the checked rate.
+crop = med(d["crop_unchecked_images_per_s"] for d in dec)
+crop_checked = med(d["crop_images_per_s"] for d in dec)
+crop_exact = med(d["crop_exact_images_per_s"] for d in dec)
 fio_mbs = med(f["jobs"][0]["read"]["bw_bytes"] / 1e6 for f in fio)
 fio_ips = fio_mbs * 1e6 / mean_file
 p_ips = med(steady(r) for r in pt)
@@ -54,6 +59,8 @@ sysrows = [
     ("plain_c", "plain C loader (read + tjDecompress2)", med(steady(r) for r in pl), med(cold(r) for r in pl)),
     ("decode_full", "decode limit: full libjpeg-turbo", full, None),
     ("decode_crop", "decode limit: crop-first", crop, None),
+    ("decode_crop_checked", "  crop-first, checking the whole file", crop_checked, None),
+    ("decode_crop_exact", "  crop-first at DCT scale 1 (--exact)", crop_exact, None),
     ("storage_fio", "storage limit: fio (images/s equiv.)", fio_ips, None),
 ]
 
@@ -125,7 +132,7 @@ targets = [
     target("hit ratio, repeats: dlcache policy >= 0.99x upper bound", sim_rep / opt_rep, 0.99),
     target("hit count, repeats, unit sizes: dlcache >= 0.99x Belady", unit_rep, 0.99),
     target("cold epoch read MB/s >= 0.9x fio at depth 64", dl_cold_mbs / fio_mbs, 0.9),
-    target("cold epoch >= 0.9x min(fio, crop-first limit) images/s", d_cold / min(fio_ips, crop), 0.9),
+    target("cold epoch >= 0.9x min(fio, checked crop-first limit) images/s", d_cold / min(fio_ips, crop_checked), 0.9),
 ]
 
 # ---- report.json -------------------------------------------------------------
