@@ -40,19 +40,10 @@ else
 	have_dev=0
 fi
 
-expect_usage() {	# description, args...
-	local what=$1 err rc lines
-	shift
-	err=$("$ctl" "$@" 2>&1 >/dev/null)
-	rc=$?
-	lines=$(printf '%s' "$err" | grep -c '')
-	[ $rc -eq 2 ] || fail "$what: exit $rc, want 2 ($*)"
-	[ "$lines" -eq 1 ] || fail "$what: $lines lines on stderr, want 1: $err"
-	case "$err" in "dlcachectl"*) ;; *) fail "$what: message does not start with dlcachectl: $err" ;; esac
-}
+. "$(dirname "$0")/usage.sh"
 
 begin help-and-usage
-for cmd in gen index bench decode preview decodebench stats watch datasets capacity drop; do
+for cmd in gen index bench decode preview sample decodebench stats watch datasets capacity drop; do
 	out=$("$ctl" "$cmd" --help 2>&1) || fail "$cmd --help exit status"
 	echo "$out" | grep -q "usage: dlcachectl $cmd" || fail "$cmd --help has no usage line"
 	expect_usage "$cmd with a bad option" "$cmd" --no-such-option

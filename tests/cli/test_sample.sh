@@ -17,16 +17,8 @@ report() {	# name: one counted result for the checks since the last one
 	fails=0
 }
 
-expect_usage() {	# description, args...
-	local what=$1 err rc lines
-	shift
-	err=$("$ctl" "$@" 2>&1 >/dev/null)
-	rc=$?
-	lines=$(printf '%s' "$err" | grep -c '')
-	[ $rc -eq 2 ] || fail "$what: exit $rc, want 2 ($*)"
-	[ "$lines" -eq 1 ] || fail "$what: $lines lines on stderr, want 1: $err"
-	case "$err" in "dlcachectl sample"*) ;; *) fail "$what: message does not start with 'dlcachectl sample': $err" ;; esac
-}
+usage_prefix="dlcachectl sample"
+. "$(dirname "$0")/usage.sh"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
