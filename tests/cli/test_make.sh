@@ -25,6 +25,23 @@ done
 "$tmp/build/dlcachectl" --help >/dev/null 2>&1 && echo "ok plain_make/dlcachectl_runs" ||
 	echo "FAIL plain_make/dlcachectl_runs"
 
+# Every function the public header declares is exported by the .so, with
+# a version (libdlcache/libdlcache.map), and nothing else is.
+if command -v nm >/dev/null; then
+	hdr=$(grep -oE '\bdlc_[a-z0-9_]+\(' libdlcache/include/dlcache.h | tr -d '(' | sort -u)
+	syms=$(nm -D --defined-only "$tmp/build/libdlcache.so" | awk '{print $3}' |
+		grep -E '^dlc_.*@@LIBDLCACHE_' | sed 's/@@.*//' | sort -u)
+	missing=$(comm -23 <(echo "$hdr") <(echo "$syms") | tr '\n' ' ')
+	extra=$(comm -13 <(echo "$hdr") <(echo "$syms") | tr '\n' ' ')
+	if [ -z "$missing$extra" ]; then
+		echo "ok exports/header_equals_so"
+	else
+		echo "FAIL exports/header_equals_so: declared but not exported: ${missing:-none}; exported but not declared: ${extra:-none}"
+	fi
+else
+	echo "skip exports/header_equals_so: no nm (binutils)"
+fi
+
 # README and Documentation link only to files in the repository.
 for f in README Documentation/*.md; do
 	if grep -nE '\.\./shared|\.\./[A-Za-z]' "$f" >/dev/null; then
