@@ -365,6 +365,16 @@ if [ $KERNEL_OK -eq 1 ]; then
 		usleep 100000
 		i=$((i + 1))
 	done
+	# Root's data set must outlive its bench until the trust checks
+	# below have run (it is freed at the last detach): hold it.
+	/bin/int_client hold "$KEY" "$NSAMPLES" > /tmp/hold_ds.out 2>&1 &
+	hdpid=$!
+	i=0
+	while [ $i -lt 100 ] && ! grep -q holding /tmp/hold_ds.out; do
+		usleep 100000
+		i=$((i + 1))
+	done
+	info "$(cat /tmp/hold_ds.out)"
 	/bin/int_client runas 65534 65534 $CTL bench $IDX --backend kernel --epochs 1 \
 		--json $BENCH > /tmp/nb.json 2> /tmp/nb.err &
 	npid=$!
@@ -412,6 +422,8 @@ if [ $KERNEL_OK -eq 1 ]; then
 		result FAIL perm-trust-fallback "(exit $rc)"
 		show /tmp/na.json
 	fi
+	kill $hdpid 2>/dev/null
+	wait $hdpid 2>/dev/null
 	wait_pid $rpid 180
 	rc=$?
 	if [ $rc -eq 0 ] && grep -q '"backend": "kernel"' /tmp/root.json; then

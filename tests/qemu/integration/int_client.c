@@ -69,6 +69,40 @@ static long attach(int fd, const __u64 key[2], __u32 n, __u32 flags,
 	return ioctl(fd, DLCACHE_IOC_ATTACH, a) < 0 ? -errno : 0;
 }
 
+/*
+ * Attach to this uid's data set of KEY and stay attached until killed:
+ * a data set lives while something is attached to it, so a test that
+ * needs it to outlast a bench holds it this way.
+ */
+static int hold_dataset(const char *keys, const char *ns)
+{
+	struct dlcache_attach a;
+	__u64 key[2];
+	long r;
+	__u32 n;
+	int fd;
+
+	if (parse_key(keys, key) || !(n = (__u32)strtoul(ns, NULL, 0))) {
+		fprintf(stderr, "hold: bad KEY or NSAMPLES\n");
+		return 2;
+	}
+	fd = open(DLCACHE_DEVICE, O_RDWR);
+	if (fd < 0) {
+		printf("FAIL: open %s: %s\n", DLCACHE_DEVICE, strerror(errno));
+		return 1;
+	}
+	r = attach(fd, key, n, 0, &a);
+	if (r) {
+		printf("FAIL: ATTACH: %s\n", strerror((int)-r));
+		return 1;
+	}
+	printf("holding the data set, mode %04o, owner %u\n", a.mode,
+	       (unsigned int)getuid());
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
 static int attach_wrong(const char *keys, const char *ns)
 {
 	struct dlcache_attach a;
@@ -384,13 +418,16 @@ int main(int argc, char **argv)
 {
 	if (argc >= 4 && !strcmp(argv[1], "attach-wrong"))
 		return attach_wrong(argv[2], argv[3]);
+	if (argc >= 4 && !strcmp(argv[1], "hold"))
+		return hold_dataset(argv[2], argv[3]);
 	if (argc >= 5 && !strcmp(argv[1], "hold-fills"))
 		return hold_fills(argv[2], argv[3], argv[4]);
 	if (argc >= 2 && !strcmp(argv[1], "runas"))
 		return runas(argc - 1, argv + 1);
 	if (argc >= 2 && !strcmp(argv[1], "put-wrong"))
 		return put_wrong(argc - 1, argv + 1);
-	fprintf(stderr, "usage: int_client attach-wrong KEY NSAMPLES | hold-fills KEY NSAMPLES COUNT |\n"
+	fprintf(stderr, "usage: int_client attach-wrong KEY NSAMPLES | hold KEY NSAMPLES |\n"
+		"       hold-fills KEY NSAMPLES COUNT |\n"
 		"       put-wrong KEY NSAMPLES ID:FILE:LEN... | runas UID GID CMD...\n");
 	return 2;
 }
