@@ -256,6 +256,14 @@ uint32_t dlc_kclient_unsubmitted(const struct dlc_kclient *k)
 	return k->sq_local_tail - __atomic_load_n(k->sq_head, __ATOMIC_ACQUIRE);
 }
 
+const struct dlcache_sqe *dlc_kclient_unsubmitted_sqe(const struct dlc_kclient *k,
+						      uint32_t i)
+{
+	uint32_t head = __atomic_load_n(k->sq_head, __ATOMIC_ACQUIRE);
+
+	return &k->sqes[(head + i) & k->sq_mask];
+}
+
 int dlc_kclient_enter(struct dlc_kclient *k)
 {
 	struct dlcache_enter e;

@@ -53,6 +53,9 @@ int dlc_kclient_set_order(struct dlc_kclient *k, uint32_t epoch,
 struct dlcache_sqe *dlc_kclient_sqe(struct dlc_kclient *k);
 /* SQEs filled and not yet consumed by the kernel. */
 uint32_t dlc_kclient_unsubmitted(const struct dlc_kclient *k);
+/* The @i-th of those, oldest first (@i < dlc_kclient_unsubmitted()). */
+const struct dlcache_sqe *dlc_kclient_unsubmitted_sqe(const struct dlc_kclient *k,
+						      uint32_t i);
 /* Publish the SQEs and run them; returns SQEs consumed or -errno. */
 int dlc_kclient_enter(struct dlc_kclient *k);
 /* Deferred GET completions wait for an ENTER. */

@@ -1390,6 +1390,23 @@ static void close_backend(struct dlc_loader *l)
 	uint32_t i, n;
 
 	if (l->kc) {
+		/*
+		 * SQEs still queued: submit them (a PUT still caches its
+		 * bytes, an ABORT hands its fill over). A PUT holds a buffer
+		 * ref until its completion is reaped; give back the refs of
+		 * any the module did not take.
+		 */
+		if (dlc_kclient_unsubmitted(l->kc))
+			dlc_kclient_enter(l->kc);
+		n = dlc_kclient_unsubmitted(l->kc);
+		for (i = 0; i < n; i++) {
+			const struct dlcache_sqe *sqe =
+				dlc_kclient_unsubmitted_sqe(l->kc, i);
+
+			if (KTAG(sqe->user_data) == KTAG_PUT)
+				dlc_buf_put((struct dlc_buf *)(uintptr_t)
+					    (sqe->user_data & ~3ULL));
+		}
 		/* PUTs already run in ENTER hold buffer refs until reaped. */
 		while ((n = dlc_kclient_reap(l->kc, l->kcqes, 64)) > 0)
 			for (i = 0; i < n; i++)
