@@ -290,18 +290,6 @@ static void checked_same_pixels(struct dlc_decoder *d, const struct blob *good)
 
 /* ---- through the loader ---- */
 
-static char logbuf[65536];
-
-static void capture(void *arg, int level, const char *msg)
-{
-	(void)arg;
-	(void)level;
-	if (strlen(logbuf) + strlen(msg) + 2 < sizeof(logbuf)) {
-		strcat(logbuf, msg);
-		strcat(logbuf, "\n");
-	}
-}
-
 static void config(struct dlc_config *cfg)
 {
 	dlc_config_init(cfg);
@@ -311,7 +299,7 @@ static void config(struct dlc_config *cfg)
 	cfg->decode_threads = 2;
 	cfg->backend = DLC_BACKEND_INPROCESS;
 	cfg->cache_bytes = 0;	/* every epoch reads the files */
-	cfg->log = capture;
+	cfg->log = t_log_capture;
 	cfg->log_level = DLC_LOG_WARN;
 }
 
@@ -349,7 +337,7 @@ static void loader_default(const struct dlc_index *idx, const uint8_t *bad,
 
 	config(&cfg);
 	CHECK_EQ(cfg.validate, DLC_VALIDATE_ONCE);
-	logbuf[0] = '\0';
+	t_log_clear();
 	if (dlc_loader_create(&cfg, idx, &l)) {
 		CHECK(0, "loader");
 		return;
@@ -372,7 +360,7 @@ static void loader_default(const struct dlc_index *idx, const uint8_t *bad,
 	for (i = 0; i < n; i++) {
 		if (!bad[i])
 			continue;
-		CHECK(strstr(logbuf, dlc_index_relpath(idx, i)) != NULL,
+		CHECK(strstr(t_logbuf, dlc_index_relpath(idx, i)) != NULL,
 		      "no log line names %s", dlc_index_relpath(idx, i));
 	}
 	dlc_loader_destroy(l);
@@ -420,14 +408,14 @@ static void loader_modes(const struct dlc_index *idx, const uint8_t *bad,
 	l = NULL;
 	CHECK(dlc_loader_create(&cfg, idx, &l) == -EINVAL && !l,
 	      "validate 3 accepted");
-	CHECK(strstr(logbuf, "validate") != NULL, "no log line names the field");
+	CHECK(strstr(t_logbuf, "validate") != NULL, "no log line names the field");
 	config(&cfg);
 	setenv("DLCACHE_VALIDATE", "sometimes", 1);
 	l = NULL;
 	CHECK(dlc_loader_create(&cfg, idx, &l) == -EINVAL && !l,
 	      "DLCACHE_VALIDATE=sometimes accepted");
 	unsetenv("DLCACHE_VALIDATE");
-	CHECK(strstr(logbuf, "DLCACHE_VALIDATE 'sometimes'") != NULL,
+	CHECK(strstr(t_logbuf, "DLCACHE_VALIDATE 'sometimes'") != NULL,
 	      "no log line names the variable");
 	CHECK(strcmp(dlc_validate_name(DLC_VALIDATE_ONCE), "once") == 0 &&
 	      strcmp(dlc_validate_name(DLC_VALIDATE_ALWAYS), "always") == 0 &&
