@@ -98,6 +98,15 @@ wait_pid() {
 	wait "$1"
 }
 
+# wait_line FILE PATTERN: up to 10 s for FILE to hold a line matching PATTERN.
+wait_line() {
+	_i=0
+	while [ $_i -lt 100 ] && ! grep -q "$2" "$1" 2>/dev/null; do
+		usleep 100000
+		_i=$((_i + 1))
+	done
+}
+
 # global_counter NAME: a counter of the "global" object of stats --json
 # (it comes before per_dataset, so the first match is the global one).
 global_counter() {
@@ -369,11 +378,7 @@ if [ $KERNEL_OK -eq 1 ]; then
 	# below have run (it is freed at the last detach): hold it.
 	/bin/int_client hold "$KEY" "$NSAMPLES" > /tmp/hold_ds.out 2>&1 &
 	hdpid=$!
-	i=0
-	while [ $i -lt 100 ] && ! grep -q holding /tmp/hold_ds.out; do
-		usleep 100000
-		i=$((i + 1))
-	done
+	wait_line /tmp/hold_ds.out holding
 	info "$(cat /tmp/hold_ds.out)"
 	/bin/int_client runas 65534 65534 $CTL bench $IDX --backend kernel --epochs 1 \
 		--json $BENCH > /tmp/nb.json 2> /tmp/nb.err &
@@ -451,11 +456,7 @@ kill_held_fills() {
 	a0=$(global_counter aborts)
 	/bin/int_client hold-fills "$KEY" "$NSAMPLES" 32 > /tmp/hold.out 2>&1 &
 	hpid=$!
-	i=0
-	while [ $i -lt 100 ] && ! grep -q holding /tmp/hold.out; do
-		usleep 100000
-		i=$((i + 1))
-	done
+	wait_line /tmp/hold.out holding
 	info "$(cat /tmp/hold.out)"
 	$CTL bench $IDX --backend kernel --epochs 1 --json $BENCH > /tmp/held.json 2> /tmp/held.err &
 	bpid=$!

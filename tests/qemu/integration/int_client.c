@@ -70,6 +70,28 @@ static long attach(int fd, const __u64 key[2], __u32 n, __u32 flags,
 }
 
 /*
+ * Open the device and ATTACH to this uid's data set of @key (@n samples):
+ * the fd, or -1 with a FAIL line printed.
+ */
+static int open_attached(const __u64 key[2], __u32 n, struct dlcache_attach *a)
+{
+	int fd = open(DLCACHE_DEVICE, O_RDWR);
+	long r;
+
+	if (fd < 0) {
+		printf("FAIL: open %s: %s\n", DLCACHE_DEVICE, strerror(errno));
+		return -1;
+	}
+	r = attach(fd, key, n, 0, a);
+	if (r) {
+		printf("FAIL: ATTACH: %s\n", strerror((int)-r));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
  * Attach to this uid's data set of KEY and stay attached until killed:
  * a data set lives while something is attached to it, so a test that
  * needs it to outlast a bench holds it this way.
@@ -78,7 +100,6 @@ static int hold_dataset(const char *keys, const char *ns)
 {
 	struct dlcache_attach a;
 	__u64 key[2];
-	long r;
 	__u32 n;
 	int fd;
 
@@ -86,16 +107,9 @@ static int hold_dataset(const char *keys, const char *ns)
 		fprintf(stderr, "hold: bad KEY or NSAMPLES\n");
 		return 2;
 	}
-	fd = open(DLCACHE_DEVICE, O_RDWR);
-	if (fd < 0) {
-		printf("FAIL: open %s: %s\n", DLCACHE_DEVICE, strerror(errno));
+	fd = open_attached(key, n, &a);
+	if (fd < 0)
 		return 1;
-	}
-	r = attach(fd, key, n, 0, &a);
-	if (r) {
-		printf("FAIL: ATTACH: %s\n", strerror((int)-r));
-		return 1;
-	}
 	printf("holding the data set, mode %04o, owner %u\n", a.mode,
 	       (unsigned int)getuid());
 	fflush(stdout);
@@ -171,23 +185,15 @@ static int hold_fills(const char *keys, const char *ns, const char *cs)
 	void *sq, *cq;
 	__u64 key[2];
 	int fd;
-	long r;
 
 	if (parse_key(keys, key) || !(n = (__u32)strtoul(ns, NULL, 0)) ||
 	    !(count = (__u32)strtoul(cs, NULL, 0)) || count > n || count > 1024) {
 		fprintf(stderr, "hold-fills: bad KEY, NSAMPLES or COUNT\n");
 		return 2;
 	}
-	fd = open(DLCACHE_DEVICE, O_RDWR);
-	if (fd < 0) {
-		printf("FAIL: open %s: %s\n", DLCACHE_DEVICE, strerror(errno));
+	fd = open_attached(key, n, &a);
+	if (fd < 0)
 		return 1;
-	}
-	r = attach(fd, key, n, 0, &a);
-	if (r) {
-		printf("FAIL: ATTACH: %s\n", strerror((int)-r));
-		return 1;
-	}
 	memset(&rs, 0, sizeof(rs));
 	rs.sq_entries = 1024;
 	rs.cq_entries = 2048;
