@@ -5,6 +5,7 @@
 #   make demo       generate a data set once, bench 3 epochs (in-process cache)
 #   make check      every test; ends with "N passed, N failed, N skipped"
 #   make deps       install missing Debian packages (root, idempotent)
+#   make python     the Python package (dlcache.torch) staged in $(BUILD)/python
 
 SHELL := /bin/bash
 # The first rule below comes from the flavour macro; plain `make` means all.
@@ -51,7 +52,7 @@ endef
 $(eval $(call flavour,release,))
 $(eval $(call flavour,asan,-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined))
 
-.PHONY: all lib tools tests demo compare check deps clean install
+.PHONY: all lib tools tests demo compare check deps clean install python
 .SECONDARY:
 
 all: lib tools module
@@ -66,11 +67,25 @@ $(BUILD)/libdlcache.so.$(VERSION): $(release_LIB_OBJS) libdlcache/libdlcache.map
 	ln -sf libdlcache.so.$(SOVERSION) $(BUILD)/libdlcache.so
 
 PREFIX ?= /usr/local
+# Debian's python3 searches $(PREFIX)/lib/python3.N/dist-packages.
+PYTHON_SITE ?= $(PREFIX)/lib/python$(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo 3)/dist-packages
 $(BUILD)/dlcache.pc: libdlcache/dlcache.pc.in
 	@mkdir -p $(@D)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
 
 tools: $(BUILD)/dlcachectl
+
+# ---- the Python package: ctypes over libdlcache.so, nothing to compile ----
+# Staged as $(BUILD)/python/dlcache with _libpath.py naming the library it
+# was built with; PYTHONPATH=$(BUILD)/python imports it.
+PYTHON ?= /usr/bin/python3
+PY_SRCS := $(sort $(wildcard python/dlcache/*.py))
+python: $(BUILD)/python/dlcache/_libpath.py
+
+$(BUILD)/python/dlcache/_libpath.py: $(PY_SRCS) $(BUILD)/libdlcache.so.$(VERSION)
+	@mkdir -p $(@D)
+	cp $(PY_SRCS) $(@D)/
+	printf 'LIBDLCACHE = %s\n' "'$(abspath $(BUILD))/libdlcache.so.$(SOVERSION)'" > $@
 
 $(BUILD)/dlcachectl: $(release_TOOL_OBJS) $(BUILD)/release/libdlcache.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LIBS) $(TOOL_LIBS)
@@ -90,6 +105,12 @@ install: lib tools
 	ln -sf libdlcache.so.$(SOVERSION) $(DESTDIR)$(PREFIX)/lib/libdlcache.so
 	install -m 644 $(BUILD)/dlcache.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
 	install -m 755 $(BUILD)/dlcachectl $(DESTDIR)$(PREFIX)/bin/
+	@# the Python package, where Debian's python3 looks ($(PYTHON_SITE))
+	install -d $(DESTDIR)$(PYTHON_SITE)/dlcache
+	install -m 644 $(PY_SRCS) $(DESTDIR)$(PYTHON_SITE)/dlcache/
+	printf 'LIBDLCACHE = %s\n' "'$(PREFIX)/lib/libdlcache.so.$(SOVERSION)'" \
+		> $(DESTDIR)$(PYTHON_SITE)/dlcache/_libpath.py
+	@if [ -z "$(DESTDIR)" ]; then ldconfig 2>/dev/null || true; fi
 
 deps:
 	@tests/deps.sh
@@ -126,7 +147,7 @@ bench: deps lib tools $(BENCH_PROGS)
 
 # ---- tests ----------------------------------------------------------------
 check: deps
-	@$(MAKE) --no-print-directory lib tools tests module
+	@$(MAKE) --no-print-directory lib tools tests python module
 	@tests/run-checks.sh $(BUILD)
 
 -include kmod/kmod.mk

@@ -1,0 +1,360 @@
+# SPDX-License-Identifier: MIT
+"""dlcache.torch.DataLoader: ready torch tensors from libdlcache.
+
+    from dlcache.torch import DataLoader
+    loader = DataLoader("/data/train", batch_size=256)
+    for images, labels in loader:   # uint8 [B,3,H,W], int64 [B]
+        ...
+
+The images tensor aliases the loader's batch buffer (zero copy on the CPU).
+Lifetime: a batch stays valid until the iteration after next, or until it
+is dropped; one still referenced then (kept in a list, a view of it, a
+numpy array of it) keeps its memory, which leaves the ring, so it is never
+overwritten. Documentation/python.md has the whole API.
+"""
+
+import os
+import weakref
+
+import torch
+
+from . import _lib
+from ._loader import Index, Loader
+
+__all__ = ["DataLoader"]
+
+# Batches handed to the caller that stay valid at once: the current one and
+# the one before it ("until the iteration after next").
+_VALID = 2
+# Ring slots: those two, plus batches being decoded ahead.
+_NBATCHES = 6
+
+
+def _default_rank_world(rank, world_size):
+    if rank is not None and world_size is not None:
+        return int(rank), int(world_size)
+    dist = getattr(torch, "distributed", None)
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        r, w = dist.get_rank(), dist.get_world_size()
+    elif "RANK" in os.environ and "WORLD_SIZE" in os.environ:
+        r, w = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    else:
+        r, w = 0, 1
+    return (int(rank) if rank is not None else r,
+            int(world_size) if world_size is not None else w)
+
+
+def _normalize_consts(normalize, device, channels_last):
+    """(scale, shift) with out = x * scale + shift, shaped [1,3,1,1]."""
+    try:
+        mean, std = normalize
+        mean = [float(v) for v in mean]
+        std = [float(v) for v in std]
+    except (TypeError, ValueError):
+        raise ValueError("normalize must be None or (mean, std), each 3 "
+                         "numbers, got %r" % (normalize,))
+    if len(mean) != 3 or len(std) != 3 or min(std) <= 0:
+        raise ValueError("normalize: mean and std need 3 values each, std > 0;"
+                         " got %r" % (normalize,))
+    # torchvision's scale is 0..1 (Normalize after ToTensor); a mean or std
+    # above 1 cannot be on it, so it is taken to be on 0..255 (DALI's).
+    unit = 1.0 if max(mean + std) > 1.0 else 255.0
+    scale = torch.tensor([1.0 / (unit * s) for s in std], dtype=torch.float32)
+    shift = torch.tensor([-m / s for m, s in zip(mean, std)],
+                         dtype=torch.float32)
+    scale = scale.view(1, 3, 1, 1).to(device)
+    shift = shift.view(1, 3, 1, 1).to(device)
+    return scale, shift
+
+
+class DataLoader:
+    """Batches of decoded, augmented images and their labels.
+
+    Arguments (all but the first keyword-only in spirit):
+      source       an ImageFolder root, or an index file (`dlcachectl index`)
+      batch_size   samples per batch
+      train        True: RandomResizedCrop + horizontal flip, shuffled;
+                   False: Resize(size * 256 / 224) + CenterCrop(size), in order
+      size         output side in pixels
+      seed         shuffle and augmentation seed, the same on every rank
+      drop_last    drop the epoch's last partial batch
+      rank, world_size  this process's shard; None: torch.distributed when
+                   initialised, else $RANK / $WORLD_SIZE, else 0 / 1
+      cache        "auto" (dlcache.ko when usable, else in-process),
+                   "inprocess", "kernel", or a byte size (int or "8G") for
+                   an in-process cache of that capacity (0: none)
+      on_error     "skip" (shorter batch), "substitute" (another sample in
+                   its place) or "fail" (raise DataLoaderError)
+      device       "cpu", "cuda" or "cuda:N" (or a torch.device)
+      normalize    None: uint8 out; (mean, std): float32 (x/255 - mean)/std,
+                   computed on the device in one pass
+      channels_last  images in channels_last memory format (still [B,3,H,W])
+      threads      decode threads; None: the CPUs this process may use
+      shuffle      None: as train
+      exact        decode at full DCT scale: torchvision's pixels exactly
+      return_ids   also yield the sample IDs (int64 [B])
+      pad_shards   as DistributedSampler (drop_last=False): every rank gets
+                   ceil(n / world) samples, wrapping around; False: floor
+      root         with an index file: the data set is at this directory
+    """
+
+    def __init__(self, source, batch_size=256, train=True, size=224, seed=0,
+                 drop_last=True, rank=None, world_size=None, cache="auto",
+                 on_error="skip", device="cpu", normalize=None,
+                 channels_last=False, threads=None, shuffle=None, exact=False,
+                 return_ids=False, pad_shards=True, root=None):
+        self.device = torch.device(device)
+        if self.device.type == "cuda":
+            if not torch.cuda.is_available():
+                raise RuntimeError("dlcache: device=%r, but torch finds no "
+                                   "CUDA device (torch.cuda.is_available() "
+                                   "is False); use device='cpu'" % (device,))
+            if self.device.index is None:
+                self.device = torch.device("cuda", torch.cuda.current_device())
+        elif self.device.type != "cpu":
+            raise ValueError("dlcache: device must be 'cpu' or 'cuda[:N]', got %r"
+                             % (device,))
+        rank, world = _default_rank_world(rank, world_size)
+        self.rank, self.world_size = rank, world
+        self.batch_size = batch_size
+        self.train = bool(train)
+        self.size = size
+        self.seed = seed
+        self.drop_last = bool(drop_last)
+        self.channels_last = bool(channels_last)
+        self.return_ids = bool(return_ids)
+        self._norm = (None if normalize is None else
+                      _normalize_consts(normalize, self.device, channels_last))
+        self.index = Index(source, root)
+        self._loader_args = dict(
+            batch_size=batch_size, train=self.train, size=size,
+            seed=seed, shuffle=self.train if shuffle is None else shuffle,
+            drop_last=drop_last, rank=rank, world=world, cache=cache,
+            on_error=on_error,
+            layout=_lib.LAYOUT_NHWC if channels_last else _lib.LAYOUT_NCHW,
+            threads=threads, nbatches=_NBATCHES, exact=exact,
+            pad_shards=pad_shards)
+        self._loader = Loader(self.index, **self._loader_args)
+        self.epoch = 0
+        self._next_batch = 0	# grid position to start or resume at
+        self._iterating = None	# the live iterator, if any
+        self._cuda = None
+        if self.device.type == "cuda":
+            from ._cuda import CudaStage
+            self._cuda = CudaStage(self.device, self._loader)
+            # Registered memory is unregistered before the ring goes.
+            weakref.finalize(self, self._cuda.close)
+
+    # -- the torch-visible interface ---------------------------------------
+
+    def __len__(self):
+        """Batches per epoch for this rank (under on_error="skip", at most)."""
+        return self._loader.epoch_batches
+
+    @property
+    def classes(self):
+        return self.index.classes
+
+    @property
+    def class_to_idx(self):
+        return {c: i for i, c in enumerate(self.index.classes)}
+
+    @property
+    def samples_per_epoch(self):
+        return self._loader.epoch_samples
+
+    def set_epoch(self, epoch):
+        """The epoch the next iteration runs (as DistributedSampler's)."""
+        if not isinstance(epoch, int) or not 0 <= epoch < 2 ** 32:
+            raise ValueError("epoch must be an int in 0..2^32-1, got %r"
+                             % (epoch,))
+        if epoch != self.epoch:
+            self._next_batch = 0
+        self.epoch = epoch
+
+    def __iter__(self):
+        if self._iterating is not None:
+            self._iterating._end()
+        if self._loader.handle is None:
+            # closed (or interrupted by Ctrl-C): start afresh
+            self._loader = Loader(self.index, **self._loader_args)
+            if self._cuda is not None:
+                self._cuda.loader = self._loader
+        it = _EpochIterator(self, self.epoch, self._next_batch)
+        self._iterating = it
+        return it
+
+    def state_dict(self):
+        """Where the iteration stands: load_state_dict() resumes there."""
+        return {
+            "version": 1,
+            "epoch": self.epoch,
+            "batches_done": self._next_batch,
+            "seed": self.seed,
+            "batch_size": self.batch_size,
+            "world_size": self.world_size,
+            "rank": self.rank,
+            "train": self.train,
+            "size": self.size,
+            "drop_last": self.drop_last,
+            "dataset": self.index.key,
+        }
+
+    def load_state_dict(self, state):
+        """Resume: the next iteration runs the rest of the saved epoch."""
+        if not isinstance(state, dict) or state.get("version") != 1:
+            raise ValueError("not a dlcache DataLoader state_dict: %r"
+                             % (state,))
+        mine = self.state_dict()
+        for k in ("seed", "batch_size", "world_size", "rank", "train", "size",
+                  "drop_last", "dataset"):
+            if state.get(k) != mine[k]:
+                raise ValueError("state_dict is of another loader: %s is %r "
+                                 "there, %r here" % (k, state.get(k), mine[k]))
+        epoch, done = state["epoch"], state["batches_done"]
+        if not 0 <= done <= len(self):
+            raise ValueError("state_dict: batches_done %r out of 0..%d"
+                             % (done, len(self)))
+        if self._iterating is not None:
+            self._iterating._end()
+        self.epoch = epoch
+        self._next_batch = done
+
+    def stats(self):
+        """The library's counters as a dict (Documentation/python.md)."""
+        s = self._loader.stats()
+        s["device"] = str(self.device)
+        return s
+
+    def close(self):
+        """Stop the threads and free the ring; kept tensors stay valid."""
+        if self._iterating is not None:
+            self._iterating._end()
+        if self._cuda is not None:
+            self._cuda.close()
+        self._loader.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __getitem__(self, i):
+        raise TypeError("dlcache.torch.DataLoader is a loader, not a Dataset: "
+                        "iterate over it directly; it is its own worker pool "
+                        "and must not be wrapped in torch.utils.data.DataLoader")
+
+    def __reduce__(self):
+        raise TypeError("dlcache.torch.DataLoader cannot be pickled or sent to "
+                        "worker processes: it is its own worker pool; iterate "
+                        "over it in the main process")
+
+    # -- batches to tensors --------------------------------------------------
+
+    def _tensors(self, rb):
+        """(images, labels[, ids]) for @rb; True when @rb can go at once."""
+        n, h, w = rb.count, rb.out_h, rb.out_w
+        flat = torch.frombuffer(rb.pixels, dtype=torch.uint8)
+        if self.channels_last:
+            images = flat.view(n, h, w, 3).permute(0, 3, 1, 2)
+        else:
+            images = flat.view(n, 3, h, w)
+        labels = torch.tensor(rb.labels, dtype=torch.int64)
+        done_with_ring = False
+        if self._cuda is not None:
+            images = self._cuda.stage(images, rb, self._norm,
+                                      self.channels_last)
+            labels = labels.to(self.device, non_blocking=True)
+        elif self._norm is not None:
+            scale, shift = self._norm
+            images = torch.addcmul(shift, images, scale)
+            if self.channels_last:
+                images = images.contiguous(memory_format=torch.channels_last)
+            done_with_ring = True
+        del flat
+        if self.return_ids:
+            ids = torch.tensor(rb.ids, dtype=torch.int64)
+            if self.device.type == "cuda":
+                ids = ids.to(self.device, non_blocking=True)
+            return (images, labels, ids), done_with_ring
+        return (images, labels), done_with_ring
+
+
+class _EpochIterator:
+    """One pass over the rest of an epoch. A new iter() ends this one."""
+
+    def __init__(self, owner, epoch, start):
+        self.owner = owner
+        self.epoch = epoch
+        self.live = False
+        owner._loader.start_epoch(epoch, start)
+        self.live = True
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if not self.live:
+            raise StopIteration
+        owner = self.owner
+        loader = owner._loader
+        try:
+            if owner._cuda is not None:
+                # one copy may stay in flight while the next batch comes
+                owner._cuda.retire(keep=1)
+            # The batch before the last one handed out goes back now (kept
+            # if still in use); any other the caller dropped goes too.
+            else:
+                while len(loader.held) >= _VALID:
+                    loader.release(loader.held[0])
+                loader.release_unused()
+            rb = loader.next()
+            if rb is None:
+                self._finish()
+                raise StopIteration
+            out, done = owner._tensors(rb)
+            if done:
+                loader.release(rb)
+            owner._next_batch = rb.seq + 1
+            return out
+        except (StopIteration, GeneratorExit):
+            raise
+        except KeyboardInterrupt:
+            # Ctrl-C: stop the threads now; a later iter() starts them again
+            # at the position reached.
+            self.live = False
+            self._abort()
+            owner.close()
+            raise
+        except BaseException:
+            # A failed sample under on_error="fail", or any other error:
+            # stop here cleanly; the position stays where it was.
+            self.live = False
+            self._abort()
+            raise
+
+    def _finish(self):
+        self.live = False
+        owner = self.owner
+        owner._iterating = None
+        owner._loader.release_unused()
+        owner.epoch = self.epoch + 1 if self.epoch + 1 < 2 ** 32 else 0
+        owner._next_batch = 0
+
+    def _abort(self):
+        owner = self.owner
+        if owner._iterating is self:
+            owner._iterating = None
+        try:
+            if owner._cuda is not None:
+                owner._cuda.retire(all=True)
+            owner._loader.release_all()
+        except Exception:
+            pass
+
+    def _end(self):
+        """Another iteration starts, or the loader closes."""
+        if self.live:
+            self.live = False
+            self._abort()
