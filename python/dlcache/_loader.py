@@ -66,12 +66,13 @@ _log_fn = _lib.LOG_FN(_log_cb)
 
 # ---- fork detection -----------------------------------------------------------
 
-_creator_pid = os.getpid()
+# Forks seen by this process's line: a loader made before the last fork
+# into this process is foreign here; one made after it is not.
+_fork_gen = [0]
 
 
 def _after_fork_in_child():
-    global _creator_pid
-    _creator_pid = -1	# every loader made before the fork is foreign now
+    _fork_gen[0] += 1	# every loader made before the fork is foreign now
 
 
 if hasattr(os, "register_at_fork"):
@@ -176,6 +177,7 @@ class Loader:
                  nbatches, exact=False, pad_shards=True):
         self.index = index
         self._pid = os.getpid()
+        self._gen = _fork_gen[0]
         self._sink = _Sink()
         self.handle = None
         self.held = []		# RawBatch, oldest first
@@ -259,8 +261,12 @@ class Loader:
 
     # -- state ------------------------------------------------------------
 
+    def _foreign(self):
+        """Made in another process (this one was forked after it)."""
+        return self._pid != os.getpid() or self._gen != _fork_gen[0]
+
     def _check(self):
-        if self._pid != os.getpid() or _creator_pid != os.getpid():
+        if self._foreign():
             raise ForkedLoaderError(
                 "dlcache: this loader was made in process %d and used in "
                 "process %d, forked from it, where its threads do not "
@@ -393,7 +399,7 @@ class Loader:
         """Stop the threads and free the ring; kept memory stays valid."""
         if self.handle is None:
             return
-        if self._pid != os.getpid() or _creator_pid != os.getpid():
+        if self._foreign():
             self._finalizer.detach()	# not ours to free here
             self.handle = None
             return

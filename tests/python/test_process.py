@@ -111,6 +111,36 @@ def fork_child():
     dl.close()
 
 
+def fork_new_loader():
+    """A loader made in a forked child (after the parent made its own)
+    works there: only loaders from before the fork are foreign."""
+    parent = small_loader()
+    next(iter(parent))
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        code, msg = 3, ""
+        try:
+            dl = small_loader()
+            ids = sorted(one_epoch_ids(dl))
+            dl.close()
+            code = 0 if ids == list(range(48)) else 4
+            msg = "ids %r" % ids
+        except BaseException as e:
+            msg = "%s: %s" % (type(e).__name__, e)
+        finally:
+            os.write(w, msg.encode()[:4000])
+            os._exit(code)
+    os.close(w)
+    status = wait_child(pid, 20)
+    msg = os.read(r, 4096).decode()
+    os.close(r)
+    check(status is not None, "the forked child hung (killed after 20 s)")
+    check(status == 0, "a loader made in the child: %s" % msg)
+    parent.close()
+
+
 def torch_wrap():
     """Wrapped in torch.utils.data.DataLoader (num_workers 0 and 1): a
     clear TypeError, not a hang; the loader works afterwards."""
@@ -346,6 +376,7 @@ def gc_keeps():
 
 
 run("fork_child", fork_child)
+run("fork_new_loader", fork_new_loader)
 run("torch_wrap", torch_wrap)
 run("pickling", pickling)
 run("ctrl_c", ctrl_c)
