@@ -103,7 +103,11 @@ class DataLoader:
                  on_error="skip", device="cpu", normalize=None,
                  channels_last=False, threads=None, shuffle=None, exact=False,
                  return_ids=False, pad_shards=True, root=None):
-        self.device = torch.device(device)
+        try:
+            self.device = torch.device(device)
+        except (RuntimeError, TypeError) as e:
+            raise ValueError("dlcache: device must be 'cpu' or 'cuda[:N]', "
+                             "got %r (%s)" % (device, e)) from None
         if self.device.type == "cuda":
             if not torch.cuda.is_available():
                 raise RuntimeError("dlcache: device=%r, but torch finds no "
