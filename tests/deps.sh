@@ -24,6 +24,9 @@ pkgs=(
 	libelf-dev libssl-dev
 	# comparisons against the peer users pick today
 	python3-torch python3-torchvision python3-pil
+	# the Python package: pip install ./python into a venv
+	# (tests/cli/test_python_install.sh)
+	python3-venv python3-pip
 	# real photographs for tests/unit/test_torchvision.c (about 140 MB)
 	mate-backgrounds plasma-workspace-wallpapers
 	# make bench: the plain C loader, the storage limit, the plot
