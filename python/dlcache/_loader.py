@@ -100,6 +100,20 @@ def _mem_available():
     return 0
 
 
+def _unlistable(root):
+    """The directory of ImageFolder @root (a class, or @root itself) that
+    cannot be listed: what an EACCES from indexing @root is about."""
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        return root
+    for n in names:
+        p = os.path.join(root, n)
+        if os.path.isdir(p) and not os.access(p, os.R_OK | os.X_OK):
+            return p
+    return root
+
+
 class Index:
     """A data set: an ImageFolder root (indexed now) or an index file."""
 
@@ -122,6 +136,8 @@ class Index:
         if rc == -errno.EBADMSG:
             raise ValueError("%s: %s is not a valid dlcache index file"
                              % (what, src))
+        if rc == -errno.EACCES and os.path.isdir(src):
+            src = _unlistable(src)
         if rc < 0:
             raise oserror(rc, what, src)
         self.handle = h

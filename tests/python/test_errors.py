@@ -196,22 +196,26 @@ def fail_kind_loaded(source, paths, sample):
 
 
 def unreadable_dir():
-    """A class directory without read permission: PermissionError naming
-    it when the loader is made."""
+    """A class directory, then the root, without read permission: a
+    PermissionError naming that directory when the loader is made."""
     if not readable_by_nobody(TMP):
         skip("%s is not searchable by other users (uid 65534)" % TMP)
     root, _ = make_set("unreadable-dir", {})
     bad = os.path.join(root, CLASSES[1])
-    os.chmod(bad, 0o311)
 
-    def child():
+    def child(where):
         try:
             DataLoader(root, batch_size=4, size=32)
-            check(False, "made a loader over an unreadable directory")
+            check(False, "made a loader over unreadable %s" % where)
         except PermissionError as e:
-            check(bad in str(e) or root in str(e),
-                  "the error does not name the directory: %s" % e)
-    as_nobody(child)
+            check(e.filename == where and where in str(e),
+                  "the error does not name %s: %s" % (where, e))
+    os.chmod(bad, 0o311)
+    as_nobody(lambda: child(bad))
+    os.chmod(bad, 0o755)
+    os.chmod(root, 0o311)
+    as_nobody(lambda: child(root))
+    os.chmod(root, 0o755)
 
 
 # ---- on_error="skip" and "substitute" -------------------------------------
