@@ -53,6 +53,12 @@ def damage(path, how):
         del b[ds + (len(b) - ds) * 3 // 4:]
     elif how == "empty":
         b = b""
+    elif how == "too_large":
+        # the frame header claims 9000 x 9000, over the 64-megapixel cap
+        i = 2
+        while b[i + 1] not in (0xc0, 0xc1, 0xc2):
+            i += 2 + (b[i + 2] << 8 | b[i + 3])
+        b[i + 5:i + 9] = bytes([0x23, 0x28, 0x23, 0x28])
     elif how == "not_jpeg":
         b = b"this is a text file, not a JPEG\n" * 20
     else:
@@ -221,7 +227,7 @@ def unreadable_dir():
 # ---- on_error="skip" and "substitute" -------------------------------------
 
 ALL_BAD = {3: "corrupt", 10: "truncated", 17: "empty", 22: "not_jpeg",
-           30: "missing"}
+           26: "too_large", 30: "missing"}
 GOOD = [i for i in range(N) if i not in ALL_BAD]
 
 
@@ -274,6 +280,32 @@ def substitute_bad():
     dl.close()
 
 
+def all_bad():
+    """Nothing but bad samples: skip and substitute end each epoch with
+    no batch (no hang, no endless search for a substitute); fail raises."""
+    root = os.path.join(TMP, "all-bad", "c0")
+    os.makedirs(root)
+    for i in range(6):
+        with open(os.path.join(root, "x%d.jpg" % i), "w") as f:
+            f.write("not a JPEG\n")
+    for mode in ("skip", "substitute"):
+        dl = loader(os.path.dirname(root), on_error=mode, cache=0)
+        for epoch in range(2):
+            got = [len(i) for _, _, i in dl]
+            check(got == [], "%s, epoch %d: batches %r" % (mode, epoch, got))
+        check(dl.stats()["errors"] == 12, "%s: errors %d"
+              % (mode, dl.stats()["errors"]))
+        dl.close()
+    dl = loader(os.path.dirname(root), on_error="fail", cache=0)
+    try:
+        next(iter(dl))
+        check(False, "fail: a batch came out")
+    except dlcache.DataLoaderError as e:
+        check(e.kind == "not_jpeg" and e.path.startswith(root),
+              "fail: %s" % e)
+    dl.close()
+
+
 # ---- bad arguments ---------------------------------------------------------
 
 def raises(exc, names, fn, *a, **kw):
@@ -310,6 +342,16 @@ def bad_args():
             (dict(device="tpu"), ["device"]),
             (dict(device="cuda:x"), ["device"])]:
         raises(VT, names, DataLoader, BASE, **kw)
+    dl = DataLoader(BASE, batch_size=8, size=32)
+    for v in (-1, 2 ** 32, "1", 1.0):
+        raises(ValueError, ["epoch"], dl.set_epoch, v)
+    state = dl.state_dict()
+    for bad, names in [({}, ["state_dict"]), (None, ["state_dict"]),
+                       (dict(state, batch_size=16), ["batch_size"]),
+                       (dict(state, dataset="0" * 32), ["dataset"]),
+                       (dict(state, batches_done=99), ["batches_done"])]:
+        raises(ValueError, names, dl.load_state_dict, bad)
+    dl.close()
 
 
 def bad_sources():
@@ -383,10 +425,12 @@ run("fail_truncated", fail_kind, "truncated", 12)
 run("fail_empty", fail_kind, "empty", 21)
 run("fail_not_jpeg", fail_kind, "not_jpeg", 27)
 run("fail_missing", fail_kind, "missing", 35, err=errno.ENOENT)
+run("fail_too_large", fail_kind, "too_large", 8, err=errno.E2BIG)
 run("fail_unreadable_file", unreadable_file)
 run("unreadable_dir", unreadable_dir)
 run("skip_bad", skip_bad)
 run("substitute_bad", substitute_bad)
+run("all_bad", all_bad)
 run("bad_args", bad_args)
 run("bad_sources", bad_sources)
 run("cuda_absent", cuda_absent)
