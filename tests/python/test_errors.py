@@ -20,6 +20,7 @@ import torch
 import dlcache
 from dlcache.torch import DataLoader
 
+from dlcfork import in_fork
 from dlctest import check, done, gen_dataset, run, scratch, skip
 
 TMP = scratch("errors")
@@ -134,38 +135,20 @@ def fail_kind(how, sample, kind=None, err=None):
 
 
 def as_nobody(fn):
-    """Run @fn in a forked child as uid/gid 65534; its failure message or
-    None. Root reads everything, so permission errors need another user."""
-    import traceback
+    """Run @fn in a forked child as uid/gid 65534; fails with the child's
+    traceback. Root reads everything, so permission errors need another
+    user."""
     if os.getuid() != 0:
         return fn()
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        code, msg = 0, b""
-        try:
-            os.setgroups([])
-            os.setgid(65534)
-            os.setuid(65534)
-            fn()
-        except BaseException:
-            code, msg = 1, traceback.format_exc().encode()
-        os.write(w, msg[-4000:])
-        os._exit(code)
-    os.close(w)
-    end = time.monotonic() + 30
-    while True:
-        got, status = os.waitpid(pid, os.WNOHANG)
-        if got:
-            break
-        if time.monotonic() > end:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-            check(False, "the unprivileged child hung (killed after 30 s)")
-        time.sleep(0.02)
-    msg = os.read(r, 8192).decode()
-    os.close(r)
+
+    def child():
+        os.setgroups([])
+        os.setgid(65534)
+        os.setuid(65534)
+        fn()
+    status, msg = in_fork(child, 30)
+    check(status is not None, "the unprivileged child hung (killed after "
+          "30 s)")
     check(status == 0, "as uid 65534: %s" % msg)
 
 

@@ -7,6 +7,7 @@ memory) runs in a child process with a hard timeout, so a defect is a FAIL
 line here and never a hung or dead test.
 """
 
+import gc
 import os
 import pickle
 import select
@@ -22,6 +23,7 @@ import torch
 import dlcache
 from dlcache.torch import DataLoader
 
+from dlcfork import in_fork
 from dlctest import check, done, gen_dataset, run, scratch
 
 TMP = scratch("process")
@@ -43,20 +45,6 @@ def one_epoch_ids(dl):
     return ids
 
 
-def wait_child(pid, limit):
-    """The child's exit status, or None after killing it at @limit s."""
-    end = time.monotonic() + limit
-    while time.monotonic() < end:
-        got, status = os.waitpid(pid, os.WNOHANG)
-        if got == pid:
-            return os.waitstatus_to_exitcode(status) \
-                if hasattr(os, "waitstatus_to_exitcode") else status >> 8
-        time.sleep(0.02)
-    os.kill(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)
-    return None
-
-
 # ---- fork --------------------------------------------------------------------
 
 def fork_child():
@@ -65,42 +53,28 @@ def fork_child():
     dl = small_loader()
     it = iter(dl)
     next(it)		# the loader's threads are running now
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        code = 3
+
+    def child():
         try:
+            for _ in dl:
+                pass
+            check(False, "iterated without an error")
+        except dlcache.ForkedLoaderError as e:
+            msg = str(e)
+        for fn in (len, lambda d: d.stats()):
             try:
-                for _ in dl:
-                    pass
-                msg = "iterated without an error"
-            except dlcache.ForkedLoaderError as e:
-                msg = "forked-error " + str(e)
-                code = 0
-            except BaseException as e:
-                msg = "wrong exception %r" % (e,)
-            for fn in (len, lambda d: d.stats()):
-                try:
-                    fn(dl)
-                    msg += "; %s worked in the child" % fn
-                    code = 4
-                except dlcache.ForkedLoaderError:
-                    pass
-            dl.close()		# not the child's to free: no hang, no crash
-            del dl
-            import gc
-            gc.collect()
-            os.write(w, msg.encode()[:4000])
-        finally:
-            os._exit(code)
-    os.close(w)
-    status = wait_child(pid, 20)
-    msg = os.read(r, 4096).decode()
-    os.close(r)
+                fn(dl)
+                check(False, "%s worked in the child" % fn)
+            except dlcache.ForkedLoaderError:
+                pass
+        dl.close()		# not the child's to free: no hang, no crash
+        gc.collect()
+        return "%d: %s" % (os.getpid(), msg)
+    status, msg = in_fork(child, 20)
     check(status is not None, "the forked child hung (killed after 20 s)")
     check(status == 0, "child exit %r: %s" % (status, msg))
-    check("forked" in msg and str(pid) in msg,
+    pid = msg.split(":")[0]
+    check("forked" in msg and "process %s" % pid in msg,
           "the error does not explain the fork: %s" % msg)
     # the parent goes on with the iteration it had started, then a new epoch
     rest = [i for _, _, ids in it for i in ids.tolist()]
@@ -116,26 +90,13 @@ def fork_new_loader():
     works there: only loaders from before the fork are foreign."""
     parent = small_loader()
     next(iter(parent))
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        code, msg = 3, ""
-        try:
-            dl = small_loader()
-            ids = sorted(one_epoch_ids(dl))
-            dl.close()
-            code = 0 if ids == list(range(48)) else 4
-            msg = "ids %r" % ids
-        except BaseException as e:
-            msg = "%s: %s" % (type(e).__name__, e)
-        finally:
-            os.write(w, msg.encode()[:4000])
-            os._exit(code)
-    os.close(w)
-    status = wait_child(pid, 20)
-    msg = os.read(r, 4096).decode()
-    os.close(r)
+
+    def child():
+        dl = small_loader()
+        ids = sorted(one_epoch_ids(dl))
+        dl.close()
+        check(ids == list(range(48)), "ids %r" % ids)
+    status, msg = in_fork(child, 20)
     check(status is not None, "the forked child hung (killed after 20 s)")
     check(status == 0, "a loader made in the child: %s" % msg)
     parent.close()
