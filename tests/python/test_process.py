@@ -192,6 +192,8 @@ def child(code, limit, sigint_after=None):
 
 # ---- Ctrl-C --------------------------------------------------------------
 
+# threads=1: two threads decode (the decode thread and the I/O thread),
+# whatever the CPUs, so batch 1 takes about 16 large decodes' time.
 SLOW_BATCH = 32
 SLOW_BATCHES = 2
 
