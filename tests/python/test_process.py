@@ -193,20 +193,21 @@ def child(code, limit, sigint_after=None):
 # ---- Ctrl-C --------------------------------------------------------------
 
 # threads=1: two threads decode (the decode thread and the I/O thread),
-# whatever the CPUs, so batch 1 takes about 16 large decodes' time.
-SLOW_BATCH = 32
+# whatever the CPUs, so batch 1 takes about 24 large decodes' time:
+# seconds, even on an idle machine without the 100 ms wait slices.
+SLOW_BATCH = 48
 SLOW_BATCHES = 2
 
 
 def slow_set():
-    """Batch 0: SLOW_BATCH small JPEGs; batch 1: SLOW_BATCH 49-megapixel
+    """Batch 0: SLOW_BATCH small JPEGs; batch 1: SLOW_BATCH 64-megapixel
     ones (hard links of one), seconds to decode at full DCT scale with no
     cache, so the wait for batch 1 is long."""
     from PIL import Image
     root = os.path.join(TMP, "slow")
     os.makedirs(os.path.join(root, "c0"))
     g = Image.linear_gradient("L")
-    for side in (64, 7000):
+    for side in (64, 8000):
         gs = g.resize((side, side))
         im = Image.merge("RGB", (gs, gs.transpose(Image.FLIP_LEFT_RIGHT),
                                  gs.transpose(Image.FLIP_TOP_BOTTOM)))
