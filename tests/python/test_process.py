@@ -281,7 +281,7 @@ def ctrl_c():
 # ---- kept tensors: close() and garbage collection ------------------------
 
 KEEP = """
-import gc, torch
+import gc, os, torch
 from dlcache.torch import DataLoader
 ROOT = sys.argv[1]
 def make():
@@ -297,6 +297,10 @@ def churn():
     del junk
 def bad(kept):
     return sum(1 for x, c in kept if not torch.equal(x, c))
+def threads():
+    return len(os.listdir("/proc/self/task"))
+torch.zeros(4).add_(1)		# torch's own threads, if any, start now
+before = threads()
 """
 
 CLOSE = KEEP + """
@@ -304,6 +308,7 @@ dl = make()
 kept = [(x, x.clone()) for x, y in dl]	# 12 batches: the ring wraps
 print("kept %d, changed before close %d" % (len(kept), bad(kept)), flush=True)
 dl.close()
+print("threads %d after close, %d before" % (threads(), before), flush=True)
 churn()
 print("changed after close %d" % bad(kept), flush=True)
 n = sum(x.shape[0] for x, y in dl)
@@ -316,6 +321,9 @@ def close_keeps():
     lines, _ = child(CLOSE, 45)
     check("kept 12, changed before close 0" in lines,
           "kept tensors were overwritten while iterating: %r" % lines)
+    t = [l.split() for l in lines if l.startswith("threads")]
+    check(t and t[0][1] == t[0][4], "the loader's threads outlive close(): "
+          "%r" % lines)
     check("changed after close 0" in lines, "after close(): %r" % lines)
     check("again 48 samples" in lines, "iterating after close(): %r" % lines)
     check("changed at end 0" in lines, "at the end: %r" % lines)
@@ -330,6 +338,8 @@ gc.collect()
 churn()
 gc.collect()
 print("kept %d changed %d" % (len(kept), bad(kept)), flush=True)
+print("threads %d after collection, %d before" % (threads(), before),
+      flush=True)
 """
 
 
@@ -337,6 +347,9 @@ def gc_keeps():
     lines, _ = child(GC, 45)
     check("kept 12 changed 0" in lines, "after the loader was collected: %r"
           % lines)
+    t = [l.split() for l in lines if l.startswith("threads")]
+    check(t and t[0][1] == t[0][4], "the collected loader's threads still "
+          "run: %r" % lines)
 
 
 run("fork_child", fork_child)
