@@ -104,6 +104,14 @@ if [ "$out" = "epoch 12 $bundled $vsite/dlcache/__init__.py" ]; then
 else
 	fail pip_install/epoch_with_bundled_lib "$(echo "$out" | tail -n 3)"
 fi
+# a $DLCACHE_LIB that is not there: an ImportError that names it
+out=$(cd "$tmp" && env -u PYTHONPATH DLCACHE_LIB="$tmp/nowhere/libdlcache.so.0" \
+	"$vpy" -c 'import dlcache.torch' 2>&1)
+if echo "$out" | grep -q "ImportError: .*DLCACHE_LIB.*$tmp/nowhere/libdlcache.so.0"; then
+	ok pip_install/bad_DLCACHE_LIB
+else
+	fail pip_install/bad_DLCACHE_LIB "$(echo "$out" | tail -n 2)"
+fi
 
 if [ "$(git status --porcelain 2>/dev/null)" = "$status_before" ]; then
 	ok python_install/tree_untouched

@@ -11,6 +11,7 @@ ImageFolder order (classes sorted, files sorted), not from the loader.
 
 import errno
 import os
+import pickle
 import shutil
 import stat
 import time
@@ -124,6 +125,12 @@ def fail_kind(how, sample, kind=None, err=None):
               % (how, e))
         check(e.message and e.message in str(e),
               "%s: .message %r" % (how, e.message))
+        # it travels between processes (multiprocessing, DDP) whole
+        f = pickle.loads(pickle.dumps(e))
+        check(type(f) is type(e) and str(f) == str(e) and
+              (f.path, f.kind, f.sample, f.errno) ==
+              (e.path, e.kind, e.sample, e.errno),
+              "%s: unpickled as %r" % (how, f.__dict__))
     # the loader stays usable: it fails the same way again, no hang
     try:
         for _ in dl:
