@@ -211,6 +211,11 @@ def _load():
 lib, path = _load()
 
 
+_has = {}
+
+
 def has(name):
-    """Whether the loaded library has the function @name."""
-    return hasattr(lib, name)
+    """Whether the loaded library has the function @name (looked up once)."""
+    if name not in _has:
+        _has[name] = hasattr(lib, name)
+    return _has[name]
