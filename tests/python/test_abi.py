@@ -23,7 +23,7 @@ def c_layout(tmp):
     lines = ["#include <stdio.h>", "#include <stddef.h>",
              '#include "dlcache.h"', "int main(void) {"]
     for cname, py in STRUCTS.items():
-        lines.append('printf("%s size %%zu\\n", sizeof(struct %s));'
+        lines.append('printf("%s sizeof() %%zu\\n", sizeof(struct %s));'
                      % (cname, cname))
         for f in py._fields_:
             lines.append('printf("%s %s %%zu\\n", offsetof(struct %s, %s));'
@@ -41,8 +41,8 @@ def c_layout(tmp):
 
 
 def same_layout(c, cname, py):
-    check(c[(cname, "size")] == ctypes.sizeof(py), "sizeof(struct %s) is %d, "
-          "ctypes says %d" % (cname, c[(cname, "size")], ctypes.sizeof(py)))
+    check(c[(cname, "sizeof()")] == ctypes.sizeof(py), "sizeof(struct %s) is %d, "
+          "ctypes says %d" % (cname, c[(cname, "sizeof()")], ctypes.sizeof(py)))
     for f in py._fields_:
         off = getattr(py, f[0]).offset
         check(c[(cname, f[0])] == off, "%s.%s at %d, ctypes at %d"
