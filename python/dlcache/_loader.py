@@ -64,20 +64,6 @@ def _log_cb(arg, level, msg):
 
 _log_fn = _lib.LOG_FN(_log_cb)
 
-# ---- fork detection -----------------------------------------------------------
-
-_creator_pid = os.getpid()
-
-
-def _after_fork_in_child():
-    global _creator_pid
-    _creator_pid = -1	# every loader made before the fork is foreign now
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
 def _parse_size(v):
     if isinstance(v, int):
         return v
@@ -260,7 +246,7 @@ class Loader:
     # -- state ------------------------------------------------------------
 
     def _check(self):
-        if self._pid != os.getpid() or _creator_pid != os.getpid():
+        if self._pid != os.getpid():
             raise ForkedLoaderError(
                 "dlcache: this loader was made in process %d and used in "
                 "process %d, forked from it, where its threads do not "
@@ -393,7 +379,7 @@ class Loader:
         """Stop the threads and free the ring; kept memory stays valid."""
         if self.handle is None:
             return
-        if self._pid != os.getpid() or _creator_pid != os.getpid():
+        if self._pid != os.getpid():
             self._finalizer.detach()	# not ours to free here
             self.handle = None
             return
