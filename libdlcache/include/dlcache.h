@@ -713,7 +713,7 @@ struct dlc_stats {
 	uint64_t io_thread_decodes;	/* decodes the I/O thread took on */
 	/* consumer */
 	uint64_t batches;		/* batches handed out */
-	uint64_t wait_ns;		/* time dlc_next_batch() blocked */
+	uint64_t wait_ns;		/* time dlc_next_batch() and _timeout() waited */
 	/* errors */
 	uint64_t errors;		/* failed samples, all kinds */
 	uint64_t errors_by_kind[DLC_ERR_KINDS];

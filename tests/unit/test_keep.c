@@ -90,16 +90,14 @@ static int same(const struct copy *a, const struct copy *b)
 	       !memcmp(a->ids, b->ids, a->count * sizeof(a->ids[0]));
 }
 
-/* An epoch of a loader that never keeps: the reference. */
-static uint32_t reference(uint32_t epoch, struct copy *want)
+/* Epoch @epoch of @l, plainly released, into @want (MAXB): its batches. */
+static uint32_t plain_epoch(struct dlc_loader *l, uint32_t epoch,
+			    struct copy *want)
 {
-	struct dlc_loader *l = loader(g_idx);
 	struct dlc_batch *b;
 	uint32_t n = 0;
 	int ret;
 
-	if (!l)
-		return 0;
 	CHECK(dlc_loader_start_epoch(l, epoch, 0) == 0, "start");
 	while ((ret = dlc_next_batch(l, &b)) == 0) {
 		if (n < MAXB)
@@ -108,6 +106,18 @@ static uint32_t reference(uint32_t epoch, struct copy *want)
 		CHECK_EQ(dlc_release_batch(l, b), 0);
 	}
 	CHECK_EQ(ret, -ENODATA);
+	return n;
+}
+
+/* An epoch of a loader that never keeps: the reference. */
+static uint32_t reference(uint32_t epoch, struct copy *want)
+{
+	struct dlc_loader *l = loader(g_idx);
+	uint32_t n;
+
+	if (!l)
+		return 0;
+	n = plain_epoch(l, epoch, want);
 	CHECK(n > 2 * NB && n <= MAXB, "%u batches an epoch", n);
 	dlc_loader_destroy(l);
 	return n;
@@ -624,14 +634,7 @@ static void timeout(void)
 		goto out;
 
 	/* The reference: a plain run, nothing held back. */
-	CHECK(dlc_loader_start_epoch(ref, 0, 0) == 0, "start ref");
-	while ((ret = dlc_next_batch(ref, &b)) == 0) {
-		if (n < MAXB)
-			take_copy(b, &want[n]);
-		n++;
-		CHECK_EQ(dlc_release_batch(ref, b), 0);
-	}
-	CHECK_EQ(ret, -ENODATA);
+	n = plain_epoch(ref, 0, want);
 	CHECK(n >= 3 && n <= MAXB && want[0].count == B - 1,
 	      "%u batches, the first without sample 3", n);
 
