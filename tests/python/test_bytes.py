@@ -36,8 +36,8 @@ def fnv_add(h, data):
     return h
 
 
-def python_digests(root, epochs, **kw):
-    loader = DataLoader(root, return_ids=True, cache="inprocess", **kw)
+def python_digests(source, epochs, **kw):
+    loader = DataLoader(source, return_ids=True, cache="inprocess", **kw)
     out = []
     for e in range(epochs):
         loader.set_epoch(e)
@@ -106,6 +106,22 @@ def same_samples(root, tmp):
               % (pos, ref["id"]))
 
 
+def from_index_file(root, tmp, kw, args):
+    """An index file from `dlcachectl index`, also moved: the same batches."""
+    import shutil
+    idx = os.path.join(tmp, "ds.idx")
+    subprocess.run([dlctest.dlcachectl(), "index", root, "-o", idx],
+                   check=True, stdout=subprocess.DEVNULL)
+    ref = bench_digests(root, 1, args)
+    mine = python_digests(idx, 1, **kw)
+    check(mine == ref, "from the index file: %s, dlcachectl bench on the "
+          "directory: %s" % (mine, ref))
+    moved = os.path.join(tmp, "moved")
+    shutil.copytree(root, moved)
+    mine = python_digests(idx, 1, root=moved, **kw)
+    check(mine == ref, "index file with root=moved: %s, want %s" % (mine, ref))
+
+
 def main():
     tmp = dlctest.scratch("bytes")
     root = dlctest.gen_dataset(os.path.join(tmp, "ds"), images=150, classes=3)
@@ -120,6 +136,8 @@ def main():
                 dict(base, rank=1, world_size=3),
                 args + ["--rank", "1", "--world", "3"])
     dlctest.run("samples_vs_dlcachectl_sample", same_samples, root, tmp)
+    dlctest.run("index_file_and_moved_root", from_index_file, root, tmp, base,
+                args)
     dlctest.done()
 
 
