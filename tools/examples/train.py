@@ -63,6 +63,8 @@ def parse_args(argv=None):
                    help="stop after this many seconds of wall time")
     p.add_argument("--json", action="store_true",
                    help="one JSON object per epoch on stdout, nothing else")
+    p.add_argument("--save", metavar="FILE",
+                   help="save the trained model and its classes to FILE")
     a = p.parse_args(argv)
     for name in ("epochs", "batch_size", "size"):
         if getattr(a, name) < 1:
@@ -71,6 +73,8 @@ def parse_args(argv=None):
         p.error("--workers must be 0 or more")
     if a.threads is not None and a.threads < 1:
         p.error("--threads must be at least 1")
+    if a.save and a.no_model:
+        p.error("--save needs a model: not with --no-model")
     return a
 
 
@@ -260,6 +264,10 @@ def main(argv=None):
             break
     if hasattr(loader, "stats") and not args.json:
         print("dlcache stats: %s" % loader.stats())
+    if args.save and model is not None:
+        # The class names give the label numbers their meaning.
+        torch.save({"model": model.state_dict(), "classes": list(classes),
+                    "size": args.size}, args.save)
     return 0
 
 
