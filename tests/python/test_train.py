@@ -85,7 +85,7 @@ def evaluate(data, model_file):
     spec = importlib.util.spec_from_file_location("train_example", TRAIN)
     ex = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ex)
-    saved = torch.load(model_file)
+    saved = torch.load(model_file, map_location="cpu")
     size = saved["size"]
     ds = torchvision.datasets.ImageFolder(data, transform=transforms.Compose([
         transforms.Resize(size), transforms.CenterCrop(size),

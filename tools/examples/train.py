@@ -55,6 +55,8 @@ def parse_args(argv=None):
     p.add_argument("--lr", type=float, default=0.05,
                    help="SGD learning rate, one-cycle schedule (default 0.05)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="cpu",
+                   help="where the model runs: cpu (default), cuda, cuda:N")
     p.add_argument("--no-model", action="store_true",
                    help="only load: iterate and touch each batch")
     p.add_argument("--shuffle-labels", action="store_true",
@@ -87,7 +89,8 @@ def dlcache_loader(args):
     from dlcache.torch import DataLoader
     loader = DataLoader(args.dir, batch_size=args.batch_size, train=True,
                         size=args.size, seed=args.seed, drop_last=True,
-                        normalize=(MEAN, STD), threads=args.threads)
+                        normalize=(MEAN, STD), threads=args.threads,
+                        device=args.device)
     return loader, loader.classes
 
 
@@ -110,16 +113,19 @@ def torch_loader(args):
     loader = torch.utils.data.DataLoader(
         ds, batch_size=args.batch_size, shuffle=True, drop_last=True,
         num_workers=args.workers, persistent_workers=args.workers > 0,
-        worker_init_fn=limit_threads)
+        worker_init_fn=limit_threads,
+        pin_memory=torch.device(args.device).type == "cuda")
     return loader, ds.classes
 
 
-def normalize(images):
-    """uint8 [B, 3, H, W] to float32 (x / 255 - mean) / std, as dlcache."""
+def normalize(images, device="cpu"):
+    """uint8 [B, 3, H, W] to float32 (x / 255 - mean) / std on @device,
+    as dlcache does with normalize=(mean, std)."""
+    images = images.to(device, non_blocking=True)
     if images.dtype != torch.uint8:
         return images           # dlcache already normalised it
-    mean = torch.tensor(MEAN).view(1, 3, 1, 1)
-    std = torch.tensor(STD).view(1, 3, 1, 1)
+    mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1)
+    std = torch.tensor(STD, device=device).view(1, 3, 1, 1)
     return (images.float() / 255 - mean) / std
 
 
@@ -171,12 +177,14 @@ def run_epoch(epoch, loader, model, opt, sched, args, deadline):
         wait += time.perf_counter() - tw
 
         if args.shuffle_labels:
-            labels = labels[torch.randperm(labels.shape[0])]
+            labels = labels[torch.randperm(labels.shape[0],
+                                           device=labels.device)]
         if model is None:
             # Touch the batch so that a lazy loader does its work.
-            images.view(-1)[0].item()
+            images.reshape(-1)[0].item()
         else:
-            out = model(normalize(images))
+            labels = labels.to(args.device, non_blocking=True)
+            out = model(normalize(images, args.device))
             loss = F.cross_entropy(out, labels)
             opt.zero_grad()
             loss.backward()
@@ -240,7 +248,7 @@ def main(argv=None):
 
     model = opt = sched = None
     if not args.no_model:
-        model = SmallCNN(len(classes))
+        model = SmallCNN(len(classes)).to(args.device)
         opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9,
                               weight_decay=5e-4, nesterov=True)
         sched = torch.optim.lr_scheduler.OneCycleLR(
