@@ -1423,9 +1423,10 @@ int cmd_gen(int argc, char **argv)
 				    strerror(-rc));
 		ours = rc > 0;
 		if (ours && !strcmp(old, stamp)) {
-			printf("already generated: %s (%u images, %u classes, seed %llu, quality %u)\n",
+			printf("already generated: %s (%u images, %u classes, seed %llu, quality %u%s)\n",
 			       p.dir, p.images, p.classes,
-			       (unsigned long long)p.seed, p.quality);
+			       (unsigned long long)p.seed, p.quality,
+			       p.distinct ? ", distinct" : "");
 			return 0;
 		}
 		rc = dir_nonempty(p.dir);
@@ -1522,9 +1523,9 @@ int cmd_gen(int argc, char **argv)
 		progressive += pl.progressive;
 	}
 	free(job.bytes);
-	printf("generated %u images in %u classes in %s: %.1f MB in %.2f s (%u threads)\n",
-	       p.images, p.classes, p.dir, (double)total / 1e6, secs,
-	       nthreads);
+	printf("generated %u images in %u%s classes in %s: %.1f MB in %.2f s (%u threads)\n",
+	       p.images, p.classes, p.distinct ? " distinct" : "", p.dir,
+	       (double)total / 1e6, secs, nthreads);
 	printf("mean %.0fx%.0f, %.1f kB a file; 4:2:0 %u, 4:4:4 %u, gray %u, progressive %u\n",
 	       (double)sum_w / p.images, (double)sum_h / p.images,
 	       (double)total / p.images / 1e3, kinds[KIND_420],
