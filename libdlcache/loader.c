@@ -15,7 +15,9 @@
  * A slot moves FREE -> FILLING (I/O thread) -> READY (last decoder) ->
  * HELD (consumer) -> FREE (release). Samples in flight never exceed the
  * window, and the I/O thread only claims a slot that is FREE, so memory
- * is bounded by the config alone.
+ * is bounded by the config alone. Each slot owns its buffer: a release
+ * that keeps the pixels (dlc_release_batch_keep) hands it to the caller
+ * and gives the slot a new one, under l->lock, before the slot is FREE.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -23,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <linux/types.h>
@@ -35,6 +38,7 @@ enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_HELD };
 
 struct slot {
 	struct dlc_batch b;	/* first: the consumer's handle */
+	struct dlc_pinned mem;	/* its own buffer, b.data; new after a keep */
 	enum slot_state state;
 	uint32_t pending;	/* samples not yet decoded */
 	uint32_t want;		/* samples the batch holds before skips */
@@ -98,7 +102,8 @@ struct dlc_loader {
 	int io_idle;			/* the I/O thread sleeps in reap */
 
 	struct slot *slots;
-	struct dlc_pinned mem;
+	size_t slot_bytes;		/* a slot's buffer: a whole batch */
+	int pinned, huge;		/* of the ring now: dlc_loader_pinned() */
 
 	struct item *queue;		/* decode queue, a ring of window items */
 	uint32_t qhead, qlen;
@@ -385,6 +390,11 @@ static int slurp(const char *path, uint64_t max, struct dlc_buf **out)
 /* ------------------------------------------------------------------ */
 /* Decode                                                              */
 
+/*
+ * Where sample @i of @s goes. Read without l->lock by a decoder: s->b.data
+ * only changes while the slot is HELD (a keep, under l->lock), and a slot
+ * is claimed and its samples queued and popped under l->lock after that.
+ */
 static uint8_t *slot_sample(struct dlc_loader *l, struct slot *s, uint32_t i)
 {
 	return s->b.data + (size_t)i * l->sample_bytes;
@@ -1429,6 +1439,59 @@ static void close_backend(struct dlc_loader *l)
 }
 
 
+/*
+ * Called with l->lock held, or before the threads start: what
+ * dlc_loader_pinned() and dlc_loader_hugepages() say of the ring now.
+ */
+static void ring_summary(struct dlc_loader *l)
+{
+	int pinned = 1, huge = 2;
+	uint32_t i;
+
+	for (i = 0; i < l->cfg.nbatches; i++) {
+		pinned &= l->slots[i].mem.locked;
+		if (l->slots[i].mem.huge < huge)
+			huge = l->slots[i].mem.huge;
+	}
+	__atomic_store_n(&l->pinned, pinned, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->huge, huge, __ATOMIC_RELAXED);
+}
+
+/* A buffer of its own for every slot; one warning, one line of INFO. */
+static int ring_alloc(struct dlc_loader *l)
+{
+	size_t unpinned = 0;
+	uint32_t i;
+	int ret, err = 0;
+
+	for (i = 0; i < l->cfg.nbatches; i++) {
+		struct slot *s = &l->slots[i];
+
+		ret = dlc_pinned_alloc(l->slot_bytes, NULL, &s->mem);
+		if (ret) {
+			dlc_logf(&l->log, DLC_LOG_ERROR,
+				 "cannot map %zu MiB for batch buffer %u of %u",
+				 l->slot_bytes >> 20, i + 1, l->cfg.nbatches);
+			return ret;
+		}
+		s->b.data = s->mem.base;
+		if (!s->mem.locked) {
+			unpinned += s->mem.bytes;
+			err = s->mem.lock_err;
+		}
+	}
+	if (unpinned)
+		dlc_pinned_warn(&l->log, unpinned, err);
+	ring_summary(l);
+	dlc_logf(&l->log, DLC_LOG_INFO, "batch ring: %u x %zu MiB, %s, %s",
+		 l->cfg.nbatches, l->slots[0].mem.bytes >> 20,
+		 l->pinned ? "pinned" : unpinned < l->slots[0].mem.bytes *
+		 l->cfg.nbatches ? "partly pinned" : "not pinned",
+		 l->huge == 2 ? "hugetlb pages" :
+		 l->huge ? "transparent huge pages advised" : "small pages");
+	return 0;
+}
+
 void dlc_loader_destroy(struct dlc_loader *l)
 {
 	uint32_t i;
@@ -1447,10 +1510,11 @@ void dlc_loader_destroy(struct dlc_loader *l)
 			free(l->slots[i].skip);
 			free(l->slots[i].b.labels);
 			free(l->slots[i].b.ids);
+			/* The ring's buffers only: kept ones are the caller's. */
+			dlc_pinned_free(&l->slots[i].mem);
 		}
 	free(l->slots);
 	free(l->handles);
-	dlc_pinned_free(&l->mem);
 	free(l->queue);
 	free(l->order);
 	free(l->decode_threads);
@@ -1471,7 +1535,7 @@ int dlc_loader_create(const struct dlc_config *ucfg,
 	struct dlc_reader_opts ro = { 0 };
 	struct dlc_config cfgbuf, *cfg = &cfgbuf;
 	struct dlc_loader *l;
-	size_t batch_bytes, stride;
+	pthread_condattr_t ca;
 	uint32_t i;
 	int ret;
 
@@ -1516,7 +1580,11 @@ int dlc_loader_create(const struct dlc_config *ucfg,
 		     dlc_default_decode_threads();
 	pthread_mutex_init(&l->lock, NULL);
 	pthread_cond_init(&l->work_cv, NULL);
-	pthread_cond_init(&l->ready_cv, NULL);
+	/* dlc_next_batch_timeout() waits on it against CLOCK_MONOTONIC. */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&l->ready_cv, &ca);
+	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&l->idle_cv, NULL);
 
 	ret = -ENOMEM;
@@ -1529,15 +1597,13 @@ int dlc_loader_create(const struct dlc_config *ucfg,
 	    !l->decode_threads)
 		goto err;
 
-	batch_bytes = l->sample_bytes * cfg->batch_size;
-	stride = (batch_bytes + 4095) & ~(size_t)4095;
-	ret = dlc_pinned_alloc(stride * cfg->nbatches, &l->log, &l->mem);
+	l->slot_bytes = l->sample_bytes * cfg->batch_size;
+	ret = ring_alloc(l);
 	if (ret)
 		goto err;
 	for (i = 0; i < cfg->nbatches; i++) {
 		struct slot *s = &l->slots[i];
 
-		s->b.data = (uint8_t *)l->mem.base + stride * i;
 		s->b.labels = calloc(cfg->batch_size, sizeof(*s->b.labels));
 		s->b.ids = calloc(cfg->batch_size, sizeof(*s->b.ids));
 		s->skip = calloc(cfg->batch_size, 1);
@@ -1726,13 +1792,26 @@ static void wake_io(struct dlc_loader *l)
 	}
 }
 
-int dlc_next_batch(struct dlc_loader *l, struct dlc_batch **out)
+/*
+ * dlc_next_batch() and dlc_next_batch_timeout(): wait for the batch until
+ * @until (CLOCK_MONOTONIC; NULL: for as long as it takes), then
+ * -ETIMEDOUT with nothing consumed.
+ */
+/* Called with l->lock held: whether @s holds the consumer's next batch. */
+static int batch_ready(const struct dlc_loader *l, const struct slot *s)
+{
+	return s->state == SLOT_READY &&
+	       s->b.seq == l->base_seq + l->next_local;
+}
+
+static int next_batch(struct dlc_loader *l, struct dlc_batch **out,
+		      const struct timespec *until)
 {
 	struct handle *h;
 	struct slot *s;
 	uint32_t si;
 	uint64_t t0;
-	int ret;
+	int ret, ready = 0;
 
 	pthread_mutex_lock(&l->lock);
 	if (!l->active && !l->gen) {
@@ -1756,10 +1835,16 @@ int dlc_next_batch(struct dlc_loader *l, struct dlc_batch **out)
 			goto out;
 		}
 		t0 = dlc_now_ns();
-		while (!l->stop && !l->failed &&
-		       !(s->state == SLOT_READY &&
-			 s->b.seq == l->base_seq + l->next_local))
-			pthread_cond_wait(&l->ready_cv, &l->lock);
+		ret = 0;
+		while (!l->stop && !l->failed && !(ready = batch_ready(l, s))) {
+			if (ret == ETIMEDOUT)
+				break;
+			if (until)
+				ret = pthread_cond_timedwait(&l->ready_cv,
+							     &l->lock, until);
+			else
+				pthread_cond_wait(&l->ready_cv, &l->lock);
+		}
 		dlc_stat_add(l->stats.wait_ns, dlc_now_ns() - t0);
 		if (l->stop) {
 			ret = -ECANCELED;
@@ -1767,6 +1852,11 @@ int dlc_next_batch(struct dlc_loader *l, struct dlc_batch **out)
 		}
 		if (l->failed) {
 			ret = l->failed;
+			goto out;
+		}
+		if (!ready) {
+			/* Not ready in time: nothing taken, call again. */
+			ret = -ETIMEDOUT;
 			goto out;
 		}
 		l->next_local++;
@@ -1798,11 +1888,34 @@ out:
 	return ret;
 }
 
-int dlc_release_batch(struct dlc_loader *l, struct dlc_batch *b)
+int dlc_next_batch(struct dlc_loader *l, struct dlc_batch **out)
+{
+	return next_batch(l, out, NULL);
+}
+
+int dlc_next_batch_timeout(struct dlc_loader *l, struct dlc_batch **out,
+			   uint64_t timeout_ns)
+{
+	uint64_t until_ns = dlc_now_ns() + timeout_ns;
+	struct timespec until;
+
+	if (until_ns < timeout_ns)
+		until_ns = UINT64_MAX;	/* "forever" in nanoseconds */
+	until.tv_sec = (time_t)(until_ns / 1000000000);
+	until.tv_nsec = (long)(until_ns % 1000000000);
+	return next_batch(l, out, &until);
+}
+
+/*
+ * The live handle @b for @what (a release): -EINVAL (logged) when @b is no
+ * handle of this loader. Returns with l->lock held on success only;
+ * -EALREADY (logged) for a handle already released.
+ */
+static int lock_handle(struct dlc_loader *l, struct dlc_batch *b,
+		       const char *what, struct handle **out)
 {
 	uintptr_t base, p = (uintptr_t)b;
 	struct handle *h;
-	struct slot *s;
 
 	if (!l)
 		return -EINVAL;
@@ -1811,7 +1924,7 @@ int dlc_release_batch(struct dlc_loader *l, struct dlc_batch *b)
 	if (!b || p < base || p >= base + DLC_HANDLES * sizeof(*h) ||
 	    (p - base) % sizeof(*h)) {
 		dlc_logf(&l->log, DLC_LOG_ERROR,
-			 "release batch: %p is not a batch this loader handed out",
+			 "%s: %p is not a batch this loader handed out", what,
 			 (void *)b);
 		return -EINVAL;
 	}
@@ -1820,31 +1933,101 @@ int dlc_release_batch(struct dlc_loader *l, struct dlc_batch *b)
 	if (!h->live) {
 		pthread_mutex_unlock(&l->lock);
 		dlc_logf(&l->log, DLC_LOG_ERROR,
-			 "release batch: batch %llu of epoch %u (%p) was already released",
-			 (unsigned long long)h->b.seq, h->b.epoch, (void *)b);
+			 "%s: batch %llu of epoch %u (%p) was already released",
+			 what, (unsigned long long)h->b.seq, h->b.epoch,
+			 (void *)b);
 		return -EALREADY;
 	}
-	s = &l->slots[h->slot];
+	*out = h;
+	return 0;
+}
+
+/* Called with l->lock held: the slot of live handle @h is free again. */
+static void release_locked(struct dlc_loader *l, struct handle *h)
+{
 	h->live = 0;
 	h->b.count = 0;
 	h->b.data = NULL;
 	h->b.labels = NULL;
 	h->b.ids = NULL;
-	s->state = SLOT_FREE;
+	l->slots[h->slot].state = SLOT_FREE;
 	l->held--;
 	wake_io(l);
+}
+
+int dlc_release_batch(struct dlc_loader *l, struct dlc_batch *b)
+{
+	struct handle *h;
+	int ret = lock_handle(l, b, "release batch", &h);
+
+	if (ret)
+		return ret;
+	release_locked(l, h);
 	pthread_mutex_unlock(&l->lock);
 	return 0;
 }
 
+int dlc_release_batch_keep(struct dlc_loader *l, struct dlc_batch *b,
+			   void **mem, size_t *len)
+{
+	struct dlc_pinned fresh, kept;
+	struct handle *h;
+	struct slot *s;
+	int ret;
+
+	if (l && (!mem || !len)) {
+		dlc_logf(&l->log, DLC_LOG_ERROR,
+			 "keep batch: mem and len must not be NULL");
+		return -EINVAL;
+	}
+	/* Checked first, so that a bad handle costs no mapping. */
+	ret = lock_handle(l, b, "keep batch", &h);
+	if (ret)
+		return ret;
+	pthread_mutex_unlock(&l->lock);
+	/* Mapped and pinned outside the lock: it can take a while. */
+	ret = dlc_pinned_alloc(l->slot_bytes, NULL, &fresh);
+	if (ret) {
+		dlc_logf(&l->log, DLC_LOG_ERROR,
+			 "keep batch %llu: no memory for a new %zu MiB batch buffer; the batch stays held (copy it, then release it)",
+			 (unsigned long long)h->b.seq, l->slot_bytes >> 20);
+		return -ENOMEM;
+	}
+	ret = lock_handle(l, b, "keep batch", &h);
+	if (ret) {
+		dlc_pinned_free(&fresh);
+		return ret;
+	}
+	if (!fresh.locked && l->pinned)
+		dlc_pinned_warn(&l->log, fresh.bytes, fresh.lock_err);
+	s = &l->slots[h->slot];
+	kept = s->mem;
+	s->mem = fresh;
+	s->b.data = fresh.base;
+	release_locked(l, h);
+	ring_summary(l);
+	pthread_mutex_unlock(&l->lock);
+	/* The caller's now: no longer pinned, nor counted in RLIMIT_MEMLOCK. */
+	dlc_pinned_unlock(&kept);
+	*mem = kept.base;
+	*len = kept.bytes;
+	return 0;
+}
+
+void dlc_batch_data_free(void *mem, size_t len)
+{
+	if (mem)
+		munmap(mem, len);
+}
+
 int dlc_loader_pinned(const struct dlc_loader *l)
 {
-	return l->mem.locked;
+	return __atomic_load_n(&l->pinned, __ATOMIC_RELAXED);
 }
 
 int dlc_loader_hugepages(const struct dlc_loader *l)
 {
-	return l->mem.huge;
+	return __atomic_load_n(&l->huge, __ATOMIC_RELAXED);
 }
 
 int dlc_loader_last_error(struct dlc_loader *l, struct dlc_error_info *out)

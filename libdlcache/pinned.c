@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Pinned batch memory: one mapping for the whole batch ring, 2 MiB
+ * Pinned batch memory: one mapping for each slot of the batch ring, 2 MiB
  * aligned so that it can sit on huge pages, and mlock'd so that a GPU
  * copy engine (cudaHostRegister) or DMA never waits on a page fault.
  * Pinning is best effort: RLIMIT_MEMLOCK often forbids it for ordinary
@@ -20,7 +20,6 @@ int dlc_pinned_alloc(size_t bytes, const struct dlc_logger *log,
 {
 	size_t len = (bytes + HUGE_2M - 1) & ~(HUGE_2M - 1);
 	uint8_t *raw, *base;
-	struct rlimit rl;
 
 	memset(out, 0, sizeof(*out));
 	if (!bytes)
@@ -54,24 +53,35 @@ int dlc_pinned_alloc(size_t bytes, const struct dlc_logger *log,
 	if (mlock(out->base, out->bytes) == 0) {
 		out->locked = 1;
 	} else {
-		int err = errno;
-
-		getrlimit(RLIMIT_MEMLOCK, &rl);
-		if (rl.rlim_cur == RLIM_INFINITY)
-			dlc_logf(log, DLC_LOG_WARN,
-				 "cannot pin %zu MiB of batch buffers (%s); continuing unpinned",
-				 out->bytes >> 20, strerror(err));
-		else
-			dlc_logf(log, DLC_LOG_WARN,
-				 "RLIMIT_MEMLOCK (%llu KiB) prevents pinning %zu MiB of batch buffers (%s); continuing unpinned (raise it with 'ulimit -l' or grant CAP_IPC_LOCK)",
-				 (unsigned long long)rl.rlim_cur >> 10,
-				 out->bytes >> 20, strerror(err));
+		out->lock_err = errno;
+		dlc_pinned_warn(log, out->bytes, out->lock_err);
 	}
-	dlc_logf(log, DLC_LOG_INFO, "batch ring: %zu MiB, %s, %s",
-		 out->bytes >> 20, out->locked ? "pinned" : "not pinned",
-		 out->huge == 2 ? "hugetlb pages" :
-		 out->huge ? "transparent huge pages advised" : "small pages");
 	return 0;
+}
+
+void dlc_pinned_warn(const struct dlc_logger *log, size_t bytes, int err)
+{
+	struct rlimit rl;
+
+	if (!log)
+		return;
+	getrlimit(RLIMIT_MEMLOCK, &rl);
+	if (rl.rlim_cur == RLIM_INFINITY)
+		dlc_logf(log, DLC_LOG_WARN,
+			 "cannot pin %zu MiB of batch buffers (%s); continuing unpinned",
+			 bytes >> 20, strerror(err));
+	else
+		dlc_logf(log, DLC_LOG_WARN,
+			 "RLIMIT_MEMLOCK (%llu KiB) prevents pinning %zu MiB of batch buffers (%s); continuing unpinned (raise it with 'ulimit -l' or grant CAP_IPC_LOCK)",
+			 (unsigned long long)rl.rlim_cur >> 10, bytes >> 20,
+			 strerror(err));
+}
+
+void dlc_pinned_unlock(struct dlc_pinned *p)
+{
+	if (p->locked)
+		munlock(p->base, p->bytes);
+	p->locked = 0;
 }
 
 void dlc_pinned_free(struct dlc_pinned *p)

@@ -2,7 +2,8 @@
 # Run every test and end with one line "N passed, N failed, N skipped".
 #
 # Host tests are small programs, one per feature, built twice: plain and
-# with AddressSanitizer + UBSan. Each prints one line per sub-check,
+# with AddressSanitizer + UBSan; the Python package's tests
+# (tests/python/test_*.py) print the same lines. Each prints one line per sub-check,
 # "ok NAME", "FAIL NAME" or "skip NAME: why" (tests/unit/helpers/testutil.h),
 # and every line counts as one result, named PROGRAM/NAME. A program that
 # exits non-zero without a FAIL line fails as a whole; one that prints no
@@ -89,6 +90,14 @@ for t in tests/cli/test_*.sh; do
 	[ -f "$t" ] || continue
 	DLCACHECTL="$PWD/$BUILD/dlcachectl" run_program "cli/$(basename "$t" .sh)" \
 		"$log_dir/cli-$(basename "$t").log" bash "$t"
+done
+
+# The Python package (dlcache.torch) with Debian's python3 and torch.
+for t in tests/python/test_*.py; do
+	[ -f "$t" ] || continue
+	PYTHONPATH="$PWD/$BUILD/python" DLCACHECTL="$PWD/$BUILD/dlcachectl" \
+		run_program "python/$(basename "$t" .py)" \
+		"$log_dir/python-$(basename "$t").log" /usr/bin/python3 "$t"
 done
 
 # Kernel side: each make target prints "ok|FAIL|skip NAME" lines.

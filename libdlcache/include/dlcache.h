@@ -604,6 +604,17 @@ uint32_t dlc_loader_decode_threads(const struct dlc_loader *l);
 int dlc_next_batch(struct dlc_loader *l, struct dlc_batch **out);
 
 /*
+ * dlc_next_batch() that waits at most @timeout_ns (0: not at all) for the
+ * batch: -ETIMEDOUT when it is not ready by then. A timeout consumes
+ * nothing and changes nothing: the next call returns the same batch. It
+ * lets a caller stay responsive while it waits (Python checking for
+ * Ctrl-C between short waits). Other returns as dlc_next_batch(); the
+ * time waited counts in dlc_stats.wait_ns either way.
+ */
+int dlc_next_batch_timeout(struct dlc_loader *l, struct dlc_batch **out,
+			   uint64_t timeout_ns);
+
+/*
  * Give a batch's memory back for reuse. Every hand-out is a handle of its
  * own, checked here without touching any other batch: returns 0, -EINVAL
  * for NULL or a pointer this loader never handed out (another loader's,
@@ -614,13 +625,52 @@ int dlc_next_batch(struct dlc_loader *l, struct dlc_batch **out);
  */
 int dlc_release_batch(struct dlc_loader *l, struct dlc_batch *b);
 
+/*
+ * Release @b as dlc_release_batch() does, but its pixels stay: the buffer
+ * b->data becomes the caller's, and the loader gives that ring slot a new
+ * buffer (mapped, and pinned like the rest, best effort) and never reads
+ * or writes the old one again, not even in dlc_loader_destroy(). For a
+ * consumer whose references to a batch's memory (say a tensor aliasing
+ * it) outlive the batch.
+ *
+ * *@mem and *@len receive the mapping that holds the pixels: b->data is
+ * *@mem (offset 0), and its first count * 3 * out_w * out_h bytes are the
+ * batch's pixels; *@len (a multiple of 2 MiB) is the mapping's whole
+ * length. The kept mapping is munlock'ed (it no longer counts against
+ * RLIMIT_MEMLOCK). Free it with dlc_batch_data_free(*@mem, *@len). The
+ * labels and ids arrays are not kept: copy them first, as b->data,
+ * b->labels and b->ids read NULL once this returns 0.
+ *
+ * Returns 0; -EINVAL (logged) for NULL @mem or @len, or a handle this
+ * loader never handed out; -EALREADY (logged) for a released one (in both
+ * cases nothing changes); or -ENOMEM (logged) when a new buffer cannot be
+ * mapped: then the batch is NOT released and stays valid, and the caller
+ * may copy it and dlc_release_batch() it.
+ */
+int dlc_release_batch_keep(struct dlc_loader *l, struct dlc_batch *b,
+			   void **mem, size_t *len);
+
+/*
+ * Unmap a buffer that dlc_release_batch_keep() gave out, with the *mem and
+ * *len it returned. NULL @mem does nothing. Needs no loader: it may run
+ * after dlc_loader_destroy().
+ */
+void dlc_batch_data_free(void *mem, size_t len);
+
 /* Stop the threads and free everything. Safe with batches unreleased. */
 void dlc_loader_destroy(struct dlc_loader *l);
 
 /* The backend in use: DLC_BACKEND_INPROCESS or DLC_BACKEND_KERNEL. */
 uint32_t dlc_loader_backend(const struct dlc_loader *l);
 
-/* Whether the batch buffers are mlock'd, and huge-page backed. */
+/*
+ * Whether the batch buffers now in the ring are mlock'd (1: every one of
+ * them), and huge-page backed (the least of them: 2 hugetlbfs pages, 1
+ * transparent huge pages advised, 0 small pages). Each slot of the ring
+ * has a buffer of its own, and a dlc_release_batch_keep() gives its slot
+ * a new one (pinned best effort), so the answer can change after one.
+ * Buffers given to the caller are not counted.
+ */
 int dlc_loader_pinned(const struct dlc_loader *l);
 int dlc_loader_hugepages(const struct dlc_loader *l);
 
@@ -663,7 +713,7 @@ struct dlc_stats {
 	uint64_t io_thread_decodes;	/* decodes the I/O thread took on */
 	/* consumer */
 	uint64_t batches;		/* batches handed out */
-	uint64_t wait_ns;		/* time dlc_next_batch() blocked */
+	uint64_t wait_ns;		/* time dlc_next_batch() and _timeout() waited */
 	/* errors */
 	uint64_t errors;		/* failed samples, all kinds */
 	uint64_t errors_by_kind[DLC_ERR_KINDS];

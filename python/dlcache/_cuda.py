@@ -32,7 +32,9 @@ class CudaStage:
         addr = images.data_ptr()
         if addr in self.registered:
             return True
-        nbytes = len(rb.pixels)
+        # the whole slot, whatever this batch's count
+        cfg = self.loader.config
+        nbytes = cfg.batch_size * 3 * cfg.transform.out_w * cfg.transform.out_h
         err = self.cudart.cudaHostRegister(addr, nbytes, 0)
         if not _cuda_ok(err):
             # A copy from pageable memory still works, only synchronously.
@@ -45,8 +47,9 @@ class CudaStage:
         """Start the copy (and normalisation) of @images; the device tensor."""
         self._register(rb, images)
         cur = torch.cuda.current_stream(self.device)
-        # The side stream's allocations follow the caller's earlier work.
-        self.stream.wait_stream(cur)
+        # The side stream does not wait for the caller's queued work: the
+        # copy overlaps the training step. Its tensors are allocated on it,
+        # and record_stream() below covers their use on the caller's.
         with torch.cuda.device(self.device), torch.cuda.stream(self.stream):
             dev = torch.empty_like(images, device=self.device)
             dev.copy_(images, non_blocking=True)

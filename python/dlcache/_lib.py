@@ -197,10 +197,14 @@ def _load():
         except OSError as e:
             errors.append("%s: %s" % (path, e))
             continue
+        missing = [n for n in _PROTOS if not hasattr(lib, n)]
+        if missing:
+            # An older libdlcache: without dlc_release_batch_keep() a kept
+            # tensor could be overwritten, so refuse it outright.
+            errors.append("%s: too old, lacks %s" % (path, ", ".join(missing)))
+            continue
         for name, (res, args) in _PROTOS.items():
-            fn = getattr(lib, name, None)
-            if fn is None:
-                continue	# an older library: checked where it is used
+            fn = getattr(lib, name)
             fn.restype = res
             fn.argtypes = args
         return lib, path
@@ -209,8 +213,3 @@ def _load():
 
 
 lib, path = _load()
-
-
-def has(name):
-    """Whether the loaded library has the function @name."""
-    return hasattr(lib, name)

@@ -64,21 +64,6 @@ def _log_cb(arg, level, msg):
 
 _log_fn = _lib.LOG_FN(_log_cb)
 
-# ---- fork detection -----------------------------------------------------------
-
-# Forks seen by this process's line: a loader made before the last fork
-# into this process is foreign here; one made after it is not.
-_fork_gen = [0]
-
-
-def _after_fork_in_child():
-    _fork_gen[0] += 1	# every loader made before the fork is foreign now
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
 def _parse_size(v):
     if isinstance(v, int):
         return v
@@ -193,10 +178,10 @@ class Loader:
                  nbatches, exact=False, pad_shards=True):
         self.index = index
         self._pid = os.getpid()
-        self._gen = _fork_gen[0]
         self._sink = _Sink()
         self.handle = None
         self.held = []		# RawBatch, oldest first
+        self.stuck = []		# in use, and no memory to replace them yet
         self.kept = 0		# batches whose memory left the ring
         self.kept_bytes = 0
 
@@ -273,16 +258,13 @@ class Loader:
                 if self._sink.last_error else ""))
         self.handle = h
         self._finalizer = weakref.finalize(self, _destroy, h, self.held,
-                                           self._sink, self._pid, index)
+                                           self.stuck, self._sink, self._pid,
+                                           index)
 
     # -- state ------------------------------------------------------------
 
-    def _foreign(self):
-        """Made in another process (this one was forked after it)."""
-        return self._pid != os.getpid() or self._gen != _fork_gen[0]
-
     def _check(self):
-        if self._foreign():
+        if self._pid != os.getpid():
             raise ForkedLoaderError(
                 "dlcache: this loader was made in process %d and used in "
                 "process %d, forked from it, where its threads do not "
@@ -321,16 +303,18 @@ class Loader:
         """The next RawBatch, or None after the epoch's last one."""
         self._check()
         p = ctypes.POINTER(_lib.Batch)()
-        if _lib.has("dlc_next_batch_timeout"):
-            while True:
-                rc = lib.dlc_next_batch_timeout(self.handle, ctypes.byref(p),
-                                                _WAIT_SLICE_NS)
-                if rc != -errno.ETIMEDOUT:
-                    break
-        else:
-            rc = lib.dlc_next_batch(self.handle, ctypes.byref(p))
+        while True:
+            # Sliced, so that Python sees Ctrl-C between the slices.
+            rc = lib.dlc_next_batch_timeout(self.handle, ctypes.byref(p),
+                                            _WAIT_SLICE_NS)
+            if rc != -errno.ETIMEDOUT:
+                break
         if rc == -errno.ENODATA:
             return None
+        if rc == -errno.EBUSY and self.stuck:
+            raise MemoryError("dlcache: %d batches still in use could not be "
+                              "given fresh memory, and the ring has run out "
+                              "of slots" % len(self.stuck))
         if rc < 0:
             raise self._error(rc)
         b = p.contents
@@ -371,10 +355,27 @@ class Loader:
         """Give @rb back: to the ring, or, still in use, keep its memory."""
         self._check()
         self.held.remove(rb)
-        _release(self.handle, rb, self)
+        try:
+            _release(self.handle, rb, self)
+        except MemoryError as e:
+            # Out of memory for the slot's fresh buffer: the batch stays
+            # held, the ring runs a slot short, and it is tried again.
+            self.stuck.append(rb)
+            log.warning("%s; retrying later", e)
+
+    def _retry_stuck(self, strict):
+        for rb in list(self.stuck):
+            try:
+                _release(self.handle, rb, self)
+            except MemoryError:
+                if strict:
+                    raise
+                continue
+            self.stuck.remove(rb)
 
     def release_unused(self):
         """Release the held batches nothing refers to any more."""
+        self._retry_stuck(False)
         for rb in list(self.held):
             if not self.in_use(rb):
                 self.release(rb)
@@ -382,6 +383,7 @@ class Loader:
     def release_all(self):
         while self.held:
             self.release(self.held[0])
+        self._retry_stuck(True)
 
     # -- introspection -------------------------------------------------------
 
@@ -415,7 +417,7 @@ class Loader:
         """Stop the threads and free the ring; kept memory stays valid."""
         if self.handle is None:
             return
-        if self._foreign():
+        if self._pid != os.getpid():
             self._finalizer.detach()	# not ours to free here
             self.handle = None
             return
@@ -429,7 +431,7 @@ def _free_kept(mem, length, pid):
 
 
 def _release(handle, rb, owner=None):
-    if Loader.in_use(rb) and _lib.has("dlc_release_batch_keep"):
+    if Loader.in_use(rb):
         mem = ctypes.c_void_p()
         length = ctypes.c_size_t()
         rc = lib.dlc_release_batch_keep(handle, rb.ptr, ctypes.byref(mem),
@@ -443,13 +445,14 @@ def _release(handle, rb, owner=None):
                 owner.kept_bytes += length.value
             rb.pixels = None
             return
-        if rc != -errno.ENOMEM:
-            raise RuntimeError("dlcache: keeping batch %d failed: %s"
-                               % (rb.seq, os.strerror(-rc)))
-        # No memory for the ring's fresh buffer: copy into the tensor's
-        # memory instead is impossible from here; hold the batch.
-        raise MemoryError("dlcache: no memory to replace batch %d's buffer, "
-                          "which is still in use" % rb.seq)
+        if rc == -errno.ENOMEM:
+            # No memory for the slot's fresh buffer: the batch stays held
+            # (in rb's list no more: the loader leaks it rather than let a
+            # live tensor's memory be written over).
+            raise MemoryError("dlcache: no memory to replace batch %d's "
+                              "buffer, which is still in use" % rb.seq)
+        raise RuntimeError("dlcache: keeping batch %d failed: %s"
+                           % (rb.seq, os.strerror(-rc)))
     rc = lib.dlc_release_batch(handle, rb.ptr)
     rb.pixels = None
     if rc < 0:
@@ -457,10 +460,12 @@ def _release(handle, rb, owner=None):
                            % (rb.seq, os.strerror(-rc)))
 
 
-def _destroy(handle, held, sink, pid, index):
+def _destroy(handle, held, stuck, sink, pid, index):
     """Finalizer: keep what is in use, then stop the C loader's threads."""
     if os.getpid() != pid:
         return
+    held.extend(stuck)
+    del stuck[:]
     while held:
         rb = held.pop(0)
         try:

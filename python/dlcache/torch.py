@@ -142,6 +142,7 @@ class DataLoader:
         self.epoch = 0
         self._next_batch = 0	# grid position to start or resume at
         self._iterating = None	# the live iterator, if any
+        self._final_stats = None
         self._cuda = None
         if self.device.type == "cuda":
             from ._cuda import CudaStage
@@ -151,9 +152,17 @@ class DataLoader:
 
     # -- the torch-visible interface ---------------------------------------
 
+    def _live(self):
+        """The C loader, started again if closed (or stopped by Ctrl-C)."""
+        if self._loader.handle is None:
+            self._loader = Loader(self.index, **self._loader_args)
+            if self._cuda is not None:
+                self._cuda.loader = self._loader
+        return self._loader
+
     def __len__(self):
         """Batches per epoch for this rank (under on_error="skip", at most)."""
-        return self._loader.epoch_batches
+        return self._live().epoch_batches
 
     @property
     def classes(self):
@@ -165,7 +174,7 @@ class DataLoader:
 
     @property
     def samples_per_epoch(self):
-        return self._loader.epoch_samples
+        return self._live().epoch_samples
 
     def set_epoch(self, epoch):
         """The epoch the next iteration runs (as DistributedSampler's)."""
@@ -179,11 +188,7 @@ class DataLoader:
     def __iter__(self):
         if self._iterating is not None:
             self._iterating._end()
-        if self._loader.handle is None:
-            # closed (or interrupted by Ctrl-C): start afresh
-            self._loader = Loader(self.index, **self._loader_args)
-            if self._cuda is not None:
-                self._cuda.loader = self._loader
+        self._live()
         it = _EpochIterator(self, self.epoch, self._next_batch)
         self._iterating = it
         return it
@@ -226,7 +231,10 @@ class DataLoader:
 
     def stats(self):
         """The library's counters as a dict (Documentation/python.md)."""
-        s = self._loader.stats()
+        if self._loader.handle is None and self._final_stats is not None:
+            s = dict(self._final_stats)	# closed: the counters at close()
+        else:
+            s = self._live().stats()
         s["device"] = str(self.device)
         return s
 
@@ -236,6 +244,9 @@ class DataLoader:
             self._iterating._end()
         if self._cuda is not None:
             self._cuda.close()
+        if self._loader.handle is not None and \
+                self._loader._pid == os.getpid():
+            self._final_stats = self._loader.stats()
         self._loader.close()
 
     def __enter__(self):

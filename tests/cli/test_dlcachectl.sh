@@ -93,6 +93,28 @@ begin gen-and-index
 "$ctl" index "$tmp/ds" -o "$tmp/ds.idx" >/dev/null || fail "index"
 end
 
+# gen --distinct: other images than the default for the same arguments,
+# the same bytes on every run, and recorded in the stamp, so that a run
+# with or without it over the other's set regenerates.
+begin gen-distinct
+"$ctl" gen "$tmp/dd" --images 40 --classes 4 --distinct >/dev/null || fail "gen --distinct"
+"$ctl" gen "$tmp/dd2" --images 40 --classes 4 --distinct >/dev/null || fail "gen --distinct again"
+diff -r "$tmp/dd" "$tmp/dd2" >/dev/null || fail "gen --distinct twice: the sets differ"
+grep -qx "distinct 1" "$tmp/dd/.dlcache-gen-done" || fail "the stamp does not record --distinct"
+grep -q distinct "$tmp/ds/.dlcache-gen-done" && fail "a default stamp mentions distinct"
+same=0
+for f in "$tmp"/ds/class_*/img_*.jpg; do
+	cmp -s "$f" "$tmp/dd/${f#"$tmp/ds/"}" && same=$((same + 1))
+done
+[ $same -eq 0 ] || fail "gen --distinct: $same of 40 images equal the default set's"
+out=$("$ctl" gen "$tmp/dd2" --images 40 --classes 4) || fail "gen without --distinct over a distinct set"
+case $out in already*) fail "gen without --distinct over a distinct set did nothing: $out" ;; esac
+diff -r "$tmp/ds" "$tmp/dd2" >/dev/null || fail "gen without --distinct over a distinct set: not the default set"
+out=$("$ctl" gen "$tmp/dd2" --images 40 --classes 4 --distinct) || fail "gen --distinct over a default set"
+case $out in already*) fail "gen --distinct over a default set did nothing: $out" ;; esac
+diff -r "$tmp/dd" "$tmp/dd2" >/dev/null || fail "gen --distinct over a default set: not the distinct set"
+end
+
 # A missing data set is a failure (1) naming the path, not a usage error.
 begin bench-missing-path
 err=$("$ctl" bench "$tmp/nope" 2>&1 >/dev/null); rc=$?

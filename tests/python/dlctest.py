@@ -80,10 +80,16 @@ def dlcachectl():
 
 
 def scratch(name):
-    """A fresh scratch directory for this test: $DLC_TEST_TMP or /tmp."""
+    """A fresh scratch directory under $DLC_TEST_TMP or /tmp, removed at
+    exit unless $DLC_TEST_KEEP is set."""
+    import atexit
+    import shutil
     import tempfile
     base = os.environ.get("DLC_TEST_TMP") or None
-    return tempfile.mkdtemp(prefix="dlc-%s-" % name, dir=base)
+    path = tempfile.mkdtemp(prefix="dlc-%s-" % name, dir=base)
+    if not os.environ.get("DLC_TEST_KEEP"):
+        atexit.register(shutil.rmtree, path, True)
+    return path
 
 
 def gen_dataset(path, images=200, classes=4, seed=0, extra=()):

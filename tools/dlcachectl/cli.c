@@ -127,15 +127,19 @@ const char *index_error(int err)
 	}
 }
 
+/*
+ * Eval resizes the shorter side to size * 256 / 224 (rounded), the ratio
+ * of torchvision's ImageNet recipe (Resize(256) + CenterCrop(224)) at any
+ * size, as dlcache.torch.DataLoader(train=False) does.
+ */
 void setup_transform(struct dlc_config *cfg, int eval, uint32_t size)
 {
 	if (eval) {
 		dlc_transform_default(&cfg->transform, DLC_TRANSFORM_EVAL);
 		cfg->shuffle = 0;
+		cfg->transform.resize = (size * 256 + 112) / 224;
 	}
 	cfg->transform.out_w = cfg->transform.out_h = size;
-	if (eval && cfg->transform.resize < size)
-		cfg->transform.resize = size * 8 / 7;
 }
 
 int parse_order_opt(const char *cmd, int opt, const char *arg,

@@ -1,0 +1,107 @@
+# SPDX-License-Identifier: MIT
+"""DDP: two processes under torch.distributed (gloo) get disjoint shards
+whose union is the epoch, sized as DistributedSampler's, with the rank and
+world taken from torch.distributed by default."""
+
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dlctest  # noqa: E402
+from dlctest import check  # noqa: E402
+
+WORKER = r"""
+import json, os, sys
+import torch, torch.distributed as dist
+from dlcache.torch import DataLoader
+root, init, out = sys.argv[1], sys.argv[2], sys.argv[3]
+rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+dist.init_process_group("gloo", init_method=init, rank=rank,
+                        world_size=world)
+# rank and world_size from torch.distributed (no arguments)
+loader = DataLoader(root, batch_size=8, size=32, seed=3, drop_last=False,
+                    return_ids=True, cache=0)
+res = {"rank": loader.rank, "world": loader.world_size, "len": len(loader),
+       "epochs": []}
+for epoch in range(2):
+    loader.set_epoch(epoch)
+    ids = []
+    for images, labels, i in loader:
+        ids += i.tolist()
+        # every rank steps together, as DDP's all-reduce makes them
+        t = torch.ones(1)
+        dist.all_reduce(t)
+    res["epochs"].append(ids)
+n = torch.tensor([len(loader)])
+dist.all_reduce(n, op=dist.ReduceOp.MAX)
+res["max_len"] = int(n)
+json.dump(res, open(out, "w"))
+dist.destroy_process_group()
+"""
+
+
+def run_ddp(root, tmp, world):
+    init = "file://" + os.path.join(tmp, "rendezvous-%s-%d" % (os.path.basename(root), world))
+    procs = []
+    for r in range(world):
+        env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(world))
+        out = os.path.join(tmp, "rank%d-of-%d.json" % (r, world))
+        procs.append((out, subprocess.Popen(
+            [sys.executable, "-c", WORKER, root, init, out], env=env)))
+    res = []
+    for out, p in procs:
+        try:
+            rc = p.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            for _, q in procs:
+                q.kill()
+            check(False, "a DDP rank hung")
+        check(rc == 0, "a DDP rank exited %d" % rc)
+        res.append(json.load(open(out)))
+    return res
+
+
+def shards(root, tmp, n):
+    import torch.utils.data as tud
+    res = run_ddp(root, tmp, 2)
+    world = 2
+    for r, o in enumerate(res):
+        check(o["rank"] == r and o["world"] == world,
+              "rank %d: loader took rank %d of %d from torch.distributed"
+              % (r, o["rank"], o["world"]))
+        check(o["len"] == o["max_len"], "ranks disagree on len(loader): a "
+              "DDP job would hang on the last all-reduce")
+    ds = list(range(n))
+    for e in range(2):
+        a, b = res[0]["epochs"][e], res[1]["epochs"][e]
+        for r, ids in enumerate((a, b)):
+            ref = len(tud.DistributedSampler(ds, num_replicas=world, rank=r,
+                                             shuffle=True, seed=3))
+            check(len(ids) == ref, "epoch %d rank %d: %d samples, "
+                  "DistributedSampler gives %d" % (e, r, len(ids), ref))
+        check(set(a) | set(b) == set(ds), "epoch %d: the union of the shards "
+              "misses %s" % (e, sorted(set(ds) - set(a) - set(b))[:10]))
+        pad = len(a) + len(b) - n	# DistributedSampler repeats this many
+        dup = len(a) + len(b) - len(set(a) | set(b))
+        check(dup == pad, "epoch %d: %d samples in both shards, want the "
+              "%d of DistributedSampler's padding" % (e, dup, pad))
+        check(len(set(a)) == len(a) and len(set(b)) == len(b),
+              "epoch %d: a sample twice within one rank" % e)
+    check(res[0]["epochs"][0] != res[0]["epochs"][1],
+          "the shard of epoch 1 equals that of epoch 0: no reshuffle")
+
+
+def main():
+    tmp = dlctest.scratch("ddp")
+    even = dlctest.gen_dataset(os.path.join(tmp, "even"), images=96,
+                               classes=3)
+    odd = dlctest.gen_dataset(os.path.join(tmp, "odd"), images=97, classes=3)
+    dlctest.run("gloo_2_ranks", shards, even, tmp, 96)
+    dlctest.run("gloo_2_ranks_padded", shards, odd, tmp, 97)
+    dlctest.done()
+
+
+if __name__ == "__main__":
+    main()
