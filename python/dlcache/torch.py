@@ -142,6 +142,10 @@ class DataLoader:
         self.epoch = 0
         self._next_batch = 0	# grid position to start or resume at
         self._iterating = None	# the live iterator, if any
+        # The next pass continues at (epoch, _next_batch) rather than
+        # starting a new epoch: set by load_state_dict(), close() and an
+        # interrupted pass.
+        self._resume = False
         self._final_stats = None
         self._cuda = None
         if self.device.type == "cuda":
@@ -177,17 +181,34 @@ class DataLoader:
         return self._live().epoch_samples
 
     def set_epoch(self, epoch):
-        """The epoch the next iteration runs (as DistributedSampler's)."""
+        """The epoch the next iteration runs (as DistributedSampler's).
+
+        A pass in progress ends. The next pass starts the epoch from its
+        first batch, unless it is the epoch a load_state_dict() (or an
+        interrupted pass) left off in: then it continues there.
+        """
         if not isinstance(epoch, int) or not 0 <= epoch < 2 ** 32:
             raise ValueError("epoch must be an int in 0..2^32-1, got %r"
                              % (epoch,))
-        if epoch != self.epoch:
+        if self._iterating is not None:
+            self._iterating._end()
+        if epoch != self.epoch or not self._resume:
             self._next_batch = 0
+            self._resume = False
         self.epoch = epoch
+
+    def _advance(self):
+        self.epoch = self.epoch + 1 if self.epoch + 1 < 2 ** 32 else 0
+        self._next_batch = 0
 
     def __iter__(self):
         if self._iterating is not None:
+            # The last pass was left early (a break): a new pass is a new
+            # epoch, as torch's DataLoader reshuffles on every iter().
             self._iterating._end()
+            if not self._resume:
+                self._advance()
+        self._resume = False
         self._live()
         it = _EpochIterator(self, self.epoch, self._next_batch)
         self._iterating = it
@@ -228,6 +249,7 @@ class DataLoader:
             self._iterating._end()
         self.epoch = epoch
         self._next_batch = done
+        self._resume = True
 
     def stats(self):
         """The library's counters as a dict (Documentation/python.md)."""
@@ -239,9 +261,14 @@ class DataLoader:
         return s
 
     def close(self):
-        """Stop the threads and free the ring; kept tensors stay valid."""
+        """Stop the threads and free the ring; kept tensors stay valid.
+
+        A pass in progress ends; the next iter() starts the threads again
+        and continues at the position reached.
+        """
         if self._iterating is not None:
             self._iterating._end()
+            self._resume = True
         if self._cuda is not None:
             self._cuda.close()
         if self._loader.handle is not None and \
@@ -340,13 +367,15 @@ class _EpochIterator:
             # at the position reached.
             self.live = False
             self._abort()
+            owner._resume = True
             owner.close()
             raise
         except BaseException:
             # A failed sample under on_error="fail", or any other error:
-            # stop here cleanly; the position stays where it was.
+            # stop here cleanly; the next pass continues from here.
             self.live = False
             self._abort()
+            owner._resume = True
             raise
 
     def _finish(self):
@@ -354,8 +383,7 @@ class _EpochIterator:
         owner = self.owner
         owner._iterating = None
         owner._loader.release_unused()
-        owner.epoch = self.epoch + 1 if self.epoch + 1 < 2 ** 32 else 0
-        owner._next_batch = 0
+        owner._advance()
 
     def _abort(self):
         owner = self.owner

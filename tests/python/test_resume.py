@@ -79,6 +79,31 @@ def epochs_advance(root):
     check([fingerprint(*b) for b in loader] == a, "set_epoch(0) again differs")
 
 
+def break_then_iterate(root):
+    """A pass left by break: the next iter() is a new epoch (torch's rule);
+    set_epoch(e) runs epoch e from its start; after load_state_dict(), a
+    set_epoch() of the saved epoch keeps the saved position."""
+    e0, e1 = epoch_batches(root, 0), epoch_batches(root, 1)
+    loader = DataLoader(root, **KW)
+    for i, b in enumerate(loader):
+        if i == 1:
+            break
+    check([fingerprint(*b) for b in loader] == e1,
+          "after a break, the next pass is not epoch 1")
+    for i, b in enumerate(loader):	# epoch 2, left early
+        if i == 2:
+            state = loader.state_dict()
+            break
+    loader.set_epoch(0)
+    check([fingerprint(*b) for b in loader] == e0,
+          "set_epoch(0) after a break does not run epoch 0 whole")
+    loader.load_state_dict(state)
+    loader.set_epoch(state["epoch"])	# the usual resume loop does this
+    check([fingerprint(*b) for b in loader] ==
+          epoch_batches(root, 2)[state["batches_done"]:],
+          "load_state_dict() then set_epoch() of its epoch lost the position")
+
+
 def wrong_state(root):
     loader = DataLoader(root, **KW)
     state = loader.state_dict()
@@ -108,6 +133,7 @@ def main():
                 world_size=2)
     dlctest.run("at_epoch_end", state_at_epoch_end, root)
     dlctest.run("epochs_advance", epochs_advance, root)
+    dlctest.run("break_then_iterate", break_then_iterate, root)
     dlctest.run("wrong_state", wrong_state, root)
     dlctest.done()
 
