@@ -89,7 +89,9 @@ def dlcache_loader(args):
     from dlcache.torch import DataLoader
     loader = DataLoader(args.dir, batch_size=args.batch_size, train=True,
                         size=args.size, seed=args.seed, drop_last=True,
-                        normalize=(MEAN, STD), threads=args.threads,
+                        # --no-model: uint8, the same output as torch's side
+                        normalize=None if args.no_model else (MEAN, STD),
+                        threads=args.threads,
                         device=args.device)
     return loader, loader.classes
 
