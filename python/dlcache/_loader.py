@@ -74,6 +74,15 @@ def _parse_size(v):
     return int(s)
 
 
+def _local_world():
+    """Processes of this job on this node: $LOCAL_WORLD_SIZE (torchrun,
+    torch.distributed.launch), else 1."""
+    try:
+        return max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    except ValueError:
+        return 1
+
+
 def _mem_available():
     try:
         with open("/proc/meminfo") as f:
@@ -212,11 +221,17 @@ class Loader:
             raise ValueError("rank %d must be in 0..world_size-1 (world_size %d)"
                              % (rank, world))
         cfg.rank, cfg.world = rank, world
+        local = _local_world()
         if threads is not None:
             if not isinstance(threads, int) or not 1 <= threads <= 256:
                 raise ValueError("threads must be None or 1..256, got %r"
                                  % (threads,))
             cfg.decode_threads = threads
+        elif local > 1:
+            # Ranks on one node share its CPUs: each takes its part, less
+            # its I/O thread (alone, the library's default is all of them).
+            cpus = len(os.sched_getaffinity(0))
+            cfg.decode_threads = max(1, min(256, cpus // local - 1))
         cfg.nbatches = nbatches
         if on_error not in _lib.ON_ERROR:
             raise ValueError("on_error must be 'skip', 'substitute' or 'fail', "
@@ -225,8 +240,9 @@ class Loader:
         if isinstance(cache, str) and cache in _lib.BACKEND:
             cfg.backend = _lib.BACKEND[cache]
             # The in-process cache (the fallback of "auto"): the data set, up
-            # to a quarter of the memory available now.
-            avail = _mem_available()
+            # to a quarter of the memory available now, shared by the ranks
+            # on this node (each has a cache of its own).
+            avail = _mem_available() // local
             total = index.total_bytes
             cfg.cache_bytes = min(total, avail // 4) if avail else total
         else:

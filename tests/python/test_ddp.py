@@ -93,6 +93,30 @@ def shards(root, tmp, n):
           "the shard of epoch 1 equals that of epoch 0: no reshuffle")
 
 
+def local_ranks_share(root):
+    """With LOCAL_WORLD_SIZE (torchrun), each rank takes its part of the
+    node's CPUs and memory, not all of it."""
+    code = (
+        "import json, os\n"
+        "from dlcache.torch import DataLoader\n"
+        "l = DataLoader(%r, batch_size=8, size=32, cache='inprocess')\n"
+        "s = l.stats()\n"
+        "print(json.dumps([s['decode_threads'], s['cache_capacity'], "
+        "l.index.total_bytes, len(os.sched_getaffinity(0))]))\n" % root)
+    out = {}
+    for local in ("1", "4"):
+        env = dict(os.environ, LOCAL_WORLD_SIZE=local)
+        r = subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                           stdout=subprocess.PIPE, text=True)
+        out[local] = json.loads(r.stdout.strip().splitlines()[-1])
+    threads4, cap4, total, cpus = out["4"]
+    check(threads4 == max(1, cpus // 4 - 1), "LOCAL_WORLD_SIZE=4 on %d CPUs: "
+          "%d decode threads, want %d" % (cpus, threads4, max(1, cpus // 4 - 1)))
+    check(cap4 <= total, "cache of %d bytes for a %d-byte set" % (cap4, total))
+    print("# decode threads: %d alone, %d of 4 local ranks (%d CPUs)"
+          % (out["1"][0], threads4, cpus))
+
+
 def main():
     tmp = dlctest.scratch("ddp")
     even = dlctest.gen_dataset(os.path.join(tmp, "even"), images=96,
@@ -100,6 +124,7 @@ def main():
     odd = dlctest.gen_dataset(os.path.join(tmp, "odd"), images=97, classes=3)
     dlctest.run("gloo_2_ranks", shards, even, tmp, 96)
     dlctest.run("gloo_2_ranks_padded", shards, odd, tmp, 97)
+    dlctest.run("local_ranks_share_the_node", local_ranks_share, even)
     dlctest.done()
 
 
