@@ -13,7 +13,9 @@ numpy array of it) keeps its memory, which leaves the ring, so it is never
 overwritten. Documentation/python.md has the whole API.
 """
 
+import logging
 import os
+import warnings
 import weakref
 
 import torch
@@ -110,11 +112,19 @@ class DataLoader:
                              "got %r (%s)" % (device, e)) from None
         if self.device.type == "cuda":
             if not torch.cuda.is_available():
-                raise RuntimeError("dlcache: device=%r, but torch finds no "
-                                   "CUDA device (torch.cuda.is_available() "
-                                   "is False); use device='cpu'" % (device,))
-            if self.device.index is None:
+                # Fall back, loudly: the same script runs on a CPU machine.
+                msg = ("dlcache: device=%r, but torch finds no CUDA device "
+                       "(torch.cuda.is_available() is False): batches stay "
+                       "on the CPU" % (device,))
+                warnings.warn(msg, RuntimeWarning, stacklevel=2)
+                logging.getLogger("dlcache").warning("%s", msg)
+                self.device = torch.device("cpu")
+            elif self.device.index is None:
                 self.device = torch.device("cuda", torch.cuda.current_device())
+            elif self.device.index >= torch.cuda.device_count():
+                raise ValueError("dlcache: device %r, but torch sees %d CUDA "
+                                 "device(s)" % (device,
+                                                torch.cuda.device_count()))
         elif self.device.type != "cpu":
             raise ValueError("dlcache: device must be 'cpu' or 'cuda[:N]', got %r"
                              % (device,))

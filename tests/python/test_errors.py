@@ -365,13 +365,28 @@ def bad_sources():
 # ---- CUDA --------------------------------------------------------------------
 
 def cuda_absent():
-    """device="cuda" with no CUDA device: a clear RuntimeError at once."""
+    """device="cuda" with no CUDA device: a RuntimeWarning saying so, and
+    the batches on the CPU, the same as device="cpu" gives."""
+    import warnings
     if torch.cuda.is_available():
         skip("a CUDA device is present")
-    e = raises(RuntimeError, ["cuda", "device"], DataLoader, BASE,
-               device="cuda")
-    check("is_available" in str(e) or "no CUDA" in str(e),
-          "the error does not say why: %s" % e)
+    kw = dict(batch_size=16, size=32, cache=0, drop_last=False,
+              return_ids=True)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        loader = DataLoader(BASE, device="cuda", **kw)
+    msgs = [str(x.message) for x in w if issubclass(x.category,
+                                                    RuntimeWarning)]
+    check(any("is_available" in m and "CPU" in m for m in msgs),
+          "no RuntimeWarning saying why it runs on the CPU: %r" % msgs)
+    check(loader.device.type == "cpu" and loader.stats()["device"] == "cpu",
+          "device after the fallback: %s" % loader.device)
+    got = [(x.clone(), i) for x, _y, i in loader]
+    ref = [(x.clone(), i) for x, _y, i in DataLoader(BASE, **kw)]
+    check(len(got) == len(ref) and all(
+        torch.equal(a, b) and torch.equal(ia, ib)
+        for (a, ia), (b, ib) in zip(got, ref)),
+        "the fallback's batches differ from device='cpu'")
 
 
 def cuda_path():
