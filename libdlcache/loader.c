@@ -1368,8 +1368,14 @@ static int open_backend(struct dlc_loader *l)
 			       &why);
 	if (ret) {
 		l->kc = NULL;
+		/*
+		 * auto without the module at all is the embedded default, not
+		 * a degradation: said at INFO. A module there but unusable
+		 * (permissions, limits) is worth a warning.
+		 */
 		dlc_logf(&l->log, want == DLC_BACKEND_KERNEL ? DLC_LOG_ERROR :
-			 DLC_LOG_WARN, "%s: %s (%s); %s", dev, strerror(-ret),
+			 ret == -ENOENT ? DLC_LOG_INFO : DLC_LOG_WARN,
+			 "%s: %s (%s); %s", dev, strerror(-ret),
 			 why, want == DLC_BACKEND_KERNEL ?
 			 "the kernel backend was asked for" :
 			 "using the in-process cache");

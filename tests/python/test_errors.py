@@ -389,6 +389,50 @@ def cuda_absent():
         "the fallback's batches differ from device='cpu'")
 
 
+def auto_fallback_levels():
+    """cache="auto": no module at all is the embedded default (INFO); a
+    device there but unusable is a WARNING; both fall back in-process."""
+    import logging
+
+    class Grab(logging.Handler):
+        def __init__(self):
+            super().__init__(logging.DEBUG)
+            self.records = []
+
+        def emit(self, record):
+            self.records.append(record)
+
+    lg = logging.getLogger("dlcache")
+    old_level = lg.level
+    lg.setLevel(logging.INFO)
+    old_dev = os.environ.get("DLCACHE_DEVICE")
+    try:
+        for dev, want in (("/nonexistent/dlcache", logging.INFO),
+                          ("/dev/null", logging.WARNING)):
+            os.environ["DLCACHE_DEVICE"] = dev
+            grab = Grab()
+            lg.addHandler(grab)
+            try:
+                loader = DataLoader(BASE, batch_size=8, size=16, cache="auto")
+            finally:
+                lg.removeHandler(grab)
+            hits = [r for r in grab.records
+                    if "using the in-process cache" in r.getMessage()]
+            check(len(hits) == 1, "%s: %d fallback lines: %r" % (
+                dev, len(hits), [r.getMessage() for r in grab.records]))
+            check(hits[0].levelno == want, "%s: the fallback is logged at %s,"
+                  " want %s" % (dev, hits[0].levelname,
+                                logging.getLevelName(want)))
+            check(loader.stats()["backend"] == "inprocess", "not in-process")
+            loader.close()
+    finally:
+        lg.setLevel(old_level)
+        if old_dev is None:
+            os.environ.pop("DLCACHE_DEVICE", None)
+        else:
+            os.environ["DLCACHE_DEVICE"] = old_dev
+
+
 def cuda_path():
     """With CUDA: device="cuda" + normalize equals the CPU path's float32
     output; the host-to-device rate is measured."""
@@ -439,5 +483,6 @@ run("all_bad", all_bad)
 run("bad_args", bad_args)
 run("bad_sources", bad_sources)
 run("cuda_absent", cuda_absent)
+run("auto_fallback_levels", auto_fallback_levels)
 run("cuda_path", cuda_path)
 done()
