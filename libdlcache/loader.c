@@ -1369,12 +1369,14 @@ static int open_backend(struct dlc_loader *l)
 	if (ret) {
 		l->kc = NULL;
 		/*
-		 * auto without the module at all is the embedded default, not
-		 * a degradation: said at INFO. A module there but unusable
-		 * (permissions, limits) is worth a warning.
+		 * auto without the module at all (no device node) is the
+		 * embedded default, not a degradation: said at INFO. A module
+		 * there but unusable (permissions, limits, a trusted owner's
+		 * data set that is not there: -ENOENT too) is worth a warning.
 		 */
 		dlc_logf(&l->log, want == DLC_BACKEND_KERNEL ? DLC_LOG_ERROR :
-			 ret == -ENOENT ? DLC_LOG_INFO : DLC_LOG_WARN,
+			 ret == -ENOENT && access(dev, F_OK) && errno == ENOENT ?
+			 DLC_LOG_INFO : DLC_LOG_WARN,
 			 "%s: %s (%s); %s", dev, strerror(-ret),
 			 why, want == DLC_BACKEND_KERNEL ?
 			 "the kernel backend was asked for" :
