@@ -26,26 +26,23 @@ class CudaStage:
             self.stream = torch.cuda.Stream(device)
         self.registered = {}	# slot address -> bytes
         self.pending = []	# (RawBatch, Event) whose copy may be in flight
-        self.unregistered_copies = 0
 
-    def _register(self, rb, images):
-        addr = images.data_ptr()
+    def _register(self, addr):
+        """Page-lock the ring slot at @addr with CUDA, once."""
         if addr in self.registered:
-            return True
+            return
         # the whole slot, whatever this batch's count
         cfg = self.loader.config
         nbytes = cfg.batch_size * 3 * cfg.transform.out_w * cfg.transform.out_h
-        err = self.cudart.cudaHostRegister(addr, nbytes, 0)
-        if not _cuda_ok(err):
-            # A copy from pageable memory still works, only synchronously.
-            self.unregistered_copies += 1
-            return False
-        self.registered[addr] = nbytes
-        return True
+        # On failure a copy from pageable memory still works, only
+        # synchronously: not registered, so tried again next time.
+        if _cuda_ok(self.cudart.cudaHostRegister(addr, nbytes, 0)):
+            self.registered[addr] = nbytes
 
-    def stage(self, images, rb, norm, channels_last):
-        """Start the copy (and normalisation) of @images; the device tensor."""
-        self._register(rb, images)
+    def stage(self, images, rb, finish):
+        """Start the copy of @images (then finish(), the normalisation, on
+        the device); the device tensor."""
+        self._register(images.data_ptr())
         cur = torch.cuda.current_stream(self.device)
         # The side stream does not wait for the caller's queued work: the
         # copy overlaps the training step. Its tensors are allocated on it,
@@ -53,13 +50,7 @@ class CudaStage:
         with torch.cuda.device(self.device), torch.cuda.stream(self.stream):
             dev = torch.empty_like(images, device=self.device)
             dev.copy_(images, non_blocking=True)
-            if norm is None:
-                out = dev
-            else:
-                scale, shift = norm
-                out = torch.addcmul(shift, dev, scale)
-                if channels_last:
-                    out = out.contiguous(memory_format=torch.channels_last)
+            out = finish(dev)
             ev = torch.cuda.Event()
             ev.record(self.stream)
         cur.wait_event(ev)

@@ -64,6 +64,7 @@ def _log_cb(arg, level, msg):
 
 _log_fn = _lib.LOG_FN(_log_cb)
 
+
 def _parse_size(v):
     if isinstance(v, int):
         return v
@@ -172,11 +173,12 @@ class RawBatch:
     """One batch handed out by the C loader, until released.
 
     ``pixels``: a ctypes uint8 array over the slot (count x 3 x H x W bytes
-    in ``layout``); ``labels`` and ``ids``: copies, as lists of int.
+    in the loader's layout); ``labels`` and ``ids``: copies, as lists of
+    int.
     """
 
-    __slots__ = ("ptr", "seq", "epoch", "count", "pixels", "labels", "ids",
-                 "out_w", "out_h", "layout", "errors", "__weakref__")
+    __slots__ = ("ptr", "seq", "count", "pixels", "labels", "ids", "out_w",
+                 "out_h", "__weakref__")
 
 
 class Loader:
@@ -336,9 +338,8 @@ class Loader:
         b = p.contents
         rb = RawBatch()
         rb.ptr = p
-        rb.seq, rb.epoch, rb.count = b.seq, b.epoch, b.count
-        rb.out_w, rb.out_h, rb.layout = b.out_w, b.out_h, b.layout
-        rb.errors = b.errors
+        rb.seq, rb.count = b.seq, b.count
+        rb.out_w, rb.out_h = b.out_w, b.out_h
         n = b.count * 3 * b.out_w * b.out_h
         rb.pixels = (ctypes.c_uint8 * n).from_address(
             ctypes.addressof(b.data.contents))
@@ -352,9 +353,8 @@ class Loader:
         if lib.dlc_loader_last_error(self.handle, ctypes.byref(info)) == 0 \
                 and info.err == rc:
             kind = lib.dlc_error_kind_name(info.kind).decode()
+            # absolute: the index's root went through realpath()
             path = info.path.decode("utf-8", "replace") or None
-            if path and not os.path.isabs(path):
-                path = os.path.join(self.index.root, path)
             return DataLoaderError(info.msg.decode("utf-8", "replace"),
                                    sample=info.sample, path=path, kind=kind,
                                    errno=-rc)
@@ -463,8 +463,7 @@ def _release(handle, rb, owner=None):
             return
         if rc == -errno.ENOMEM:
             # No memory for the slot's fresh buffer: the batch stays held
-            # (in rb's list no more: the loader leaks it rather than let a
-            # live tensor's memory be written over).
+            # and valid; Loader.release() retries it later.
             raise MemoryError("dlcache: no memory to replace batch %d's "
                               "buffer, which is still in use" % rb.seq)
         raise RuntimeError("dlcache: keeping batch %d failed: %s"

@@ -46,7 +46,7 @@ def _default_rank_world(rank, world_size):
             int(world_size) if world_size is not None else w)
 
 
-def _normalize_consts(normalize, device, channels_last):
+def _normalize_consts(normalize, device):
     """(scale, shift) with out = x * scale + shift, shaped [1,3,1,1]."""
     try:
         mean, std = normalize
@@ -138,7 +138,7 @@ class DataLoader:
         self.channels_last = bool(channels_last)
         self.return_ids = bool(return_ids)
         self._norm = (None if normalize is None else
-                      _normalize_consts(normalize, self.device, channels_last))
+                      _normalize_consts(normalize, self.device))
         self.index = Index(source, root)
         self._loader_args = dict(
             batch_size=batch_size, train=self.train, size=size,
@@ -304,6 +304,18 @@ class DataLoader:
 
     # -- batches to tensors --------------------------------------------------
 
+    def _normalized(self, images):
+        """@images as the caller asked: uint8 as they are, or float32
+        (x / 255 - mean) / std in one kernel (addcmul promotes the type),
+        on @images' device."""
+        if self._norm is None:
+            return images
+        scale, shift = self._norm
+        out = torch.addcmul(shift, images, scale)
+        if self.channels_last:
+            out = out.contiguous(memory_format=torch.channels_last)
+        return out
+
     def _tensors(self, rb):
         """(images, labels[, ids]) for @rb; True when @rb can go at once."""
         n, h, w = rb.count, rb.out_h, rb.out_w
@@ -315,14 +327,10 @@ class DataLoader:
         labels = torch.tensor(rb.labels, dtype=torch.int64)
         done_with_ring = False
         if self._cuda is not None:
-            images = self._cuda.stage(images, rb, self._norm,
-                                      self.channels_last)
+            images = self._cuda.stage(images, rb, self._normalized)
             labels = labels.to(self.device, non_blocking=True)
         elif self._norm is not None:
-            scale, shift = self._norm
-            images = torch.addcmul(shift, images, scale)
-            if self.channels_last:
-                images = images.contiguous(memory_format=torch.channels_last)
+            images = self._normalized(images)
             done_with_ring = True
         del flat
         if self.return_ids:
@@ -355,9 +363,9 @@ class _EpochIterator:
             if owner._cuda is not None:
                 # one copy may stay in flight while the next batch comes
                 owner._cuda.retire(keep=1)
-            # The batch before the last one handed out goes back now (kept
-            # if still in use); any other the caller dropped goes too.
             else:
+                # The batch before the last one handed out goes back now
+                # (kept if still in use); any other the caller dropped too.
                 while len(loader.held) >= _VALID:
                     loader.release(loader.held[0])
                 loader.release_unused()
