@@ -47,11 +47,16 @@
 #define DLC_MAX_HANDLES		64U
 #define DLC_MAX_FILLS		16384U
 #define DLC_DEFAULT_LOOKAHEAD	65536U
+/* Consumers per data set (time line 0 included), attachments per consumer. */
+#define DLC_MAX_CONSUMERS	DLC_POLICY_MAX_CONSUMERS
+#define DLC_MAX_MEMBERS		256U
+/* Default of the consumer_stall_ms parameter. */
+#define DLC_DEFAULT_STALL_MS	30000U
 
 #define DLC_FEATURES	(DLCACHE_FEAT_RING | DLCACHE_FEAT_POLL |	\
 			 DLCACHE_FEAT_GET_AT | DLCACHE_FEAT_FILL_WAIT |	\
 			 DLCACHE_FEAT_SHRINKER | DLCACHE_FEAT_OWNER |	\
-			 DLCACHE_FEAT_FILL_LEASE)
+			 DLCACHE_FEAT_FILL_LEASE | DLCACHE_FEAT_CONSUMERS)
 
 /* ------------------------------------------------------------------ */
 /* ring.c                                                              */
@@ -126,6 +131,12 @@ struct dlc_cache {
 	struct list_head reserved;
 	u32 nreserved;
 	struct dlcache_counters retired; /* of freed data sets; lock */
+	/*
+	 * A consumer member with no use for this long stops holding its
+	 * consumer's cursor back, and a consumer with none stops holding
+	 * samples (main.c's consumer_stall_ms). READ_ONCE.
+	 */
+	u32 stall_ms;
 };
 
 /* Sample state bits (dlc_sample.state), protected by dlc_dataset.lock. */
@@ -162,6 +173,34 @@ struct dlc_sample {
 };
 
 /*
+ * A consumer: one job's time line, line @line of its data set's policy
+ * (DLCACHE_ATTACH_F_JOB). Created by the first ATTACH that names the job,
+ * freed when its last member detaches. Time line 0, shared by the
+ * attachments that name no job (ABI 2), has no struct dlc_consumer.
+ */
+struct dlc_consumer {
+	u64 job;			/* the job's key; constant */
+	u32 line;			/* index in policy.line[]; constant once listed */
+	u32 nmembers;			/* ds->lock */
+	struct list_head members;	/* dlc_member.link; ds->lock */
+	void *mem;			/* the line's arrays, kvmalloc() */
+	size_t mem_size;		/* bytes of mem, in ds->consumer_bytes */
+};
+
+/*
+ * An attachment's place in its consumer. The consumer's cursor is the
+ * least progress of its members that used a sample within the stall time
+ * (of all members when none did): a rank ahead never consumes the
+ * positions a rank behind has still to read. All fields under ds->lock.
+ */
+struct dlc_member {
+	struct dlc_consumer *cons;	/* NULL: time line 0 */
+	struct list_head link;		/* on cons->members */
+	u64 progress;			/* one past the position of its last use */
+	u64 seen;			/* ktime_get_ns() of its last use */
+};
+
+/*
  * A data set: samples of one (key, owner), shared by every session
  * attached. Two owners with the same key have two data sets.
  */
@@ -178,6 +217,8 @@ struct dlc_dataset {
 	kuid_t uid;			/* owner: half of the name */
 	kgid_t gid;
 	u32 nattached;			/* cache lock */
+	/* Time line memory of the consumers, charged to the owner; cache lock */
+	u64 consumer_bytes;
 
 	struct mutex lock;	/* protects everything below */
 	struct xarray samples;		/* id -> struct dlc_sample */
@@ -192,6 +233,8 @@ struct dlc_dataset {
 	 * work last looked: the fill lease work (main.c) checks only these.
 	 */
 	struct list_head lease_fills;
+	/* Consumers by policy line; [0] stays NULL (time line 0). */
+	struct dlc_consumer *consumers[DLC_MAX_CONSUMERS];
 	struct dlcache_counters st;	/* counters; used/cached/filling 0 */
 };
 
@@ -217,9 +260,19 @@ int dlc_store_set_filling(struct dlc_dataset *ds, struct dlc_sample *ph);
 void dlc_store_erase(struct dlc_dataset *ds, struct dlc_sample *s);
 u64 dlc_store_evict(struct dlc_dataset *ds, u32 id, bool shrinker);
 u64 dlc_store_drop(struct dlc_dataset *ds);
-void dlc_store_use(struct dlc_dataset *ds, u32 id, const struct dlcache_sqe *sqe);
-int dlc_store_set_order(struct dlc_dataset *ds, u32 epoch, const u32 *ids,
-			u32 len);
+void dlc_store_use(struct dlc_dataset *ds, struct dlc_member *m, u32 id,
+		   const struct dlcache_sqe *sqe);
+int dlc_store_set_order(struct dlc_dataset *ds, struct dlc_member *m,
+			u32 epoch, const u32 *ids, u32 len);
+
+struct dlc_consumer *dlc_consumer_alloc(struct dlc_dataset *ds, u64 job);
+void dlc_consumer_free(struct dlc_consumer *c);
+int dlc_store_join(struct dlc_dataset *ds, struct dlc_member *m, u64 job,
+		   struct dlc_consumer **spare);
+struct dlc_consumer *dlc_store_leave(struct dlc_dataset *ds,
+				     struct dlc_member *m);
+u32 dlc_store_line(const struct dlc_member *m);
+u32 dlc_store_consumers(struct dlc_dataset *ds);
 void dlc_store_counters(struct dlc_dataset *ds, struct dlcache_counters *c);
 void dlc_cache_counters(struct dlc_cache *cache, struct dlcache_counters *c);
 void dlc_cache_retire(struct dlc_cache *cache, struct dlc_dataset *ds);

@@ -97,6 +97,7 @@ struct dlc_attachment {
 	bool may_write;			/* PUT, ABORT, SET_ORDER */
 	struct list_head fills;		/* FILLING samples owned; ds->lock */
 	u32 nfills;			/* ds->lock */
+	struct dlc_member member;	/* its consumer, if any; ds->lock */
 };
 
 /* States of a dlc_wait, and the lock that protects it in that state. */
@@ -430,7 +431,7 @@ static void dlc_op_get(struct dlc_session *sess, struct dlc_attachment *att,
 	 * last index, say) must not drop the epochs the owner uploaded.
 	 */
 	if (!w && att->may_write)
-		dlc_store_use(ds, sqe->sample, sqe);
+		dlc_store_use(ds, &att->member, sqe->sample, sqe);
 	s = dlc_store_lookup(ds, sqe->sample);
 	if (s && test_bit(DLC_S_CACHED, &s->state)) {
 		u32 size = s->size;
@@ -828,6 +829,8 @@ static long dlc_ioc_get_info(struct dlc_session *sess, void __user *uarg)
 	info.max_ring_entries = DLC_MAX_RING_ENTRIES;
 	info.max_handles = DLC_MAX_HANDLES;
 	info.max_fills = DLC_MAX_FILLS;
+	info.max_consumers = DLC_MAX_CONSUMERS;
+	info.max_members = DLC_MAX_MEMBERS;
 	if (copy_to_user(uarg, &info, sizeof(info)))
 		return -EFAULT;
 	return 0;
@@ -1055,7 +1058,8 @@ static void dlc_dataset_unlist(struct kref *ref)
 	lockdep_assert_held(&ds->cache->lock);
 	list_del_init(&ds->node);
 	ds->cache->ndatasets--;
-	ds->cache->policy_bytes -= ds->policy_size;
+	WARN_ON_ONCE(ds->consumer_bytes);
+	ds->cache->policy_bytes -= ds->policy_size + ds->consumer_bytes;
 	dlc_cache_retire(ds->cache, ds);
 }
 
@@ -1074,6 +1078,25 @@ static void dlc_dataset_put(struct dlc_dataset *ds, bool attached)
 		dlc_dataset_free(ds);
 }
 
+static void dlc_consumer_uncharge(struct dlc_dataset *ds, u64 bytes)
+{
+	struct dlc_cache *cache = ds->cache;
+
+	mutex_lock(&cache->lock);
+	cache->policy_bytes -= bytes;
+	ds->consumer_bytes -= bytes;
+	mutex_unlock(&cache->lock);
+}
+
+/* Free consumer @c that dlc_store_leave() gave back, and its charge. */
+static void dlc_consumer_release(struct dlc_dataset *ds, struct dlc_consumer *c)
+{
+	u64 bytes = c->mem_size;
+
+	dlc_consumer_free(c);
+	dlc_consumer_uncharge(ds, bytes);
+}
+
 /*
  * Detach @att: its parked and ready waits end without a completion, its
  * fills go to a waiter (or end), and its data set reference is dropped.
@@ -1081,6 +1104,7 @@ static void dlc_dataset_put(struct dlc_dataset *ds, bool attached)
 static void dlc_detach(struct dlc_session *sess, struct dlc_attachment *att)
 {
 	struct dlc_dataset *ds = att->ds;
+	struct dlc_consumer *cons;
 	struct dlc_sample *ph;
 	u32 i;
 
@@ -1110,7 +1134,10 @@ static void dlc_detach(struct dlc_session *sess, struct dlc_attachment *att)
 		/* Up to DLC_MAX_FILLS; only mutexes are held. */
 		cond_resched();
 	}
+	cons = dlc_store_leave(ds, &att->member);
 	mutex_unlock(&ds->lock);
+	if (cons)
+		dlc_consumer_release(ds, cons);
 	sess->atts[att->handle - 1] = NULL;
 	dlc_dataset_put(ds, true);
 	kfree(att);
@@ -1164,7 +1191,7 @@ static void dlc_uid_usage(struct dlc_cache *cache, kuid_t uid, u32 *n,
 	list_for_each_entry(ds, &cache->datasets, node) {
 		if (uid_eq(ds->uid, uid)) {
 			(*n)++;
-			*bytes += ds->policy_size;
+			*bytes += ds->policy_size + ds->consumer_bytes;
 		}
 	}
 	list_for_each_entry(r, &cache->reserved, node) {
@@ -1209,6 +1236,73 @@ static void dlc_unreserve(struct dlc_cache *cache, struct dlc_reservation *r)
 	list_del(&r->node);
 	cache->nreserved--;
 	cache->policy_bytes -= r->bytes;
+}
+
+/*
+ * Charge @bytes of a consumer's time line to @ds, and so to its owner:
+ * -ENOMEM past the global policy limit, -EDQUOT past the owner's. The
+ * owner pays, since only users its mode lets write can add consumers, and
+ * at most DLC_MAX_CONSUMERS - 1 per data set.
+ */
+static int dlc_consumer_charge(struct dlc_cache *cache, struct dlc_dataset *ds,
+			       u64 bytes)
+{
+	u64 used;
+	u32 n;
+
+	lockdep_assert_held(&cache->lock);
+	if (cache->policy_bytes + bytes > cache->policy_limit)
+		return -ENOMEM;
+	dlc_uid_usage(cache, ds->uid, &n, &used);
+	if (used + bytes > dlc_uid_policy_limit(cache))
+		return -EDQUOT;
+	cache->policy_bytes += bytes;
+	ds->consumer_bytes += bytes;
+	return 0;
+}
+
+/*
+ * Make @m a member of @ds's consumer of @job, creating it when missing.
+ * The time line (up to a few hundred MB) is charged under cache->lock and
+ * allocated without any lock; a racing ATTACH that listed the same job
+ * meanwhile wins and ours is freed. Returns 1 when created, 0 when
+ * joined, or -errno.
+ */
+static int dlc_consumer_join(struct dlc_dataset *ds, struct dlc_member *m,
+			     u64 job)
+{
+	struct dlc_cache *cache = ds->cache;
+	struct dlc_consumer *spare = NULL;
+	u64 bytes;
+	int ret;
+
+	mutex_lock(&ds->lock);
+	ret = dlc_store_join(ds, m, job, &spare);
+	mutex_unlock(&ds->lock);
+	if (ret != -EAGAIN)
+		return ret;
+
+	bytes = dlc_policy_line_mem_size(ds->nsamples, ds->window);
+	mutex_lock(&cache->lock);
+	ret = dlc_consumer_charge(cache, ds, bytes);
+	mutex_unlock(&cache->lock);
+	if (ret)
+		return ret;
+	spare = dlc_consumer_alloc(ds, job);
+	if (IS_ERR(spare)) {
+		ret = PTR_ERR(spare);
+		goto uncharge;
+	}
+	mutex_lock(&ds->lock);
+	ret = dlc_store_join(ds, m, job, &spare);
+	mutex_unlock(&ds->lock);
+	if (!spare)
+		return ret;
+	dlc_consumer_free(spare);
+uncharge:
+	dlc_consumer_uncharge(ds, bytes);
+	/* Joined a consumer another ATTACH listed meanwhile, or failed. */
+	return ret;
 }
 
 /* The data set named (@key, @owner), or NULL. */
@@ -1287,7 +1381,8 @@ static long dlc_ioc_attach(struct dlc_session *sess, void __user *uarg)
 		return -EFAULT;
 	if (a.resv0 || !dlc_zero(a.reserved, sizeof(a.reserved)) ||
 	    (a.flags & ~(DLCACHE_ATTACH_F_NOCREATE | DLCACHE_ATTACH_F_EXCL |
-			 DLCACHE_ATTACH_F_OWNER)))
+			 DLCACHE_ATTACH_F_OWNER | DLCACHE_ATTACH_F_JOB)) ||
+	    (a.job && !(a.flags & DLCACHE_ATTACH_F_JOB)))
 		return -EINVAL;
 	if (!a.nsamples || a.nsamples > DLC_MAX_SAMPLES ||
 	    (a.mode & ~0666U) || a.window > DLC_MAX_WINDOW ||
@@ -1311,6 +1406,7 @@ static long dlc_ioc_attach(struct dlc_session *sess, void __user *uarg)
 	if (!att)
 		return -ENOMEM;
 	INIT_LIST_HEAD(&att->fills);
+	INIT_LIST_HEAD(&att->member.link);
 
 	mutex_lock(&sess->ring_lock);
 	for (slot = 0; slot < DLC_MAX_HANDLES; slot++)
@@ -1380,6 +1476,18 @@ attach:
 		a.result_flags |= DLCACHE_ATTACH_MAY_READ;
 	if (att->may_write)
 		a.result_flags |= DLCACHE_ATTACH_MAY_WRITE;
+	/* Only writers move a time line: a reader joins no consumer. */
+	if ((a.flags & DLCACHE_ATTACH_F_JOB) && att->may_write) {
+		ret = dlc_consumer_join(ds, &att->member, a.job);
+		if (ret < 0) {
+			dlc_detach(sess, att);
+			mutex_unlock(&sess->ring_lock);
+			return ret;
+		}
+		a.result_flags |= DLCACHE_ATTACH_JOINED;
+		if (ret)
+			a.result_flags |= DLCACHE_ATTACH_JOB_CREATED;
+	}
 	if (copy_to_user(uarg, &a, sizeof(a))) {
 		dlc_detach(sess, att);
 		mutex_unlock(&sess->ring_lock);
@@ -1452,7 +1560,7 @@ static long dlc_ioc_set_order(struct dlc_session *sess, void __user *uarg)
 			   (size_t)o.len * sizeof(*ids)))
 		goto free_ids;
 	mutex_lock(&ds->lock);
-	ret = dlc_store_set_order(ds, o.epoch, ids, o.len);
+	ret = dlc_store_set_order(ds, &att->member, o.epoch, ids, o.len);
 	mutex_unlock(&ds->lock);
 free_ids:
 	kvfree(ids);
@@ -1461,8 +1569,12 @@ unlock:
 	return ret;
 }
 
-static void dlc_fill_ds_stats(struct dlc_dataset *ds, struct dlcache_stats *st)
+/* @m: the caller's member, whose time line is shown (NULL: line 0). */
+static void dlc_fill_ds_stats(struct dlc_dataset *ds, struct dlc_member *m,
+			      struct dlcache_stats *st)
 {
+	const struct dlc_policy_line *l;
+
 	st->ds_key[0] = ds->key[0];
 	st->ds_key[1] = ds->key[1];
 	st->ds_nsamples = ds->nsamples;
@@ -1472,8 +1584,11 @@ static void dlc_fill_ds_stats(struct dlc_dataset *ds, struct dlcache_stats *st)
 	st->ds_attached = READ_ONCE(ds->nattached);
 	st->ds_window = ds->window;
 	mutex_lock(&ds->lock);
-	st->ds_cursor = ds->policy.cursor;
-	st->ds_end = ds->policy.end;
+	l = &ds->policy.line[dlc_store_line(m)];
+	st->ds_cursor = l->cursor;
+	st->ds_end = l->end;
+	st->ds_consumers = dlc_store_consumers(ds);
+	st->ds_members = m && m->cons ? m->cons->nmembers : 0;
 	dlc_store_counters(ds, &st->dataset);
 	mutex_unlock(&ds->lock);
 }
@@ -1526,7 +1641,7 @@ static long dlc_ioc_stats(struct dlc_session *sess, void __user *uarg)
 		if (!admin && !(dlc_mode_bits(ds->uid, ds->gid, ds->mode) & 4))
 			continue;
 		if ((flags & DLCACHE_STATS_F_INDEX) && i == st->handle) {
-			dlc_fill_ds_stats(ds, st);
+			dlc_fill_ds_stats(ds, NULL, st);
 			ret = 0;
 		}
 		i++;
@@ -1542,7 +1657,7 @@ static long dlc_ioc_stats(struct dlc_session *sess, void __user *uarg)
 		mutex_lock(&sess->ring_lock);
 		att = dlc_att(sess, st->handle);
 		if (att)
-			dlc_fill_ds_stats(att->ds, st);
+			dlc_fill_ds_stats(att->ds, &att->member, st);
 		mutex_unlock(&sess->ring_lock);
 		if (!att) {
 			ret = -EBADF;
@@ -1828,6 +1943,36 @@ module_param_cb(fill_lease_ms, &dlc_lease_ops, &fill_lease_ms, 0644);
 MODULE_PARM_DESC(fill_lease_ms,
 		 "A fill not ended within this many ms may be taken over by a waiting or new GET that may write (default 30000, 0: never)");
 
+/*
+ * consumer_stall_ms lives in dlc_cache.stall_ms, which the store reads
+ * (READ_ONCE) at each use and admission; the KUnit suites set it there.
+ */
+static unsigned int consumer_stall_ms = DLC_DEFAULT_STALL_MS;
+
+static int dlc_stall_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned int ms;
+	int ret;
+
+	ret = kstrtouint(val, 0, &ms);
+	if (ret)
+		return ret;
+	if (!ms)
+		return -EINVAL;
+	WRITE_ONCE(consumer_stall_ms, ms);
+	WRITE_ONCE(dlc_cache.stall_ms, ms);
+	return 0;
+}
+
+static const struct kernel_param_ops dlc_stall_ops = {
+	.set = dlc_stall_set,
+	.get = param_get_uint,
+};
+
+module_param_cb(consumer_stall_ms, &dlc_stall_ops, &consumer_stall_ms, 0644);
+MODULE_PARM_DESC(consumer_stall_ms,
+		 "A consumer member with no GET for this many ms stops holding its job's cursor back, and a job with none stops holding samples (default 30000)");
+
 static void dlc_show_counters(struct seq_file *m, const char *pfx,
 			      const struct dlcache_counters *c)
 {
@@ -1854,7 +1999,7 @@ static int dlc_stats_show(struct seq_file *m, void *v)
 {
 	struct dlcache_counters c;
 	struct dlc_dataset *ds;
-	u32 i = 0;
+	u32 i = 0, j;
 
 	mutex_lock(&dlc_cache.lock);
 	seq_printf(m, "capacity_bytes %llu\n", dlc_cache.capacity);
@@ -1874,7 +2019,19 @@ static int dlc_stats_show(struct seq_file *m, void *v)
 		seq_printf(m, "dataset%u.attached %u\n", i, ds->nattached);
 		mutex_lock(&ds->lock);
 		seq_printf(m, "dataset%u.cursor %llu\ndataset%u.end %llu\n", i,
-			   ds->policy.cursor, i, ds->policy.end);
+			   ds->policy.line[0].cursor, i, ds->policy.line[0].end);
+		seq_printf(m, "dataset%u.consumers %u\n", i,
+			   dlc_store_consumers(ds));
+		for (j = 1; j < DLC_MAX_CONSUMERS; j++) {
+			const struct dlc_consumer *c = ds->consumers[j];
+			const struct dlc_policy_line *l = &ds->policy.line[j];
+
+			if (!c)
+				continue;
+			seq_printf(m, "dataset%u.job%u %016llx members %u cursor %llu end %llu ns_per_pos %llu%s\n",
+				   i, j, c->job, c->nmembers, l->cursor, l->end,
+				   l->cost, l->active ? "" : " stalled");
+		}
 		dlc_store_counters(ds, &c);
 		mutex_unlock(&ds->lock);
 		snprintf(pfx, sizeof(pfx), "dataset%u.", i);
@@ -1942,6 +2099,7 @@ static int __init dlc_init(void)
 	 */
 	kernel_param_lock(THIS_MODULE);
 	WRITE_ONCE(dlc_cache.capacity, (u64)capacity_mb << 20);
+	WRITE_ONCE(dlc_cache.stall_ms, consumer_stall_ms);
 	WRITE_ONCE(dlc_ready, true);
 	kernel_param_unlock(THIS_MODULE);
 	ret = misc_register(&dlc_misc);

@@ -18,8 +18,15 @@
 #include <linux/overflow.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/timekeeping.h>
 
 #include "dlc.h"
+
+/* consumer_stall_ms, in ns. */
+static u64 dlc_stall_ns(const struct dlc_dataset *ds)
+{
+	return (u64)READ_ONCE(ds->cache->stall_ms) * NSEC_PER_MSEC;
+}
 
 void dlc_cache_init(struct dlc_cache *cache, u64 capacity)
 {
@@ -28,6 +35,7 @@ void dlc_cache_init(struct dlc_cache *cache, u64 capacity)
 	INIT_LIST_HEAD(&cache->datasets);
 	INIT_LIST_HEAD(&cache->reserved);
 	cache->capacity = capacity;
+	cache->stall_ms = DLC_DEFAULT_STALL_MS;
 	atomic64_set(&cache->used, 0);
 }
 
@@ -202,7 +210,8 @@ struct dlc_dataset *dlc_dataset_create(struct dlc_cache *cache,
 	if (!ds->policy_mem)
 		goto free_ds;
 	if (WARN_ON_ONCE(dlc_policy_init(&ds->policy, nsamples, window,
-					 ds->policy_mem, mem_size)))
+					 ds->policy_mem, mem_size,
+					 ktime_get_ns())))
 		goto free_policy;
 
 	kref_init(&ds->ref);
@@ -393,6 +402,9 @@ bool dlc_store_admit(struct dlc_dataset *ds, struct dlc_sample *s, bool force)
 	lockdep_assert_held(&ds->lock);
 	if (charge > READ_ONCE(cache->capacity))
 		return false;
+	/* A stalled consumer stops holding samples before anyone evicts. */
+	if (ds->policy.nlines > 1)
+		dlc_policy_expire(&ds->policy, ktime_get_ns(), dlc_stall_ns(ds));
 	while (!dlc_cache_try_charge(cache, charge)) {
 		u64 share = READ_ONCE(cache->capacity) /
 			    max_t(u32, READ_ONCE(cache->ndatasets), 1);
@@ -459,44 +471,218 @@ void dlc_store_erase(struct dlc_dataset *ds, struct dlc_sample *s)
 /* Orders and uses                                                     */
 /* ------------------------------------------------------------------ */
 
-int dlc_store_set_order(struct dlc_dataset *ds, u32 epoch, const u32 *ids,
-			u32 len)
+/* The policy line of @m's consumer: 0 when it joined none. */
+u32 dlc_store_line(const struct dlc_member *m)
+{
+	return m && m->cons ? m->cons->line : 0;
+}
+
+int dlc_store_set_order(struct dlc_dataset *ds, struct dlc_member *m,
+			u32 epoch, const u32 *ids, u32 len)
 {
 	int ret;
 
 	lockdep_assert_held(&ds->lock);
-	ret = dlc_policy_add_epoch(&ds->policy, epoch, ids, len);
+	ret = dlc_policy_add_epoch(&ds->policy, dlc_store_line(m), epoch, ids,
+				   len);
 	if (ret == -DLC_POLICY_ENOSPC)
 		return -ENOSPC;
 	return ret ? -EINVAL : 0;
 }
 
 /*
- * A GET of sample @id is a use: move the policy's cursor past it. With
- * DLCACHE_SQE_F_AT the use is at (epoch, index), an exact position (an
- * unknown one, or one where the order has another sample, moves
- * nothing). Otherwise the use is the sample's next use, when that lies
- * within the data set's lookahead of the cursor: a GET of a sample whose
- * use was already passed must not jump a whole epoch on.
+ * Move consumer @c's cursor to the least progress of its members that
+ * used a sample within the stall time (of all of them when none did), so
+ * that the ranks of one job drift freely: a rank ahead consumes nothing
+ * a rank behind has still to read. Also tells the policy the consumer is
+ * alive at @now, which measures its rate.
  */
-void dlc_store_use(struct dlc_dataset *ds, u32 id, const struct dlcache_sqe *sqe)
+static void dlc_consumer_advance(struct dlc_dataset *ds,
+				 struct dlc_consumer *c, u64 now)
 {
-	struct dlc_policy *p = &ds->policy;
-	u64 pos;
+	u64 stall = dlc_stall_ns(ds), fresh = U64_MAX, all = U64_MAX;
+	struct dlc_member *m;
 
 	lockdep_assert_held(&ds->lock);
-	if (sqe->flags & DLCACHE_SQE_F_AT) {
-		if (dlc_policy_position(p, sqe->epoch, sqe->index, &pos))
-			return;
-		/* A position where the order has another sample is ignored. */
-		if (pos < p->cursor || p->order[pos & (p->window - 1)] != id)
-			return;
-	} else {
-		pos = dlc_policy_next_use(p, id);
-		if (pos == DLC_POLICY_NEVER || pos - p->cursor >= ds->lookahead)
-			return;
+	list_for_each_entry(m, &c->members, link) {
+		all = min(all, m->progress);
+		if (now - m->seen < stall)
+			fresh = min(fresh, m->progress);
 	}
-	dlc_policy_advance(p, pos + 1);
+	if (fresh == U64_MAX)
+		fresh = all;
+	if (fresh != U64_MAX)
+		dlc_policy_advance(&ds->policy, c->line, fresh, now);
+}
+
+/*
+ * A GET of sample @id by member @m is a use: move its time line's cursor
+ * past it. With DLCACHE_SQE_F_AT the use is at (epoch, index), an exact
+ * position (an unknown one, one already consumed, or one where the order
+ * has another sample, moves nothing). Otherwise the use is the sample's
+ * next use, when that lies within the data set's lookahead of the cursor:
+ * a GET of a sample whose use was already passed must not jump a whole
+ * epoch on. On time line 0 (no consumer) the cursor follows the furthest
+ * use, as in ABI 2; a consumer's follows its slowest member.
+ */
+void dlc_store_use(struct dlc_dataset *ds, struct dlc_member *m, u32 id,
+		   const struct dlcache_sqe *sqe)
+{
+	struct dlc_policy *p = &ds->policy;
+	u32 line = dlc_store_line(m);
+	u64 pos, cursor = p->line[line].cursor, now = ktime_get_ns();
+
+	lockdep_assert_held(&ds->lock);
+	if (m && m->cons) {
+		/* Alive, and never behind what its consumer consumed. */
+		m->seen = now;
+		m->progress = max(m->progress, cursor);
+	}
+	if (sqe->flags & DLCACHE_SQE_F_AT) {
+		if (dlc_policy_position(p, line, sqe->epoch, sqe->index, &pos) ||
+		    dlc_policy_sample_at(p, line, pos) != id)
+			pos = DLC_POLICY_NEVER;
+	} else {
+		pos = dlc_policy_next_use(p, line, id);
+		if (pos != DLC_POLICY_NEVER && pos - cursor >= ds->lookahead)
+			pos = DLC_POLICY_NEVER;
+	}
+	if (!m || !m->cons) {
+		if (pos != DLC_POLICY_NEVER)
+			dlc_policy_advance(p, 0, pos + 1, now);
+		return;
+	}
+	if (pos != DLC_POLICY_NEVER)
+		m->progress = max(m->progress, pos + 1);
+	dlc_consumer_advance(ds, m->cons, now);
+}
+
+/* ------------------------------------------------------------------ */
+/* Consumers                                                           */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A consumer of job @job with its time line's memory, for @ds's window,
+ * not yet listed. Charged to the caller's memory cgroup.
+ */
+struct dlc_consumer *dlc_consumer_alloc(struct dlc_dataset *ds, u64 job)
+{
+	struct dlc_consumer *c;
+
+	c = kzalloc(sizeof(*c), GFP_KERNEL_ACCOUNT);
+	if (!c)
+		return ERR_PTR(-ENOMEM);
+	c->job = job;
+	INIT_LIST_HEAD(&c->members);
+	c->mem_size = dlc_policy_line_mem_size(ds->nsamples, ds->window);
+	if (WARN_ON_ONCE(!c->mem_size))
+		goto free_c;
+	c->mem = kvmalloc(c->mem_size, GFP_KERNEL_ACCOUNT | __GFP_NOWARN |
+			  __GFP_RETRY_MAYFAIL);
+	if (!c->mem)
+		goto free_c;
+	return c;
+
+free_c:
+	kfree(c);
+	return ERR_PTR(-ENOMEM);
+}
+
+void dlc_consumer_free(struct dlc_consumer *c)
+{
+	WARN_ON_ONCE(c->nmembers || !list_empty(&c->members));
+	kvfree(c->mem);
+	kfree(c);
+}
+
+/*
+ * Make @m a member of @ds's consumer of job @job. When there is none, a
+ * new one is listed from *@spare, which is then set to NULL; without a
+ * spare, -EAGAIN asks the caller to allocate one (dlc_consumer_alloc())
+ * and call again. -EUSERS when the data set has DLC_MAX_CONSUMERS
+ * consumers or the job DLC_MAX_MEMBERS members. Returns 1 when the
+ * consumer was created, 0 when joined.
+ */
+int dlc_store_join(struct dlc_dataset *ds, struct dlc_member *m, u64 job,
+		   struct dlc_consumer **spare)
+{
+	struct dlc_consumer *c = NULL;
+	u64 now = ktime_get_ns();
+	int line, created = 0;
+	u32 i;
+
+	lockdep_assert_held(&ds->lock);
+	if (WARN_ON_ONCE(m->cons))
+		return -EINVAL;
+	for (i = 1; i < DLC_MAX_CONSUMERS; i++) {
+		if (ds->consumers[i] && ds->consumers[i]->job == job) {
+			c = ds->consumers[i];
+			break;
+		}
+	}
+	if (!c) {
+		if (ds->policy.nlines >= DLC_MAX_CONSUMERS)
+			return -EUSERS;
+		if (!*spare)
+			return -EAGAIN;
+		line = dlc_policy_add_consumer(&ds->policy, (*spare)->mem,
+					       (*spare)->mem_size, now);
+		if (line <= 0 || line >= DLC_MAX_CONSUMERS)
+			return -EUSERS;
+		c = *spare;
+		*spare = NULL;
+		c->line = line;
+		ds->consumers[line] = c;
+		created = 1;
+	} else if (c->nmembers >= DLC_MAX_MEMBERS) {
+		return -EUSERS;
+	}
+	m->cons = c;
+	m->progress = ds->policy.line[c->line].cursor;
+	m->seen = now;
+	list_add_tail(&m->link, &c->members);
+	c->nmembers++;
+	return created;
+}
+
+/*
+ * @m leaves its consumer. The last member out removes the consumer from
+ * the policy (its uses stop holding samples at once) and returns it for
+ * the caller to free and uncharge once it dropped ds->lock; else NULL.
+ */
+struct dlc_consumer *dlc_store_leave(struct dlc_dataset *ds,
+				     struct dlc_member *m)
+{
+	struct dlc_consumer *c = m->cons;
+
+	lockdep_assert_held(&ds->lock);
+	if (!c)
+		return NULL;
+	list_del_init(&m->link);
+	m->cons = NULL;
+	if (--c->nmembers) {
+		/* It may have been the one holding the cursor back. */
+		dlc_consumer_advance(ds, c, ktime_get_ns());
+		return NULL;
+	}
+	dlc_policy_remove_consumer(&ds->policy, c->line);
+	ds->consumers[c->line] = NULL;
+	return c;
+}
+
+/* Consumers whose uses count now: time line 0 when it holds orders. */
+u32 dlc_store_consumers(struct dlc_dataset *ds)
+{
+	u32 i, n = 0;
+
+	lockdep_assert_held(&ds->lock);
+	for (i = 0; i < DLC_MAX_CONSUMERS; i++) {
+		const struct dlc_policy_line *l = &ds->policy.line[i];
+
+		if (l->used && l->active && (i || l->end))
+			n++;
+	}
+	return n;
 }
 
 /* ------------------------------------------------------------------ */

@@ -32,6 +32,7 @@ struct dlc_kclient {
 	int fd;
 	uint32_t handle;
 	uint32_t result_flags;
+	int job_refused;	/* -errno of an ATTACH with a job, retried without */
 	uint32_t owner_uid;
 	struct dlcache_info info;
 
@@ -72,7 +73,7 @@ uint32_t dlc_kclient_attach_flags(uint32_t owner, uint32_t self)
 
 int dlc_kclient_open(const char *dev, const uint64_t key[2],
 		     uint32_t nsamples, uint32_t mode, uint32_t window,
-		     uint32_t entries, uint32_t owner,
+		     uint32_t entries, uint32_t owner, uint64_t job,
 		     struct dlc_kclient **out, const char **why)
 {
 	struct dlcache_ring_setup rs;
@@ -97,17 +98,18 @@ int dlc_kclient_open(const char *dev, const uint64_t key[2],
 	memset(&k->info, 0, sizeof(k->info));
 	k->info.features = DLCACHE_FEAT_RING | DLCACHE_FEAT_POLL |
 			   DLCACHE_FEAT_GET_AT | DLCACHE_FEAT_FILL_WAIT |
-			   DLCACHE_FEAT_OWNER;
+			   DLCACHE_FEAT_OWNER | DLCACHE_FEAT_CONSUMERS;
 	if (ioctl(k->fd, DLCACHE_IOC_GET_INFO, &k->info)) {
 		ret = -errno;
 		*why = "GET_INFO failed";
 		goto err;
 	}
 	/*
-	 * ABI 2 only: under ABI 1 a key alone reached any user's data set,
-	 * and the CQ ring sat at another mmap offset.
+	 * ABI 2 or later: under ABI 1 a key alone reached any user's data
+	 * set, and the CQ ring sat at another mmap offset. Later versions
+	 * only add (uapi/dlcache.h's changelog): features decide the rest.
 	 */
-	if (k->info.abi_version != DLCACHE_ABI_VERSION ||
+	if (k->info.abi_version < 2 ||
 	    (k->info.features & KCLIENT_FEATS) != KCLIENT_FEATS) {
 		ret = -EPROTO;
 		*why = "the module speaks another ABI version or lacks features";
@@ -128,12 +130,31 @@ int dlc_kclient_open(const char *dev, const uint64_t key[2],
 	at_req.flags = dlc_kclient_attach_flags(owner, self);
 	if (at_req.flags & DLCACHE_ATTACH_F_OWNER)
 		at_req.owner_uid = owner;
-	expect = at_req.flags ? owner : self;
-	if (ioctl(k->fd, DLCACHE_IOC_ATTACH, &at_req)) {
-		ret = -errno;
-		*why = ret == -EACCES && at_req.flags ? "the trusted owner's data set does not let this user read it" :
+	/* An ABI 2 module has one time line per data set: share it. */
+	if (job && (k->info.features & DLCACHE_FEAT_CONSUMERS)) {
+		at_req.flags |= DLCACHE_ATTACH_F_JOB;
+		at_req.job = job;
+	}
+	expect = at_req.flags & DLCACHE_ATTACH_F_OWNER ? owner : self;
+	ret = ioctl(k->fd, DLCACHE_IOC_ATTACH, &at_req) ? -errno : 0;
+	if ((ret == -EUSERS || ret == -EDQUOT || ret == -ENOMEM) &&
+	    (at_req.flags & DLCACHE_ATTACH_F_JOB)) {
+		/*
+		 * No room for the job's own time line (consumers or policy
+		 * memory): the shared one still works, with less precision.
+		 */
+		k->job_refused = ret;
+		at_req.flags &= ~DLCACHE_ATTACH_F_JOB;
+		at_req.job = 0;
+		ret = ioctl(k->fd, DLCACHE_IOC_ATTACH, &at_req) ? -errno : 0;
+	}
+	if (ret) {
+		*why = ret == -EUSERS ? "the data set has as many jobs (consumers) as the module allows" :
+		       ret == -EDQUOT ? "past the owner's limits on data sets or policy memory (uid_max_datasets, uid_max_policy_mb)" :
+		       ret == -ENOMEM ? "past the module's policy memory limit, or out of memory" :
+		       ret == -EACCES && (at_req.flags & DLCACHE_ATTACH_F_OWNER) ? "the trusted owner's data set does not let this user read it" :
 		       ret == -EACCES ? "no read permission on the data set" :
-		       ret == -ENOENT && at_req.flags ? "the trusted owner has no data set of this key (never created for another owner)" :
+		       ret == -ENOENT && (at_req.flags & DLCACHE_ATTACH_F_OWNER) ? "the trusted owner has no data set of this key (never created for another owner)" :
 		       ret == -EINVAL ? "a data set with this key has another sample count" :
 		       "ATTACH failed";
 		goto err;
@@ -208,6 +229,16 @@ int dlc_kclient_fd(const struct dlc_kclient *k)
 uint32_t dlc_kclient_owner(const struct dlc_kclient *k)
 {
 	return k->owner_uid;
+}
+
+int dlc_kclient_joined(const struct dlc_kclient *k)
+{
+	return !!(k->result_flags & DLCACHE_ATTACH_JOINED);
+}
+
+int dlc_kclient_job_refused(const struct dlc_kclient *k)
+{
+	return k->job_refused;
 }
 
 int dlc_kclient_may_write(const struct dlc_kclient *k)

@@ -24,16 +24,18 @@ struct dlc_kclient;
 uint32_t dlc_kclient_attach_flags(uint32_t owner, uint32_t self);
 
 /*
- * Open @dev, check the ABI (version 2, with DLCACHE_FEAT_OWNER), attach
- * to data set @key of @nsamples samples of @owner (DLC_KCLIENT_SELF: our
- * own, created with @mode and @window when new; another uid: that user's
- * existing one) and map a ring of @entries. The owner ATTACH reports must
+ * Open @dev, check the ABI (version 2 or later, with DLCACHE_FEAT_OWNER),
+ * attach to data set @key of @nsamples samples of @owner (DLC_KCLIENT_SELF:
+ * our own, created with @mode and @window when new; another uid: that
+ * user's existing one) and map a ring of @entries. A nonzero @job joins
+ * that job's consumer (its own time line) when the module has
+ * DLCACHE_FEAT_CONSUMERS; else the data set's shared time line is used. The owner ATTACH reports must
  * be the one asked for, else -EPERM. On failure returns -errno and sets
  * *@why to a reason for a person.
  */
 int dlc_kclient_open(const char *dev, const uint64_t key[2],
 		     uint32_t nsamples, uint32_t mode, uint32_t window,
-		     uint32_t entries, uint32_t owner,
+		     uint32_t entries, uint32_t owner, uint64_t job,
 		     struct dlc_kclient **out, const char **why);
 void dlc_kclient_close(struct dlc_kclient *k);
 
@@ -41,11 +43,21 @@ int dlc_kclient_fd(const struct dlc_kclient *k);
 uint32_t dlc_kclient_handle(const struct dlc_kclient *k);
 /* The owner uid of the data set attached. */
 uint32_t dlc_kclient_owner(const struct dlc_kclient *k);
+/* Whether the attachment joined a job's consumer (DLCACHE_ATTACH_JOINED). */
+int dlc_kclient_joined(const struct dlc_kclient *k);
+/*
+ * -errno (-EUSERS, -EDQUOT, -ENOMEM) when the module refused the job's
+ * own time line and dlc_kclient_open() attached to the shared one; else 0.
+ */
+int dlc_kclient_job_refused(const struct dlc_kclient *k);
 /* Whether this session may PUT (and so fill). */
 int dlc_kclient_may_write(const struct dlc_kclient *k);
 uint64_t dlc_kclient_capacity(const struct dlc_kclient *k);
 
-/* Upload one epoch's order (the global one, every rank's positions). */
+/*
+ * Upload one epoch's order (the global one, every rank's positions) to
+ * the attachment's time line: the job's, or the shared one.
+ */
 int dlc_kclient_set_order(struct dlc_kclient *k, uint32_t epoch,
 			  const uint32_t *ids, uint32_t len);
 

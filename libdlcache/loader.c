@@ -119,6 +119,13 @@ struct dlc_loader {
 	uint32_t *gorder;		/* every rank's order, for SET_ORDER */
 	uint32_t glen;
 	int64_t k_last_epoch;		/* newest epoch uploaded, -1: none */
+	/*
+	 * This rank has a time line of its own in dlcache.ko (a consumer,
+	 * ABI 3): it uploads its own order and GETs at its own indexes. Else
+	 * the ranks share the data set's line: the global order, F_AT at
+	 * global indexes.
+	 */
+	int k_own_line;
 	struct dlc_buf **kbuf;		/* per pos % window: a GET's buffer */
 	uint8_t *kfill;			/* per pos % window: we own its fill */
 	uint8_t *kdone;			/* per pos % window: handed over */
@@ -829,10 +836,18 @@ static int fill_global(struct dlc_loader *l, uint32_t epoch)
 	return ret;
 }
 
+static int fill_order(void *arg, uint32_t epoch, uint32_t *ids, uint32_t len);
+
 /*
- * Upload @epoch and @epoch + 1, unless done. Another rank may have been
- * first: the module then refuses the same epoch (-EINVAL), which is fine
- * since every rank computes the same global order.
+ * Upload @epoch and @epoch + 1, unless done. With a time line of its own
+ * (k_own_line: each rank of each job is a consumer, kernel_job()) a rank
+ * uploads its own order, and the module ranks a sample by its soonest
+ * use over every rank of every job, each at its own measured pace: ranks
+ * that drift apart lose nothing. On the shared line (a module without
+ * consumers, or no room for one) the ranks upload the global order;
+ * another rank may have been first, and the module then refuses the same
+ * epoch (-EINVAL), which is fine since every rank computes the same one.
+ * There, another job's order is unknown to the module.
  */
 static void kernel_prepare_epoch(struct dlc_loader *l, uint32_t epoch)
 {
@@ -842,9 +857,17 @@ static void kernel_prepare_epoch(struct dlc_loader *l, uint32_t epoch)
 	for (e = epoch; e <= epoch + 1; e++) {
 		if ((int64_t)e <= l->k_last_epoch)
 			continue;
-		ret = fill_global(l, e);
-		if (!ret)
-			ret = dlc_kclient_set_order(l->kc, e, l->gorder, l->glen);
+		if (l->k_own_line) {
+			ret = fill_order(l, e, l->gorder, l->epoch_len);
+			if (!ret)
+				ret = dlc_kclient_set_order(l->kc, e, l->gorder,
+							    l->epoch_len);
+		} else {
+			ret = fill_global(l, e);
+			if (!ret)
+				ret = dlc_kclient_set_order(l->kc, e, l->gorder,
+							    l->glen);
+		}
 		if (ret && ret != -EINVAL && ret != -EACCES)
 			dlc_logf(&l->log, DLC_LOG_WARN,
 				 "dlcache.ko: cannot upload the order of epoch %u: %s; eviction falls back to no known next use",
@@ -906,7 +929,8 @@ static void kernel_get(struct dlc_loader *l, uint32_t pos, uint32_t epoch,
 	if (at) {
 		sqe->flags = DLCACHE_SQE_F_AT;
 		sqe->epoch = epoch;
-		sqe->index = l->cfg.rank + pos * l->cfg.world;
+		sqe->index = l->k_own_line ? pos :
+			     l->cfg.rank + pos * l->cfg.world;
 	}
 	l->kgets++;
 }
@@ -1299,6 +1323,71 @@ static int setup_validate(struct dlc_loader *l)
 	return l->checked ? 0 : -ENOMEM;
 }
 
+/*
+ * Positions a new data set's time lines hold: the rest of one epoch and
+ * the next two, of the global order (the shared line, as a module
+ * without consumers has). A rank's own line needs a world-th of it.
+ */
+static uint32_t kernel_window(const struct dlc_loader *l)
+{
+	return 3 * l->glen;
+}
+
+/* 64-bit FNV-1a of @s, never 0 (0 means "no job" to the module). */
+static uint64_t job_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 0x100000001b3ULL;
+	return h ? h : 1;
+}
+
+/*
+ * The job key: the ranks of one job name the same consumer in
+ * dlcache.ko (one time line, cursor at the slowest rank), two jobs two.
+ * DLCACHE_JOB names it ("none": the data set's shared time line, as
+ * under ABI 2). Else it is derived from what the ranks of one job share
+ * and two jobs do not: the order (seed, world, shard sizes), the
+ * launcher's job id when there is one, and for a single process its pid.
+ */
+static uint64_t kernel_job(const struct dlc_loader *l)
+{
+	static const char *const ids[] = {
+		"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "SLURM_STEP_ID",
+		"PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid", "MASTER_ADDR",
+		"MASTER_PORT",
+	};
+	static unsigned int instances;
+	const char *env = getenv("DLCACHE_JOB");
+	char buf[512];
+	size_t i, len;
+
+	if (env && !strcmp(env, "none"))
+		return 0;
+	if (env && *env)
+		return job_hash(env);
+	len = (size_t)snprintf(buf, sizeof(buf), "%llu/%u/%u/%u/%u",
+			       (unsigned long long)l->cfg.seed, l->cfg.world,
+			       l->n, l->epoch_len, l->cfg.shuffle);
+	for (i = 0; i < sizeof(ids) / sizeof(ids[0]) && len < sizeof(buf); i++) {
+		env = getenv(ids[i]);
+		if (env)
+			len += (size_t)snprintf(buf + len, sizeof(buf) - len,
+						"/%s=%s", ids[i], env);
+	}
+	/* One process is a job of its own: two of them never share. */
+	if (l->cfg.world == 1 && len < sizeof(buf))
+		len += (size_t)snprintf(buf + len, sizeof(buf) - len,
+					"/pid=%ld/%u", (long)getpid(),
+					__atomic_fetch_add(&instances, 1,
+							   __ATOMIC_RELAXED));
+	/* Each rank is a consumer of its own (kernel_prepare_epoch()). */
+	if (len < sizeof(buf))
+		snprintf(buf + len, sizeof(buf) - len, "/rank=%u", l->cfg.rank);
+	return job_hash(buf);
+}
+
 /* DLCACHE_OWNER_UID over cfg.kernel_owner_uid: a uid, or "self". */
 static int kernel_owner(struct dlc_loader *l, uint32_t *owner)
 {
@@ -1364,8 +1453,8 @@ static int open_backend(struct dlc_loader *l)
 			 "%s: trusting the data set of owner uid %u (kernel_owner_uid or DLCACHE_OWNER_UID), not this user's own",
 			 dev, owner);
 	ret = dlc_kclient_open(dev, key, l->n, l->cfg.kernel_mode,
-			       3 * l->glen, l->cfg.window * 2, owner, &l->kc,
-			       &why);
+			       kernel_window(l), l->cfg.window * 2, owner,
+			       kernel_job(l), &l->kc, &why);
 	if (ret) {
 		l->kc = NULL;
 		/*
@@ -1387,6 +1476,11 @@ static int open_backend(struct dlc_loader *l)
 		dlc_logf(&l->log, DLC_LOG_WARN,
 			 "%s: read-only access to this data set: misses are read but not shared",
 			 dev);
+	else if (dlc_kclient_job_refused(l->kc))
+		dlc_logf(&l->log, DLC_LOG_WARN,
+			 "%s: no time line of this rank's own (%s: the module's consumers or policy memory are used up); sharing the data set's, where other jobs' orders are unknown",
+			 dev, strerror(-dlc_kclient_job_refused(l->kc)));
+	l->k_own_line = dlc_kclient_joined(l->kc);
 	/* fill_global() writes every sample's place, even past a short glen */
 	l->gorder = malloc(sizeof(*l->gorder) * (l->glen > l->n ? l->glen : l->n));
 	l->kbuf = calloc(l->cfg.window, sizeof(*l->kbuf));

@@ -39,6 +39,14 @@
  *          another owner it trusts (DLCACHE_FEAT_OWNER). The CQ ring moved
  *          to mmap offset DLCACHE_OFF_CQ_RING = 0x8000000, which a 32-bit
  *          off_t can pass. Fills have a lease (DLCACHE_FEAT_FILL_LEASE).
+ *   ABI 3: consumers (DLCACHE_FEAT_CONSUMERS): ATTACH with
+ *          DLCACHE_ATTACH_F_JOB joins the time line of one job, so that
+ *          jobs with their own orders and speeds share a data set and
+ *          ranks of one job drift without losing hits. The layouts of
+ *          ABI 2 are unchanged: an ABI 2 client works as before (its
+ *          attachments share the data set's time line 0). A client should
+ *          accept any abi_version >= the one it was built for and test
+ *          feature bits, which is how ABI 3 and later stay additive.
  */
 #ifndef _UAPI_LINUX_DLCACHE_H
 #define _UAPI_LINUX_DLCACHE_H
@@ -47,7 +55,7 @@
 
 /* User space: include <sys/ioctl.h> for _IOWR, as with ublk_cmd.h. */
 
-#define DLCACHE_ABI_VERSION	2
+#define DLCACHE_ABI_VERSION	3
 
 /* Device node, created by the misc device. */
 #define DLCACHE_DEVICE		"/dev/dlcache"
@@ -77,6 +85,14 @@
  * complete with -ETIMEDOUT.
  */
 #define DLCACHE_FEAT_FILL_LEASE	(1ULL << 6)
+/*
+ * Consumers: ATTACH takes DLCACHE_ATTACH_F_JOB. Each consumer (the
+ * attachments that name one job) has its own time line of orders and its
+ * own progress; a sample's next use is the soonest over the active
+ * consumers, each consumer's positions converted to time by its measured
+ * rate. Within a consumer the cursor is the slowest member's progress.
+ */
+#define DLCACHE_FEAT_CONSUMERS	(1ULL << 7)
 
 /* ------------------------------------------------------------------ */
 /* DLCACHE_IOC_GET_INFO                                                */
@@ -96,7 +112,11 @@ struct dlcache_info {
 	__u32 max_handles;	/* kernel: data sets attached per session */
 	__u32 max_fills;	/* kernel: fills in flight per attachment */
 	__u32 resv0;		/* padding, must be 0 */
-	__u64 reserved[4];	/* must be 0 */
+	/* kernel: consumers per data set, time line 0 included (ABI 3) */
+	__u32 max_consumers;
+	/* kernel: attachments per consumer (ABI 3) */
+	__u32 max_members;
+	__u64 reserved[3];	/* must be 0 */
 };
 
 /* ------------------------------------------------------------------ */
@@ -269,11 +289,26 @@ struct dlcache_enter {
  * set gives -ENOENT, unless @owner_uid is the caller's fsuid.
  */
 #define DLCACHE_ATTACH_F_OWNER		(1U << 2)
+/*
+ * Join the consumer of job @job (DLCACHE_FEAT_CONSUMERS), created when the
+ * data set has none for it: SET_ORDER and the uses of GET go to that
+ * consumer's own time line. Only an attachment that may write joins; one
+ * that may only read attaches without a consumer (no
+ * DLCACHE_ATTACH_JOINED). -EUSERS when the data set has max_consumers
+ * consumers or the job max_members members; -ENOMEM or -EDQUOT when the
+ * time line's memory passes the global or the owner's policy limit.
+ * Without this flag an attachment uses time line 0, shared as in ABI 2.
+ */
+#define DLCACHE_ATTACH_F_JOB		(1U << 3)
 
 /* Output flags (result_flags). */
 #define DLCACHE_ATTACH_CREATED		(1U << 0)
 #define DLCACHE_ATTACH_MAY_READ		(1U << 1)
 #define DLCACHE_ATTACH_MAY_WRITE	(1U << 2)
+/* With DLCACHE_ATTACH_F_JOB: joined the job's consumer. */
+#define DLCACHE_ATTACH_JOINED		(1U << 3)
+/* With DLCACHE_ATTACH_JOINED: the consumer was created for this ATTACH. */
+#define DLCACHE_ATTACH_JOB_CREATED	(1U << 4)
 
 /*
  * Attach this session to the data set (@key, owner), creating it when
@@ -315,7 +350,12 @@ struct dlcache_attach {
 	__u32 owner_gid;	/* kernel: creator's gid */
 	__u32 result_flags;	/* kernel: DLCACHE_ATTACH_* */
 	__u32 resv0;		/* padding, must be 0 */
-	__u64 reserved[2];	/* must be 0 */
+	/*
+	 * user: with DLCACHE_ATTACH_F_JOB, the job's key: every rank of one
+	 * job passes the same value, two jobs different ones; else 0.
+	 */
+	__u64 job;
+	__u64 reserved[1];	/* must be 0 */
 };
 
 /* Detach @handle: this session's fills are handed over, its waits end. */
@@ -327,7 +367,9 @@ struct dlcache_detach {
 
 /*
  * Append the order of @epoch (an array of @len __u32 sample IDs at @ids)
- * to the data set's time line. Epoch numbers increase. -EINVAL for a bad
+ * to the time line of the attachment's consumer (time line 0 when it
+ * joined none): ranks of one job upload the job's global order once, two
+ * jobs each their own. Epoch numbers increase. -EINVAL for a bad
  * ID, an epoch that does not increase or a bad length; -ENOSPC when the
  * unconsumed positions would not fit the window (consume first).
  */
@@ -397,10 +439,17 @@ struct dlcache_stats {
 	__u32 ds_owner_gid;
 	__u32 ds_attached;	/* attachments now */
 	__u32 ds_window;
-	__u64 ds_cursor;	/* policy cursor: positions consumed */
-	__u64 ds_end;		/* policy: one past the last known position */
+	/*
+	 * policy cursor: positions consumed, and one past the last known
+	 * position, of the attachment's consumer (time line 0 with
+	 * DLCACHE_STATS_F_INDEX or without one)
+	 */
+	__u64 ds_cursor;
+	__u64 ds_end;
 	struct dlcache_counters dataset;
-	__u64 reserved[4];	/* must be 0 */
+	__u32 ds_consumers;	/* kernel: active consumers (ABI 3) */
+	__u32 ds_members;	/* kernel: members of that consumer (ABI 3) */
+	__u64 reserved[3];	/* must be 0 */
 };
 
 /* ------------------------------------------------------------------ */

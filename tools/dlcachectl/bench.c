@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <time.h>
 
 #include "cli.h"
 #include "dlcache.h"
@@ -50,6 +51,8 @@ static void help(void)
 	       "  --exact              decode at DCT scale 1: torchvision's pixels, slower\n"
 	       "  --seed N             shuffle and augmentation seed (default 0)\n"
 	       "  --rank R --world W   this process's shard, as DistributedSampler\n"
+	       "  --step-ms MS         after each batch, wait MS ms: the time a training step\n"
+	       "                       would take, to run jobs at different paces (default 0)\n"
 	       "  --lockstep FILE      keep the ranks in step after every batch, as DDP's\n"
 	       "                       gradient all-reduce does (FILE shared by the ranks,\n"
 	       "                       absent or empty at the start)\n"
@@ -194,6 +197,19 @@ static int lockstep_step(struct lockstep *ls)
 			usleep(100);
 		}
 	return 0;
+}
+
+/*
+ * --step-ms: the pace of a training step, so that two jobs can read at
+ * different speeds (a slow model is a slow consumer). Not a device
+ * stand-in: nothing is computed in that time on purpose.
+ */
+static void step_wait(uint32_t ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
 }
 
 static void lockstep_close(struct lockstep *ls)
@@ -360,6 +376,7 @@ int cmd_bench(int argc, char **argv)
 		{ "on-error", required_argument, NULL, 'o' },
 		{ "no-direct", no_argument, NULL, 'D' },
 		{ "lockstep", required_argument, NULL, 'K' },
+		{ "step-ms", required_argument, NULL, 'T' },
 		{ "drop-caches", no_argument, NULL, 'C' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "digest", no_argument, NULL, 'G' },
@@ -378,6 +395,7 @@ int cmd_bench(int argc, char **argv)
 	double fraction = 0.5;
 	int have_cache = 0, json = 0, drop = 0, eval = 0, exact = 0, c, ret, rc = 1;
 	int verify_cost = 0, digest = 0;
+	uint32_t step_ms = 0;
 	const char *lockstep_path = NULL, *root = NULL;
 	struct lockstep ls = { NULL, 0, 0, 0 };
 	char *end;
@@ -484,6 +502,10 @@ int cmd_bench(int argc, char **argv)
 		case 'K':
 			lockstep_path = optarg;
 			break;
+		case 'T':
+			if (parse_u32(optarg, 0, 600000, &step_ms))
+				return usage_error("bench", "--step-ms: want a number of ms, got '%s'", optarg);
+			break;
 		case 'R':
 			root = optarg;
 			break;
@@ -567,6 +589,8 @@ int cmd_bench(int argc, char **argv)
 			ret = dlc_release_batch(l, b);
 			if (ret)
 				break;
+			if (step_ms)
+				step_wait(step_ms);
 			if (lockstep_step(&ls)) {
 				fail("bench", "--lockstep: the other ranks stopped for 60 s at batch %llu",
 				     (unsigned long long)ls.batches);

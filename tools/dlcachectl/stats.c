@@ -123,9 +123,10 @@ static void print_ds_header(const struct dlcache_stats *d)
 	admin_key_str(d->ds_key, key);
 	mode_str(d->ds_mode, mode);
 	printf("data set %s\n", key);
-	printf("  %u samples, mode %s, owner %u:%u, %u attached, policy cursor %llu of %llu\n",
+	printf("  %u samples, mode %s, owner %u:%u, %u attached, %u jobs, policy cursor %llu of %llu\n",
 	       d->ds_nsamples, mode, d->ds_owner_uid, d->ds_owner_gid,
-	       d->ds_attached, (unsigned long long)d->ds_cursor,
+	       d->ds_attached, d->ds_consumers,
+	       (unsigned long long)d->ds_cursor,
 	       (unsigned long long)d->ds_end);
 }
 
@@ -137,10 +138,11 @@ static void json_dataset(const struct dlcache_stats *d)
 	mode_str(d->ds_mode, mode);
 	printf("{\"key\": \"%s\", \"nsamples\": %u, \"mode\": \"%s\", "
 	       "\"owner_uid\": %u, \"owner_gid\": %u, \"attached\": %u, "
-	       "\"window\": %u, \"cursor\": %llu, \"end\": %llu, ",
+	       "\"window\": %u, \"cursor\": %llu, \"end\": %llu, "
+	       "\"consumers\": %u, ",
 	       key, d->ds_nsamples, mode, d->ds_owner_uid, d->ds_owner_gid,
 	       d->ds_attached, d->ds_window, (unsigned long long)d->ds_cursor,
-	       (unsigned long long)d->ds_end);
+	       (unsigned long long)d->ds_end, d->ds_consumers);
 	admin_json_counters(stdout, &d->dataset);
 	printf("}");
 }
