@@ -1472,8 +1472,8 @@ static void dlc_fill_ds_stats(struct dlc_dataset *ds, struct dlcache_stats *st)
 	st->ds_attached = READ_ONCE(ds->nattached);
 	st->ds_window = ds->window;
 	mutex_lock(&ds->lock);
-	st->ds_cursor = ds->policy.cursor;
-	st->ds_end = ds->policy.end;
+	st->ds_cursor = ds->policy.line[0].cursor;
+	st->ds_end = ds->policy.line[0].end;
 	dlc_store_counters(ds, &st->dataset);
 	mutex_unlock(&ds->lock);
 }
@@ -1874,7 +1874,7 @@ static int dlc_stats_show(struct seq_file *m, void *v)
 		seq_printf(m, "dataset%u.attached %u\n", i, ds->nattached);
 		mutex_lock(&ds->lock);
 		seq_printf(m, "dataset%u.cursor %llu\ndataset%u.end %llu\n", i,
-			   ds->policy.cursor, i, ds->policy.end);
+			   ds->policy.line[0].cursor, i, ds->policy.line[0].end);
 		dlc_store_counters(ds, &c);
 		mutex_unlock(&ds->lock);
 		snprintf(pfx, sizeof(pfx), "dataset%u.", i);

@@ -18,6 +18,7 @@
 #include <linux/overflow.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/timekeeping.h>
 
 #include "dlc.h"
 
@@ -202,7 +203,8 @@ struct dlc_dataset *dlc_dataset_create(struct dlc_cache *cache,
 	if (!ds->policy_mem)
 		goto free_ds;
 	if (WARN_ON_ONCE(dlc_policy_init(&ds->policy, nsamples, window,
-					 ds->policy_mem, mem_size)))
+					 ds->policy_mem, mem_size,
+					 ktime_get_ns())))
 		goto free_policy;
 
 	kref_init(&ds->ref);
@@ -465,7 +467,7 @@ int dlc_store_set_order(struct dlc_dataset *ds, u32 epoch, const u32 *ids,
 	int ret;
 
 	lockdep_assert_held(&ds->lock);
-	ret = dlc_policy_add_epoch(&ds->policy, epoch, ids, len);
+	ret = dlc_policy_add_epoch(&ds->policy, 0, epoch, ids, len);
 	if (ret == -DLC_POLICY_ENOSPC)
 		return -ENOSPC;
 	return ret ? -EINVAL : 0;
@@ -486,17 +488,18 @@ void dlc_store_use(struct dlc_dataset *ds, u32 id, const struct dlcache_sqe *sqe
 
 	lockdep_assert_held(&ds->lock);
 	if (sqe->flags & DLCACHE_SQE_F_AT) {
-		if (dlc_policy_position(p, sqe->epoch, sqe->index, &pos))
+		if (dlc_policy_position(p, 0, sqe->epoch, sqe->index, &pos))
 			return;
 		/* A position where the order has another sample is ignored. */
-		if (pos < p->cursor || p->order[pos & (p->window - 1)] != id)
+		if (dlc_policy_sample_at(p, 0, pos) != id)
 			return;
 	} else {
-		pos = dlc_policy_next_use(p, id);
-		if (pos == DLC_POLICY_NEVER || pos - p->cursor >= ds->lookahead)
+		pos = dlc_policy_next_use(p, 0, id);
+		if (pos == DLC_POLICY_NEVER ||
+		    pos - p->line[0].cursor >= ds->lookahead)
 			return;
 	}
-	dlc_policy_advance(p, pos + 1);
+	dlc_policy_advance(p, 0, pos + 1, ktime_get_ns());
 }
 
 /* ------------------------------------------------------------------ */
