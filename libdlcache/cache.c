@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * The in-process cache: encoded sample bytes kept by the next-use policy.
+ * The in-process cache: encoded sample bytes kept by the next-use policy,
+ * with this process as its one consumer (consumer 0).
  * It is what a node without dlcache.ko gets, and it ranks samples with the
  * very policy.c that the module compiles. Only the loader's I/O thread
  * touches it, so it has no lock; the bytes it hands out are refcounted.
@@ -48,7 +49,7 @@ int dlc_cache_create(uint32_t nsamples, uint32_t epoch_len, uint64_t capacity,
 	c->scratch = malloc(sizeof(*c->scratch) * epoch_len);
 	if (!c->pol_bytes || !c->pol_mem || !c->entry || !c->scratch ||
 	    dlc_policy_init(&c->pol, nsamples, (uint32_t)window, c->pol_mem,
-			    c->pol_bytes)) {
+			    c->pol_bytes, dlc_now_ns())) {
 		dlc_cache_destroy(c);
 		return -ENOMEM;
 	}
@@ -79,7 +80,7 @@ static int upload(struct dlc_cache *c, uint32_t epoch,
 
 	if (ret)
 		return ret;
-	ret = dlc_policy_add_epoch(&c->pol, epoch, c->scratch, c->epoch_len);
+	ret = dlc_policy_add_epoch(&c->pol, 0, epoch, c->scratch, c->epoch_len);
 	if (ret)
 		return ret;
 	c->have_epochs = 1;
@@ -93,7 +94,7 @@ static void restart(struct dlc_cache *c)
 	uint32_t i;
 
 	dlc_policy_init(&c->pol, c->nsamples, 3 * c->epoch_len, c->pol_mem,
-			c->pol_bytes);
+			c->pol_bytes, dlc_now_ns());
 	for (i = 0; i < c->nsamples; i++)
 		if (c->entry[i])
 			dlc_policy_insert(&c->pol, i);
@@ -110,14 +111,14 @@ int dlc_cache_prepare_epoch(struct dlc_cache *c, uint32_t epoch,
 	if (epoch == UINT32_MAX)
 		return -EINVAL;
 	if (!c->have_epochs ||
-	    dlc_policy_position(&c->pol, epoch, 0, &pos) != 0) {
+	    dlc_policy_position(&c->pol, 0, epoch, 0, &pos) != 0) {
 		restart(c);
 		ret = upload(c, epoch, fill, arg);
 		if (ret)
 			return ret;
 	} else {
 		/* Consume what the previous epochs left unread. */
-		dlc_policy_advance(&c->pol, pos);
+		dlc_policy_advance(&c->pol, 0, pos, dlc_now_ns());
 	}
 	if (c->last_epoch == epoch)
 		return upload(c, epoch + 1, fill, arg);
@@ -128,8 +129,8 @@ void dlc_cache_advance(struct dlc_cache *c, uint32_t epoch, uint32_t index)
 {
 	uint64_t pos;
 
-	if (dlc_policy_position(&c->pol, epoch, index, &pos) == 0)
-		dlc_policy_advance(&c->pol, pos + 1);
+	if (dlc_policy_position(&c->pol, 0, epoch, index, &pos) == 0)
+		dlc_policy_advance(&c->pol, 0, pos + 1, dlc_now_ns());
 }
 
 struct dlc_buf *dlc_cache_lookup(struct dlc_cache *c, uint32_t id)

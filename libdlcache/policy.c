@@ -1,18 +1,53 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 /*
- * Next-use (Belady) cache policy over known epoch orders. See policy.h.
+ * Next-use (Belady) cache policy over the known orders of several
+ * consumers, merged in time. See policy.h.
  *
- * Invariants, for every sample id:
- *  - next_use[id] is the first position >= cursor where id is used, or
- *    NEVER when no known order uses it again;
- *  - if id is cached: next_use[id] != NEVER and bit (next_use[id] % window)
- *    is set, or next_use[id] == NEVER and id is on the never list;
- *  - live positions are [cursor, end), and end - cursor <= window, so a
- *    slot (pos % window) names one live position at most.
+ * Invariants, for every used line L and sample id:
+ *  - L.next_use[id] is the first position >= L.cursor where id is used
+ *    in L, or NEVER when no known order of L uses it again;
+ *  - live positions of L are [L.cursor, L.end), and L.end - L.cursor <=
+ *    window, so a slot (pos % window) names one live position at most;
+ * and for every cached id:
+ *  - key[id] is min over active lines c of T_c(c.next_use[id]), or NEVER;
+ *  - heap[hpos[id]] == id, and heap[] is a max-heap by key[].
  */
 #include "policy.h"
 
+#ifdef __KERNEL__
+#include <linux/math64.h>
+#endif
+
 #define WORD_BITS 64
+
+/* a / b, b > 0: the kernel has no 64-bit division operator on 32 bits. */
+static uint64_t div_u64_u64(uint64_t a, uint64_t b)
+{
+#ifdef __KERNEL__
+	return div64_u64(a, b);
+#else
+	return a / b;
+#endif
+}
+
+/* a * b, or NEVER - 1 when that does not fit below NEVER. */
+static uint64_t sat_mul(uint64_t a, uint64_t b)
+{
+	uint64_t r;
+
+	if (__builtin_mul_overflow(a, b, &r) || r >= DLC_POLICY_NEVER)
+		return DLC_POLICY_NEVER - 1;
+	return r;
+}
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	uint64_t r;
+
+	if (__builtin_add_overflow(a, b, &r) || r >= DLC_POLICY_NEVER)
+		return DLC_POLICY_NEVER - 1;
+	return r;
+}
 
 static uint64_t round_window(uint32_t window)
 {
@@ -23,77 +58,122 @@ static uint64_t round_window(uint32_t window)
 	return w;
 }
 
-size_t dlc_policy_mem_size(uint32_t nsamples, uint32_t window)
+static int sizes_ok(uint32_t nsamples, uint32_t window)
+{
+	return nsamples && window && nsamples <= DLC_POLICY_MAX_SAMPLES &&
+	       window <= DLC_POLICY_MAX_WINDOW;
+}
+
+size_t dlc_policy_line_mem_size(uint32_t nsamples, uint32_t window)
 {
 	uint64_t w, n = nsamples;
 
-	if (!nsamples || !window || nsamples > DLC_POLICY_MAX_SAMPLES ||
-	    window > DLC_POLICY_MAX_WINDOW)
+	if (!sizes_ok(nsamples, window))
 		return 0;
 	w = round_window(window);
 	/* 8-byte arrays first so that every array stays aligned. */
 	return (size_t)(w * 8 +			/* succ */
-			w / 8 +			/* bitmap */
 			n * 8 +			/* next_use */
 			n * 8 +			/* last_pos */
-			(n + 63) / 64 * 8 +	/* cached */
-			w * 4 +			/* order */
-			n * 4 +			/* never_prev */
-			n * 4);			/* never_next */
+			w * 4);			/* order */
+}
+
+/* The merged view: key, cached, hpos, heap (a multiple of 8 bytes). */
+static size_t merged_mem_size(uint32_t nsamples)
+{
+	uint64_t n = nsamples;
+
+	return (size_t)(n * 8 + (n + 63) / 64 * 8 + n * 4 + n * 4);
+}
+
+size_t dlc_policy_mem_size(uint32_t nsamples, uint32_t window)
+{
+	if (!sizes_ok(nsamples, window))
+		return 0;
+	return merged_mem_size(nsamples) +
+	       dlc_policy_line_mem_size(nsamples, window);
+}
+
+/* Set up line @L over @m, active, anchored at (@now, 0), cost @cost. */
+static void line_init(struct dlc_policy *p, struct dlc_policy_line *L,
+		      unsigned char *m, uint64_t now, uint64_t cost)
+{
+	uint64_t w = p->window, i;
+
+	L->used = 1;
+	L->active = 1;
+	L->cursor = 0;
+	L->end = 0;
+	L->nepochs = 0;
+	L->succ = (uint64_t *)m;
+	m += w * 8;
+	L->next_use = (uint64_t *)m;
+	m += (size_t)p->nsamples * 8;
+	L->last_pos = (uint64_t *)m;
+	m += (size_t)p->nsamples * 8;
+	L->order = (uint32_t *)m;
+	for (i = 0; i < w; i++) {
+		L->succ[i] = DLC_POLICY_NEVER;
+		L->order[i] = DLC_POLICY_NIL;
+	}
+	for (i = 0; i < p->nsamples; i++) {
+		L->next_use[i] = DLC_POLICY_NEVER;
+		L->last_pos[i] = DLC_POLICY_NEVER;
+	}
+	L->t0 = now;
+	L->p0 = 0;
+	L->cost = cost;
+	L->est = cost;
+	L->measured = 0;
+	L->rate_t = DLC_POLICY_NEVER;	/* from the first advance */
+	L->rate_p = 0;
+	L->seen = now;
 }
 
 int dlc_policy_init(struct dlc_policy *p, uint32_t nsamples, uint32_t window,
-		    void *mem, size_t mem_size)
+		    void *mem, size_t mem_size, uint64_t now)
 {
 	size_t need = dlc_policy_mem_size(nsamples, window);
 	unsigned char *m = mem;
-	uint64_t w, i;
+	uint32_t c;
+	uint64_t i;
 
 	if (!p || !mem || !need || mem_size < need ||
 	    ((unsigned long)mem & 7))
 		return -DLC_POLICY_EINVAL;
-	w = round_window(window);
 
 	p->nsamples = nsamples;
-	p->window = (uint32_t)w;
-	p->cursor = 0;
-	p->end = 0;
+	p->window = (uint32_t)round_window(window);
 	p->ncached = 0;
-	p->nepochs = 0;
-	p->never_head = DLC_POLICY_NIL;
-	p->nnever = 0;
-	p->top_hint = 0;
+	p->nlines = 1;
+	p->rebuilds = 0;
+	for (c = 1; c < DLC_POLICY_MAX_CONSUMERS; c++) {
+		struct dlc_policy_line *L = &p->line[c];
 
-	p->succ = (uint64_t *)m;
-	m += w * 8;
-	p->bitmap = (uint64_t *)m;
-	m += w / 8;
-	p->next_use = (uint64_t *)m;
-	m += (size_t)nsamples * 8;
-	p->last_pos = (uint64_t *)m;
+		L->used = 0;
+		L->active = 0;
+		L->cursor = 0;
+		L->end = 0;
+		L->nepochs = 0;
+	}
+
+	p->key = (uint64_t *)m;
 	m += (size_t)nsamples * 8;
 	p->cached = (uint64_t *)m;
 	m += (size_t)(nsamples + 63) / 64 * 8;
-	p->order = (uint32_t *)m;
-	m += w * 4;
-	p->never_prev = (uint32_t *)m;
+	p->hpos = (uint32_t *)m;
 	m += (size_t)nsamples * 4;
-	p->never_next = (uint32_t *)m;
-
-	for (i = 0; i < w; i++) {
-		p->succ[i] = DLC_POLICY_NEVER;
-		p->order[i] = DLC_POLICY_NIL;
-	}
-	for (i = 0; i < w / WORD_BITS; i++)
-		p->bitmap[i] = 0;
+	p->heap = (uint32_t *)m;
+	m += (size_t)nsamples * 4;
 	for (i = 0; i < nsamples; i++) {
-		p->next_use[i] = DLC_POLICY_NEVER;
-		p->last_pos[i] = DLC_POLICY_NEVER;
-		p->never_prev[i] = DLC_POLICY_NIL;
-		p->never_next[i] = DLC_POLICY_NIL;
+		p->key[i] = DLC_POLICY_NEVER;
+		p->hpos[i] = DLC_POLICY_NIL;
+		p->heap[i] = DLC_POLICY_NIL;
 	}
 	for (i = 0; i < (nsamples + 63) / 64; i++)
 		p->cached[i] = 0;
+
+	line_init(p, &p->line[0], m, now, DLC_POLICY_DEFAULT_COST);
 	return 0;
 }
 
@@ -117,109 +197,236 @@ static void clear_bit64(uint64_t *map, uint64_t bit)
 	map[bit / WORD_BITS] &= ~(1ULL << (bit % WORD_BITS));
 }
 
-static void never_add(struct dlc_policy *p, uint32_t id)
+static const struct dlc_policy_line *get_line(const struct dlc_policy *p,
+					      uint32_t c)
 {
-	p->never_prev[id] = DLC_POLICY_NIL;
-	p->never_next[id] = p->never_head;
-	if (p->never_head != DLC_POLICY_NIL)
-		p->never_prev[p->never_head] = id;
-	p->never_head = id;
-	p->nnever++;
+	if (c >= DLC_POLICY_MAX_CONSUMERS || !p->line[c].used)
+		return NULL;
+	return &p->line[c];
 }
 
-static void never_del(struct dlc_policy *p, uint32_t id)
+/* Predicted time of position @q of line @L (saturating below NEVER). */
+static uint64_t line_time(const struct dlc_policy_line *L, uint64_t q)
 {
-	uint32_t prev = p->never_prev[id], next = p->never_next[id];
+	uint64_t d;
 
-	if (prev != DLC_POLICY_NIL)
-		p->never_next[prev] = next;
-	else
-		p->never_head = next;
-	if (next != DLC_POLICY_NIL)
-		p->never_prev[next] = prev;
-	p->never_prev[id] = DLC_POLICY_NIL;
-	p->never_next[id] = DLC_POLICY_NIL;
-	p->nnever--;
+	if (q >= L->p0)
+		return sat_add(L->t0, sat_mul(q - L->p0, L->cost));
+	d = sat_mul(L->p0 - q, L->cost);
+	return d >= L->t0 ? 0 : L->t0 - d;
 }
 
-/* Record a cached sample under its current next use. */
-static void place(struct dlc_policy *p, uint32_t id)
+/* The merged key of @id from the lines (not from key[]). */
+static uint64_t compute_key(const struct dlc_policy *p, uint32_t id)
 {
-	uint64_t nu = p->next_use[id];
+	uint64_t k = DLC_POLICY_NEVER;
+	uint32_t c;
 
-	if (nu == DLC_POLICY_NEVER) {
-		never_add(p, id);
-		return;
+	for (c = 0; c < DLC_POLICY_MAX_CONSUMERS; c++) {
+		const struct dlc_policy_line *L = &p->line[c];
+		uint64_t t;
+
+		if (!L->used || !L->active ||
+		    L->next_use[id] == DLC_POLICY_NEVER)
+			continue;
+		t = line_time(L, L->next_use[id]);
+		if (t < k)
+			k = t;
 	}
-	set_bit64(p->bitmap, slot_of(p, nu));
-	if (nu > p->top_hint)
-		p->top_hint = nu;
+	return k;
 }
 
-static void unplace(struct dlc_policy *p, uint32_t id)
+/* ---- The max-heap of cached samples by key ---- */
+
+static void heap_set(struct dlc_policy *p, uint32_t i, uint32_t id)
 {
-	uint64_t nu = p->next_use[id];
-
-	if (nu == DLC_POLICY_NEVER)
-		never_del(p, id);
-	else
-		clear_bit64(p->bitmap, slot_of(p, nu));
+	p->heap[i] = id;
+	p->hpos[id] = i;
 }
 
-int dlc_policy_add_epoch(struct dlc_policy *p, uint32_t epoch,
+static void sift_up(struct dlc_policy *p, uint32_t i)
+{
+	uint32_t id = p->heap[i];
+	uint64_t k = p->key[id];
+
+	while (i > 0) {
+		uint32_t parent = (i - 1) / 2;
+
+		if (p->key[p->heap[parent]] >= k)
+			break;
+		heap_set(p, i, p->heap[parent]);
+		i = parent;
+	}
+	heap_set(p, i, id);
+}
+
+static void sift_down(struct dlc_policy *p, uint32_t i)
+{
+	uint32_t id = p->heap[i], n = p->ncached;
+	uint64_t k = p->key[id];
+
+	for (;;) {
+		uint32_t l = 2 * i + 1, big;
+
+		if (l >= n)
+			break;
+		big = l;
+		if (l + 1 < n && p->key[p->heap[l + 1]] > p->key[p->heap[l]])
+			big = l + 1;
+		if (p->key[p->heap[big]] <= k)
+			break;
+		heap_set(p, i, p->heap[big]);
+		i = big;
+	}
+	heap_set(p, i, id);
+}
+
+/* Recompute the key of cached @id and restore the heap. */
+static void rekey(struct dlc_policy *p, uint32_t id)
+{
+	uint64_t k = compute_key(p, id), old = p->key[id];
+
+	if (k == old)
+		return;
+	p->key[id] = k;
+	if (k > old)
+		sift_up(p, p->hpos[id]);
+	else
+		sift_down(p, p->hpos[id]);
+}
+
+/* Recompute every cached key and heapify. */
+static void rebuild(struct dlc_policy *p)
+{
+	uint32_t i;
+
+	for (i = 0; i < p->ncached; i++)
+		p->key[p->heap[i]] = compute_key(p, p->heap[i]);
+	for (i = p->ncached / 2; i-- > 0;)
+		sift_down(p, i);
+	p->rebuilds++;
+}
+
+/* ---- Consumers ---- */
+
+int dlc_policy_add_consumer(struct dlc_policy *p, void *mem, size_t mem_size,
+			    uint64_t now)
+{
+	size_t need;
+	uint64_t sum = 0, n = 0, cost = DLC_POLICY_DEFAULT_COST;
+	uint32_t c, slot = 0;
+
+	if (!p || !mem || ((unsigned long)mem & 7))
+		return -DLC_POLICY_EINVAL;
+	need = dlc_policy_line_mem_size(p->nsamples, p->window);
+	if (!need || mem_size < need)
+		return -DLC_POLICY_EINVAL;
+	for (c = 0; c < DLC_POLICY_MAX_CONSUMERS; c++) {
+		const struct dlc_policy_line *L = &p->line[c];
+
+		if (!L->used) {
+			if (!slot)
+				slot = c;
+			continue;
+		}
+		if (L->active && L->measured) {
+			sum += L->cost;
+			n++;
+		}
+	}
+	if (!slot)
+		return -DLC_POLICY_ENOSPC;
+	if (n)
+		cost = div_u64_u64(sum, n);
+	/* No orders yet: no key changes. */
+	line_init(p, &p->line[slot], mem, now, cost);
+	p->nlines++;
+	return (int)slot;
+}
+
+void dlc_policy_remove_consumer(struct dlc_policy *p, uint32_t c)
+{
+	struct dlc_policy_line *L;
+	int was_active;
+
+	if (c == 0 || c >= DLC_POLICY_MAX_CONSUMERS || !p->line[c].used)
+		return;
+	L = &p->line[c];
+	was_active = L->active;
+	L->used = 0;
+	L->active = 0;
+	L->cursor = 0;
+	L->end = 0;
+	L->nepochs = 0;
+	L->order = NULL;
+	L->succ = NULL;
+	L->next_use = NULL;
+	L->last_pos = NULL;
+	p->nlines--;
+	if (was_active)
+		rebuild(p);
+}
+
+/* ---- Orders ---- */
+
+int dlc_policy_add_epoch(struct dlc_policy *p, uint32_t c, uint32_t epoch,
 			 const uint32_t *ids, uint32_t len)
 {
+	struct dlc_policy_line *L;
 	struct dlc_policy_epoch *e;
 	uint32_t i;
 
+	if (c >= DLC_POLICY_MAX_CONSUMERS || !p->line[c].used)
+		return -DLC_POLICY_EINVAL;
+	L = &p->line[c];
 	if (!ids || !len)
 		return -DLC_POLICY_EINVAL;
-	if (p->nepochs && epoch <= p->epochs[p->nepochs - 1].epoch)
+	if (L->nepochs && epoch <= L->epochs[L->nepochs - 1].epoch)
 		return -DLC_POLICY_EINVAL;
 	for (i = 0; i < len; i++)
 		if (ids[i] >= p->nsamples)
 			return -DLC_POLICY_EINVAL;
-	if (p->nepochs == DLC_POLICY_MAX_EPOCHS ||
-	    p->end - p->cursor + len > p->window)
+	if (L->nepochs == DLC_POLICY_MAX_EPOCHS ||
+	    L->end - L->cursor + len > p->window)
 		return -DLC_POLICY_ENOSPC;
 
 	for (i = 0; i < len; i++) {
-		uint64_t q = p->end + i, lp;
+		uint64_t q = L->end + i, lp;
 		uint32_t id = ids[i], s = slot_of(p, q);
 
-		p->order[s] = id;
-		p->succ[s] = DLC_POLICY_NEVER;
-		lp = p->last_pos[id];
-		if (lp != DLC_POLICY_NEVER && lp >= p->cursor) {
+		L->order[s] = id;
+		L->succ[s] = DLC_POLICY_NEVER;
+		lp = L->last_pos[id];
+		if (lp != DLC_POLICY_NEVER && lp >= L->cursor) {
 			/* Still live: its next use is already known. */
-			p->succ[slot_of(p, lp)] = q;
+			L->succ[slot_of(p, lp)] = q;
 		} else {
-			int cached = test_bit64(p->cached, id);
-
-			if (cached)
-				unplace(p, id);
-			p->next_use[id] = q;
-			if (cached)
-				place(p, id);
+			/* From no known use to q: a nearer key. */
+			L->next_use[id] = q;
+			if (L->active && test_bit64(p->cached, id))
+				rekey(p, id);
 		}
-		p->last_pos[id] = q;
+		L->last_pos[id] = q;
 	}
 
-	e = &p->epochs[p->nepochs++];
+	e = &L->epochs[L->nepochs++];
 	e->epoch = epoch;
 	e->len = len;
-	e->base = p->end;
-	p->end += len;
+	e->base = L->end;
+	L->end += len;
 	return 0;
 }
 
-int dlc_policy_position(const struct dlc_policy *p, uint32_t epoch,
-			uint32_t index, uint64_t *pos)
+int dlc_policy_position(const struct dlc_policy *p, uint32_t c,
+			uint32_t epoch, uint32_t index, uint64_t *pos)
 {
+	const struct dlc_policy_line *L = get_line(p, c);
 	uint32_t i;
 
-	for (i = 0; i < p->nepochs; i++) {
-		const struct dlc_policy_epoch *e = &p->epochs[i];
+	if (!L)
+		return -DLC_POLICY_ENOENT;
+	for (i = 0; i < L->nepochs; i++) {
+		const struct dlc_policy_epoch *e = &L->epochs[i];
 
 		if (e->epoch == epoch && index < e->len) {
 			*pos = e->base + index;
@@ -229,44 +436,156 @@ int dlc_policy_position(const struct dlc_policy *p, uint32_t epoch,
 	return -DLC_POLICY_ENOENT;
 }
 
-void dlc_policy_advance(struct dlc_policy *p, uint64_t pos)
+uint32_t dlc_policy_sample_at(const struct dlc_policy *p, uint32_t c,
+			      uint64_t pos)
 {
-	uint64_t q;
-	uint32_t i, drop = 0;
+	const struct dlc_policy_line *L = get_line(p, c);
 
-	if (pos > p->end)
-		pos = p->end;
-	for (q = p->cursor; q < pos; q++) {
-		uint32_t s = slot_of(p, q), id = p->order[s];
-		int cached;
-
-		if (p->next_use[id] != q)
-			continue;
-		cached = test_bit64(p->cached, id);
-		if (cached)
-			unplace(p, id);
-		p->next_use[id] = p->succ[s];
-		if (cached)
-			place(p, id);
-	}
-	if (pos > p->cursor)
-		p->cursor = pos;
-
-	while (drop < p->nepochs &&
-	       p->epochs[drop].base + p->epochs[drop].len <= p->cursor)
-		drop++;
-	if (!drop)
-		return;
-	for (i = drop; i < p->nepochs; i++)
-		p->epochs[i - drop] = p->epochs[i];
-	p->nepochs -= drop;
+	if (!L || pos < L->cursor || pos >= L->end)
+		return DLC_POLICY_NIL;
+	return L->order[slot_of(p, pos)];
 }
 
-uint64_t dlc_policy_next_use(const struct dlc_policy *p, uint32_t id)
+/*
+ * Measure @L's cost when a span has passed; returns 1 when its anchor
+ * must move (the cost in use moved by more than a quarter, or the
+ * predicted time of the cursor is off the clock by more than a quarter
+ * of the window's time).
+ */
+static int measure(const struct dlc_policy *p, struct dlc_policy_line *L,
+		   uint64_t now)
+{
+	uint64_t t, off;
+
+	if (L->rate_t == DLC_POLICY_NEVER) {
+		/*
+		 * A new or reactivated consumer: time spent before its first
+		 * step is no cost, the span starts with this step.
+		 */
+		L->rate_t = now;
+		L->rate_p = L->cursor;
+	} else if (L->cursor > L->rate_p && now >= L->rate_t &&
+		   now - L->rate_t >= DLC_POLICY_RATE_SPAN) {
+		uint64_t m = div_u64_u64(now - L->rate_t,
+					 L->cursor - L->rate_p);
+
+		if (!m)
+			m = 1;
+		L->rate_t = now;
+		L->rate_p = L->cursor;
+		if (!L->measured) {
+			/* The first measurement is the cost. */
+			L->measured = 1;
+			L->est = m;
+			if (m != L->cost)
+				return 1;
+		} else {
+			L->est = div_u64_u64(sat_mul(3, L->est) + m, 4);
+		}
+	}
+	off = L->est > L->cost ? L->est - L->cost : L->cost - L->est;
+	if (off > L->cost / 4)
+		return 1;
+	t = line_time(L, L->cursor);
+	off = t > now ? t - now : now - t;
+	return off > sat_mul(L->cost, p->window / 4);
+}
+
+void dlc_policy_advance(struct dlc_policy *p, uint32_t c, uint64_t pos,
+			uint64_t now)
+{
+	struct dlc_policy_line *L;
+	uint32_t i, drop = 0;
+	int reanchor = 0, keys;
+	uint64_t q;
+
+	if (c >= DLC_POLICY_MAX_CONSUMERS || !p->line[c].used)
+		return;
+	L = &p->line[c];
+	if (!L->active) {
+		L->active = 1;
+		/* The stall is no cost: measure from here. */
+		L->rate_t = DLC_POLICY_NEVER;
+		reanchor = 1;
+	}
+	if (now > L->seen)
+		L->seen = now;
+	/* Keys of this line are redone below when it is re-anchored. */
+	keys = !reanchor;
+
+	if (pos > L->end)
+		pos = L->end;
+	for (q = L->cursor; q < pos; q++) {
+		uint32_t s = slot_of(p, q), id = L->order[s];
+
+		if (L->next_use[id] != q)
+			continue;
+		L->next_use[id] = L->succ[s];
+		if (keys && test_bit64(p->cached, id))
+			rekey(p, id);
+	}
+	if (pos > L->cursor)
+		L->cursor = pos;
+
+	while (drop < L->nepochs &&
+	       L->epochs[drop].base + L->epochs[drop].len <= L->cursor)
+		drop++;
+	if (drop) {
+		for (i = drop; i < L->nepochs; i++)
+			L->epochs[i - drop] = L->epochs[i];
+		L->nepochs -= drop;
+	}
+
+	if (measure(p, L, now))
+		reanchor = 1;
+	if (reanchor) {
+		if (L->measured)
+			L->cost = L->est;
+		L->t0 = now;
+		L->p0 = L->cursor;
+		rebuild(p);
+	}
+}
+
+uint32_t dlc_policy_expire(struct dlc_policy *p, uint64_t now,
+			   uint64_t stall)
+{
+	uint32_t c, n = 0;
+
+	for (c = 0; c < DLC_POLICY_MAX_CONSUMERS; c++) {
+		struct dlc_policy_line *L = &p->line[c];
+
+		if (!L->used || !L->active)
+			continue;
+		if (sat_add(L->seen, stall) < now) {
+			L->active = 0;
+			n++;
+		}
+	}
+	if (n)
+		rebuild(p);
+	return n;
+}
+
+/* ---- Samples ---- */
+
+uint64_t dlc_policy_next_use(const struct dlc_policy *p, uint32_t c,
+			     uint32_t id)
+{
+	const struct dlc_policy_line *L = get_line(p, c);
+
+	if (!L || id >= p->nsamples)
+		return DLC_POLICY_NEVER;
+	return L->next_use[id];
+}
+
+uint64_t dlc_policy_key(const struct dlc_policy *p, uint32_t id)
 {
 	if (id >= p->nsamples)
 		return DLC_POLICY_NEVER;
-	return p->next_use[id];
+	if (test_bit64(p->cached, id))
+		return p->key[id];
+	return compute_key(p, id);
 }
 
 int dlc_policy_is_cached(const struct dlc_policy *p, uint32_t id)
@@ -281,76 +600,41 @@ int dlc_policy_insert(struct dlc_policy *p, uint32_t id)
 	if (test_bit64(p->cached, id))
 		return 0;
 	set_bit64(p->cached, id);
-	p->ncached++;
-	place(p, id);
+	p->key[id] = compute_key(p, id);
+	heap_set(p, p->ncached++, id);
+	sift_up(p, p->ncached - 1);
 	return 0;
 }
 
 int dlc_policy_remove(struct dlc_policy *p, uint32_t id)
 {
+	uint32_t i, last;
+
 	if (id >= p->nsamples)
 		return -DLC_POLICY_EINVAL;
 	if (!test_bit64(p->cached, id))
 		return 0;
-	unplace(p, id);
 	clear_bit64(p->cached, id);
-	p->ncached--;
+	i = p->hpos[id];
+	last = p->heap[--p->ncached];
+	p->hpos[id] = DLC_POLICY_NIL;
+	p->heap[p->ncached] = DLC_POLICY_NIL;
+	p->key[id] = DLC_POLICY_NEVER;
+	if (i < p->ncached) {
+		heap_set(p, i, last);
+		sift_up(p, i);
+		sift_down(p, p->hpos[last]);
+	}
 	return 0;
 }
 
-/* Highest set bit among slots lo..hi (inclusive, lo <= hi), or -1. */
-static int64_t last_set(const uint64_t *map, uint32_t lo, uint32_t hi)
+uint32_t dlc_policy_victim(const struct dlc_policy *p)
 {
-	uint32_t w = hi / WORD_BITS, wlo = lo / WORD_BITS;
-	uint64_t word = map[w];
-
-	if (hi % WORD_BITS != WORD_BITS - 1)
-		word &= (2ULL << (hi % WORD_BITS)) - 1;
-	for (;;) {
-		if (w == wlo)
-			word &= ~0ULL << (lo % WORD_BITS);
-		if (word)
-			return (int64_t)w * WORD_BITS + 63 -
-			       __builtin_clzll(word);
-		if (w == wlo)
-			return -1;
-		word = map[--w];
-	}
-}
-
-uint32_t dlc_policy_victim(struct dlc_policy *p)
-{
-	uint64_t hi, mask = p->window - 1;
-	uint32_t slo, shi;
-	int64_t s;
-
-	if (p->never_head != DLC_POLICY_NIL)
-		return p->never_head;
-	if (p->ncached == 0 || p->end == p->cursor)
-		return DLC_POLICY_NIL;
-
-	/* Live positions are cursor .. end - 1; nothing is set above top_hint. */
-	hi = p->top_hint < p->end - 1 ? p->top_hint : p->end - 1;
-	if (hi < p->cursor)
-		return DLC_POLICY_NIL;
-	slo = slot_of(p, p->cursor);
-	shi = slot_of(p, hi);
-	if (slo <= shi) {
-		s = last_set(p->bitmap, slo, shi);
-	} else {
-		/* The range wraps: the slots from 0 are the later positions. */
-		s = last_set(p->bitmap, 0, shi);
-		if (s < 0)
-			s = last_set(p->bitmap, slo, p->window - 1);
-	}
-	if (s < 0)
-		return DLC_POLICY_NIL;
-	p->top_hint = hi - ((shi - (uint64_t)s) & mask);
-	return p->order[s];
+	return p->ncached ? p->heap[0] : DLC_POLICY_NIL;
 }
 
 int dlc_policy_prefer(const struct dlc_policy *p, uint32_t id,
 		      uint32_t victim)
 {
-	return dlc_policy_next_use(p, id) < dlc_policy_next_use(p, victim);
+	return dlc_policy_key(p, id) < dlc_policy_key(p, victim);
 }

@@ -1,20 +1,43 @@
 /* SPDX-License-Identifier: GPL-2.0 OR MIT */
 /*
- * Next-use (Belady) cache policy over known epoch orders.
+ * Next-use (Belady) cache policy over the known orders of several
+ * consumers.
  *
  * This file and policy.c are plain C with no libc and no kernel
  * dependency: the same source is compiled into dlcache.ko, into
  * libdlcache's in-process cache and into the KUnit suite.
  *
- * Model. Every uploaded epoch order is appended to one time line of
- * positions. A sample's "next use" is the first position at or after the
- * cursor where it appears. Positions are unique, so the cached sample used
- * farthest in the future is the highest set bit of a bitmap over positions.
- * Cached samples with no known next use are kept on a list and go first.
+ * Model. A consumer (one job: a process, or the ranks of one job) has its
+ * own time line: every epoch order it uploads is appended to it, and its
+ * cursor says which positions it has consumed. A sample's next use in a
+ * consumer is the first position at or after that consumer's cursor where
+ * it appears.
  *
- * The policy only ranks samples; the caller owns the bytes, the capacity
- * and the locking. None of these functions sleeps or allocates: all memory
- * is handed in at init, sized by dlc_policy_mem_size().
+ * Consumers move at different speeds, so positions of two time lines are
+ * compared in time: each consumer has a cost (predicted nanoseconds per
+ * position, measured from its progress) and an anchor (position p0 was
+ * reached at time t0), and position q of consumer c is predicted at
+ *	T_c(q) = t0_c + (q - p0_c) * cost_c         (saturating, < NEVER).
+ * A sample's key is the soonest of T_c(next use in c) over the active
+ * consumers, or DLC_POLICY_NEVER when no active consumer uses it again.
+ * The cached sample with the largest key is the victim: one with no known
+ * use goes first, then the one used farthest in the future.
+ *
+ * Keys of cached samples are kept in a max-heap. They change only when a
+ * consumer passes a sample's use, uploads an order, or is re-anchored
+ * (its measured cost moved by more than a quarter, or its predicted time
+ * drifted from the clock): then every key is recomputed, O(ncached * K).
+ * With one consumer the ranking is the order of next uses, exactly as a
+ * single time line.
+ *
+ * Consumer 0 always exists (set up by dlc_policy_init() in the same
+ * memory). Others are added with memory of their own and removed; an
+ * inactive one (removed, or stalled: no progress for longer than the
+ * caller's stall time) holds no sample.
+ *
+ * The policy only ranks samples; the caller owns the bytes, the capacity,
+ * the clock and the locking. None of these functions sleeps or allocates:
+ * all memory is handed in, sized by the *_mem_size() functions.
  */
 #ifndef DLC_POLICY_H
 #define DLC_POLICY_H
@@ -33,12 +56,14 @@
 #include <stdint.h>
 #endif
 
-/* Next use of a sample with no known future use. */
+/* Next use (position or key) of a sample with no known future use. */
 #define DLC_POLICY_NEVER	UINT64_MAX
 /* No sample (list terminator). */
 #define DLC_POLICY_NIL		UINT32_MAX
-/* Epoch orders remembered at once (current, next, and some in hand). */
+/* Epoch orders remembered at once per consumer. */
 #define DLC_POLICY_MAX_EPOCHS	8
+/* Consumers at once, consumer 0 included. */
+#define DLC_POLICY_MAX_CONSUMERS 8
 /*
  * Largest sample count and window (positions), to keep sizes in 32 bits.
  * The window holds three epochs of DLC_POLICY_MAX_SAMPLES positions
@@ -46,6 +71,10 @@
  */
 #define DLC_POLICY_MAX_SAMPLES	(1U << 28)
 #define DLC_POLICY_MAX_WINDOW	(1U << 30)
+/* Cost of a consumer before its first measurement: 1 ms per position. */
+#define DLC_POLICY_DEFAULT_COST	1000000ULL
+/* A consumer's rate is measured over spans of at least this long. */
+#define DLC_POLICY_RATE_SPAN	250000000ULL	/* 250 ms, in ns */
 
 /* Error values, equal to Linux errno numbers, returned negated. */
 #define DLC_POLICY_ENOENT	2
@@ -58,72 +87,141 @@ struct dlc_policy_epoch {
 	uint64_t base;		/* position of index 0 */
 };
 
-struct dlc_policy {
-	uint32_t nsamples;	/* sample IDs are 0 .. nsamples - 1 */
-	uint32_t window;	/* positions held at once, a power of two >= 64 */
+/* One consumer's time line. All arrays live in memory the caller owns. */
+struct dlc_policy_line {
+	int used;		/* this slot holds a consumer */
+	int active;		/* its uses count in the keys */
 	uint64_t cursor;	/* positions below it are consumed */
 	uint64_t end;		/* one past the last known position */
-	uint32_t ncached;	/* samples marked cached */
 	uint32_t nepochs;	/* valid entries in epochs[], oldest first */
 	struct dlc_policy_epoch epochs[DLC_POLICY_MAX_EPOCHS];
 
 	/* Per position, indexed by pos % window. */
 	uint32_t *order;	/* sample used at this position */
 	uint64_t *succ;		/* next position of the same sample, or NEVER */
-	uint64_t *bitmap;	/* set: a cached sample's next use is here */
-
 	/* Per sample. */
 	uint64_t *next_use;	/* first position >= cursor, or NEVER */
 	uint64_t *last_pos;	/* last known position, or NEVER */
+
+	/* Time: T(q) = t0 + (q - p0) * cost. */
+	uint64_t t0;		/* ns: when p0 was (predicted to be) reached */
+	uint64_t p0;		/* anchor position */
+	uint64_t cost;		/* ns per position, >= 1 */
+	int measured;		/* cost comes from a measurement */
+	uint64_t est;		/* ns per position: the measured estimate */
+	uint64_t rate_t;	/* ns: start of the current measurement, or
+				 * NEVER until the first advance */
+	uint64_t rate_p;	/* cursor at rate_t */
+	uint64_t seen;		/* ns: last dlc_policy_advance() */
+};
+
+struct dlc_policy {
+	uint32_t nsamples;	/* sample IDs are 0 .. nsamples - 1 */
+	uint32_t window;	/* positions per line, a power of two >= 64 */
+	uint32_t ncached;	/* samples marked cached */
+	uint32_t nlines;	/* consumers (used slots) */
+	struct dlc_policy_line line[DLC_POLICY_MAX_CONSUMERS];
+
+	/* Per sample. */
 	uint64_t *cached;	/* bitmap of cached samples */
-	uint32_t *never_prev;	/* list of cached samples with no next use */
-	uint32_t *never_next;
-	uint32_t never_head;
-	uint32_t nnever;	/* entries on that list */
-	uint64_t top_hint;	/* no bit is set above this position */
+	uint64_t *key;		/* cached: merged next-use time, or NEVER */
+	uint32_t *hpos;		/* cached: index in heap[] */
+	/* Max-heap of the cached samples by key; heap[0] is the victim. */
+	uint32_t *heap;
+	uint64_t rebuilds;	/* times every key was recomputed (a counter) */
 };
 
 /*
  * Bytes of memory dlc_policy_init() needs for @nsamples samples and a
- * window of @window positions (rounded up to a power of two, at least 64),
- * or 0 when either is zero or above its limit.
+ * window of @window positions (rounded up to a power of two, at least
+ * 64): the merged view and consumer 0's line. 0 when either is zero or
+ * above its limit.
  */
 size_t dlc_policy_mem_size(uint32_t nsamples, uint32_t window);
 
 /*
  * Set up @p over @mem, which must hold dlc_policy_mem_size() bytes and be
- * 8-byte aligned. Returns 0 or -DLC_POLICY_EINVAL.
+ * 8-byte aligned, with consumer 0 active and unmeasured, anchored at
+ * (time @now, position 0). Returns 0 or -DLC_POLICY_EINVAL.
  */
 int dlc_policy_init(struct dlc_policy *p, uint32_t nsamples, uint32_t window,
-		    void *mem, size_t mem_size);
+		    void *mem, size_t mem_size, uint64_t now);
+
+/* Bytes of memory one more consumer's line needs (0 as above). */
+size_t dlc_policy_line_mem_size(uint32_t nsamples, uint32_t window);
 
 /*
- * Append the order of @epoch (@len sample IDs) to the time line. Epoch
- * numbers must increase. Every ID is checked before anything changes.
- * Returns 0, -DLC_POLICY_EINVAL for a bad ID, a zero length or an epoch that
- * does not increase, or -DLC_POLICY_ENOSPC when the unconsumed positions
- * would not fit in the window or the epoch table is full (consume first).
+ * Add a consumer over @mem (dlc_policy_line_mem_size(p->nsamples,
+ * p->window) bytes, 8-byte aligned), active, anchored at (@now, 0), its
+ * cost unmeasured: it takes the mean cost of the measured active
+ * consumers, else DLC_POLICY_DEFAULT_COST. Returns its index (1 ..
+ * DLC_POLICY_MAX_CONSUMERS - 1), -DLC_POLICY_ENOSPC when every slot is
+ * used, or -DLC_POLICY_EINVAL.
  */
-int dlc_policy_add_epoch(struct dlc_policy *p, uint32_t epoch,
+int dlc_policy_add_consumer(struct dlc_policy *p, void *mem, size_t mem_size,
+			    uint64_t now);
+
+/*
+ * Remove consumer @c (not 0): its uses stop counting at once. Its memory
+ * is the caller's again when this returns.
+ */
+void dlc_policy_remove_consumer(struct dlc_policy *p, uint32_t c);
+
+/*
+ * Append the order of @epoch (@len sample IDs) to consumer @c's time line.
+ * Epoch numbers must increase. Every ID is checked before anything
+ * changes. Returns 0, -DLC_POLICY_EINVAL for a bad consumer or ID, a zero
+ * length or an epoch that does not increase, or -DLC_POLICY_ENOSPC when
+ * the unconsumed positions would not fit in the window or the epoch table
+ * is full (consume first).
+ */
+int dlc_policy_add_epoch(struct dlc_policy *p, uint32_t c, uint32_t epoch,
 			 const uint32_t *ids, uint32_t len);
 
 /*
- * Position of index @index of epoch @epoch in *@pos. Returns 0 or
- * -DLC_POLICY_ENOENT when that epoch is not (or no longer) known or the
- * index is past its end.
+ * Position of index @index of epoch @epoch in consumer @c's time line, in
+ * *@pos. Returns 0 or -DLC_POLICY_ENOENT when that epoch is not (or no
+ * longer) known, the index is past its end or @c is not a consumer.
  */
-int dlc_policy_position(const struct dlc_policy *p, uint32_t epoch,
-			uint32_t index, uint64_t *pos);
+int dlc_policy_position(const struct dlc_policy *p, uint32_t c,
+			uint32_t epoch, uint32_t index, uint64_t *pos);
+
+/* The sample at position @pos of consumer @c, or DLC_POLICY_NIL when that
+ * position is not live (below the cursor or at or past the end). */
+uint32_t dlc_policy_sample_at(const struct dlc_policy *p, uint32_t c,
+			      uint64_t pos);
 
 /*
- * Mark every position below @pos as consumed: each sample used there moves
- * on to its following use. Moving backwards does nothing; @pos is clamped
- * to the end of the known orders. Epochs wholly consumed are forgotten.
+ * Consumer @c reached @pos at time @now (nanoseconds, any monotonic
+ * clock, the same for every call on @p): every position below @pos is
+ * consumed and each sample used there moves on to its following use.
+ * Moving backwards does nothing but still counts as progress (the
+ * consumer is alive); @pos is clamped to the end of the known orders.
+ * Epochs wholly consumed are forgotten. An inactive consumer becomes
+ * active again. Measures the consumer's cost over spans of at least
+ * DLC_POLICY_RATE_SPAN and re-anchors it (recomputing every key) when
+ * the cost moved by more than a quarter or its predicted time of the
+ * cursor is off the clock by more than a quarter of its window's time.
  */
-void dlc_policy_advance(struct dlc_policy *p, uint64_t pos);
+void dlc_policy_advance(struct dlc_policy *p, uint32_t c, uint64_t pos,
+			uint64_t now);
 
-/* Next use of sample @id, or DLC_POLICY_NEVER (also for a bad ID). */
-uint64_t dlc_policy_next_use(const struct dlc_policy *p, uint32_t id);
+/*
+ * Consumers (0 included) whose last advance is older than @now - @stall
+ * become inactive: their uses stop holding samples until they advance
+ * again. A consumer that never advanced counts from its creation.
+ * Returns how many were deactivated.
+ */
+uint32_t dlc_policy_expire(struct dlc_policy *p, uint64_t now,
+			   uint64_t stall);
+
+/* Next use of sample @id in consumer @c's line, or DLC_POLICY_NEVER
+ * (also for a bad ID or consumer). */
+uint64_t dlc_policy_next_use(const struct dlc_policy *p, uint32_t c,
+			     uint32_t id);
+
+/* Merged key of sample @id (cached or not), or DLC_POLICY_NEVER. */
+uint64_t dlc_policy_key(const struct dlc_policy *p, uint32_t id);
 
 /* Whether @id is marked cached. */
 int dlc_policy_is_cached(const struct dlc_policy *p, uint32_t id);
@@ -136,15 +234,15 @@ int dlc_policy_insert(struct dlc_policy *p, uint32_t id);
 int dlc_policy_remove(struct dlc_policy *p, uint32_t id);
 
 /*
- * The cached sample to evict first: one with no known next use, else the
- * one used farthest in the future. Returns its ID, or DLC_POLICY_NIL when
- * nothing is cached. Does not unmark it.
+ * The cached sample to evict first: the one with the largest key (no
+ * known use first). Returns its ID, or DLC_POLICY_NIL when nothing is
+ * cached. Does not unmark it.
  */
-uint32_t dlc_policy_victim(struct dlc_policy *p);
+uint32_t dlc_policy_victim(const struct dlc_policy *p);
 
 /*
- * Whether caching @id is worth evicting @victim: 1 when @id's next use is
- * strictly nearer than @victim's, else 0. Admission calls this with the
+ * Whether caching @id is worth evicting @victim: 1 when @id's key is
+ * strictly smaller than @victim's, else 0. Admission calls this with the
  * current victim and bypasses @id on 0.
  */
 int dlc_policy_prefer(const struct dlc_policy *p, uint32_t id,

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * KUnit: the next-use policy (libdlcache/policy.c) against a brute-force
- * reference that scans the known time line.
+ * reference that scans the known time line (one consumer), and a
+ * two-consumer case worked by hand.
  */
 #include <kunit/test.h>
 #include <linux/prandom.h>
@@ -32,7 +33,7 @@ static void pt_init(struct kunit *test, struct ptest *t, u32 nsamples,
 	t->mem = kunit_kzalloc(test, sz, GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, t->mem);
 	KUNIT_ASSERT_EQ(test, dlc_policy_init(&t->p, nsamples, window, t->mem,
-					      sz), 0);
+					      sz, 0), 0);
 	t->nsamples = nsamples;
 	t->cap = cap;
 	t->seq = kunit_kzalloc(test, cap * sizeof(u32), GFP_KERNEL);
@@ -80,7 +81,7 @@ static void gen_order(struct ptest *t, u32 *ids, u32 len, bool repeats)
 
 static int pt_add(struct ptest *t, u32 epoch, const u32 *ids, u32 len)
 {
-	int ret = dlc_policy_add_epoch(&t->p, epoch, ids, len);
+	int ret = dlc_policy_add_epoch(&t->p, 0, epoch, ids, len);
 
 	if (!ret) {
 		memcpy(&t->seq[t->len], ids, len * sizeof(u32));
@@ -91,7 +92,8 @@ static int pt_add(struct ptest *t, u32 epoch, const u32 *ids, u32 len)
 
 static void pt_advance(struct ptest *t, u64 pos)
 {
-	dlc_policy_advance(&t->p, pos);
+	/* One microsecond per position. */
+	dlc_policy_advance(&t->p, 0, pos, pos * 1000);
 	if (pos > t->len)
 		pos = t->len;
 	if (pos > t->cursor)
@@ -105,10 +107,10 @@ static void pt_check(struct kunit *test, struct ptest *t)
 	bool never = false;
 	u32 id, v;
 
-	KUNIT_ASSERT_EQ(test, t->p.cursor, t->cursor);
+	KUNIT_ASSERT_EQ(test, t->p.line[0].cursor, t->cursor);
 	for (id = 0; id < t->nsamples; id++) {
 		nu = ref_next(t, id);
-		KUNIT_ASSERT_EQ_MSG(test, dlc_policy_next_use(&t->p, id), nu,
+		KUNIT_ASSERT_EQ_MSG(test, dlc_policy_next_use(&t->p, 0, id), nu,
 				    "sample %u", id);
 		KUNIT_ASSERT_EQ(test, !!dlc_policy_is_cached(&t->p, id),
 				t->cached[id]);
@@ -171,13 +173,13 @@ static void policy_add_epoch_checks(struct kunit *test)
 	pt_init(test, &t, 16, 64, 256, 1);
 	for (i = 0; i < 64; i++)
 		ids[i] = i % 16;
-	KUNIT_EXPECT_EQ(test, dlc_policy_add_epoch(&t.p, 1, ids, 0),
+	KUNIT_EXPECT_EQ(test, dlc_policy_add_epoch(&t.p, 0, 1, ids, 0),
 			-DLC_POLICY_EINVAL);
-	KUNIT_EXPECT_EQ(test, dlc_policy_add_epoch(&t.p, 1, bad, 2),
+	KUNIT_EXPECT_EQ(test, dlc_policy_add_epoch(&t.p, 0, 1, bad, 2),
 			-DLC_POLICY_EINVAL);
 	/* A bad ID changes nothing. */
-	KUNIT_EXPECT_EQ(test, t.p.end, 0);
-	KUNIT_EXPECT_EQ(test, dlc_policy_next_use(&t.p, 0), DLC_POLICY_NEVER);
+	KUNIT_EXPECT_EQ(test, t.p.line[0].end, 0);
+	KUNIT_EXPECT_EQ(test, dlc_policy_next_use(&t.p, 0, 0), DLC_POLICY_NEVER);
 
 	KUNIT_EXPECT_EQ(test, pt_add(&t, 5, ids, 40), 0);
 	KUNIT_EXPECT_EQ(test, pt_add(&t, 5, ids, 8), -DLC_POLICY_EINVAL);
@@ -187,17 +189,17 @@ static void policy_add_epoch_checks(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, pt_add(&t, 6, ids, 24), 0);
 	pt_check(test, &t);
 
-	KUNIT_EXPECT_EQ(test, dlc_policy_position(&t.p, 6, 3, &pos), 0);
+	KUNIT_EXPECT_EQ(test, dlc_policy_position(&t.p, 0, 6, 3, &pos), 0);
 	KUNIT_EXPECT_EQ(test, pos, 43);
-	KUNIT_EXPECT_EQ(test, dlc_policy_position(&t.p, 6, 24, &pos),
+	KUNIT_EXPECT_EQ(test, dlc_policy_position(&t.p, 0, 6, 24, &pos),
 			-DLC_POLICY_ENOENT);
-	KUNIT_EXPECT_EQ(test, dlc_policy_position(&t.p, 7, 0, &pos),
+	KUNIT_EXPECT_EQ(test, dlc_policy_position(&t.p, 0, 7, 0, &pos),
 			-DLC_POLICY_ENOENT);
 
 	/* Consuming epoch 5 frees its positions and forgets it. */
 	pt_advance(&t, 40);
 	pt_check(test, &t);
-	KUNIT_EXPECT_EQ(test, dlc_policy_position(&t.p, 5, 0, &pos),
+	KUNIT_EXPECT_EQ(test, dlc_policy_position(&t.p, 0, 5, 0, &pos),
 			-DLC_POLICY_ENOENT);
 	KUNIT_EXPECT_EQ(test, pt_add(&t, 7, ids, 40), 0);
 	pt_check(test, &t);
@@ -206,11 +208,11 @@ static void policy_add_epoch_checks(struct kunit *test)
 	pt_check(test, &t);
 	pt_advance(&t, 1000);
 	pt_check(test, &t);
-	KUNIT_EXPECT_EQ(test, t.p.cursor, t.p.end);
+	KUNIT_EXPECT_EQ(test, t.p.line[0].cursor, t.p.line[0].end);
 	KUNIT_EXPECT_EQ(test, dlc_policy_victim(&t.p), DLC_POLICY_NIL);
 	KUNIT_EXPECT_EQ(test, dlc_policy_insert(&t.p, 16), -DLC_POLICY_EINVAL);
 	KUNIT_EXPECT_EQ(test, dlc_policy_remove(&t.p, 16), -DLC_POLICY_EINVAL);
-	KUNIT_EXPECT_EQ(test, dlc_policy_next_use(&t.p, 99), DLC_POLICY_NEVER);
+	KUNIT_EXPECT_EQ(test, dlc_policy_next_use(&t.p, 0, 99), DLC_POLICY_NEVER);
 }
 
 /* Random epochs, random cached sets, random advances; check each step. */
@@ -240,7 +242,7 @@ static void policy_random_vs_reference(struct kunit *test)
 			/* Append epochs while the window has room. */
 			gen_order(&t, ids, cfg[c].len, cfg[c].repeats);
 			if (t.len - t.cursor + cfg[c].len <= t.p.window &&
-			    t.p.nepochs < DLC_POLICY_MAX_EPOCHS)
+			    t.p.line[0].nepochs < DLC_POLICY_MAX_EPOCHS)
 				KUNIT_ASSERT_EQ(test,
 						pt_add(&t, ++epoch, ids,
 						       cfg[c].len), 0);
@@ -331,10 +333,10 @@ static void sim_once(struct kunit *test, u32 nsamples, u32 len, u32 epochs,
 		/* Policy. */
 		if (dlc_policy_is_cached(&t.p, id)) {
 			hits++;
-			dlc_policy_advance(&t.p, i + 1);
+			dlc_policy_advance(&t.p, 0, i + 1, i * 1000);
 			continue;
 		}
-		dlc_policy_advance(&t.p, i + 1);
+		dlc_policy_advance(&t.p, 0, i + 1, i * 1000);
 		if (t.p.ncached < slots) {
 			dlc_policy_insert(&t.p, id);
 			continue;
@@ -403,12 +405,98 @@ static void policy_victim_prefer(struct kunit *test)
 	pt_check(test, &t);
 }
 
+/*
+ * Two consumers, worked by hand. Consumer 0 reads 0..7, consumer 1 reads
+ * 7, 0, 1, 2; both start at the default cost (1 ms per position) anchored
+ * at (0 ns, position 0). Consumer 1 is then measured at 500 ms per
+ * position, consumer 0 stalls and expires, consumer 1 goes, consumer 0
+ * comes back.
+ */
+static void policy_two_consumers(struct kunit *test)
+{
+	u32 o0[] = { 0, 1, 2, 3, 4, 5, 6, 7 }, o1[] = { 7, 0, 1, 2 };
+	const u64 ms = 1000000;
+	struct dlc_policy p;
+	size_t sz = dlc_policy_mem_size(8, 64);
+	size_t lsz = dlc_policy_line_mem_size(8, 64);
+	void *mem = kunit_kzalloc(test, sz, GFP_KERNEL);
+	void *lmem = kunit_kzalloc(test, lsz, GFP_KERNEL);
+	u32 id;
+
+	KUNIT_ASSERT_NOT_NULL(test, mem);
+	KUNIT_ASSERT_NOT_NULL(test, lmem);
+	KUNIT_ASSERT_EQ(test, dlc_policy_init(&p, 8, 64, mem, sz, 0), 0);
+	KUNIT_ASSERT_EQ(test, dlc_policy_add_consumer(&p, lmem, lsz, 0), 1);
+	KUNIT_ASSERT_EQ(test, dlc_policy_add_epoch(&p, 0, 0, o0, 8), 0);
+	KUNIT_ASSERT_EQ(test, dlc_policy_add_epoch(&p, 1, 0, o1, 4), 0);
+	for (id = 0; id < 8; id++)
+		KUNIT_ASSERT_EQ(test, dlc_policy_insert(&p, id), 0);
+
+	/* Equal speeds: the sooner of the two uses. */
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(&p, 0), 0);
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(&p, 1), 1 * ms);
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(&p, 2), 2 * ms);
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(&p, 7), 0);
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(&p, 6), 6 * ms);
+	KUNIT_EXPECT_EQ(test, dlc_policy_victim(&p), 6);
+	KUNIT_EXPECT_TRUE(test, dlc_policy_prefer(&p, 5, 6));
+	KUNIT_EXPECT_FALSE(test, dlc_policy_prefer(&p, 6, 5));
+
+	/* Consumer 1 takes 500 ms for its first position: measured. */
+	dlc_policy_advance(&p, 1, 0, 0);
+	dlc_policy_advance(&p, 1, 1, 500 * ms);
+	KUNIT_EXPECT_TRUE(test, p.line[1].measured);
+	KUNIT_EXPECT_EQ(test, p.line[1].cost, 500 * ms);
+	KUNIT_EXPECT_EQ(test, p.line[1].t0, 500 * ms);
+	KUNIT_EXPECT_EQ(test, p.line[1].p0, 1);
+	KUNIT_EXPECT_EQ(test, p.rebuilds, 1);
+	KUNIT_EXPECT_EQ(test, dlc_policy_next_use(&p, 1, 7), DLC_POLICY_NEVER);
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(&p, 7), 7 * ms);
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(&p, 1), 1 * ms);
+	KUNIT_EXPECT_EQ(test, dlc_policy_victim(&p), 7);
+
+	/* Consumer 0 stalls: only consumer 1's uses count. */
+	KUNIT_EXPECT_EQ(test, dlc_policy_expire(&p, 600 * ms, 100 * ms), 1);
+	KUNIT_EXPECT_FALSE(test, p.line[0].active);
+	KUNIT_EXPECT_TRUE(test, p.line[1].active);
+	KUNIT_EXPECT_EQ(test, p.rebuilds, 2);
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(&p, 0), 500 * ms);
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(&p, 1), 1000 * ms);
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(&p, 2), 1500 * ms);
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(&p, 3), DLC_POLICY_NEVER);
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(&p, dlc_policy_victim(&p)),
+			DLC_POLICY_NEVER);
+	KUNIT_EXPECT_TRUE(test, dlc_policy_prefer(&p, 2, 3));
+	KUNIT_EXPECT_FALSE(test, dlc_policy_prefer(&p, 3, 4));
+
+	/* Consumer 1 leaves: nothing is used by an active consumer. */
+	dlc_policy_remove_consumer(&p, 1);
+	KUNIT_EXPECT_EQ(test, p.nlines, 1);
+	KUNIT_EXPECT_EQ(test, p.rebuilds, 3);
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(&p, 0), DLC_POLICY_NEVER);
+
+	/* Consumer 0 comes back at 700 ms, past 0 and 1: re-anchored. */
+	dlc_policy_advance(&p, 0, 2, 700 * ms);
+	KUNIT_EXPECT_TRUE(test, p.line[0].active);
+	KUNIT_EXPECT_EQ(test, p.rebuilds, 4);
+	KUNIT_EXPECT_EQ(test, p.line[0].t0, 700 * ms);
+	KUNIT_EXPECT_EQ(test, p.line[0].p0, 2);
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(&p, 2), 700 * ms);
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(&p, 7), 705 * ms);
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(&p, 0), DLC_POLICY_NEVER);
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(&p, dlc_policy_victim(&p)),
+			DLC_POLICY_NEVER);
+	KUNIT_EXPECT_TRUE(test, dlc_policy_prefer(&p, 7, 1));
+	KUNIT_EXPECT_TRUE(test, dlc_policy_prefer(&p, 6, 7));
+}
+
 static struct kunit_case policy_cases[] = {
 	KUNIT_CASE(policy_mem_size_limits),
 	KUNIT_CASE(policy_add_epoch_checks),
 	KUNIT_CASE(policy_victim_prefer),
 	KUNIT_CASE(policy_random_vs_reference),
 	KUNIT_CASE(policy_belady_simulation),
+	KUNIT_CASE(policy_two_consumers),
 	{}
 };
 

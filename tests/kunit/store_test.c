@@ -339,34 +339,34 @@ static void store_use_moves_cursor(struct kunit *test)
 	mutex_lock(&ds->lock);
 	/* By ID, within the lookahead: sample 61 is at position 2. */
 	dlc_store_use(ds, 61, &sqe);
-	KUNIT_EXPECT_EQ(test, ds->policy.cursor, 3);
+	KUNIT_EXPECT_EQ(test, ds->policy.line[0].cursor, 3);
 	/* Too far ahead: sample 0 at position 63 does not move it. */
 	dlc_store_use(ds, 0, &sqe);
-	KUNIT_EXPECT_EQ(test, ds->policy.cursor, 3);
+	KUNIT_EXPECT_EQ(test, ds->policy.line[0].cursor, 3);
 	/* A late GET of a passed use does not jump an epoch. */
 	dlc_store_use(ds, 63, &sqe);
-	KUNIT_EXPECT_EQ(test, ds->policy.cursor, 3);
+	KUNIT_EXPECT_EQ(test, ds->policy.line[0].cursor, 3);
 	/* By position: epoch 1 index 40. */
 	sqe.flags = DLCACHE_SQE_F_AT;
 	sqe.epoch = 1;
 	sqe.index = 40;
 	dlc_store_use(ds, 23, &sqe);
-	KUNIT_EXPECT_EQ(test, ds->policy.cursor, 41);
+	KUNIT_EXPECT_EQ(test, ds->policy.line[0].cursor, 41);
 	/* An unknown epoch moves nothing. */
 	sqe.epoch = 9;
 	dlc_store_use(ds, 23, &sqe);
-	KUNIT_EXPECT_EQ(test, ds->policy.cursor, 41);
+	KUNIT_EXPECT_EQ(test, ds->policy.line[0].cursor, 41);
 	/* Nor does a position where the order has another sample (13). */
 	sqe.epoch = 1;
 	sqe.index = 50;
 	dlc_store_use(ds, 5, &sqe);
-	KUNIT_EXPECT_EQ(test, ds->policy.cursor, 41);
+	KUNIT_EXPECT_EQ(test, ds->policy.line[0].cursor, 41);
 	dlc_store_use(ds, 13, &sqe);
-	KUNIT_EXPECT_EQ(test, ds->policy.cursor, 51);
+	KUNIT_EXPECT_EQ(test, ds->policy.line[0].cursor, 51);
 	/* Index past the order's end. */
 	sqe.index = 64;
 	dlc_store_use(ds, 0, &sqe);
-	KUNIT_EXPECT_EQ(test, ds->policy.cursor, 51);
+	KUNIT_EXPECT_EQ(test, ds->policy.line[0].cursor, 51);
 	/* Orders: bad ID, epoch not increasing, window full. */
 	ids[0] = 64;
 	KUNIT_EXPECT_EQ(test, dlc_store_set_order(ds, 3, ids, 64), -EINVAL);
