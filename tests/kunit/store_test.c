@@ -64,7 +64,7 @@ static void st_order(struct kunit *test, struct dlc_dataset *ds, u32 epoch,
 		     const u32 *ids, u32 len)
 {
 	mutex_lock(&ds->lock);
-	KUNIT_ASSERT_EQ(test, dlc_store_set_order(ds, epoch, ids, len), 0);
+	KUNIT_ASSERT_EQ(test, dlc_store_set_order(ds, NULL, epoch, ids, len), 0);
 	mutex_unlock(&ds->lock);
 }
 
@@ -172,7 +172,7 @@ static void store_admission_by_next_use(struct kunit *test)
 	/* Epoch 1: fill the cache with 0..3 while using them. */
 	for (i = 0; i < 4; i++) {
 		mutex_lock(&ds->lock);
-		dlc_store_use(ds, i, &use);
+		dlc_store_use(ds, NULL, i, &use);
 		mutex_unlock(&ds->lock);
 		KUNIT_EXPECT_TRUE(test, st_admit(ds, st_sample(test, i, 100)));
 	}
@@ -184,7 +184,7 @@ static void store_admission_by_next_use(struct kunit *test)
 	 * evicting 0.
 	 */
 	mutex_lock(&ds->lock);
-	dlc_store_use(ds, 4, &use);
+	dlc_store_use(ds, NULL, 4, &use);
 	mutex_unlock(&ds->lock);
 	KUNIT_EXPECT_TRUE(test, st_admit(ds, st_sample(test, 4, 100)));
 	KUNIT_EXPECT_FALSE(test, st_cached(ds, 0));
@@ -198,8 +198,8 @@ static void store_admission_by_next_use(struct kunit *test)
 							5 * PAGE_SIZE)));
 	/* A 2-page sample used soon evicts two. */
 	mutex_lock(&ds->lock);
-	dlc_store_use(ds, 5, &use);
-	dlc_store_use(ds, 6, &use);
+	dlc_store_use(ds, NULL, 5, &use);
+	dlc_store_use(ds, NULL, 6, &use);
 	mutex_unlock(&ds->lock);
 	KUNIT_EXPECT_TRUE(test, st_admit(ds, st_sample(test, 7,
 						       2 * PAGE_SIZE)));
@@ -338,34 +338,34 @@ static void store_use_moves_cursor(struct kunit *test)
 	st_order(test, ds, 2, ids, 64);
 	mutex_lock(&ds->lock);
 	/* By ID, within the lookahead: sample 61 is at position 2. */
-	dlc_store_use(ds, 61, &sqe);
+	dlc_store_use(ds, NULL, 61, &sqe);
 	KUNIT_EXPECT_EQ(test, ds->policy.line[0].cursor, 3);
 	/* Too far ahead: sample 0 at position 63 does not move it. */
-	dlc_store_use(ds, 0, &sqe);
+	dlc_store_use(ds, NULL, 0, &sqe);
 	KUNIT_EXPECT_EQ(test, ds->policy.line[0].cursor, 3);
 	/* A late GET of a passed use does not jump an epoch. */
-	dlc_store_use(ds, 63, &sqe);
+	dlc_store_use(ds, NULL, 63, &sqe);
 	KUNIT_EXPECT_EQ(test, ds->policy.line[0].cursor, 3);
 	/* By position: epoch 1 index 40. */
 	sqe.flags = DLCACHE_SQE_F_AT;
 	sqe.epoch = 1;
 	sqe.index = 40;
-	dlc_store_use(ds, 23, &sqe);
+	dlc_store_use(ds, NULL, 23, &sqe);
 	KUNIT_EXPECT_EQ(test, ds->policy.line[0].cursor, 41);
 	/* An unknown epoch moves nothing. */
 	sqe.epoch = 9;
-	dlc_store_use(ds, 23, &sqe);
+	dlc_store_use(ds, NULL, 23, &sqe);
 	KUNIT_EXPECT_EQ(test, ds->policy.line[0].cursor, 41);
 	/* Nor does a position where the order has another sample (13). */
 	sqe.epoch = 1;
 	sqe.index = 50;
-	dlc_store_use(ds, 5, &sqe);
+	dlc_store_use(ds, NULL, 5, &sqe);
 	KUNIT_EXPECT_EQ(test, ds->policy.line[0].cursor, 41);
-	dlc_store_use(ds, 13, &sqe);
+	dlc_store_use(ds, NULL, 13, &sqe);
 	KUNIT_EXPECT_EQ(test, ds->policy.line[0].cursor, 51);
 	/* Index past the order's end. */
 	sqe.index = 64;
-	dlc_store_use(ds, 0, &sqe);
+	dlc_store_use(ds, NULL, 0, &sqe);
 	KUNIT_EXPECT_EQ(test, ds->policy.line[0].cursor, 51);
 	/* Orders: bad ID, epoch not increasing, window full. */
 	ids[0] = 64;

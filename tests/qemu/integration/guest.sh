@@ -706,4 +706,104 @@ else
 	result FAIL pagecache-run
 fi
 
+
+# ---- many jobs, one cache (ABI 3 consumers) --------------------------------
+# Two jobs with different seeds, job B at about half job A's pace (a
+# training step of JOB_STEP_B ms per batch, longer than a batch's decode,
+# against JOB_STEP_A), read the
+# data set together, three times over: (k) on dlcache.ko, where each is a
+# consumer with its own time line; (s) each with its own in-process cache
+# of half the data set, what two jobs get without the module; (p) on the
+# page cache alone, held to the memory of the pc run above. The disk's
+# sector counter gives each run's bytes; the host computes the offline
+# optimum of the merged trace (jobs.py). Then two ranks of one job, once
+# in lockstep and DRIFT_RUNS times drifting freely (no barrier), and for
+# comparison SHARED_RUNS times drifting on the shared time line
+# (DLCACHE_JOB=none: what an ABI 2 module gives).
+JOB_STEP_A=0
+JOB_STEP_B=400
+DRIFT_RUNS=10
+SHARED_RUNS=3
+jobs_pair() {	# tag, then bench options for both jobs
+	_t=$1
+	shift
+	sync
+	echo 3 > /proc/sys/vm/drop_caches
+	_s0=$(vda_sectors)
+	sh -c "[ $_t != p ] || echo 0 > $CG/pc/cgroup.procs; exec $CTL bench $IDX --epochs $EPOCHS \
+		--json --seed 11 --step-ms $JOB_STEP_A $* $BENCH" > /tmp/j${_t}A.json 2> /tmp/j${_t}A.err &
+	_pa=$!
+	sh -c "[ $_t != p ] || echo 0 > $CG/pc/cgroup.procs; exec $CTL bench $IDX --epochs $EPOCHS \
+		--json --seed 12 --step-ms $JOB_STEP_B $* $BENCH" > /tmp/j${_t}B.json 2> /tmp/j${_t}B.err &
+	_pb=$!
+	wait_pid $_pa 300
+	_ra=$?
+	wait_pid $_pb 300
+	_rb=$?
+	_s1=$(vda_sectors)
+	if [ $_ra -ne 0 ] || [ $_rb -ne 0 ]; then
+		result FAIL jobs-run-$_t "(exit $_ra and $_rb)"
+		show /tmp/j${_t}A.err
+		show /tmp/j${_t}B.err
+		return 1
+	fi
+	result ok jobs-run-$_t
+	data jobs_${_t}_disk $(( (_s1 - _s0) * 512 ))
+	data jobs_${_t}_A "$(cat /tmp/j${_t}A.json)"
+	data jobs_${_t}_B "$(cat /tmp/j${_t}B.json)"
+}
+
+drift_run() {	# tag, DLCACHE_JOB, then options for both ranks: one run
+	_t=$1
+	_job=$2
+	shift 2
+	$CTL drop > /dev/null 2>&1
+	for r in 0 1; do
+		sh -c "DLCACHE_JOB=$_job exec $CTL bench $IDX --backend kernel --epochs $EPOCHS \
+			--json --world 2 --rank $r $* $BENCH" > /tmp/d$r.json 2> /tmp/d$r.err &
+		eval dpid$r=$!
+	done
+	wait_pid $dpid0 240
+	_r0=$?
+	wait_pid $dpid1 240
+	_r1=$?
+	if [ $_r0 -ne 0 ] || [ $_r1 -ne 0 ]; then
+		info "drift run $_t: exit $_r0 and $_r1"
+		show /tmp/d0.err
+		show /tmp/d1.err
+		return 1
+	fi
+	data drift_$_t "$(cat /tmp/d0.json) $(cat /tmp/d1.json)"
+}
+
+if [ "$NOKERNEL" = 1 ]; then
+	result skip jobs-run-k "(no kernel backend)"
+elif ! load_dlcache; then
+	result FAIL jobs-insmod
+else
+	jobs_pair k --backend kernel
+	# The consumers as the module saw them, while none is attached.
+	$CTL stats > /tmp/jst.txt 2>&1
+	show /tmp/jst.txt
+	i=0
+	drift_run lockstep "" --lockstep /tmp/lockstep.d || result FAIL drift-run-lockstep
+	rm -f /tmp/lockstep.d
+	while [ $i -lt $DRIFT_RUNS ]; do
+		drift_run $i "" || result FAIL drift-run-$i
+		i=$((i + 1))
+	done
+	i=0
+	while [ $i -lt $SHARED_RUNS ]; do
+		drift_run shared$i none || result FAIL drift-run-shared$i
+		i=$((i + 1))
+	done
+	if unload_dlcache; then
+		result ok jobs-rmmod
+	else
+		result FAIL jobs-rmmod "(a reference leaked)"
+	fi
+fi
+jobs_pair s --backend inprocess --cache-fraction 0.5
+jobs_pair p --backend inprocess --cache 0 --no-direct
+
 finish

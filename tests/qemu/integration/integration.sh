@@ -34,7 +34,12 @@
 #      no cache of its own) with the guest's memory cgroup held to the
 #      capacity plus the processes' own peak, a fresh shuffle per epoch,
 #      caches dropped before the first; the disk's sectors give its hit
-#      ratio per epoch.
+#      ratio per epoch;
+#   7. many jobs, one cache: two jobs with different seeds, job B at about
+#      half job A's pace (bench --step-ms), read the data set together on
+#      dlcache.ko (a consumer each), then each with its own in-process
+#      cache, then on the page cache alone; then two ranks of one job in
+#      lockstep once and drifting freely (no barrier) ten times.
 #
 # The host checks the numbers (python3):
 #   kernel-hit-ratio      the byte hit ratio of each epoch 1.. (1 - bytes read /
@@ -48,6 +53,11 @@
 #                         = the sums of the two bench runs
 #   killed-*-counts       the survivors decoded every sample of every epoch
 #   pagecache-ratio       a measurement only: "# " line with both ratios
+#   jobs-*, drift-*       tests/qemu/integration/jobs.py: disk bytes of the
+#                         two jobs on dlcache.ko <= 1.10 x the offline
+#                         optimum of the merged trace and <= 0.6 x two
+#                         separate in-process caches; drifting ranks within
+#                         0.01 of the lockstep hit ratio in every run
 #
 # Output: "ok|FAIL|skip qemu-int:<name>" lines, "# " details; exit 1 when
 # a check failed or the guest did not finish. Without the kernel image for
@@ -59,7 +69,7 @@
 #   come from /lib/modules/<release>), DLCACHE_KO (default
 #   $BUILD/kmod-<release>/dlcache.ko, else $BUILD/kmod/dlcache.ko; its
 #   vermagic must match), QEMU (qemu-system-x86_64),
-#   INT_TIMEOUT (seconds for the guest, 420), INT_IMAGES (300),
+#   INT_TIMEOUT (seconds for the guest, 600), INT_IMAGES (300),
 #   INT_EPOCHS (3), INT_MEM (1G), INT_TAG (prefix of the result lines,
 #   qemu-int), INT_MODDIR (where the guest's disk modules come from,
 #   /lib/modules/<release>; "none" for a kernel that has them built in, as
@@ -74,7 +84,7 @@ TAG=${INT_TAG:-qemu-int}
 OUT="$BUILD/$TAG"
 SRC="$ROOT/tests/qemu/integration"
 QEMU=${QEMU:-qemu-system-x86_64}
-TIMEOUT=${INT_TIMEOUT:-420}
+TIMEOUT=${INT_TIMEOUT:-600}
 IMAGES=${INT_IMAGES:-300}
 EPOCHS=${INT_EPOCHS:-3}
 MEM=${INT_MEM:-1G}
@@ -408,6 +418,15 @@ else:
 sys.exit(1 if fails else 0)
 PY
 prc=$?
+# Many jobs, one cache: the offline optimum needs the data set and the
+# library's orders (tests/qemu/integration/jobs.py).
+if make --no-print-directory -s BUILD="${BUILD#$ROOT/}" lib > "$OUT/lib.log" 2>&1; then
+	"$PY" "$SRC/jobs.py" "$TAG" "$LOG" "$DATA/ds" "$BUILD/libdlcache.so.0" \
+		"$((CAP_MB * 1048576))" "$EPOCHS" || prc=1
+else
+	sed 's/^/# /' "$OUT/lib.log" | tail -n 20
+	result FAIL jobs-lib "(make lib failed)"
+fi
 set -e
 [ $prc -eq 0 ] || FAILS=$((FAILS + 1))
 if grep -q '^INT-DONE' "$LOG" && [ "$FAILS" -eq 0 ]; then

@@ -68,7 +68,7 @@ static void ioctl_table(void)
 	CHECK_ERR(t_ioctl(fd, DLCACHE_IOC_GET_INFO, &u), -EINVAL, "GET_INFO flags");
 	RESET(); u.info.resv0 = 1;
 	CHECK_ERR(t_ioctl(fd, DLCACHE_IOC_GET_INFO, &u), -EINVAL, "GET_INFO resv0");
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < 3; i++) {
 		RESET(); u.info.reserved[i] = 1ULL << 40;
 		CHECK_ERR(t_ioctl(fd, DLCACHE_IOC_GET_INFO, &u), -EINVAL, "GET_INFO reserved[i]");
 	}
@@ -101,7 +101,7 @@ static void ioctl_table(void)
 	RESET(); u.attach.key[0] = 3; u.attach.nsamples = N;
 	u.attach.flags = DLCACHE_ATTACH_F_OWNER; u.attach.owner_uid = 0xffffffff;
 	CHECK_ERR(t_ioctl(fd, DLCACHE_IOC_ATTACH, &u), -EINVAL, "ATTACH F_OWNER of uid -1");
-	RESET(); u.attach.key[0] = 3; u.attach.nsamples = N; u.attach.reserved[1] = 1;
+	RESET(); u.attach.key[0] = 3; u.attach.nsamples = N; u.attach.reserved[0] = 1;
 	CHECK_ERR(t_ioctl(fd, DLCACHE_IOC_ATTACH, &u), -EINVAL, "ATTACH reserved[1]");
 	RESET(); u.attach.key[0] = 4; u.attach.nsamples = N; u.attach.window = 0xffffffff;
 	check_big(t_ioctl(fd, DLCACHE_IOC_ATTACH, &u), "ATTACH window 2^32 - 1");
@@ -174,7 +174,7 @@ static void ioctl_table(void)
 	/* STATS */
 	RESET(); u.stats.flags = 1U << 5;
 	CHECK_ERR(t_ioctl(fd, DLCACHE_IOC_STATS, &u), -EINVAL, "STATS unknown flag");
-	RESET(); u.stats.reserved[3] = 1;
+	RESET(); u.stats.reserved[2] = 1;
 	CHECK_ERR(t_ioctl(fd, DLCACHE_IOC_STATS, &u), -EINVAL, "STATS reserved");
 	RESET(); u.stats.handle = (uint32_t)h;
 	CHECK_ERR(t_ioctl(fd, DLCACHE_IOC_STATS, &u), -EINVAL, "STATS handle without F_DATASET");
