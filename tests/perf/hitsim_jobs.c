@@ -17,7 +17,9 @@
  * else the request bypasses the cache. A job's consumer is removed after
  * its last request (the job detaches).
  *
- * Compared with: two separate in-process caches (libdlcache/cache.c, one
+ * Compared with: the same shared cache with the two time lines merged by
+ * position alone (each job's clock runs as if it were as fast as A); two
+ * separate in-process caches (libdlcache/cache.c, one
  * per job, as two jobs get today), each of @cap bytes and each of
  * @cap / 2 (the same memory in all); and the optimum of the merged trace
  * (tests/perf/optref.c, independent of policy.c): an upper bound on the
@@ -30,6 +32,7 @@ struct hs_jobs_result {
 	uint64_t hit_bytes[2];
 	uint64_t disk_bytes;		/* shared cache: both jobs */
 	uint64_t rebuilds;		/* policy key rebuilds */
+	uint64_t pos_disk_bytes;	/* shared, merged by position alone */
 	uint64_t sep_disk_bytes;	/* two caches of cap each */
 	uint64_t sep_hit_bytes[2];
 	uint64_t half_disk_bytes;	/* two caches of cap / 2 each */
@@ -76,31 +79,32 @@ static int hs_jobs_upload(struct dlc_policy *p, uint32_t c,
 }
 
 /*
- * Run jobs @a and @b (same samples and sizes; B at half A's speed, @dt ns
- * between A's requests) over one cache of @cap bytes. Returns 0 or -1.
+ * The shared cache: jobs @a and @b (same samples and sizes; B at half A's
+ * speed, @dt ns between A's requests) over one cache of @cap bytes. With
+ * @by_position each job's clock is its own position x @dt, as if both
+ * ran at A's speed: the merge by position alone, for comparison. The
+ * merged trace into @merged. Returns 0 or -1.
  */
-static int hs_jobs_run(const struct hs_trace *a, const struct hs_trace *b,
-		       uint64_t cap, uint64_t dt, struct hs_jobs_result *res)
+static int hs_jobs_shared(const struct hs_trace *a, const struct hs_trace *b,
+			  uint64_t cap, uint64_t dt, int by_position,
+			  struct hs_jobs_result *res, uint32_t *merged)
 {
 	const struct hs_trace *job[2] = { a, b };
 	uint32_t n = a->nsamples, cons[2] = { 0, 0 };
-	uint64_t T[2], next[2] = { 0, 0 }, used = 0, k = 0, tot;
+	uint64_t T[2], next[2] = { 0, 0 }, used = 0, k = 0;
 	uint64_t window = 2ULL * a->epoch_len;	/* as dlcache.ko's default */
 	size_t sz = dlc_policy_mem_size(n, (uint32_t)window), lsz;
-	uint32_t *merged = NULL;
 	void *mem = NULL, *lmem = NULL;
 	struct dlc_policy *p = calloc(1, sizeof(*p));
 	uint8_t *in = calloc(n, 1);
 	int j, rc = -1;
 
-	memset(res, 0, sizeof(*res));
 	T[0] = (uint64_t)a->nepochs * a->epoch_len;
 	T[1] = (uint64_t)b->nepochs * b->epoch_len;
-	merged = malloc(sizeof(uint32_t) * (T[0] + T[1]));
 	lsz = dlc_policy_line_mem_size(n, (uint32_t)window);
 	mem = aligned_alloc(64, (sz + 63) & ~(size_t)63);
 	lmem = aligned_alloc(64, (lsz + 63) & ~(size_t)63);
-	if (!p || !in || !merged || !mem || !lmem || b->nsamples != n ||
+	if (!p || !in || !mem || !lmem || b->nsamples != n ||
 	    dlc_policy_init(p, n, (uint32_t)window, mem, sz, 0))
 		goto out;
 	j = dlc_policy_add_consumer(p, lmem, lsz, 0);
@@ -116,7 +120,7 @@ static int hs_jobs_run(const struct hs_trace *a, const struct hs_trace *b,
 		uint64_t s;
 
 		j = next[1] >= T[1] || (next[0] < T[0] && ta <= tb) ? 0 : 1;
-		now = j ? tb : ta;
+		now = by_position ? next[j] * dt : j ? tb : ta;
 		t = job[j];
 		c = cons[j];
 		e = (uint32_t)(next[j] / t->epoch_len);
@@ -158,6 +162,35 @@ static int hs_jobs_run(const struct hs_trace *a, const struct hs_trace *b,
 		}
 	}
 	res->rebuilds = p->rebuilds;
+	rc = 0;
+out:
+	free(mem);
+	free(lmem);
+	free(p);
+	free(in);
+	return rc;
+}
+
+/*
+ * Run jobs @a and @b (as hs_jobs_shared()) over one cache of @cap bytes,
+ * and the comparisons. Returns 0 or -1.
+ */
+static int hs_jobs_run(const struct hs_trace *a, const struct hs_trace *b,
+		       uint64_t cap, uint64_t dt, struct hs_jobs_result *res)
+{
+	uint64_t k = (uint64_t)a->nepochs * a->epoch_len +
+		     (uint64_t)b->nepochs * b->epoch_len, tot;
+	uint32_t *merged = malloc(sizeof(uint32_t) * k);
+	struct hs_jobs_result pr;
+	int rc = -1;
+
+	memset(res, 0, sizeof(*res));
+	memset(&pr, 0, sizeof(pr));
+	if (!merged || hs_jobs_shared(a, b, cap, dt, 1, &pr, merged))
+		goto out;
+	res->pos_disk_bytes = pr.disk_bytes;
+	if (hs_jobs_shared(a, b, cap, dt, 0, res, merged))
+		goto out;
 
 	/* Today: one in-process cache per job. */
 	if (hs_jobs_alone(a, cap, &tot, &res->sep_hit_bytes[0]))
@@ -174,7 +207,8 @@ static int hs_jobs_run(const struct hs_trace *a, const struct hs_trace *b,
 	res->half_disk_bytes += tot;
 
 	/* Independent: the optimum of the merged trace. */
-	res->opt_disk_bytes = opt_bound_bytes(merged, k, n, a->size, cap, 0, k);
+	res->opt_disk_bytes = opt_bound_bytes(merged, k, a->nsamples, a->size,
+					      cap, 0, k);
 	if (res->opt_disk_bytes < 0)
 		goto out;
 	res->opt_disk_bytes = (double)(res->req_bytes[0] + res->req_bytes[1]) -
@@ -182,10 +216,6 @@ static int hs_jobs_run(const struct hs_trace *a, const struct hs_trace *b,
 	rc = 0;
 out:
 	free(merged);
-	free(mem);
-	free(lmem);
-	free(p);
-	free(in);
 	return rc;
 }
 
@@ -200,6 +230,9 @@ static void hs_jobs_print(const struct hs_jobs_result *r, uint64_t total)
 	printf("# two jobs, optimum of the merged trace: disk %.3f x the data set; shared / optimum %.4f (target <= 1.10)\n",
 	       r->opt_disk_bytes / (double)total,
 	       (double)r->disk_bytes / r->opt_disk_bytes);
+	printf("# two jobs, shared cache merged by position alone (speeds ignored): disk %.3f x; / optimum %.4f\n",
+	       (double)r->pos_disk_bytes / (double)total,
+	       (double)r->pos_disk_bytes / r->opt_disk_bytes);
 	printf("# two jobs, two separate caches of C each (today): byte hit ratio A %.4f, B %.4f; disk %.3f x; shared / separate %.4f (target <= 0.60; optimum / separate %.4f)\n",
 	       (double)r->sep_hit_bytes[0] / (double)r->req_bytes[0],
 	       (double)r->sep_hit_bytes[1] / (double)r->req_bytes[1],
