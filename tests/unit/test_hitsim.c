@@ -231,12 +231,25 @@ static void against_brute_force(void)
 	       worse, bound_gap);
 }
 
+/* The size model: 20 000 .. 120 000 bytes a sample. Returns the total. */
+static uint64_t model_sizes(uint64_t *size, uint32_t n)
+{
+	uint64_t st = 1, total = 0;
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		size[i] = 20000 + hs_rnd(&st) % 100000;
+		total += size[i];
+	}
+	return total;
+}
+
 static void shuffles(void)
 {
 	enum { N = 2000, E = 4 };
 	struct dlc_order_params op = { 7, 0, 0, 1, 1, 0, 0 };
-	uint64_t *size = malloc(sizeof(uint64_t) * N), total = 0, st;
-	uint32_t *ids = malloc(sizeof(uint32_t) * N * E), i, e;
+	uint64_t *size = malloc(sizeof(uint64_t) * N), total;
+	uint32_t *ids = malloc(sizeof(uint32_t) * N * E), e;
 	struct hs_epoch_result r[E], s_dl, s_lru, s_mi;
 	struct hs_trace t = { N, size, E, N, ids };
 	double bound;
@@ -246,11 +259,7 @@ static void shuffles(void)
 		CHECK(0, "out of memory");
 		return;
 	}
-	st = 1;
-	for (i = 0; i < N; i++) {
-		size[i] = 20000 + hs_rnd(&st) % 100000;
-		total += size[i];
-	}
+	total = model_sizes(size, N);
 	cap = total / 2;
 	for (e = 0; e < E; e++) {
 		op.epoch = e;
@@ -310,8 +319,8 @@ static void two_jobs_run(void)
 {
 	enum { N = 2000, E = 4 };
 	struct dlc_order_params op = { 0, 0, 0, 1, 1, 0, 0 };
-	uint64_t *size = malloc(sizeof(uint64_t) * N), total = 0, st;
-	uint32_t *ids[2], i, e, j;
+	uint64_t *size = malloc(sizeof(uint64_t) * N), total;
+	uint32_t *ids[2], e, j;
 	struct hs_trace t[2];
 	struct hs_jobs_result *r = &jobs_res;
 
@@ -321,11 +330,7 @@ static void two_jobs_run(void)
 		CHECK(0, "out of memory");
 		return;
 	}
-	st = 1;
-	for (i = 0; i < N; i++) {
-		size[i] = 20000 + hs_rnd(&st) % 100000;
-		total += size[i];
-	}
+	total = model_sizes(size, N);
 	for (j = 0; j < 2; j++) {
 		op.seed = 7 + j;
 		for (e = 0; e < E; e++) {
