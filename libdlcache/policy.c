@@ -94,17 +94,29 @@ size_t dlc_policy_mem_size(uint32_t nsamples, uint32_t window)
 	       dlc_policy_line_mem_size(nsamples, window);
 }
 
+/* An empty slot: no consumer, no memory. */
+static void line_clear(struct dlc_policy_line *L)
+{
+	L->used = 0;
+	L->active = 0;
+	L->cursor = 0;
+	L->end = 0;
+	L->nepochs = 0;
+	L->order = NULL;
+	L->succ = NULL;
+	L->next_use = NULL;
+	L->last_pos = NULL;
+}
+
 /* Set up line @L over @m, active, anchored at (@now, 0), cost @cost. */
 static void line_init(struct dlc_policy *p, struct dlc_policy_line *L,
 		      unsigned char *m, uint64_t now, uint64_t cost)
 {
 	uint64_t w = p->window, i;
 
+	line_clear(L);
 	L->used = 1;
 	L->active = 1;
-	L->cursor = 0;
-	L->end = 0;
-	L->nepochs = 0;
 	L->succ = (uint64_t *)m;
 	m += w * 8;
 	L->next_use = (uint64_t *)m;
@@ -147,15 +159,8 @@ int dlc_policy_init(struct dlc_policy *p, uint32_t nsamples, uint32_t window,
 	p->ncached = 0;
 	p->nlines = 1;
 	p->rebuilds = 0;
-	for (c = 1; c < DLC_POLICY_MAX_CONSUMERS; c++) {
-		struct dlc_policy_line *L = &p->line[c];
-
-		L->used = 0;
-		L->active = 0;
-		L->cursor = 0;
-		L->end = 0;
-		L->nepochs = 0;
-	}
+	for (c = 1; c < DLC_POLICY_MAX_CONSUMERS; c++)
+		line_clear(&p->line[c]);
 
 	p->key = (uint64_t *)m;
 	m += (size_t)nsamples * 8;
@@ -353,15 +358,7 @@ void dlc_policy_remove_consumer(struct dlc_policy *p, uint32_t c)
 		return;
 	L = &p->line[c];
 	was_active = L->active;
-	L->used = 0;
-	L->active = 0;
-	L->cursor = 0;
-	L->end = 0;
-	L->nepochs = 0;
-	L->order = NULL;
-	L->succ = NULL;
-	L->next_use = NULL;
-	L->last_pos = NULL;
+	line_clear(L);
 	p->nlines--;
 	if (was_active)
 		rebuild(p);

@@ -11,6 +11,11 @@
  *       upper bound on any policy's byte hit ratio ("bound") and the exact
  *       optimum by count on unit sizes ("belady_unit", with "dlcache_unit"
  *       beside it); print hit ratios and dlcache's ratio to each.
+ *   hitsim INDEX --jobs [--capacity BYTES] [--epochs E]
+ *       two jobs (seeds 7 and 8, the second at half the first's speed)
+ *       share one cache of BYTES (default: half the data set) ranked by
+ *       the merged policy, against two separate in-process caches and the
+ *       optimum of the merged trace (hitsim_jobs.c); "# " lines.
  *   hitsim INDEX --replay perm|repeats [--epochs E]
  *       read the files in that order with plain read() (buffered), and
  *       print per epoch the bytes requested and the bytes this process
@@ -214,6 +219,48 @@ static int simulate(const struct dlc_index *idx, uint64_t cap, uint32_t epochs)
 	return 0;
 }
 
+/* Two jobs, one cache: see hitsim_jobs.c. */
+static int two_jobs(const struct dlc_index *idx, uint64_t cap, uint32_t epochs)
+{
+	uint32_t n = dlc_index_count(idx), i, e, j, *ids[2] = { NULL, NULL };
+	uint64_t *size = malloc(sizeof(uint64_t) * n);
+	uint64_t total = dlc_index_total_bytes(idx);
+	struct dlc_order_params op = { 0, 0, 0, 1, 1, 0, 0 };
+	struct hs_trace t[2];
+	struct hs_jobs_result r;
+	int ret = 1;
+
+	if (!size)
+		return 1;
+	for (i = 0; i < n; i++)
+		size[i] = dlc_index_size(idx, i);
+	if (!cap)
+		cap = total / 2;
+	for (j = 0; j < 2; j++) {
+		ids[j] = malloc(sizeof(uint32_t) * (size_t)n * epochs);
+		if (!ids[j])
+			goto out;
+		op.seed = 7 + j;
+		for (e = 0; e < epochs; e++) {
+			op.epoch = e;
+			if (dlc_order_fill(n, &op, ids[j] + (size_t)e * n, n))
+				goto out;
+		}
+		t[j] = (struct hs_trace){ n, size, epochs, n, ids[j] };
+	}
+	printf("# two jobs: %u samples, %llu bytes, capacity %llu, %u epochs each\n",
+	       n, (unsigned long long)total, (unsigned long long)cap, epochs);
+	if (hs_jobs_run(&t[0], &t[1], cap, 1000000, &r))
+		goto out;
+	hs_jobs_print(&r, total);
+	ret = 0;
+out:
+	free(ids[0]);
+	free(ids[1]);
+	free(size);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -221,12 +268,13 @@ int main(int argc, char **argv)
 		{ "epochs", required_argument, NULL, 'e' },
 		{ "replay", required_argument, NULL, 'r' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "jobs", no_argument, NULL, 'J' },
 		{ 0 }
 	};
 	struct dlc_index *idx = NULL;
 	uint64_t cap = 0;
 	uint32_t epochs = 4;
-	int c, rep = -1, ret;
+	int c, rep = -1, ret, jobs = 0;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
@@ -241,13 +289,16 @@ int main(int argc, char **argv)
 			break;
 		case 'j':
 			break;
+		case 'J':
+			jobs = 1;
+			break;
 		default:
-			fprintf(stderr, "usage: hitsim INDEX (--capacity BYTES | --replay perm|repeats) [--epochs E]\n");
+			fprintf(stderr, "usage: hitsim INDEX (--capacity BYTES | --jobs [--capacity BYTES] | --replay perm|repeats) [--epochs E]\n");
 			return 2;
 		}
 	}
 	if (optind != argc - 1 || !epochs || epochs > 8) {
-		fprintf(stderr, "usage: hitsim INDEX (--capacity BYTES | --replay perm|repeats) [--epochs E<=8]\n");
+		fprintf(stderr, "usage: hitsim INDEX (--capacity BYTES | --jobs [--capacity BYTES] | --replay perm|repeats) [--epochs E<=8]\n");
 		return 2;
 	}
 	ret = dlc_index_load(argv[optind], &idx);
@@ -255,7 +306,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "hitsim: %s: %s\n", argv[optind], strerror(-ret));
 		return 1;
 	}
-	ret = rep >= 0 ? replay(idx, rep, epochs) : simulate(idx, cap, epochs);
+	if (jobs)
+		ret = two_jobs(idx, cap, epochs);
+	else
+		ret = rep >= 0 ? replay(idx, rep, epochs) :
+				 simulate(idx, cap, epochs);
 	dlc_index_free(idx);
 	return ret;
 }

@@ -305,3 +305,5 @@ static void hs_repeats_order(uint32_t n, uint32_t hot_pct, uint32_t hot_weight,
 	}
 	free(cum);
 }
+
+#include "hitsim_jobs.c"

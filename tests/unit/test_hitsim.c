@@ -7,7 +7,9 @@
  * sizes is that optimum, and so is the bound there; with sizes the bound
  * is never below it, and dlcache, LRU and MinIO never above); then on dlcache's real shuffles the policy
  * reaches capacity/size in steady state while LRU does worse, and on an
- * order with repeats it beats MinIO and stays under the bound.
+ * order with repeats it beats MinIO and stays under the bound. Last, two
+ * jobs share one cache (tests/perf/hitsim_jobs.c) against the optimum of
+ * their merged trace and against two separate caches.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -229,12 +231,25 @@ static void against_brute_force(void)
 	       worse, bound_gap);
 }
 
+/* The size model: 20 000 .. 120 000 bytes a sample. Returns the total. */
+static uint64_t model_sizes(uint64_t *size, uint32_t n)
+{
+	uint64_t st = 1, total = 0;
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		size[i] = 20000 + hs_rnd(&st) % 100000;
+		total += size[i];
+	}
+	return total;
+}
+
 static void shuffles(void)
 {
 	enum { N = 2000, E = 4 };
 	struct dlc_order_params op = { 7, 0, 0, 1, 1, 0, 0 };
-	uint64_t *size = malloc(sizeof(uint64_t) * N), total = 0, st;
-	uint32_t *ids = malloc(sizeof(uint32_t) * N * E), i, e;
+	uint64_t *size = malloc(sizeof(uint64_t) * N), total;
+	uint32_t *ids = malloc(sizeof(uint32_t) * N * E), e;
 	struct hs_epoch_result r[E], s_dl, s_lru, s_mi;
 	struct hs_trace t = { N, size, E, N, ids };
 	double bound;
@@ -244,11 +259,7 @@ static void shuffles(void)
 		CHECK(0, "out of memory");
 		return;
 	}
-	st = 1;
-	for (i = 0; i < N; i++) {
-		size[i] = 20000 + hs_rnd(&st) % 100000;
-		total += size[i];
-	}
+	total = model_sizes(size, N);
 	cap = total / 2;
 	for (e = 0; e < E; e++) {
 		op.epoch = e;
@@ -294,10 +305,86 @@ static void shuffles(void)
 	free(ids);
 }
 
+/*
+ * Two jobs over one data set (different seeds, B at half A's speed, four
+ * epochs each) share a cache of half the data set's bytes. The issue's
+ * targets: disk bytes within 10 % of the merged trace's optimum
+ * (two_jobs_vs_optimum), and at most 0.6 x those of two separate
+ * in-process caches of that size each (two_jobs_vs_separate).
+ */
+static struct hs_jobs_result jobs_res;
+static int jobs_ok;
+
+static void two_jobs_run(void)
+{
+	enum { N = 2000, E = 4 };
+	struct dlc_order_params op = { 0, 0, 0, 1, 1, 0, 0 };
+	uint64_t *size = malloc(sizeof(uint64_t) * N), total;
+	uint32_t *ids[2], e, j;
+	struct hs_trace t[2];
+	struct hs_jobs_result *r = &jobs_res;
+
+	ids[0] = malloc(sizeof(uint32_t) * N * E);
+	ids[1] = malloc(sizeof(uint32_t) * N * E);
+	if (!size || !ids[0] || !ids[1]) {
+		CHECK(0, "out of memory");
+		return;
+	}
+	total = model_sizes(size, N);
+	for (j = 0; j < 2; j++) {
+		op.seed = 7 + j;
+		for (e = 0; e < E; e++) {
+			op.epoch = e;
+			CHECK(dlc_order_fill(N, &op, ids[j] + (size_t)e * N,
+					     N) == 0);
+		}
+		t[j] = (struct hs_trace){ N, size, E, N, ids[j] };
+	}
+	/* A: 1 ms a request, B: 2 ms. */
+	jobs_ok = hs_jobs_run(&t[0], &t[1], total / 2, 1000000, r) == 0;
+	CHECK(jobs_ok, "two jobs run");
+	if (jobs_ok) {
+		hs_jobs_print(r, total);
+		CHECK(r->req_bytes[0] == total * E &&
+		      r->req_bytes[1] == total * E, "requested bytes");
+		/* The optimum is a lower bound on every policy. */
+		CHECK(r->disk_bytes >= r->opt_disk_bytes &&
+		      r->sep_disk_bytes >= r->opt_disk_bytes,
+		      "below the optimum %.0f: shared %llu, separate %llu",
+		      r->opt_disk_bytes, (unsigned long long)r->disk_bytes,
+		      (unsigned long long)r->sep_disk_bytes);
+	}
+	free(size);
+	free(ids[0]);
+	free(ids[1]);
+}
+
+static void two_jobs_vs_optimum(void)
+{
+	const struct hs_jobs_result *r = &jobs_res;
+
+	CHECK(jobs_ok && r->disk_bytes <= 1.10 * r->opt_disk_bytes,
+	      "shared cache disk bytes %.4f x the optimum, target 1.10",
+	      (double)r->disk_bytes / r->opt_disk_bytes);
+}
+
+static void two_jobs_vs_separate(void)
+{
+	const struct hs_jobs_result *r = &jobs_res;
+
+	CHECK(jobs_ok && r->disk_bytes <= 0.60 * (double)r->sep_disk_bytes,
+	      "shared cache disk bytes %.4f x two separate caches, target 0.60 (the optimum itself: %.4f x)",
+	      (double)r->disk_bytes / (double)r->sep_disk_bytes,
+	      r->opt_disk_bytes / (double)r->sep_disk_bytes);
+}
+
 int main(void)
 {
 	T_RUN(tiny);
 	T_RUN(against_brute_force);
 	T_RUN(shuffles);
+	T_RUN(two_jobs_run);
+	T_RUN(two_jobs_vs_optimum);
+	T_RUN(two_jobs_vs_separate);
 	return t_done("hitsim");
 }
