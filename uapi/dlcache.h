@@ -77,6 +77,13 @@
  * complete with -ETIMEDOUT.
  */
 #define DLCACHE_FEAT_FILL_LEASE	(1ULL << 6)
+/*
+ * A detached data set stays cached, idle, for the module's idle_keep_s:
+ * an ATTACH of the same (key, owner) finds it with its samples. Idle sets
+ * give way first (slots, policy memory, cache space, the shrinker); DROP
+ * frees them. STATS reports DLCACHE_DS_F_IDLE and ds_idle_s.
+ */
+#define DLCACHE_FEAT_IDLE	(1ULL << 8)
 
 /* ------------------------------------------------------------------ */
 /* DLCACHE_IOC_GET_INFO                                                */
@@ -400,8 +407,13 @@ struct dlcache_stats {
 	__u64 ds_cursor;	/* policy cursor: positions consumed */
 	__u64 ds_end;		/* policy: one past the last known position */
 	struct dlcache_counters dataset;
-	__u64 reserved[4];	/* must be 0 */
+	__u64 reserved[3];	/* must be 0 */
+	__u32 ds_flags;		/* kernel: DLCACHE_DS_F_* */
+	__u32 ds_idle_s;	/* kernel: seconds idle, with DLCACHE_DS_F_IDLE */
 };
+
+/* ds_flags: the data set is idle, attached by nobody (DLCACHE_FEAT_IDLE). */
+#define DLCACHE_DS_F_IDLE	(1U << 0)
 
 /* ------------------------------------------------------------------ */
 /* Privileged (CAP_SYS_ADMIN, else -EPERM)                             */
