@@ -300,9 +300,10 @@ fi
 # ---- a job killed after epoch 0 and restarted ---------------------------------
 # A detached data set stays cached, idle (DLCACHE_FEAT_IDLE), so a job that
 # is killed and restarted finds its cache warm. After DROP (which frees
-# kernel_run's idle data set), the two ranks of kernel_run run epoch 0 alone
-# and get SIGKILL as soon as each printed it (closer to a crash than an
-# orderly exit); the same two ranks, restarted with --start-epoch 1
+# kernel_run's idle data set), the two ranks of kernel_run run and get
+# SIGKILL as soon as each printed epoch 0 (a crash, not an orderly exit:
+# with --epochs 2 each is still running, at the start of epoch 1); the same
+# two ranks, restarted with --start-epoch 1
 # --epochs 2, must see in epoch 1 the byte hit ratio of kernel_run's
 # uninterrupted epoch 1, within 0.02. Epoch 2 is printed for both.
 
@@ -324,7 +325,7 @@ restart_run() {
 	$CTL drop > /dev/null 2>&1
 	rm -f /tmp/lockstep.r1 /tmp/lockstep.r2
 	for r in 0 1; do
-		$CTL bench $IDX --backend kernel --epochs 1 --world 2 --rank $r \
+		$CTL bench $IDX --backend kernel --epochs 2 --world 2 --rank $r \
 			--cache-fraction 0.5 --lockstep /tmp/lockstep.r1 $BENCH \
 			> /tmp/r1_$r.out 2> /tmp/r1_$r.err &
 		eval rpid$r=$!
@@ -332,7 +333,7 @@ restart_run() {
 	# SIGKILL each rank once its epoch-0 line is out.
 	killed=""
 	i=0
-	while [ $i -lt 2400 ] && [ "$killed" != "0 1 " ]; do
+	while [ $i -lt 12000 ] && [ "$killed" != "0 1 " ]; do
 		for r in 0 1; do
 			case "$killed" in *"$r "*) continue ;; esac
 			eval p=\$rpid$r
@@ -341,20 +342,22 @@ restart_run() {
 				killed="$killed$r "
 			fi
 		done
-		usleep 50000
+		usleep 10000
 		i=$((i + 1))
 	done
 	wait_pid $rpid0 60
 	krc0=$?
 	wait_pid $rpid1 60
 	krc1=$?
-	info "epoch 0 alone, then SIGKILL (exit $krc0 and $krc1; 137 is the kill):"
+	info "epoch 0, then SIGKILL (exit $krc0 and $krc1; 137 is the kill):"
 	show /tmp/r1_0.out "rank 0: "
 	show /tmp/r1_1.out "rank 1: "
 	show /tmp/r1_0.err
 	show /tmp/r1_1.err
 	$CTL datasets > /tmp/r1_ds.out 2>&1
 	show /tmp/r1_ds.out
+	$CTL stats "$KEY" 2>&1 | grep -E 'cursor|idle' > /tmp/r1_st.out
+	show /tmp/r1_st.out
 	rm -f /tmp/lockstep.r2
 	for r in 0 1; do
 		$CTL bench $IDX --backend kernel --start-epoch 1 --epochs 2 --json \
