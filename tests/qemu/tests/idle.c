@@ -52,6 +52,8 @@ static long find_ds(int fd, const uint64_t key[2], uid_t uid, struct dlcache_sta
 {
 	struct dlcache_stats st;
 
+	if (out)
+		memset(out, 0, sizeof(*out));
 	for (uint32_t i = 0; i < 256; i++) {
 		memset(&st, 0, sizeof(st));
 		st.handle = i;
