@@ -56,7 +56,8 @@
 #define DLC_FEATURES	(DLCACHE_FEAT_RING | DLCACHE_FEAT_POLL |	\
 			 DLCACHE_FEAT_GET_AT | DLCACHE_FEAT_FILL_WAIT |	\
 			 DLCACHE_FEAT_SHRINKER | DLCACHE_FEAT_OWNER |	\
-			 DLCACHE_FEAT_FILL_LEASE | DLCACHE_FEAT_CONSUMERS)
+			 DLCACHE_FEAT_FILL_LEASE | DLCACHE_FEAT_CONSUMERS |	\
+			 DLCACHE_FEAT_IDLE)
 
 /* ------------------------------------------------------------------ */
 /* ring.c                                                              */
@@ -115,6 +116,11 @@ struct dlc_cache {
 	struct list_head datasets;	/* dlc_dataset.node */
 	u32 ndatasets;
 	u32 nsessions;			/* open sessions; lock */
+	/*
+	 * Idle data sets (dlc_dataset.idle) among datasets; lock, READ_ONCE
+	 * where a hint is enough (admission's early bypass).
+	 */
+	u32 nidle;
 	u64 capacity;			/* bytes; READ_ONCE, set under lock */
 	atomic64_t used;		/* bytes charged: sum of ds used */
 	atomic64_t ncached;		/* samples held */
@@ -219,6 +225,18 @@ struct dlc_dataset {
 	u32 nattached;			/* cache lock */
 	/* Time line memory of the consumers, charged to the owner; cache lock */
 	u64 consumer_bytes;
+	/*
+	 * Idle: listed with no attachment (the last one detached and the
+	 * module's idle_keep_s is not 0). @ref then holds one reference,
+	 * the idle reference, which main.c owns: an ATTACH of the set takes
+	 * it over, the idle work, DROP, a creation that needs the room
+	 * (dlc_reserve()) or dlc_exit() put it and free the set. Steal and
+	 * shrink empty idle sets before attached ones (they stay listed,
+	 * samples gone, until one of those frees them). Both fields: cache
+	 * lock (READ_ONCE for STATS of an attached set, which never is idle).
+	 */
+	bool idle;
+	unsigned long idle_since;	/* jiffies of the last detach */
 
 	struct mutex lock;	/* protects everything below */
 	struct xarray samples;		/* id -> struct dlc_sample */

@@ -534,8 +534,9 @@ static bool dlc_put_hopeless(struct dlc_dataset *ds, u32 id, u64 charge)
 	lockdep_assert_held(&ds->lock);
 	if (charge > cap)
 		return true;
+	/* Idle data sets give way (dlc_store_admit()). */
 	if (atomic64_read(&cache->used) + charge <= cap ||
-	    ds->used + charge <= share)
+	    ds->used + charge <= share || READ_ONCE(cache->nidle))
 		return false;
 	victim = dlc_policy_victim(&ds->policy);
 	return victim != DLC_POLICY_NIL &&
@@ -1063,16 +1064,168 @@ static void dlc_dataset_unlist(struct kref *ref)
 	dlc_cache_retire(ds->cache, ds);
 }
 
-/* Drop a reference; the last one frees the data set and its samples. */
+/* ------------------------------------------------------------------ */
+/* Idle data sets                                                      */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Seconds a data set stays cached after its last detach (0: it is freed
+ * then, as up to ABI 2). A module parameter, READ_ONCE where used.
+ */
+static unsigned int idle_keep_s = 600;
+
+/*
+ * The idle work frees the data sets idle for idle_keep_s. A last detach
+ * queues it (unless queued already, for an earlier deadline); it queues
+ * itself again, for the next deadline, while idle data sets are left; a
+ * write to idle_keep_s runs it at once (dlc_idle_set()).
+ */
+static void dlc_idle_workfn(struct work_struct *work);
+static DECLARE_DELAYED_WORK(dlc_idle_work, dlc_idle_workfn);
+
+static unsigned long dlc_idle_jiffies(void)
+{
+	u64 s = READ_ONCE(idle_keep_s);
+
+	return min_t(u64, s * HZ, MAX_JIFFY_OFFSET);
+}
+
+/*
+ * Take idle @ds off the cache's list and put its idle reference, the
+ * last one. The caller frees it with dlc_idle_reap() once it dropped
+ * cache->lock (freeing millions of samples must not hold up every
+ * ATTACH); @reap holds it meanwhile, through ds->node.
+ */
+static void dlc_idle_unlist(struct dlc_dataset *ds, struct list_head *reap)
+{
+	lockdep_assert_held(&ds->cache->lock);
+	if (WARN_ON_ONCE(!ds->idle || ds->nattached))
+		return;
+	ds->idle = false;
+	ds->cache->nidle--;
+	if (WARN_ON_ONCE(!kref_put(&ds->ref, dlc_dataset_unlist)))
+		return;
+	list_add_tail(&ds->node, reap);
+}
+
+/* Free the data sets dlc_idle_unlist() put on @reap. No lock held. */
+static void dlc_idle_reap(struct list_head *reap)
+{
+	struct dlc_dataset *ds, *tmp;
+
+	list_for_each_entry_safe(ds, tmp, reap, node) {
+		list_del_init(&ds->node);
+		dlc_dataset_free(ds);
+	}
+}
+
+/*
+ * Free the idle data sets whose idle_keep_s ran out, or all of them
+ * (@all: dlc_exit()). Returns true, with the next deadline in *@next,
+ * while idle sets are left.
+ */
+static bool dlc_idle_expire(struct dlc_cache *cache, bool all,
+			    unsigned long *next)
+{
+	unsigned long keep = dlc_idle_jiffies(), end;
+	struct dlc_dataset *ds, *tmp;
+	bool more = false;
+	LIST_HEAD(reap);
+
+	mutex_lock(&cache->lock);
+	list_for_each_entry_safe(ds, tmp, &cache->datasets, node) {
+		if (!ds->idle)
+			continue;
+		end = ds->idle_since + keep;
+		if (all || !keep || time_after_eq(jiffies, end)) {
+			dlc_idle_unlist(ds, &reap);
+			continue;
+		}
+		if (!more || time_before(end, *next))
+			*next = end;
+		more = true;
+	}
+	mutex_unlock(&cache->lock);
+	dlc_idle_reap(&reap);
+	return more;
+}
+
+static void dlc_idle_workfn(struct work_struct *work)
+{
+	unsigned long next, now;
+
+	if (!dlc_idle_expire(&dlc_cache, false, &next))
+		return;
+	now = jiffies;
+	/* dlc_exit() cancels with _sync: this does not outlive it. */
+	mod_delayed_work(system_wq, &dlc_idle_work,
+			 time_after(next, now) ? next - now : 0);
+}
+
+/*
+ * A new idle_keep_s applies at the next check: run the idle work now (a
+ * lowered value may have expired idle sets). Runs under
+ * kernel_param_lock(), as dlc_exit() clears dlc_ready: nothing queues
+ * the work after dlc_exit() cancelled it.
+ */
+static int dlc_idle_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned int s;
+	int ret;
+
+	ret = kstrtouint(val, 0, &s);
+	if (ret)
+		return ret;
+	WRITE_ONCE(idle_keep_s, s);
+	if (READ_ONCE(dlc_ready))
+		mod_delayed_work(system_wq, &dlc_idle_work, 0);
+	return 0;
+}
+
+static const struct kernel_param_ops dlc_idle_ops = {
+	.set = dlc_idle_set,
+	.get = param_get_uint,
+};
+
+module_param_cb(idle_keep_s, &dlc_idle_ops, &idle_keep_s, 0644);
+MODULE_PARM_DESC(idle_keep_s,
+		 "Seconds a detached data set stays cached for a job that attaches it again (default 600, 0: freed at the last detach)");
+
+/* An ATTACH found @ds: it takes the idle reference over, or a new one. */
+static void dlc_dataset_hold(struct dlc_dataset *ds)
+{
+	lockdep_assert_held(&ds->cache->lock);
+	if (ds->idle) {
+		ds->idle = false;
+		ds->cache->nidle--;
+		return;
+	}
+	kref_get(&ds->ref);
+}
+
+/*
+ * Drop a reference. The last attachment's becomes the idle reference
+ * while idle_keep_s is not 0: the data set stays listed with its samples
+ * (see struct dlc_dataset). Otherwise the last one frees the data set.
+ */
 static void dlc_dataset_put(struct dlc_dataset *ds, bool attached)
 {
 	struct dlc_cache *cache = ds->cache;
-	bool gone;
+	unsigned long keep = dlc_idle_jiffies();
+	bool gone = false;
 
 	mutex_lock(&cache->lock);
 	if (attached)
 		ds->nattached--;
-	gone = kref_put(&ds->ref, dlc_dataset_unlist);
+	if (attached && !ds->nattached && keep) {
+		ds->idle = true;
+		ds->idle_since = jiffies;
+		cache->nidle++;
+		/* Queued already: for an earlier deadline. */
+		queue_delayed_work(system_wq, &dlc_idle_work, keep);
+	} else {
+		gone = kref_put(&ds->ref, dlc_dataset_unlist);
+	}
 	mutex_unlock(&cache->lock);
 	if (gone)
 		dlc_dataset_free(ds);
@@ -1202,27 +1355,97 @@ static void dlc_uid_usage(struct dlc_cache *cache, kuid_t uid, u32 *n,
 	}
 }
 
+/* Idle data sets a creation would free: counts and policy bytes. */
+struct dlc_room {
+	u32 n, uid_n;			/* all, and the creator's */
+	u64 bytes, uid_bytes;
+};
+
 /*
- * Reserve a data set slot and @bytes of policy memory for owner r->uid:
- * -ENOSPC when DLC_MAX_DATASETS exist, -ENOMEM past the global policy
- * limit, -EDQUOT past the owner's limits.
+ * Whether a data set of @bytes policy memory for owner @uid fits, with
+ * the idle sets of @f freed: 0, -ENOSPC when DLC_MAX_DATASETS exist,
+ * -ENOMEM past the global policy limit, -EDQUOT past the owner's limits.
  */
-static int dlc_reserve(struct dlc_cache *cache, struct dlc_reservation *r,
-		       u64 bytes)
+static int dlc_reserve_check(struct dlc_cache *cache, kuid_t uid, u64 bytes,
+			     const struct dlc_room *f)
 {
 	u64 used;
 	u32 n;
 
 	lockdep_assert_held(&cache->lock);
-	if (cache->ndatasets + cache->nreserved >= DLC_MAX_DATASETS)
+	if (cache->ndatasets + cache->nreserved - f->n >= DLC_MAX_DATASETS)
 		return -ENOSPC;
 	/* Bound the kernel memory unprivileged users can pin. */
-	if (cache->policy_bytes + bytes > cache->policy_limit)
+	if (cache->policy_bytes - f->bytes + bytes > cache->policy_limit)
 		return -ENOMEM;
-	dlc_uid_usage(cache, r->uid, &n, &used);
-	if (n >= READ_ONCE(uid_max_datasets) ||
-	    used + bytes > dlc_uid_policy_limit(cache))
+	dlc_uid_usage(cache, uid, &n, &used);
+	if (n - f->uid_n >= READ_ONCE(uid_max_datasets) ||
+	    used - f->uid_bytes + bytes > dlc_uid_policy_limit(cache))
 		return -EDQUOT;
+	return 0;
+}
+
+/*
+ * The data set idle longest, of owner *@uid unless @uid is NULL, whose
+ * list position is not set in @picked; its position in *@pos.
+ */
+static struct dlc_dataset *dlc_idle_oldest(struct dlc_cache *cache,
+					   const kuid_t *uid, u64 picked,
+					   u32 *pos)
+{
+	struct dlc_dataset *ds, *best = NULL;
+	u32 i = 0;
+
+	lockdep_assert_held(&cache->lock);
+	BUILD_BUG_ON(DLC_MAX_DATASETS > 64);
+	list_for_each_entry(ds, &cache->datasets, node) {
+		if (ds->idle && !(picked & BIT_ULL(i)) &&
+		    (!uid || uid_eq(ds->uid, *uid)) &&
+		    (!best || time_before(ds->idle_since, best->idle_since))) {
+			best = ds;
+			*pos = i;
+		}
+		i++;
+	}
+	return best;
+}
+
+/*
+ * Reserve a data set slot and @bytes of policy memory for owner r->uid.
+ * Idle data sets give way: while a limit is in the way, the set idle
+ * longest is picked to be freed (for the owner's limits, -EDQUOT, only
+ * the owner's own idle sets count). Only when the picks make room are
+ * they unlisted, onto @reap (dlc_idle_unlist()): a creation that fails
+ * frees nothing. Else the error of dlc_reserve_check().
+ */
+static int dlc_reserve(struct dlc_cache *cache, struct dlc_reservation *r,
+		       u64 bytes, struct list_head *reap)
+{
+	struct dlc_dataset *ds, *tmp;
+	struct dlc_room f = {};
+	u64 picked = 0;
+	u32 pos, i = 0;
+	int ret;
+
+	lockdep_assert_held(&cache->lock);
+	while ((ret = dlc_reserve_check(cache, r->uid, bytes, &f))) {
+		ds = dlc_idle_oldest(cache, ret == -EDQUOT ? &r->uid : NULL,
+				     picked, &pos);
+		if (!ds)
+			return ret;
+		picked |= BIT_ULL(pos);
+		f.n++;
+		f.bytes += ds->policy_size;
+		if (uid_eq(ds->uid, r->uid)) {
+			f.uid_n++;
+			f.uid_bytes += ds->policy_size;
+		}
+	}
+	list_for_each_entry_safe(ds, tmp, &cache->datasets, node) {
+		if (picked & BIT_ULL(i))
+			dlc_idle_unlist(ds, reap);
+		i++;
+	}
 	r->bytes = bytes;
 	list_add_tail(&r->node, &cache->reserved);
 	cache->nreserved++;
@@ -1335,15 +1558,17 @@ static struct dlc_dataset *dlc_dataset_create_locked(struct dlc_cache *cache,
 {
 	struct dlc_reservation resv = { .uid = current_fsuid() };
 	struct dlc_dataset *ds, *mine;
+	LIST_HEAD(reap);
 	int ret;
 
 	lockdep_assert_held(&cache->lock);
 	*spare = NULL;
 	ret = dlc_reserve(cache, &resv,
-			  dlc_dataset_mem_size(a->nsamples, a->window));
+			  dlc_dataset_mem_size(a->nsamples, a->window), &reap);
 	if (ret)
 		return ERR_PTR(ret);
 	mutex_unlock(&cache->lock);
+	dlc_idle_reap(&reap);
 
 	mine = dlc_dataset_create(cache, a->key, a->nsamples, a->window,
 				  a->lookahead, mode);
@@ -1452,7 +1677,7 @@ static long dlc_ioc_attach(struct dlc_session *sess, void __user *uarg)
 	ret = -EACCES;
 	if (!(perm & 4))
 		goto unlock_cache;
-	kref_get(&ds->ref);
+	dlc_dataset_hold(ds);
 attach:
 	ds->nattached++;
 	mutex_unlock(&cache->lock);
@@ -1591,6 +1816,11 @@ static void dlc_fill_ds_stats(struct dlc_dataset *ds, struct dlc_member *m,
 	st->ds_members = m && m->cons ? m->cons->nmembers : 0;
 	dlc_store_counters(ds, &st->dataset);
 	mutex_unlock(&ds->lock);
+	/* Only a listed data set can be idle: the caller holds cache->lock. */
+	if (READ_ONCE(ds->idle)) {
+		st->ds_flags |= DLCACHE_DS_F_IDLE;
+		st->ds_idle_s = (jiffies - READ_ONCE(ds->idle_since)) / HZ;
+	}
 }
 
 static long dlc_ioc_stats(struct dlc_session *sess, void __user *uarg)
@@ -1690,9 +1920,10 @@ static long dlc_ioc_set_capacity(struct dlc_session *sess, void __user *uarg)
 static long dlc_ioc_drop(struct dlc_session *sess, void __user *uarg)
 {
 	struct dlc_cache *cache = sess->cache;
-	struct dlc_dataset *ds;
+	struct dlc_dataset *ds, *tmp;
 	struct dlcache_drop d;
 	bool found = false;
+	LIST_HEAD(reap);
 
 	if (!capable(CAP_SYS_ADMIN))
 		return -EPERM;
@@ -1705,16 +1936,23 @@ static long dlc_ioc_drop(struct dlc_session *sess, void __user *uarg)
 		return -EINVAL;
 	d.dropped_bytes = 0;
 	mutex_lock(&cache->lock);
-	list_for_each_entry(ds, &cache->datasets, node) {
+	list_for_each_entry_safe(ds, tmp, &cache->datasets, node) {
 		if ((d.flags & DLCACHE_DROP_F_KEY) &&
 		    (ds->key[0] != d.key[0] || ds->key[1] != d.key[1]))
 			continue;
 		found = true;
+		/* An idle data set goes entirely, its samples with it. */
+		if (ds->idle) {
+			d.dropped_bytes += READ_ONCE(ds->used);
+			dlc_idle_unlist(ds, &reap);
+			continue;
+		}
 		mutex_lock(&ds->lock);
 		d.dropped_bytes += dlc_store_drop(ds);
 		mutex_unlock(&ds->lock);
 	}
 	mutex_unlock(&cache->lock);
+	dlc_idle_reap(&reap);
 	if ((d.flags & DLCACHE_DROP_F_KEY) && !found)
 		return -ENOENT;
 	if (copy_to_user(uarg, &d, sizeof(d)))
@@ -2005,6 +2243,7 @@ static int dlc_stats_show(struct seq_file *m, void *v)
 	seq_printf(m, "capacity_bytes %llu\n", dlc_cache.capacity);
 	seq_printf(m, "datasets %u\nsessions %u\n", dlc_cache.ndatasets,
 		   dlc_cache.nsessions);
+	seq_printf(m, "idle_datasets %u\n", dlc_cache.nidle);
 	dlc_cache_counters(&dlc_cache, &c);
 	dlc_show_counters(m, "", &c);
 	list_for_each_entry(ds, &dlc_cache.datasets, node) {
@@ -2017,6 +2256,9 @@ static int dlc_stats_show(struct seq_file *m, void *v)
 		seq_printf(m, "dataset%u.owner %u\n", i,
 			   from_kuid_munged(&init_user_ns, ds->uid));
 		seq_printf(m, "dataset%u.attached %u\n", i, ds->nattached);
+		if (ds->idle)
+			seq_printf(m, "dataset%u.idle_s %lu\n", i,
+				   (jiffies - ds->idle_since) / HZ);
 		mutex_lock(&ds->lock);
 		seq_printf(m, "dataset%u.cursor %llu\ndataset%u.end %llu\n", i,
 			   ds->policy.line[0].cursor, i, ds->policy.line[0].end);
@@ -2068,6 +2310,9 @@ static void dlc_check_abi(void)
 	BUILD_BUG_ON(offsetof(struct dlcache_cqe, size) != 24);
 	BUILD_BUG_ON(offsetof(struct dlcache_stats, global) != 32);
 	BUILD_BUG_ON(offsetof(struct dlcache_stats, dataset) != 280);
+	BUILD_BUG_ON(offsetof(struct dlcache_stats, ds_consumers) != 472);
+	BUILD_BUG_ON(offsetof(struct dlcache_stats, ds_flags) != 480);
+	BUILD_BUG_ON(offsetof(struct dlcache_stats, ds_idle_s) != 484);
 	BUILD_BUG_ON(offsetof(struct dlc_ring_ctl, tail) <
 		     offsetof(struct dlc_ring_ctl, head) + L1_CACHE_BYTES);
 	BUILD_BUG_ON(DLCACHE_OP_LAST > 255);
@@ -2116,6 +2361,7 @@ unregister_shrinker:
 	WRITE_ONCE(dlc_ready, false);
 	kernel_param_unlock(THIS_MODULE);
 	cancel_delayed_work_sync(&dlc_lease_work);
+	cancel_delayed_work_sync(&dlc_idle_work);
 	dlc_shrinker_unregister(&dlc_shrinker);
 destroy_cache:
 	dlc_cache_destroy(&dlc_cache);
@@ -2139,6 +2385,12 @@ static void __exit dlc_exit(void)
 	 * queues the lease work any more. Wait for a queued or running one.
 	 */
 	cancel_delayed_work_sync(&dlc_lease_work);
+	/*
+	 * Nor the idle work (dlc_ready is false for idle_keep_s writes).
+	 * The idle data sets still cached go now.
+	 */
+	cancel_delayed_work_sync(&dlc_idle_work);
+	dlc_idle_expire(&dlc_cache, true, NULL);
 	dlc_shrinker_unregister(&dlc_shrinker);
 	dlc_cache_destroy(&dlc_cache);
 }

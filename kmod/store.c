@@ -339,11 +339,12 @@ u64 dlc_store_drop(struct dlc_dataset *ds)
 
 /*
  * Make room for @need bytes in another data set than @self: the one that
- * holds most, in its policy order. Called with self->lock held, so the
- * cache lock and the other data set's lock are only tried.
+ * holds most, in its policy order; with @idle_only, the idle one that
+ * holds most (idle sets give way first). Called with self->lock held, so
+ * the cache lock and the other data set's lock are only tried.
  */
 static bool dlc_cache_steal(struct dlc_cache *cache, struct dlc_dataset *self,
-			    u64 need)
+			    u64 need, bool idle_only)
 {
 	struct dlc_dataset *ds, *best = NULL;
 	u64 best_used = 0, freed = 0, f;
@@ -354,6 +355,8 @@ static bool dlc_cache_steal(struct dlc_cache *cache, struct dlc_dataset *self,
 	list_for_each_entry(ds, &cache->datasets, node) {
 		u64 used = READ_ONCE(ds->used);
 
+		if (idle_only && !ds->idle)
+			continue;
 		if (ds != self && used > best_used) {
 			best = ds;
 			best_used = used;
@@ -386,10 +389,11 @@ static bool dlc_cache_try_charge(struct dlc_cache *cache, u64 bytes)
 
 /*
  * Admission of @s (allocated, filled, not in the store). Room is made in
- * the policy's order: while the cache is full, evict this data set's
- * victim if @s is used sooner (or @force: GETs are waiting for it), or
- * take room from the data set that holds most when this one holds less
- * than its share or nothing at all. On success @s replaces whatever entry
+ * the policy's order: while the cache is full, take it from an idle data
+ * set (main.c keeps detached sets cached until they are needed), else
+ * evict this data set's victim if @s is used sooner (or @force: GETs are
+ * waiting for it), or take room from the data set that holds most when
+ * this one holds less than its share or nothing at all. On success @s replaces whatever entry
  * had its ID (the caller has dealt with a FILLING placeholder) and the
  * store holds the caller's reference; on false the caller keeps it.
  */
@@ -409,9 +413,12 @@ bool dlc_store_admit(struct dlc_dataset *ds, struct dlc_sample *s, bool force)
 		u64 share = READ_ONCE(cache->capacity) /
 			    max_t(u32, READ_ONCE(cache->ndatasets), 1);
 
+		if (READ_ONCE(cache->nidle) &&
+		    dlc_cache_steal(cache, ds, charge, true))
+			continue;
 		victim = dlc_policy_victim(&ds->policy);
 		if ((victim == DLC_POLICY_NIL || ds->used + charge <= share) &&
-		    dlc_cache_steal(cache, ds, charge))
+		    dlc_cache_steal(cache, ds, charge, false))
 			continue;
 		if (victim == DLC_POLICY_NIL)
 			return false;
@@ -739,15 +746,52 @@ void dlc_cache_counters(struct dlc_cache *cache, struct dlcache_counters *c)
 }
 
 /*
- * Evict about @bytes in policy order, spread over the data sets in
- * proportion to what each holds. The shrinker (@shrinker) runs in
- * reclaim, maybe under a data set's lock, so it only tries the locks.
- * Returns the bytes given back.
+ * Evict up to @goal bytes of @ds (locked) in its policy order, and at most
+ * @left more bytes of the cache. Returns the bytes given back.
+ */
+static u64 dlc_store_shrink(struct dlc_dataset *ds, u64 goal, u64 left,
+			    bool shrinker)
+{
+	u64 got = 0, f;
+
+	lockdep_assert_held(&ds->lock);
+	while (got < goal && got < left) {
+		f = dlc_store_evict_victim(ds, shrinker);
+		if (!f)
+			break;
+		got += f;
+		/*
+		 * Lowering the capacity by gigabytes evicts millions of
+		 * samples. Only mutexes are held here, and reclaim may sleep
+		 * too.
+		 */
+		cond_resched();
+	}
+	return got;
+}
+
+/* Lock @ds for shrinking: the shrinker (@shrinker) only tries. */
+static bool dlc_shrink_lock(struct dlc_dataset *ds, bool shrinker)
+{
+	if (shrinker)
+		return mutex_trylock(&ds->lock);
+	mutex_lock(&ds->lock);
+	return true;
+}
+
+/*
+ * Evict about @bytes in policy order: idle data sets first, all they
+ * hold (pass 0); then spread over the data sets in proportion to what
+ * each holds (pass 1) and whatever is left wherever it is (pass 2). The
+ * shrinker (@shrinker) runs in reclaim, maybe under a data set's lock, so
+ * it only tries the locks. An idle set emptied here stays listed (its
+ * slot and policy memory give way in dlc_reserve(), main.c). Returns the
+ * bytes given back.
  */
 u64 dlc_cache_shrink(struct dlc_cache *cache, u64 bytes, bool shrinker)
 {
 	struct dlc_dataset *ds;
-	u64 total, freed = 0;
+	u64 total, want = bytes, freed = 0;
 	int pass;
 
 	if (shrinker) {
@@ -757,36 +801,29 @@ u64 dlc_cache_shrink(struct dlc_cache *cache, u64 bytes, bool shrinker)
 		mutex_lock(&cache->lock);
 	}
 	total = atomic64_read(&cache->used);
-	for (pass = 0; pass < 2 && total && freed < bytes; pass++) {
+	for (pass = 0; pass < 3 && total && freed < bytes; pass++) {
+		if (pass == 0 && !cache->nidle)
+			continue;
+		if (pass == 1) {
+			total = atomic64_read(&cache->used);
+			want = bytes - freed;
+		}
 		list_for_each_entry(ds, &cache->datasets, node) {
-			u64 goal, got = 0, f;
+			u64 goal;
 
-			if (freed >= bytes)
+			if (freed >= bytes || !total)
 				break;
-			if (shrinker) {
-				if (!mutex_trylock(&ds->lock))
-					continue;
-			} else {
-				mutex_lock(&ds->lock);
-			}
-			if (pass == 0)
-				goal = mul_u64_u64_div_u64(ds->used, bytes, total) +
+			if (pass == 0 && !ds->idle)
+				continue;
+			if (!dlc_shrink_lock(ds, shrinker))
+				continue;
+			if (pass == 1)
+				goal = mul_u64_u64_div_u64(ds->used, want, total) +
 				       PAGE_SIZE;
 			else
 				goal = bytes - freed;
-			while (got < goal && freed < bytes) {
-				f = dlc_store_evict_victim(ds, shrinker);
-				if (!f)
-					break;
-				got += f;
-				freed += f;
-				/*
-				 * Lowering the capacity by gigabytes evicts
-				 * millions of samples. Only mutexes are held
-				 * here, and reclaim may sleep too.
-				 */
-				cond_resched();
-			}
+			freed += dlc_store_shrink(ds, goal, bytes - freed,
+						  shrinker);
 			mutex_unlock(&ds->lock);
 		}
 	}

@@ -93,6 +93,13 @@
  * rate. Within a consumer the cursor is the slowest member's progress.
  */
 #define DLCACHE_FEAT_CONSUMERS	(1ULL << 7)
+/*
+ * A detached data set stays cached, idle, for the module's idle_keep_s:
+ * an ATTACH of the same (key, owner) finds it with its samples. Idle sets
+ * give way first (slots, policy memory, cache space, the shrinker); DROP
+ * frees them. STATS reports DLCACHE_DS_F_IDLE and ds_idle_s.
+ */
+#define DLCACHE_FEAT_IDLE	(1ULL << 8)
 
 /* ------------------------------------------------------------------ */
 /* DLCACHE_IOC_GET_INFO                                                */
@@ -449,8 +456,13 @@ struct dlcache_stats {
 	struct dlcache_counters dataset;
 	__u32 ds_consumers;	/* kernel: active consumers (ABI 3) */
 	__u32 ds_members;	/* kernel: members of that consumer (ABI 3) */
-	__u64 reserved[3];	/* must be 0 */
+	__u32 ds_flags;		/* kernel: DLCACHE_DS_F_* (ABI 3) */
+	__u32 ds_idle_s;	/* kernel: seconds idle, with DLCACHE_DS_F_IDLE */
+	__u64 reserved[2];	/* must be 0 */
 };
+
+/* ds_flags: the data set is idle, attached by nobody (DLCACHE_FEAT_IDLE). */
+#define DLCACHE_DS_F_IDLE	(1U << 0)
 
 /* ------------------------------------------------------------------ */
 /* Privileged (CAP_SYS_ADMIN, else -EPERM)                             */

@@ -208,6 +208,23 @@ json=$("$ctl" bench "$tmp/ds.idx" --epochs 1 --batch-size 8 --size 32 --json --b
 	echo "$json" | grep -q '"backend": "inprocess"' || fail "bench --backend inprocess: $json"
 end
 
+# --start-epoch N: a restarted job's epochs are N, N + 1, ... with the
+# batches (--digest) of those epochs in a run from 0.
+begin bench-start-epoch
+full=$("$ctl" bench "$tmp/ds.idx" --epochs 3 --batch-size 8 --size 32 --json --digest \
+	--backend inprocess 2>/dev/null) || fail "bench --epochs 3"
+part=$("$ctl" bench "$tmp/ds.idx" --start-epoch 1 --epochs 2 --batch-size 8 --size 32 --json \
+	--digest --backend inprocess 2>/dev/null) || fail "bench --start-epoch 1"
+/usr/bin/python3 - "$full" "$part" <<'PY' || fail "bench --start-epoch 1: $part (from 0: $full)"
+import json, sys
+full, part = (json.loads(a)["epochs"] for a in sys.argv[1:3])
+assert [e["epoch"] for e in part] == [1, 2], part
+assert [e["digest"] for e in part] == [e["digest"] for e in full[1:]], (part, full)
+PY
+expect_usage "bench --start-epoch with --verify-cost" bench "$tmp/ds.idx" --start-epoch 1 --verify-cost
+expect_usage "bench --start-epoch -1" bench "$tmp/ds.idx" --start-epoch -1
+end
+
 begin bench-root
 # A data set moved since indexing: bench --root finds every sample there.
 expect_usage "bench --root with a DIR" bench "$tmp/ds" --root "$tmp/ds"

@@ -1257,7 +1257,7 @@ static void kf_exec_call(struct kf_thr *t, struct kf_call *c)
 		    hi >= 0)
 			st.handle = s->h[hi];
 		if (c->u.st.bad)
-			st.reserved[c->v[0] % 3] = 1;
+			st.reserved[c->v[0] % 2] = 1;
 		kf_ioctl(s->fd, DLCACHE_IOC_STATS, kf_arg(t, c->asel, &st, sizeof(st)), 0);
 		break;
 	}

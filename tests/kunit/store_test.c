@@ -275,6 +275,62 @@ static void store_steal_between_datasets(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, f->cache.retired.evictions, 2);
 }
 
+/* Mark @ds idle, or not, as main.c does at a last detach and an ATTACH. */
+static void st_set_idle(struct dlc_cache *cache, struct dlc_dataset *ds,
+			bool idle)
+{
+	mutex_lock(&cache->lock);
+	if (ds->idle != idle)
+		cache->nidle += idle ? 1 : -1;
+	ds->idle = idle;
+	mutex_unlock(&cache->lock);
+}
+
+/*
+ * Idle data sets give way first: admission takes room from an idle set
+ * although an attached one holds more, and shrinking empties idle sets
+ * before it spreads over the attached ones.
+ */
+static void store_idle_gives_way_first(struct kunit *test)
+{
+	struct st_fixture *f = test->priv;
+	u32 ids[] = { 0, 1, 2, 3 };
+	struct dlc_dataset *a, *b, *c;
+	u32 i;
+
+	dlc_cache_set_capacity(&f->cache, 8 * PAGE_SIZE);
+	a = st_ds(test, 5, 4);
+	b = st_ds(test, 6, 4);
+	c = st_ds(test, 7, 4);
+	st_order(test, a, 1, ids, 4);
+	st_order(test, b, 1, ids, 4);
+	st_order(test, c, 1, ids, 4);
+	for (i = 0; i < 4; i++)
+		KUNIT_EXPECT_TRUE(test, st_admit(a, st_sample(test, i, 10)));
+	for (i = 0; i < 3; i++)
+		KUNIT_EXPECT_TRUE(test, st_admit(b, st_sample(test, i, 10)));
+	st_set_idle(&f->cache, b, true);
+	/* Full after c's first; its second takes from idle b, not from a. */
+	KUNIT_EXPECT_TRUE(test, st_admit(c, st_sample(test, 0, 10)));
+	KUNIT_EXPECT_TRUE(test, st_admit(c, st_sample(test, 1, 10)));
+	KUNIT_EXPECT_EQ(test, a->used, 4 * PAGE_SIZE);
+	KUNIT_EXPECT_EQ(test, b->used, 2 * PAGE_SIZE);
+	KUNIT_EXPECT_EQ(test, c->used, 2 * PAGE_SIZE);
+	/* Shrinking 3 pages: idle b's 2 first, then 1 more elsewhere. */
+	KUNIT_EXPECT_EQ(test, dlc_cache_shrink(&f->cache, 3 * PAGE_SIZE, false),
+			3 * PAGE_SIZE);
+	KUNIT_EXPECT_EQ(test, b->used, 0);
+	KUNIT_EXPECT_EQ(test, a->used + c->used, 5 * PAGE_SIZE);
+	/* The shrinker path (trylock) takes the idle set's first too. */
+	st_set_idle(&f->cache, b, false);
+	st_set_idle(&f->cache, a, true);
+	KUNIT_EXPECT_EQ(test, dlc_cache_shrink(&f->cache, PAGE_SIZE, true),
+			PAGE_SIZE);
+	KUNIT_EXPECT_EQ(test, c->used, 2 * PAGE_SIZE);
+	st_set_idle(&f->cache, a, false);
+	KUNIT_EXPECT_EQ(test, f->cache.nidle, 0);
+}
+
 static void store_fill_placeholders(struct kunit *test)
 {
 	struct st_fixture *f = test->priv;
@@ -407,6 +463,7 @@ static struct kunit_case store_cases[] = {
 	KUNIT_CASE(store_admission_by_next_use),
 	KUNIT_CASE(store_capacity_shrink),
 	KUNIT_CASE(store_steal_between_datasets),
+	KUNIT_CASE(store_idle_gives_way_first),
 	KUNIT_CASE(store_fill_placeholders),
 	KUNIT_CASE(store_use_moves_cursor),
 	KUNIT_CASE(store_dataset_limits),

@@ -27,6 +27,8 @@ static void help(void)
 	       "the cache hit ratio, the consumer's wait and the bytes read.\n"
 	       "\n"
 	       "  --epochs N           epochs to run (default 3)\n"
+	       "  --start-epoch N      the first epoch is N (default 0): a restarted job resumes\n"
+	       "                       there, with epoch N's order and augmentation\n"
 	       "  --root DIR           the data set of INDEX is at DIR (moved since indexing)\n"
 	       "  --batch-size B       samples per batch (default 64)\n"
 	       "  --backend B          auto (default: dlcache.ko if loaded), inprocess or kernel\n"
@@ -354,6 +356,7 @@ int cmd_bench(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "epochs", required_argument, NULL, 'e' },
+		{ "start-epoch", required_argument, NULL, 'P' },
 		{ "batch-size", required_argument, NULL, 'b' },
 		{ "cache", required_argument, NULL, 'c' },
 		{ "backend", required_argument, NULL, 'B' },
@@ -390,7 +393,7 @@ int cmd_bench(int argc, char **argv)
 	struct dlc_index *idx = NULL;
 	struct dlc_loader *l = NULL;
 	struct dlc_stats before, after;
-	uint32_t epochs = 3, e, size = 224;
+	uint32_t epochs = 3, e, size = 224, start = 0;
 	uint64_t cache = 0, cap;
 	double fraction = 0.5;
 	int have_cache = 0, json = 0, drop = 0, eval = 0, exact = 0, c, ret, rc = 1;
@@ -410,6 +413,10 @@ int cmd_bench(int argc, char **argv)
 		case 'e':
 			if (parse_u32(optarg, 1, 1000, &epochs))
 				return usage_error("bench", "--epochs: want 1..1000, got '%s'", optarg);
+			break;
+		case 'P':
+			if (parse_u32(optarg, 0, 1000000, &start))
+				return usage_error("bench", "--start-epoch: want 0..1000000, got '%s'", optarg);
 			break;
 		case 'b':
 			if (parse_u32(optarg, 1, 65536, &cfg.batch_size))
@@ -547,6 +554,8 @@ int cmd_bench(int argc, char **argv)
 		cfg.transform.flags |= DLC_TRANSFORM_F_EXACT;
 	cfg.cache_bytes = have_cache ? cache :
 		(uint64_t)(fraction * (double)dlc_index_total_bytes(idx));
+	if (verify_cost && start)
+		return usage_error("bench", "--start-epoch does not go with --verify-cost");
 	if (verify_cost) {
 		rc = run_verify_cost(&cfg, idx, epochs, json);
 		goto out;
@@ -581,7 +590,7 @@ int cmd_bench(int argc, char **argv)
 
 		dlc_loader_stats(l, &before, sizeof(before));
 		t0 = now_ns();
-		ret = dlc_loader_start_epoch(l, e, 0);
+		ret = dlc_loader_start_epoch(l, start + e, 0);
 		while (!ret && (ret = dlc_next_batch(l, &b)) == 0) {
 			images += b->count;
 			if (digest)
@@ -601,13 +610,13 @@ int cmd_bench(int argc, char **argv)
 			struct dlc_error_info ei;
 
 			if (dlc_loader_last_error(l, &ei) == 0)
-				fail("bench", "epoch %u: %s: %s: %s", e, ei.path,
+				fail("bench", "epoch %u: %s: %s: %s", start + e, ei.path,
 				     dlc_error_kind_name(ei.kind), ei.msg);
 			else
-				fail("bench", "epoch %u: %s", e, strerror(-ret));
+				fail("bench", "epoch %u: %s", start + e, strerror(-ret));
 			goto out;
 		}
-		res[e].epoch = e;
+		res[e].epoch = start + e;
 		res[e].digest = dg;
 		res[e].images = images;
 		res[e].seconds = (double)(now_ns() - t0) / 1e9;
@@ -616,7 +625,7 @@ int cmd_bench(int argc, char **argv)
 		if (!json) {
 			const struct dlc_stats *d = &res[e].delta;
 
-			printf("%-5u %8llu %10.1f %9.3f %9.3f %11.1f %7llu\n", e,
+			printf("%-5u %8llu %10.1f %9.3f %9.3f %11.1f %7llu\n", start + e,
 			       (unsigned long long)images,
 			       (double)images / res[e].seconds, hit_ratio(d),
 			       (double)d->wait_ns / 1e9,
@@ -650,7 +659,7 @@ int cmd_bench(int argc, char **argv)
 			       "\"hits\": %llu, \"misses\": %llu, \"hit_bytes\": %llu, "
 			       "\"miss_bytes\": %llu, \"verified\": %llu, "
 			       "\"checksum_errors\": %llu, \"validated\": %llu",
-			       e ? ", " : "", e,
+			       e ? ", " : "", res[e].epoch,
 			       (double)res[e].images / res[e].seconds, hit_ratio(d),
 			       (double)d->wait_ns / 1e9,
 			       (unsigned long long)d->bytes_read,
@@ -685,7 +694,7 @@ int cmd_bench(int argc, char **argv)
 	for (e = 0; e < epochs; e++)
 		if (!res[e].images) {
 			rc = fail("bench", "%s: epoch %u delivered no image (%llu of %u samples failed)",
-				  argv[optind], e,
+				  argv[optind], res[e].epoch,
 				  (unsigned long long)res[e].delta.errors,
 				  dlc_index_count(idx));
 			break;

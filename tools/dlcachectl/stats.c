@@ -22,7 +22,8 @@ static void stats_help(void)
 	       "many of those the shrinker made), waits for another process's\n"
 	       "fill, aborted fills, errors, cached samples and fills in flight.\n"
 	       "Global counters run since the module was loaded and include data\n"
-	       "sets that are gone; a data set's run since it was created.\n"
+	       "sets that are gone; a data set's run since it was created. An idle\n"
+	       "data set (detached, kept cached) says for how long.\n"
 	       "\n"
 	       "  DATASET_KEY   only this data set: 32 hex digits, as printed by\n"
 	       "                'dlcachectl index' and 'dlcachectl datasets'\n"
@@ -36,7 +37,9 @@ static void datasets_help(void)
 	       "\n"
 	       "List the data sets that /dev/dlcache holds, one line each: key,\n"
 	       "samples, mode, owner uid, processes attached, bytes cached,\n"
-	       "samples cached and the hit ratio since the data set was created.\n"
+	       "samples cached, the hit ratio since the data set was created, and\n"
+	       "how long it has been idle (detached, kept cached; \"-\" while\n"
+	       "attached).\n"
 	       "\n"
 	       "  --json        one JSON array on stdout instead of the table\n"
 	       "  -h, --help    show this help\n");
@@ -128,6 +131,25 @@ static void print_ds_header(const struct dlcache_stats *d)
 	       d->ds_attached, d->ds_consumers,
 	       (unsigned long long)d->ds_cursor,
 	       (unsigned long long)d->ds_end);
+	if (d->ds_flags & DLCACHE_DS_F_IDLE)
+		printf("  idle for %u s (detached, kept cached for a job that attaches it again)\n",
+		       d->ds_idle_s);
+}
+
+/* "idle": true/false and "idle_s" of a data set, for the JSON outputs. */
+static void json_idle(const struct dlcache_stats *d)
+{
+	printf("\"idle\": %s, \"idle_s\": %u, ",
+	       d->ds_flags & DLCACHE_DS_F_IDLE ? "true" : "false", d->ds_idle_s);
+}
+
+/* The idle column of `datasets`: "-" when attached, else "<n>s". */
+static const char *idle_str(const struct dlcache_stats *d, char *buf, size_t len)
+{
+	if (!(d->ds_flags & DLCACHE_DS_F_IDLE))
+		return "-";
+	snprintf(buf, len, "%us", d->ds_idle_s);
+	return buf;
 }
 
 static void json_dataset(const struct dlcache_stats *d)
@@ -143,6 +165,7 @@ static void json_dataset(const struct dlcache_stats *d)
 	       key, d->ds_nsamples, mode, d->ds_owner_uid, d->ds_owner_gid,
 	       d->ds_attached, d->ds_window, (unsigned long long)d->ds_cursor,
 	       (unsigned long long)d->ds_end, d->ds_consumers);
+	json_idle(d);
 	admin_json_counters(stdout, &d->dataset);
 	printf("}");
 }
@@ -218,7 +241,7 @@ int cmd_datasets(int argc, char **argv)
 	struct admin_snap s;
 	uint32_t i;
 	int json = 0, fd, ret;
-	char key[33], mode[8], a[32];
+	char key[33], mode[8], a[32], idle[16];
 
 	ret = parse_args("datasets", argc, argv, datasets_help, 0, &json, &unused);
 	if (ret)
@@ -234,8 +257,8 @@ int cmd_datasets(int argc, char **argv)
 	if (json)
 		printf("[");
 	else
-		printf("%-32s %9s %5s %6s %4s %12s %9s %6s\n", "key", "samples",
-		       "mode", "owner", "att", "cached", "samples", "hits");
+		printf("%-32s %9s %5s %6s %4s %12s %9s %6s %7s\n", "key", "samples",
+		       "mode", "owner", "att", "cached", "samples", "hits", "idle");
 	for (i = 0; i < s.n; i++) {
 		const struct dlcache_stats *d = &s.ds[i];
 
@@ -243,21 +266,23 @@ int cmd_datasets(int argc, char **argv)
 		mode_str(d->ds_mode, mode);
 		if (json) {
 			printf("%s{\"key\": \"%s\", \"nsamples\": %u, \"mode\": \"%s\", "
-			       "\"owner_uid\": %u, \"owner_gid\": %u, \"attached\": %u, "
-			       "\"used_bytes\": %llu, \"cached_samples\": %llu, "
-			       "\"hit_ratio\": %.6f, \"byte_hit_ratio\": %.6f}",
+			       "\"owner_uid\": %u, \"owner_gid\": %u, \"attached\": %u, ",
 			       i ? ", " : "", key, d->ds_nsamples, mode,
-			       d->ds_owner_uid, d->ds_owner_gid, d->ds_attached,
+			       d->ds_owner_uid, d->ds_owner_gid, d->ds_attached);
+			json_idle(d);
+			printf("\"used_bytes\": %llu, \"cached_samples\": %llu, "
+			       "\"hit_ratio\": %.6f, \"byte_hit_ratio\": %.6f}",
 			       (unsigned long long)d->dataset.used_bytes,
 			       (unsigned long long)d->dataset.cached_samples,
 			       admin_hit_ratio(&d->dataset),
 			       admin_byte_hit_ratio(&d->dataset));
 		} else {
-			printf("%-32s %9u %5s %6u %4u %12s %9llu %5.1f%%\n", key,
+			printf("%-32s %9u %5s %6u %4u %12s %9llu %5.1f%% %7s\n", key,
 			       d->ds_nsamples, mode, d->ds_owner_uid, d->ds_attached,
 			       admin_bytes(d->dataset.used_bytes, a, sizeof(a)),
 			       (unsigned long long)d->dataset.cached_samples,
-			       100.0 * admin_hit_ratio(&d->dataset));
+			       100.0 * admin_hit_ratio(&d->dataset),
+			       idle_str(d, idle, sizeof(idle)));
 		}
 	}
 	if (json)

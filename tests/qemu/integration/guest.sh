@@ -297,6 +297,110 @@ else
 	kernel_run
 fi
 
+# ---- a job killed after epoch 0 and restarted ---------------------------------
+# A detached data set stays cached, idle (DLCACHE_FEAT_IDLE), so a job that
+# is killed and restarted finds its cache warm. After DROP (which frees
+# kernel_run's idle data set), the two ranks of kernel_run run and get
+# SIGKILL as soon as each printed epoch 0 (a crash, not an orderly exit:
+# with --epochs 2 each is still running, at the start of epoch 1); the same
+# two ranks, restarted with --start-epoch 1
+# --epochs 2, must see in epoch 1 the byte hit ratio of kernel_run's
+# uninterrupted epoch 1, within 0.02. Epoch 2 is printed for both.
+
+# epoch_bytes EPOCH FILE...: "hit_bytes miss_bytes" of EPOCH, summed over
+# the bench --json outputs FILE...
+epoch_bytes() {
+	_e=$1
+	shift
+	cat "$@" | tr '{' '\n' | grep "^\"epoch\": $_e," |
+		sed -n 's/.*"hit_bytes": \([0-9]*\), "miss_bytes": \([0-9]*\).*/\1 \2/p' |
+		awk '{h += $1; m += $2} END {print h + 0, m + 0}'
+}
+
+byte_ratio() {	# hit_bytes miss_bytes
+	awk -v h="$1" -v m="$2" 'BEGIN { printf "%.4f", h + m ? h / (h + m) : 0 }'
+}
+
+# restart_ranks NAME ARGS...: kernel_run's two ranks, in step, with ARGS;
+# output in /tmp/NAME_<rank>.out and .err, pids in NAMEpid0 and NAMEpid1.
+restart_ranks() {
+	_n=$1
+	shift
+	rm -f /tmp/lockstep.$_n
+	for r in 0 1; do
+		$CTL bench $IDX --backend kernel --world 2 --rank $r \
+			--cache-fraction 0.5 --lockstep /tmp/lockstep.$_n "$@" $BENCH \
+			> /tmp/${_n}_$r.out 2> /tmp/${_n}_$r.err &
+		eval ${_n}pid$r=$!
+	done
+}
+
+restart_run() {
+	$CTL drop > /dev/null 2>&1
+	restart_ranks r1 --epochs 2
+	# SIGKILL each rank once its epoch-0 line is out.
+	killed=""
+	i=0
+	while [ $i -lt 12000 ] && [ "$killed" != "0 1 " ]; do
+		for r in 0 1; do
+			case "$killed" in *"$r "*) continue ;; esac
+			eval p=\$r1pid$r
+			if grep -q '^0 ' /tmp/r1_$r.out 2>/dev/null || ! kill -0 $p 2>/dev/null; then
+				kill -9 $p 2>/dev/null
+				killed="$killed$r "
+			fi
+		done
+		usleep 10000
+		i=$((i + 1))
+	done
+	wait_pid $r1pid0 60
+	krc0=$?
+	wait_pid $r1pid1 60
+	krc1=$?
+	info "epoch 0, then SIGKILL (exit $krc0 and $krc1; 137 is the kill):"
+	show /tmp/r1_0.out "rank 0: "
+	show /tmp/r1_1.out "rank 1: "
+	show /tmp/r1_0.err
+	show /tmp/r1_1.err
+	$CTL datasets > /tmp/r1_ds.out 2>&1
+	show /tmp/r1_ds.out
+	$CTL stats "$KEY" 2>&1 | grep -E 'cursor|idle' > /tmp/r1_st.out
+	show /tmp/r1_st.out
+	restart_ranks r2 --start-epoch 1 --epochs 2 --json
+	wait_pid $r2pid0 240
+	src0=$?
+	wait_pid $r2pid1 240
+	src1=$?
+	info "restarted at epoch 1 (exit $src0 and $src1):"
+	show /tmp/r2_0.err
+	show /tmp/r2_1.err
+	if [ $src0 -ne 0 ] || [ $src1 -ne 0 ] || ! grep -q '^0 ' /tmp/r1_0.out ||
+	   ! grep -q '^0 ' /tmp/r1_1.out; then
+		result FAIL kernel-restart-hit-ratio "(epoch-0 run or restart failed: exit $krc0 $krc1, $src0 $src1)"
+		show /tmp/r2_0.out
+		return
+	fi
+	ra1=$(byte_ratio $(epoch_bytes 1 /tmp/k0.json /tmp/k1.json))
+	rb1=$(byte_ratio $(epoch_bytes 1 /tmp/r2_0.out /tmp/r2_1.out))
+	ra2=$(byte_ratio $(epoch_bytes 2 /tmp/k0.json /tmp/k1.json))
+	rb2=$(byte_ratio $(epoch_bytes 2 /tmp/r2_0.out /tmp/r2_1.out))
+	data restart "epoch1 $ra1 $rb1 epoch2 $ra2 $rb2"
+	why="byte hit ratio, uninterrupted vs killed after epoch 0 and restarted: epoch 1 $ra1 vs $rb1, epoch 2 $ra2 vs $rb2; allowed 0.02 in epoch 1"
+	if awk -v a="$ra1" -v b="$rb1" 'BEGIN { d = a - b; exit !(d <= 0.02 && d >= -0.02) }'; then
+		result ok kernel-restart-hit-ratio "($why)"
+	else
+		result FAIL kernel-restart-hit-ratio "($why)"
+		show /tmp/r2_0.out
+		show /tmp/r2_1.out
+	fi
+}
+
+if [ $KERNEL_OK -eq 1 ]; then
+	restart_run
+else
+	result skip kernel-restart-hit-ratio "(no kernel bench)"
+fi
+
 # ---- the admin commands with no bench running ---------------------------------
 chmod 0666 /dev/dlcache
 out=$($CTL capacity 2>&1)
@@ -374,8 +478,9 @@ if [ $KERNEL_OK -eq 1 ]; then
 		usleep 100000
 		i=$((i + 1))
 	done
-	# Root's data set must outlive its bench until the trust checks
-	# below have run (it is freed at the last detach): hold it.
+	# Root's data set must stay attached until the trust checks below
+	# have run (detached, it is idle: DROP or a creation may free it):
+	# hold it.
 	/bin/int_client hold "$KEY" "$NSAMPLES" > /tmp/hold_ds.out 2>&1 &
 	hdpid=$!
 	wait_line /tmp/hold_ds.out holding

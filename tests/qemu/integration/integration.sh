@@ -14,6 +14,12 @@
 #      concurrently for 3 epochs; meanwhile it checks `dlcachectl datasets`,
 #      `stats KEY`, `watch`, that rmmod is refused, and that an ATTACH with
 #      the wrong sample count for the live key fails -EINVAL;
+#   1b. a restart (kernel-restart-hit-ratio): after DROP, the same two ranks
+#      run epoch 0 alone and are killed (SIGKILL) once it is done; restarted
+#      with `bench --start-epoch 1 --epochs 2`, they find their data set
+#      still cached (idle, DLCACHE_FEAT_IDLE) and epoch 1's byte hit ratio
+#      must be within 0.02 of step 1's uninterrupted epoch 1 (checked in
+#      the guest; epoch 2 printed too);
 #   2. the admin commands without a bench: capacity get/set, drop, EPERM
 #      for uid 65534, watch ended by SIGTERM;
 #   3. permissions and trust (ABI 2: data sets are named by key and owner):

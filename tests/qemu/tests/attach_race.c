@@ -81,8 +81,14 @@ int main(void)
 		CHECK_EQ(t_wait(pids[i], 30), 0, "racing child");
 	CHECK_EQ(sh->ok, NPROC, "ATTACHes that succeeded");
 	CHECK_EQ(sh->created, 1, "ATTACHes that say CREATED");
+	/* The last close leaves it cached, idle (DLCACHE_FEAT_IDLE). */
 	t_stats(fd, 0, &st);
-	CHECK_EQ(st.ndatasets, 0, "data sets once every racer closed");
+	CHECK_EQ(st.ndatasets, 1, "data sets once every racer closed");
+	memset(&st, 0, sizeof(st));
+	st.flags = DLCACHE_STATS_F_DATASET | DLCACHE_STATS_F_INDEX;
+	CHECK_ERR(t_ioctl(fd, DLCACHE_IOC_STATS, &st), 0, "STATS of data set 0");
+	CHECK(st.ds_flags & DLCACHE_DS_F_IDLE, "data set not idle once every racer closed");
+	CHECK_EQ(st.ds_attached, 0, "attachments once every racer closed");
 	close(fd);
 	return t_done();
 }

@@ -174,7 +174,7 @@ static void ioctl_table(void)
 	/* STATS */
 	RESET(); u.stats.flags = 1U << 5;
 	CHECK_ERR(t_ioctl(fd, DLCACHE_IOC_STATS, &u), -EINVAL, "STATS unknown flag");
-	RESET(); u.stats.reserved[2] = 1;
+	RESET(); u.stats.reserved[1] = 1;
 	CHECK_ERR(t_ioctl(fd, DLCACHE_IOC_STATS, &u), -EINVAL, "STATS reserved");
 	RESET(); u.stats.handle = (uint32_t)h;
 	CHECK_ERR(t_ioctl(fd, DLCACHE_IOC_STATS, &u), -EINVAL, "STATS handle without F_DATASET");

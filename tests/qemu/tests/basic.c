@@ -431,18 +431,25 @@ int main(void)
 	t_ring_unmap(&r);
 	close(fd2);
 
-	/* With the last attachment gone, the data set and its pages are freed. */
+	/*
+	 * With the last attachment gone, the data set stays cached, idle
+	 * (DLCACHE_FEAT_IDLE); DROP frees it and its pages.
+	 */
 	fd = t_open();
 	{
 		struct dlcache_stats st;
 
 		t_stats(fd, 0, &st);
-		CHECK_EQ(st.ndatasets, 0, "data sets after the last session closed");
-		CHECK_EQ(st.used_bytes, 0, "used bytes after the last session closed");
+		CHECK_EQ(st.ndatasets, 1, "data sets after the last session closed (idle)");
+		CHECK(st.used_bytes > 0, "used bytes of the idle data set: 0");
+		CHECK_ERR(t_drop(fd, NULL, NULL), 0, "DROP");
+		t_stats(fd, 0, &st);
+		CHECK_EQ(st.ndatasets, 0, "data sets after DROP of the idle set");
+		CHECK_EQ(st.used_bytes, 0, "used bytes after DROP of the idle set");
 		CHECK_EQ(st.global.hits, e.hits, "global hits keep counting freed data sets");
 	}
 	ret = t_attach(fd, key, NSAMPLES, 0600, DLCACHE_ATTACH_F_NOCREATE, NULL);
-	CHECK_ERR(ret, -ENOENT, "ATTACH F_NOCREATE after the last session closed");
+	CHECK_ERR(ret, -ENOENT, "ATTACH F_NOCREATE after DROP of the idle set");
 	close(fd);
 	munmap(buf, bufsz);
 	free(page);

@@ -506,8 +506,14 @@ int main(void)
 	run_fuzzer(0x5eed0001, fz_secs ? 1 << 30 : 20000, false);
 	run_fuzzer(0x5eed0002, fz_secs ? 1 << 30 : 8000, true);
 
-	/* The module still works, and nothing was left behind. */
+	/*
+	 * The module still works, and nothing was left behind: the fuzzers'
+	 * data sets are idle (DLCACHE_FEAT_IDLE), and DROP frees them all.
+	 */
 	fd = t_open();
+	CHECK_ERR(t_drop(fd, NULL, NULL), 0, "DROP after fuzzing");
+	t_stats(fd, 0, &st);
+	CHECK_EQ(st.ndatasets, 0, "data sets after the fuzzers ended and DROP");
 	h = t_attach(fd, keys[1], 16, 0600, 0, NULL);
 	if (h < 0)
 		FATAL("ATTACH after fuzzing: %s", t_errname(h));

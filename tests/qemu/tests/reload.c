@@ -7,7 +7,8 @@
  *   mapping is gone, and /dev/dlcache disappears.
  * - insmod with a bad parameter fails cleanly; insmod capacity_mb=3 gives
  *   a capacity of 3 MiB; the node comes back; data sets do not survive.
- * - Memory: rmmod gives back the 32 MiB that cached samples held.
+ * - Memory: rmmod gives back the 32 MiB that cached samples held (in an
+ *   idle data set once its session closed).
  * - A smoke test of the reloaded module, which stays loaded for /init.
  */
 #include <errno.h>
@@ -168,6 +169,16 @@ int main(void)
 	}
 	filled = settled_memfree();
 	t_ring_unmap(&r);
+	close(fd);
+	/* Detached, the data set stays cached (idle) until rmmod frees it. */
+	fd = t_open();
+	{
+		struct dlcache_stats st;
+
+		CHECK_ERR(t_stats(fd, 0, &st), 0, "STATS");
+		CHECK(st.used_bytes >= 32 * MiB, "idle data set holds %llu bytes, want 32 MiB",
+		      (unsigned long long)st.used_bytes);
+	}
 	close(fd);
 	ret = t_rmmod();
 	CHECK_ERR(ret, 0, "rmmod with nothing open");
