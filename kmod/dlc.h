@@ -51,7 +51,7 @@
 #define DLC_FEATURES	(DLCACHE_FEAT_RING | DLCACHE_FEAT_POLL |	\
 			 DLCACHE_FEAT_GET_AT | DLCACHE_FEAT_FILL_WAIT |	\
 			 DLCACHE_FEAT_SHRINKER | DLCACHE_FEAT_OWNER |	\
-			 DLCACHE_FEAT_FILL_LEASE)
+			 DLCACHE_FEAT_FILL_LEASE | DLCACHE_FEAT_DRAIN)
 
 /* ------------------------------------------------------------------ */
 /* ring.c                                                              */
