@@ -86,6 +86,24 @@ static DEFINE_SPINLOCK(dlc_lease_lock);
 static bool dlc_lease_armed;
 static unsigned long dlc_lease_next;
 
+/*
+ * The drain (DLCACHE_IOC_DRAIN, the parameter drain): while set, sessions
+ * are asked to let go (see dlc_drained()). Written with WRITE_ONCE under
+ * dlc_cache.lock, which also protects dlc_sessions, so that every session
+ * open when it is set is woken after the store; read with READ_ONCE
+ * anywhere. A sleeper cannot miss the wake-up: its wait condition
+ * (dlc_wake_cond(), dlc_poll()) reads the flag after it went on the
+ * session's waitqueue, and the drain wakes every waitqueue after the
+ * store (the waitqueue lock orders the two).
+ */
+static bool drain;
+static LIST_HEAD(dlc_sessions);
+
+static bool dlc_draining(void)
+{
+	return READ_ONCE(drain);
+}
+
 struct dlc_session;
 
 /* A session's view of one data set: handle = index in atts[] + 1. */
@@ -137,6 +155,7 @@ struct dlc_session {
 	spinlock_t wait_lock;		/* protects ready, cq.ctl->flags */
 	struct list_head ready;		/* READY waits, oldest first */
 	wait_queue_head_t wq;		/* poll and ENTER waiters */
+	struct list_head node;		/* on dlc_sessions; dlc_cache.lock */
 };
 
 /* ------------------------------------------------------------------ */
@@ -761,7 +780,31 @@ static bool dlc_has_ready(struct dlc_session *sess)
 
 static bool dlc_wake_cond(struct dlc_session *sess, u32 min_complete)
 {
-	return dlc_has_ready(sess) || dlc_cq_avail(sess) >= min_complete;
+	return dlc_has_ready(sess) || dlc_cq_avail(sess) >= min_complete ||
+	       dlc_draining();
+}
+
+static void dlc_detach(struct dlc_session *sess, struct dlc_attachment *att);
+
+/*
+ * ENTER while draining: detach the session from every data set (its fills
+ * are handed over, its parked and ready GETs end without a completion)
+ * and post nothing. Returns -ESHUTDOWN to pass on, or 0 when not
+ * draining. Called with ring_lock held.
+ */
+static int dlc_drained(struct dlc_session *sess)
+{
+	u32 i;
+
+	lockdep_assert_held(&sess->ring_lock);
+	if (!dlc_draining())
+		return 0;
+	for (i = 0; i < DLC_MAX_HANDLES; i++) {
+		if (sess->atts[i])
+			dlc_detach(sess, sess->atts[i]);
+		cond_resched();
+	}
+	return -ESHUTDOWN;
 }
 
 static long dlc_sleep(struct dlc_session *sess, u32 min, ktime_t left)
@@ -780,8 +823,12 @@ static int dlc_wait_cqes(struct dlc_session *sess, u32 min_complete,
 
 	for (;;) {
 		mutex_lock(&sess->ring_lock);
-		dlc_run_ready(sess);
+		ret = dlc_drained(sess);
+		if (!ret)
+			dlc_run_ready(sess);
 		mutex_unlock(&sess->ring_lock);
+		if (ret)
+			return ret;
 		if (dlc_cq_avail(sess) >= min_complete)
 			return 0;
 		if (timed) {
@@ -902,6 +949,9 @@ static long dlc_ioc_setup_ring(struct dlc_session *sess, void __user *uarg)
 		ret = -EBUSY;
 		goto unlock;
 	}
+	ret = -ESHUTDOWN;
+	if (dlc_draining())
+		goto unlock;
 	ret = -ENOMEM;
 	sq_size = dlc_ring_bytes(p.sq_entries, sizeof(struct dlcache_sqe));
 	cq_size = dlc_ring_bytes(p.cq_entries, sizeof(struct dlcache_cqe));
@@ -965,6 +1015,11 @@ static long dlc_ioc_enter(struct dlc_session *sess, void __user *uarg)
 		return -EINVAL;
 
 	mutex_lock(&sess->ring_lock);
+	ret = dlc_drained(sess);
+	if (ret) {
+		mutex_unlock(&sess->ring_lock);
+		return ret;
+	}
 	if (!sess->ring_ready) {
 		mutex_unlock(&sess->ring_lock);
 		return -ENXIO;
@@ -1644,6 +1699,10 @@ static long dlc_ioc_attach(struct dlc_session *sess, void __user *uarg)
 
 	a.result_flags = 0;
 	mutex_lock(&cache->lock);
+	/* Under cache->lock: ordered against the drain's start. */
+	ret = -ESHUTDOWN;
+	if (dlc_draining())
+		goto unlock_cache;
 	ds = dlc_dataset_find(cache, a.key, owner);
 	if (!ds) {
 		ret = -ENOENT;
@@ -1764,6 +1823,9 @@ static long dlc_ioc_set_order(struct dlc_session *sess, void __user *uarg)
 		return -EINVAL;
 
 	mutex_lock(&sess->ring_lock);
+	ret = -ESHUTDOWN;
+	if (dlc_draining())
+		goto unlock;
 	att = dlc_att(sess, o.handle);
 	ret = -EBADF;
 	if (!att)
@@ -1960,6 +2022,56 @@ static long dlc_ioc_drop(struct dlc_session *sess, void __user *uarg)
 	return 0;
 }
 
+/*
+ * Start or end the drain. Starting it wakes every session's sleepers
+ * (ENTER, poll()), which then see it. Returns the sessions open.
+ */
+static u32 dlc_drain_set(struct dlc_cache *cache, bool on)
+{
+	struct dlc_session *sess;
+	bool was;
+	u32 n;
+
+	mutex_lock(&cache->lock);
+	was = dlc_draining();
+	WRITE_ONCE(drain, on);
+	if (on)
+		list_for_each_entry(sess, &dlc_sessions, node)
+			wake_up_all(&sess->wq);
+	n = cache->nsessions;
+	mutex_unlock(&cache->lock);
+	if (was != on)
+		pr_info("drain %s, %u sessions open\n", on ? "started" : "ended",
+			n);
+	return n;
+}
+
+static long dlc_ioc_drain(struct dlc_session *sess, void __user *uarg)
+{
+	struct dlcache_drain d;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	if (copy_from_user(&d, uarg, sizeof(d)))
+		return -EFAULT;
+	if (d.resv0 || !dlc_zero(d.reserved, sizeof(d.reserved)) ||
+	    (d.flags & ~(DLCACHE_DRAIN_F_OFF | DLCACHE_DRAIN_F_QUERY)) ||
+	    d.flags == (DLCACHE_DRAIN_F_OFF | DLCACHE_DRAIN_F_QUERY))
+		return -EINVAL;
+	if (d.flags & DLCACHE_DRAIN_F_QUERY) {
+		mutex_lock(&sess->cache->lock);
+		d.nsessions = sess->cache->nsessions;
+		mutex_unlock(&sess->cache->lock);
+	} else {
+		d.nsessions = dlc_drain_set(sess->cache,
+					    !(d.flags & DLCACHE_DRAIN_F_OFF));
+	}
+	d.draining = dlc_draining();
+	if (copy_to_user(uarg, &d, sizeof(d)))
+		return -EFAULT;
+	return 0;
+}
+
 static long dlc_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct dlc_session *sess = file->private_data;
@@ -1984,6 +2096,8 @@ static long dlc_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return dlc_ioc_set_capacity(sess, uarg);
 	case DLCACHE_IOC_DROP:
 		return dlc_ioc_drop(sess, uarg);
+	case DLCACHE_IOC_DRAIN:
+		return dlc_ioc_drain(sess, uarg);
 	default:
 		return -ENOTTY;
 	}
@@ -2008,6 +2122,7 @@ static int dlc_open(struct inode *inode, struct file *file)
 	init_waitqueue_head(&sess->wq);
 	mutex_lock(&dlc_cache.lock);
 	dlc_cache.nsessions++;
+	list_add(&sess->node, &dlc_sessions);
 	mutex_unlock(&dlc_cache.lock);
 	file->private_data = sess;
 	return nonseekable_open(inode, file);
@@ -2037,6 +2152,7 @@ static int dlc_release(struct inode *inode, struct file *file)
 	vfree(sess->sq.mem);
 	mutex_lock(&dlc_cache.lock);
 	dlc_cache.nsessions--;
+	list_del(&sess->node);
 	mutex_unlock(&dlc_cache.lock);
 	mutex_destroy(&sess->ring_lock);
 	kfree(sess);
@@ -2071,13 +2187,18 @@ static __poll_t dlc_poll(struct file *file, struct poll_table_struct *pt)
 {
 	struct dlc_session *sess = file->private_data;
 
+	__poll_t mask = 0;
+
 	poll_wait(file, &sess->wq, pt);
+	/* After poll_wait(): dlc_drain_set() wakes sess->wq after the store. */
+	if (dlc_draining())
+		mask |= EPOLLHUP | EPOLLERR;
 	/* Pairs with the release in SETUP_RING: the rings are set up. */
 	if (!smp_load_acquire(&sess->ring_ready))
-		return 0;
+		return mask;
 	if (dlc_cq_avail(sess) || dlc_has_ready(sess))
-		return EPOLLIN | EPOLLRDNORM;
-	return 0;
+		mask |= EPOLLIN | EPOLLRDNORM;
+	return mask;
 }
 
 static const struct file_operations dlc_fops = {
@@ -2211,6 +2332,36 @@ module_param_cb(consumer_stall_ms, &dlc_stall_ops, &consumer_stall_ms, 0644);
 MODULE_PARM_DESC(consumer_stall_ms,
 		 "A consumer member with no GET for this many ms stops holding its job's cursor back, and a job with none stops holding samples (default 30000)");
 
+/*
+ * drain=1 starts the drain, drain=0 ends it (DLCACHE_IOC_DRAIN does the
+ * same). Runs under kernel_param_lock(), which comes before
+ * dlc_cache.lock; before dlc_init() (insmod drain=1) and after dlc_exit()
+ * only the value is set.
+ */
+static int dlc_drain_param_set(const char *val, const struct kernel_param *kp)
+{
+	bool on;
+	int ret;
+
+	ret = kstrtobool(val, &on);
+	if (ret)
+		return ret;
+	if (READ_ONCE(dlc_ready))
+		dlc_drain_set(&dlc_cache, on);
+	else
+		WRITE_ONCE(drain, on);
+	return 0;
+}
+
+static const struct kernel_param_ops dlc_drain_ops = {
+	.set = dlc_drain_param_set,
+	.get = param_get_bool,
+};
+
+module_param_cb(drain, &dlc_drain_ops, &drain, 0644);
+MODULE_PARM_DESC(drain,
+		 "1: ask every session to let go (ATTACH and ENTER fail with -ESHUTDOWN) so that the module can be unloaded; 0: end the drain");
+
 static void dlc_show_counters(struct seq_file *m, const char *pfx,
 			      const struct dlcache_counters *c)
 {
@@ -2244,6 +2395,7 @@ static int dlc_stats_show(struct seq_file *m, void *v)
 	seq_printf(m, "datasets %u\nsessions %u\n", dlc_cache.ndatasets,
 		   dlc_cache.nsessions);
 	seq_printf(m, "idle_datasets %u\n", dlc_cache.nidle);
+	seq_printf(m, "draining %u\n", dlc_draining());
 	dlc_cache_counters(&dlc_cache, &c);
 	dlc_show_counters(m, "", &c);
 	list_for_each_entry(ds, &dlc_cache.datasets, node) {
@@ -2303,6 +2455,7 @@ static void dlc_check_abi(void)
 	BUILD_BUG_ON(sizeof(struct dlcache_stats) != 504);
 	BUILD_BUG_ON(sizeof(struct dlcache_capacity) != 40);
 	BUILD_BUG_ON(sizeof(struct dlcache_drop) != 48);
+	BUILD_BUG_ON(sizeof(struct dlcache_drain) != 32);
 	BUILD_BUG_ON(offsetof(struct dlcache_sqe, addr) != 16);
 	BUILD_BUG_ON(offsetof(struct dlcache_sqe, user_data) != 24);
 	BUILD_BUG_ON(offsetof(struct dlcache_sqe, epoch) != 32);

@@ -165,6 +165,13 @@ int dlc_reader_reap(struct dlc_reader *r, struct dlc_read_done *done,
  * readable (one shot: call again after it fired).
  */
 int dlc_reader_watch(struct dlc_reader *r, int fd);
+/*
+ * Cancel the watch, if armed, so that the ring holds no reference to the
+ * watched fd's file once the caller closes it.
+ */
+int dlc_reader_unwatch(struct dlc_reader *r);
+/* Poll events (POLLIN, POLLHUP, ...) the watch reported since last asked. */
+uint32_t dlc_reader_watch_events(struct dlc_reader *r);
 
 /* Wake a thread blocked in dlc_reader_reap(); any thread may call it. */
 void dlc_reader_wake(struct dlc_reader *r);

@@ -20,6 +20,7 @@
  * and gives the slot a new one, under l->lock, before the slot is FREE.
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -134,6 +135,13 @@ struct dlc_loader {
 	uint32_t kread_head, kread_len;
 	uint32_t kgets;			/* GETs without a CQE yet */
 	struct dlcache_cqe *kcqes;
+	uint32_t kfallback;		/* enum dlc_kernel_fallback, after env */
+	/*
+	 * I/O thread: a failure of the kernel backend to fall back from at
+	 * the next safe point (kernel_switch()), and what failed.
+	 */
+	int kerr;
+	const char *kwhat;
 	struct dlc_reader *reader;	/* I/O thread only */
 	uint32_t ndecode;
 	pthread_t io_thread;
@@ -177,6 +185,13 @@ const char *dlc_validate_name(uint32_t validate)
 	static const char *const names[] = { "once", "always", "off" };
 
 	return validate <= DLC_VALIDATE_OFF ? names[validate] : "?";
+}
+
+const char *dlc_kernel_fallback_name(uint32_t fallback)
+{
+	static const char *const names[] = { "inprocess", "fail" };
+
+	return fallback <= DLC_KERNEL_FALLBACK_FAIL ? names[fallback] : "?";
 }
 
 const char *dlc_verify_name(uint32_t verify)
@@ -224,6 +239,8 @@ static int check_config(const struct dlc_config *c, const struct dlc_logger *log
 		BAD("verify", "unknown mode %u", c->verify);
 	if (c->validate > DLC_VALIDATE_OFF)
 		BAD("validate", "unknown mode %u", c->validate);
+	if (c->kernel_fallback > DLC_KERNEL_FALLBACK_FAIL)
+		BAD("kernel_fallback", "unknown mode %u", c->kernel_fallback);
 	if (c->decode_threads > 256)
 		BAD("decode_threads", "at most 256, got %u", c->decode_threads);
 	if (c->shuffle > 1 || c->drop_last > 1 || c->direct_io > 1 ||
@@ -876,9 +893,23 @@ static void kernel_prepare_epoch(struct dlc_loader *l, uint32_t epoch)
 	}
 }
 
+/*
+ * The kernel backend failed. DLC_KERNEL_FALLBACK_INPROCESS: note it; no
+ * SQE is made from now on, and kernel_switch() moves to the in-process
+ * cache at the end of the round. DLC_KERNEL_FALLBACK_FAIL: fail the
+ * epoch.
+ */
 static void kernel_fail(struct dlc_loader *l, int err, const char *what)
 {
-	dlc_logf(&l->log, DLC_LOG_ERROR, "dlcache.ko: %s failed: %s", what,
+	if (l->kfallback == DLC_KERNEL_FALLBACK_INPROCESS) {
+		if (!l->kerr) {
+			l->kerr = err;
+			l->kwhat = what;
+		}
+		return;
+	}
+	dlc_logf(&l->log, DLC_LOG_ERROR,
+		 "dlcache.ko: %s failed: %s (kernel_fallback is fail)", what,
 		 strerror(-err));
 	pthread_mutex_lock(&l->lock);
 	if (!l->failed)
@@ -890,9 +921,12 @@ static void kernel_fail(struct dlc_loader *l, int err, const char *what)
 /* Get an SQE, entering to make room if the SQ is full. */
 static struct dlcache_sqe *kernel_sqe(struct dlc_loader *l)
 {
-	struct dlcache_sqe *sqe = dlc_kclient_sqe(l->kc);
+	struct dlcache_sqe *sqe;
 	int ret;
 
+	if (l->kerr)
+		return NULL;
+	sqe = dlc_kclient_sqe(l->kc);
 	if (sqe)
 		return sqe;
 	ret = dlc_kclient_enter(l->kc);
@@ -1035,15 +1069,55 @@ static void kernel_completion(struct dlc_loader *l, const struct dlcache_cqe *c,
 	l->kread[(l->kread_head + l->kread_len++) % l->cfg.window] = pos;
 }
 
+/*
+ * Queue the positions waiting in kread (misses, GETs given up) to the
+ * reader as far as it has room. Returns whether any was queued.
+ */
+static int kernel_read_queued(struct dlc_loader *l, char *path,
+			      size_t path_len)
+{
+	int progressed = 0, ret;
+
+	while (l->kread_len &&
+	       dlc_reader_inflight(l->reader) < l->cfg.queue_depth) {
+		uint32_t pos = l->kread[l->kread_head];
+
+		l->kread_head = (l->kread_head + 1) % l->cfg.window;
+		l->kread_len--;
+		sample_path(l, l->order[pos], path, path_len);
+		ret = dlc_reader_queue(l->reader, path, pos);
+		if (ret) {
+			struct dlc_read_done d = { .tag = pos, .err = ret,
+						   .why = "queue" };
+
+			hand_over(l, &d, 1);
+		}
+		progressed = 1;
+	}
+	return progressed;
+}
+
 /* One round with the module: GETs out, completions in, misses to read. */
 static int kernel_round(struct dlc_loader *l, uint32_t epoch, char *path,
 			size_t path_len)
 {
-	uint32_t qd = l->cfg.queue_depth, n, i;
+	uint32_t n, i;
 	int progressed = 0, ret;
 	struct item it;
 	uint64_t size;
 
+	/*
+	 * The module hung up (a drain): ENTER says why. An idle loader
+	 * learns of it here, woken by the watch of the fd.
+	 */
+	if (dlc_reader_watch_events(l->reader) & (POLLHUP | POLLERR)) {
+		ret = dlc_kclient_enter(l->kc);
+		if (ret < 0) {
+			kernel_fail(l, ret, "ENTER");
+			/* Falling back: switch now. Failing: nothing to do. */
+			return l->kerr != 0;
+		}
+	}
 	pthread_mutex_lock(&l->lock);
 	while (issuable(l) && l->kgets + l->kread_len < l->cfg.window &&
 	       dlc_kclient_unsubmitted(l->kc) < l->cfg.window) {
@@ -1061,7 +1135,7 @@ static int kernel_round(struct dlc_loader *l, uint32_t epoch, char *path,
 		ret = dlc_kclient_enter(l->kc);
 		if (ret < 0) {
 			kernel_fail(l, ret, "ENTER");
-			return 0;
+			return l->kerr != 0;
 		}
 	}
 	while ((n = dlc_kclient_reap(l->kc, l->kcqes, 64)) > 0) {
@@ -1069,30 +1143,101 @@ static int kernel_round(struct dlc_loader *l, uint32_t epoch, char *path,
 			kernel_completion(l, &l->kcqes[i], epoch);
 		progressed = 1;
 	}
-	while (l->kread_len && dlc_reader_inflight(l->reader) < qd) {
-		uint32_t pos = l->kread[l->kread_head];
-
-		l->kread_head = (l->kread_head + 1) % l->cfg.window;
-		l->kread_len--;
-		sample_path(l, l->order[pos], path, path_len);
-		ret = dlc_reader_queue(l->reader, path, pos);
-		if (ret) {
-			struct dlc_read_done d = { .tag = pos, .err = ret,
-						   .why = "queue" };
-
-			hand_over(l, &d, 1);
-		}
+	if (kernel_read_queued(l, path, path_len))
 		progressed = 1;
-	}
 	if (progressed)
 		dlc_reader_submit(l->reader);
 	/* PUTs and ABORTs made by completions go out now. */
-	if (dlc_kclient_unsubmitted(l->kc)) {
+	if (!l->kerr && dlc_kclient_unsubmitted(l->kc)) {
 		ret = dlc_kclient_enter(l->kc);
 		if (ret < 0)
 			kernel_fail(l, ret, "ENTER");
 	}
 	return progressed;
+}
+
+/* Give back the buffer refs of the PUTs not yet consumed by the module. */
+static void kernel_put_unsubmitted(struct dlc_loader *l)
+{
+	uint32_t i, n = dlc_kclient_unsubmitted(l->kc);
+
+	for (i = 0; i < n; i++) {
+		const struct dlcache_sqe *sqe =
+			dlc_kclient_unsubmitted_sqe(l->kc, i);
+
+		if (KTAG(sqe->user_data) == KTAG_PUT)
+			dlc_buf_put((struct dlc_buf *)(uintptr_t)
+				    (sqe->user_data & ~3ULL));
+	}
+}
+
+/*
+ * The kernel backend failed (l->kerr) and kernel_fallback says go on:
+ * take the completions the module posted, read directly every position
+ * whose GET has no completion (parked, or never consumed) and every fill
+ * we owned, close the module's fd and go on with an in-process cache.
+ * I/O thread, at the end of a round: no SQE or CQE is being handled.
+ */
+static void kernel_switch(struct dlc_loader *l)
+{
+	uint32_t w = l->cfg.window, n, i, pos, epoch, next;
+	struct dlc_kclient *kc;
+	int active, ret;
+
+	dlc_logf(&l->log, DLC_LOG_WARN,
+		 "dlcache.ko: %s failed: %s; continuing on the in-process cache (kernel_fallback)",
+		 l->kwhat, strerror(-l->kerr));
+	pthread_mutex_lock(&l->lock);
+	epoch = l->epoch;
+	active = l->active;
+	pthread_mutex_unlock(&l->lock);
+	/* Completions posted before the failure are good. */
+	while ((n = dlc_kclient_reap(l->kc, l->kcqes, 64)) > 0)
+		for (i = 0; i < n; i++)
+			kernel_completion(l, &l->kcqes[i], epoch);
+	kernel_put_unsubmitted(l);
+	/* Every GET without a completion: its bytes come from the file. */
+	pthread_mutex_lock(&l->lock);
+	next = l->next_pos;
+	pthread_mutex_unlock(&l->lock);
+	for (pos = l->klow; pos != next; pos++) {
+		i = pos % w;
+		l->kfill[i] = 0;
+		if (!l->kbuf[i])
+			continue;
+		dlc_buf_put(l->kbuf[i]);
+		l->kbuf[i] = NULL;
+		l->kgets--;
+		l->kread[(l->kread_head + l->kread_len++) % w] = pos;
+	}
+	/* Let go of the module: nothing of ours holds its file after this. */
+	dlc_reader_unwatch(l->reader);
+	pthread_mutex_lock(&l->lock);
+	kc = l->kc;
+	l->kc = NULL;
+	__atomic_store_n(&l->backend, DLC_BACKEND_INPROCESS, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&l->lock);
+	dlc_kclient_close(kc);
+	l->kerr = 0;
+	dlc_stat_add(l->stats.kernel_fallbacks, 1);
+	__atomic_store_n(&l->stats.cache_capacity, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->stats.cache_used, 0, __ATOMIC_RELAXED);
+	if (!l->cfg.cache_bytes)
+		return;
+	ret = dlc_cache_create(l->n, l->epoch_len, l->cfg.cache_bytes,
+			       &l->cache);
+	if (!ret && active)
+		ret = dlc_cache_prepare_epoch(l->cache, epoch, fill_order, l);
+	if (ret) {
+		dlc_logf(&l->log, DLC_LOG_WARN,
+			 "in-process cache over %u samples (%u a rank): %s; going on without a cache",
+			 l->n, l->epoch_len, strerror(-ret));
+		dlc_cache_destroy(l->cache);
+		l->cache = NULL;
+		return;
+	}
+	__atomic_store_n(&l->stats.cache_capacity, l->cfg.cache_bytes,
+			 __ATOMIC_RELAXED);
 }
 
 static void *io_main(void *arg)
@@ -1117,7 +1262,7 @@ static void *io_main(void *arg)
 
 	pthread_mutex_lock(&l->lock);
 	while (!l->stop) {
-		int progressed = 0, n, lend;
+		int progressed = 0, n, lend, watch;
 		uint32_t cur_epoch;
 		struct item it;
 
@@ -1177,6 +1322,12 @@ static void *io_main(void *arg)
 
 		if (l->kc && kernel_round(l, cur_epoch, path, sizeof(path)))
 			progressed = 1;
+		if (l->kc && l->kerr)
+			kernel_switch(l);
+		/* After a fallback: what the module did not serve is read. */
+		if (!l->kc && l->kread_len &&
+		    kernel_read_queued(l, path, sizeof(path)))
+			progressed = 1;
 		if (progressed)
 			dlc_reader_submit(l->reader);
 		n = dlc_reader_reap(l->reader, done, qd, 0);
@@ -1201,8 +1352,7 @@ static void *io_main(void *arg)
 		    (issuable(l) && (l->kc ?
 			l->kgets + l->kread_len < l->cfg.window :
 			dlc_reader_inflight(l->reader) < qd)) ||
-		    (l->kc && l->kread_len &&
-		     dlc_reader_inflight(l->reader) < qd))
+		    (l->kread_len && dlc_reader_inflight(l->reader) < qd))
 			continue;
 		/*
 		 * Nothing to do: sleep until a read completes or a wake, or,
@@ -1210,8 +1360,15 @@ static void *io_main(void *arg)
 		 * says they are ready.
 		 */
 		l->io_idle = 1;
+		/*
+		 * The fd is watched also without GETs in flight: a drain
+		 * (POLLHUP) wakes an idle loader, which then lets go of the
+		 * module. Not after a failure under kernel_fallback fail:
+		 * the hang-up would wake it at once, again and again.
+		 */
+		watch = l->kc && !l->failed;
 		pthread_mutex_unlock(&l->lock);
-		if (l->kc && l->kgets)
+		if (watch)
 			dlc_reader_watch(l->reader, dlc_kclient_fd(l->kc));
 		n = dlc_reader_reap(l->reader, done, qd, 1);
 		if (n > 0)
@@ -1256,7 +1413,7 @@ const char *dlc_backend_name(uint32_t backend)
 
 uint32_t dlc_loader_backend(const struct dlc_loader *l)
 {
-	return l->backend;
+	return __atomic_load_n(&l->backend, __ATOMIC_RELAXED);
 }
 
 /*
@@ -1308,6 +1465,15 @@ static int setup_verify(struct dlc_loader *l)
 	}
 	l->crc_logged = calloc((size_t)l->n / 8 + 1, 1);
 	return l->crc_logged ? 0 : -ENOMEM;
+}
+
+/* DLCACHE_KERNEL_FALLBACK over cfg.kernel_fallback. */
+static int setup_fallback(struct dlc_loader *l)
+{
+	l->kfallback = l->cfg.kernel_fallback;
+	return env_mode(l, "DLCACHE_KERNEL_FALLBACK", dlc_kernel_fallback_name,
+			DLC_KERNEL_FALLBACK_FAIL, "inprocess or fail",
+			&l->kfallback);
 }
 
 /* DLCACHE_VALIDATE over cfg.validate; ONCE's bitmap. */
@@ -1510,15 +1676,7 @@ static void close_backend(struct dlc_loader *l)
 		 */
 		if (dlc_kclient_unsubmitted(l->kc))
 			dlc_kclient_enter(l->kc);
-		n = dlc_kclient_unsubmitted(l->kc);
-		for (i = 0; i < n; i++) {
-			const struct dlcache_sqe *sqe =
-				dlc_kclient_unsubmitted_sqe(l->kc, i);
-
-			if (KTAG(sqe->user_data) == KTAG_PUT)
-				dlc_buf_put((struct dlc_buf *)(uintptr_t)
-					    (sqe->user_data & ~3ULL));
-		}
+		kernel_put_unsubmitted(l);
 		/* PUTs already run in ENTER hold buffer refs until reaped. */
 		while ((n = dlc_kclient_reap(l->kc, l->kcqes, 64)) > 0)
 			for (i = 0; i < n; i++)
@@ -1719,6 +1877,8 @@ int dlc_loader_create(const struct dlc_config *ucfg,
 	}
 
 	ret = open_backend(l);
+	if (!ret)
+		ret = setup_fallback(l);
 	if (!ret)
 		ret = setup_verify(l);
 	if (!ret)
@@ -2156,6 +2316,8 @@ int dlc_loader_stats(struct dlc_loader *l, struct dlc_stats *out, size_t size)
 		return -EINVAL;
 	for (i = 0; i < sizeof(st) / sizeof(uint64_t); i++)
 		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+	/* l->lock: the I/O thread closes kc on a fallback under it. */
+	pthread_mutex_lock(&l->lock);
 	if (l->kc) {
 		struct dlcache_stats ks;
 
@@ -2167,6 +2329,7 @@ int dlc_loader_stats(struct dlc_loader *l, struct dlc_stats *out, size_t size)
 			st.cache_capacity = ks.capacity_bytes;
 		}
 	}
+	pthread_mutex_unlock(&l->lock);
 	/* A newer caller's counters we do not know read as zero. */
 	memcpy(out, &st, size < sizeof(st) ? size : sizeof(st));
 	if (size > sizeof(st))

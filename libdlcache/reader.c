@@ -73,6 +73,7 @@ struct dlc_reader {
 	uint64_t wake_val;
 	int wake_armed;
 	int watch_armed;	/* a poll of a watched fd is on the ring */
+	uint32_t watch_events;	/* poll events the watch reported, not taken */
 	/* Requests that failed before reaching the ring: the next reap. */
 	struct dlc_read_done *early;
 	uint32_t nearly;
@@ -231,6 +232,29 @@ int dlc_reader_watch(struct dlc_reader *r, int fd)
 	io_uring_sqe_set_data64(sqe, WATCH_TAG);
 	r->watch_armed = 1;
 	return dlc_reader_submit(r);
+}
+
+int dlc_reader_unwatch(struct dlc_reader *r)
+{
+	struct io_uring_sqe *sqe;
+
+	if (!r->watch_armed)
+		return 0;
+	sqe = get_sqe(r);
+	if (!sqe)
+		return -EBUSY;
+	/* The poll completes with -ECANCELED under WATCH_TAG. */
+	io_uring_prep_poll_remove(sqe, WATCH_TAG);
+	io_uring_sqe_set_data64(sqe, CLOSE_TAG);
+	return dlc_reader_submit(r);
+}
+
+uint32_t dlc_reader_watch_events(struct dlc_reader *r)
+{
+	uint32_t ev = r->watch_events;
+
+	r->watch_events = 0;
+	return ev;
 }
 
 uint32_t dlc_reader_inflight(const struct dlc_reader *r)
@@ -532,6 +556,8 @@ int dlc_reader_reap(struct dlc_reader *r, struct dlc_read_done *done,
 			continue;
 		if (ud == WATCH_TAG) {
 			r->watch_armed = 0;
+			if (res > 0)
+				r->watch_events |= (uint32_t)res;
 			wait = 0;
 			continue;
 		}

@@ -100,6 +100,11 @@
  * frees them. STATS reports DLCACHE_DS_F_IDLE and ds_idle_s.
  */
 #define DLCACHE_FEAT_IDLE	(1ULL << 8)
+/*
+ * DLCACHE_IOC_DRAIN and the module parameter drain: an administrator asks
+ * every session to let go, so that the module can be unloaded.
+ */
+#define DLCACHE_FEAT_DRAIN	(1ULL << 9)
 
 /* ------------------------------------------------------------------ */
 /* DLCACHE_IOC_GET_INFO                                                */
@@ -491,6 +496,30 @@ struct dlcache_drop {
 	__u64 reserved[2];	/* must be 0 */
 };
 
+/*
+ * Drain (DLCACHE_FEAT_DRAIN). While the module drains, ATTACH, SETUP_RING,
+ * SET_ORDER and ENTER fail with -ESHUTDOWN: ENTER posts nothing new, and
+ * the calling session is detached from every data set first (its fills
+ * are handed over, its parked GETs end without a completion, as at
+ * DETACH). Sleepers in ENTER wake with -ESHUTDOWN and poll() reports
+ * EPOLLHUP | EPOLLERR. GET_INFO, STATS, DETACH, the privileged commands
+ * and opening the device keep working. Completions posted before the
+ * drain stay in the CQ ring to be reaped. Without flags, start the
+ * drain; DLCACHE_DRAIN_F_OFF ends it (new sessions attach again);
+ * DLCACHE_DRAIN_F_QUERY changes nothing. The module parameter drain
+ * (0/1) does the same.
+ */
+#define DLCACHE_DRAIN_F_OFF	(1U << 0)
+#define DLCACHE_DRAIN_F_QUERY	(1U << 1)
+
+struct dlcache_drain {
+	__u32 flags;		/* user: DLCACHE_DRAIN_F_*, not both */
+	__u32 resv0;		/* must be 0 */
+	__u32 nsessions;	/* kernel: open sessions, the caller's included */
+	__u32 draining;		/* kernel: 1 while draining, after the call */
+	__u64 reserved[2];	/* must be 0 */
+};
+
 /* ------------------------------------------------------------------ */
 /* Commands                                                            */
 /* ------------------------------------------------------------------ */
@@ -506,5 +535,6 @@ struct dlcache_drop {
 #define DLCACHE_IOC_STATS	_IOWR(DLCACHE_IOC_MAGIC, 0x06, struct dlcache_stats)
 #define DLCACHE_IOC_SET_CAPACITY _IOWR(DLCACHE_IOC_MAGIC, 0x07, struct dlcache_capacity)
 #define DLCACHE_IOC_DROP	_IOWR(DLCACHE_IOC_MAGIC, 0x08, struct dlcache_drop)
+#define DLCACHE_IOC_DRAIN	_IOWR(DLCACHE_IOC_MAGIC, 0x10, struct dlcache_drain)
 
 #endif /* _UAPI_LINUX_DLCACHE_H */

@@ -388,6 +388,39 @@ enum dlc_backend {
 const char *dlc_backend_name(uint32_t backend);
 
 /*
+ * What the loader does when the kernel backend fails after
+ * dlc_loader_create() chose it: dlcache.ko drained by an administrator
+ * (DLCACHE_IOC_DRAIN: ENTER fails with ESHUTDOWN, poll() reports
+ * POLLHUP), or any other failed ENTER. The environment variable
+ * DLCACHE_KERNEL_FALLBACK ("inprocess" or "fail") overrides the config.
+ * Whether the kernel backend is used at all is the backend's (enum
+ * dlc_backend) choice, made at creation.
+ */
+enum dlc_kernel_fallback {
+	/*
+	 * Default, for DLC_BACKEND_AUTO and DLC_BACKEND_KERNEL alike: log
+	 * one WARN line naming the cause ("dlcache.ko: ENTER failed: ...;
+	 * continuing on the in-process cache (kernel_fallback)"), let go of
+	 * the module (its fd closed, the ring unmapped, fills handed over),
+	 * read directly every sample whose GET was in flight or whose fill
+	 * this process owned, and go on with an in-process cache of
+	 * cache_bytes. The batches are those of an uninterrupted run;
+	 * dlc_loader_backend() says DLC_BACKEND_INPROCESS from then on and
+	 * stats.kernel_fallbacks counts the switch.
+	 */
+	DLC_KERNEL_FALLBACK_INPROCESS = 0,
+	/*
+	 * Fail as before this field existed: an ERROR line, and
+	 * dlc_next_batch() returns the error (-ESHUTDOWN for a drain) until
+	 * the loader is destroyed, which lets go of the module.
+	 */
+	DLC_KERNEL_FALLBACK_FAIL = 1,
+};
+
+/* "inprocess", "fail", or "?" */
+const char *dlc_kernel_fallback_name(uint32_t fallback);
+
+/*
  * Which sample bytes are checked against the CRC-32C the index recorded,
  * before decode. The environment variable DLCACHE_VERIFY ("kernel", "off"
  * or "all") overrides the config. Indexes without checksums (format 1)
@@ -534,6 +567,8 @@ struct dlc_config {
 	 */
 	uint32_t shard_drop_last;
 	uint32_t validate;	/* enum dlc_validate; default DLC_VALIDATE_ONCE */
+	/* enum dlc_kernel_fallback; default DLC_KERNEL_FALLBACK_INPROCESS */
+	uint32_t kernel_fallback;
 	uint64_t reserved[7];	/* must be zero: room for new fields */
 };
 
@@ -660,7 +695,11 @@ void dlc_batch_data_free(void *mem, size_t len);
 /* Stop the threads and free everything. Safe with batches unreleased. */
 void dlc_loader_destroy(struct dlc_loader *l);
 
-/* The backend in use: DLC_BACKEND_INPROCESS or DLC_BACKEND_KERNEL. */
+/*
+ * The backend in use: DLC_BACKEND_INPROCESS or DLC_BACKEND_KERNEL; it
+ * becomes DLC_BACKEND_INPROCESS when the loader falls back mid-run
+ * (enum dlc_kernel_fallback). Thread safe.
+ */
 uint32_t dlc_loader_backend(const struct dlc_loader *l);
 
 /*
@@ -725,6 +764,8 @@ struct dlc_stats {
 	uint64_t checksum_errors;	/* of those, how many did not match */
 	/* decodes that checked the whole file (enum dlc_validate) */
 	uint64_t validated;
+	/* switches from dlcache.ko to the in-process cache (kernel_fallback) */
+	uint64_t kernel_fallbacks;
 };
 
 /*

@@ -76,6 +76,7 @@ class Config(ctypes.Structure):
         # end of DLC_CONFIG_SIZE_VER0
         ("shard_drop_last", ctypes.c_uint32),
         ("validate", ctypes.c_uint32),
+        ("kernel_fallback", ctypes.c_uint32),
         ("reserved", ctypes.c_uint64 * 7),
     ]
 
@@ -104,7 +105,7 @@ STATS_FIELDS = [
     "batches", "wait_ns",
     "errors", "errors_by_kind", "substituted", "skipped",
     "verified", "verify_ns", "checksum_errors",
-    "validated",
+    "validated", "kernel_fallbacks",
 ]
 
 

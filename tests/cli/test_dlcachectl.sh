@@ -43,7 +43,7 @@ fi
 . "$(dirname "$0")/usage.sh"
 
 begin help-and-usage
-for cmd in gen index bench decode preview sample decodebench stats watch datasets capacity drop; do
+for cmd in gen index bench decode preview sample decodebench stats watch datasets capacity drop drain; do
 	out=$("$ctl" "$cmd" --help 2>&1) || fail "$cmd --help exit status"
 	echo "$out" | grep -q "usage: dlcachectl $cmd" || fail "$cmd --help has no usage line"
 	expect_usage "$cmd with a bad option" "$cmd" --no-such-option
@@ -71,12 +71,15 @@ expect_usage "watch with a bad count" watch --count many
 expect_usage "capacity with a bad size" capacity 12Q
 expect_usage "capacity with two sizes" capacity 1G 2G
 expect_usage "drop with a bad key" drop 0123456789abcdef0123456789abcdeg
+expect_usage "drain with a bad wait" drain --wait soon
+expect_usage "drain --off --wait" drain --off --wait 5
+expect_usage "drain with an argument" drain now
 end
 
 # Without the module: one line naming the device and exit 1. The device
 # is named by DLCACHE_DEVICE, as for the library.
 begin device-env
-for cmd in stats datasets watch capacity drop; do
+for cmd in stats datasets watch capacity drop drain; do
 	err=$(DLCACHE_DEVICE=/nonexistent/dlcache "$ctl" "$cmd" 2>&1 >/dev/null); rc=$?
 	[ $rc -eq 1 ] || fail "$cmd without the device: exit $rc, want 1"
 	[ "$err" = "dlcachectl $cmd: /nonexistent/dlcache not found: is dlcache.ko loaded? (modprobe/insmod dlcache)" ] ||

@@ -643,12 +643,13 @@ int cmd_bench(int argc, char **argv)
 	if (json) {
 		printf("{\"backend\": \"%s\", \"images\": %u, \"threads\": %u, "
 		       "\"batch_size\": %u, \"cache_bytes\": %llu, \"dataset_bytes\": %llu, "
-		       "\"pinned\": %s, \"epochs\": [",
+		       "\"pinned\": %s, \"kernel_fallbacks\": %llu, \"epochs\": [",
 		       dlc_backend_name(dlc_loader_backend(l)), dlc_index_count(idx),
 		       dlc_loader_decode_threads(l) + 1,
 		       cfg.batch_size, (unsigned long long)cap,
 		       (unsigned long long)dlc_index_total_bytes(idx),
-		       dlc_loader_pinned(l) ? "true" : "false");
+		       dlc_loader_pinned(l) ? "true" : "false",
+		       (unsigned long long)after.kernel_fallbacks);
 		for (e = 0; e < epochs; e++) {
 			const struct dlc_stats *d = &res[e].delta;
 
@@ -688,6 +689,9 @@ int cmd_bench(int argc, char **argv)
 		       (double)dlc_index_total_bytes(idx) / 1e6,
 		       dlc_index_total_bytes(idx) ?
 		       (double)cap / (double)dlc_index_total_bytes(idx) : 0.0);
+		if (after.kernel_fallbacks)
+			printf("fell back from dlcache.ko to the in-process cache during the run (kernel_fallbacks %llu)\n",
+			       (unsigned long long)after.kernel_fallbacks);
 	}
 	/* A run that trained on nothing did not work, whatever the policy. */
 	rc = 0;

@@ -27,6 +27,7 @@ int cmd_watch(int argc, char **argv);
 int cmd_datasets(int argc, char **argv);
 int cmd_capacity(int argc, char **argv);
 int cmd_drop(int argc, char **argv);
+int cmd_drain(int argc, char **argv);
 
 /* Print "dlcachectl @cmd: <msg>" to stderr and return EXIT_USAGE. */
 int usage_error(const char *cmd, const char *fmt, ...)

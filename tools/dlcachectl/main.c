@@ -24,6 +24,7 @@ static const struct command {
 	{ "datasets", cmd_datasets, "list the data sets the node's cache holds" },
 	{ "capacity", cmd_capacity, "print or set the node's cache capacity (root)" },
 	{ "drop", cmd_drop, "evict the cached samples, all or of one data set (root)" },
+	{ "drain", cmd_drain, "ask every user of the node's cache to let go, for rmmod (root)" },
 };
 
 static void usage(FILE *f)

@@ -726,6 +726,96 @@ else
 	result FAIL rmmod-after "(a reference leaked)"
 fi
 
+# ---- drain: rmmod while a loader runs ------------------------------------------
+# A two-epoch kernel-backend bench runs; once the module has cached its first
+# samples (the global inserts counter, not a fixed sleep) the admin runs
+# `dlcachectl drain --wait 60`. The bench must log the fallback line once,
+# finish both epochs with the digests of an in-process run of the same seed,
+# and `rmmod dlcache` must succeed right after the drain. With
+# DLCACHE_KERNEL_FALLBACK=fail the bench must fail instead, naming the cause.
+# wait_counter NAME MIN SECS: until the global counter NAME >= MIN.
+wait_counter() {
+	_i=0
+	while [ $_i -lt $(($3 * 10)) ]; do
+		_v=$(global_counter "$1")
+		[ -n "$_v" ] && [ "$_v" -ge "$2" ] && return 0
+		usleep 100000
+		_i=$((_i + 1))
+	done
+	return 1
+}
+
+# drain_bench MODE: a bench (DLCACHE_KERNEL_FALLBACK=MODE) drained mid-run;
+# sets drc (bench exit), ddrain (drain exit), drmmod (rmmod exit).
+drain_bench() {
+	drc=1 ddrain=1 drmmod=1
+	load_dlcache || return 1
+	DLCACHE_KERNEL_FALLBACK=$1 $CTL bench $IDX --backend kernel --epochs 2 \
+		--seed 11 --json --digest $BENCH > /tmp/dr-$1.json 2> /tmp/dr-$1.err &
+	dpid=$!
+	if ! wait_counter inserts 20 60; then
+		info "drain ($1): the bench cached nothing in 60 s"
+	fi
+	$CTL drain --wait 60 > /tmp/drain-$1.out 2>&1
+	ddrain=$?
+	rmmod dlcache > /tmp/drain-rmmod.out 2>&1
+	drmmod=$?
+	wait_pid $dpid 240
+	drc=$?
+	info "drain ($1): bench exit $drc, drain exit $ddrain, rmmod exit $drmmod"
+	show /tmp/drain-$1.out
+	show /tmp/drain-rmmod.out
+	show /tmp/dr-$1.err
+	show /tmp/dr-$1.json
+	module_loaded && unload_dlcache
+	return 0
+}
+
+drain_test() {
+	if ! drain_bench inprocess; then
+		result FAIL drain-fallback "(insmod)"
+		return
+	fi
+	$CTL bench $IDX --backend inprocess --cache 0 --epochs 2 --seed 11 --json \
+		--digest $BENCH > /tmp/dr-ref.json 2> /tmp/dr-ref.err
+	rrc=$?
+	nfb=$(grep -c 'continuing on the in-process cache (kernel_fallback)' /tmp/dr-inprocess.err)
+	kfb=$(grep -o '"kernel_fallbacks": [0-9]*' /tmp/dr-inprocess.json | awk '{print $2}')
+	d1=$(grep -o '"digest": "[0-9a-f]*"' /tmp/dr-inprocess.json | tr '\n' ' ')
+	d2=$(grep -o '"digest": "[0-9a-f]*"' /tmp/dr-ref.json | tr '\n' ' ')
+	data drain_digests "kernel+fallback: $d1 in-process: $d2"
+	data drain_fallbacks "${kfb:-none}"
+	if [ $drc -eq 0 ] && [ "$nfb" = 1 ] && [ "$kfb" = 1 ] &&
+	   grep -q '"backend": "inprocess"' /tmp/dr-inprocess.json; then
+		result ok drain-fallback "(one fallback line, kernel_fallbacks 1)"
+	else
+		result FAIL drain-fallback "(bench exit $drc, $nfb fallback lines, kernel_fallbacks ${kfb:-none})"
+	fi
+	if [ $drc -eq 0 ] && [ $rrc -eq 0 ] && [ -n "$d1" ] && [ "$d1" = "$d2" ]; then
+		result ok drain-batches-match
+	else
+		result FAIL drain-batches-match "(after the drain: $d1; in-process: $d2; exit $drc, $rrc)"
+	fi
+	if [ $ddrain -eq 0 ] && [ $drmmod -eq 0 ]; then
+		result ok drain-rmmod "(drain --wait, then rmmod at once)"
+	else
+		result FAIL drain-rmmod "(drain exit $ddrain, rmmod exit $drmmod)"
+	fi
+
+	if ! drain_bench fail; then
+		result FAIL drain-fail "(insmod)"
+		return
+	fi
+	if [ $drc -ne 0 ] && [ $drc -ne 124 ] &&
+	   grep -q 'ENTER failed: Cannot send after transport endpoint shutdown' /tmp/dr-fail.err &&
+	   [ $ddrain -eq 0 ] && [ $drmmod -eq 0 ]; then
+		result ok drain-fail "(bench exit $drc, naming the cause; rmmod after)"
+	else
+		result FAIL drain-fail "(bench exit $drc, drain exit $ddrain, rmmod exit $drmmod)"
+	fi
+}
+drain_test
+
 # ---- the page cache alone, held to the same memory ---------------------------
 # The same two-rank workload with plain buffered reads and no cache of its
 # own, in a memory cgroup whose memory.max is the dlcache capacity plus what
