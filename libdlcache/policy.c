@@ -477,7 +477,7 @@ static int measure(const struct dlc_policy *p, struct dlc_policy_line *L,
 			if (m != L->cost)
 				return 1;
 		} else {
-			L->est = div_u64_u64(sat_mul(3, L->est) + m, 4);
+			L->est = div_u64_u64(sat_add(sat_mul(3, L->est), m), 4);
 		}
 	}
 	off = L->est > L->cost ? L->est - L->cost : L->cost - L->est;

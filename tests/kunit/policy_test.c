@@ -391,9 +391,11 @@ static void policy_victim_prefer(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, dlc_policy_prefer(&t.p, 4, 5));
 	pt_remove(&t, 5);
 	pt_check(test, &t);
-	/* After position 3, sample 0 has no next use. */
+	/* After position 3, neither 0 nor 2 has a next use: a tie. */
 	pt_advance(&t, 4);
-	KUNIT_EXPECT_EQ(test, dlc_policy_victim(&t.p), 0);
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(&t.p, dlc_policy_victim(&t.p)),
+			DLC_POLICY_NEVER);
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(&t.p, 0), DLC_POLICY_NEVER);
 	pt_check(test, &t);
 	/* Inserting twice, removing twice: no change. */
 	pt_insert(&t, 2);
