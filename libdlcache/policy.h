@@ -63,7 +63,7 @@
 /* Epoch orders remembered at once per consumer. */
 #define DLC_POLICY_MAX_EPOCHS	8
 /* Consumers at once, consumer 0 included. */
-#define DLC_POLICY_MAX_CONSUMERS 8
+#define DLC_POLICY_MAX_CONSUMERS 32
 /*
  * Largest sample count and window (positions), to keep sizes in 32 bits.
  * The window holds three epochs of DLC_POLICY_MAX_SAMPLES positions

@@ -12,7 +12,8 @@
 
 /* A policy plus the reference's view of the same time line. */
 struct ptest {
-	struct dlc_policy p;
+	/* Allocated: the struct holds DLC_POLICY_MAX_CONSUMERS lines. */
+	struct dlc_policy *p;
 	void *mem;
 	u32 nsamples;
 	u32 *seq;	/* every known position's sample, from 0 */
@@ -32,7 +33,9 @@ static void pt_init(struct kunit *test, struct ptest *t, u32 nsamples,
 	KUNIT_ASSERT_GT(test, sz, 0);
 	t->mem = kunit_kzalloc(test, sz, GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, t->mem);
-	KUNIT_ASSERT_EQ(test, dlc_policy_init(&t->p, nsamples, window, t->mem,
+	t->p = kunit_kzalloc(test, sizeof(*t->p), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, t->p);
+	KUNIT_ASSERT_EQ(test, dlc_policy_init(t->p, nsamples, window, t->mem,
 					      sz, 0), 0);
 	t->nsamples = nsamples;
 	t->cap = cap;
@@ -81,7 +84,7 @@ static void gen_order(struct ptest *t, u32 *ids, u32 len, bool repeats)
 
 static int pt_add(struct ptest *t, u32 epoch, const u32 *ids, u32 len)
 {
-	int ret = dlc_policy_add_epoch(&t->p, 0, epoch, ids, len);
+	int ret = dlc_policy_add_epoch(t->p, 0, epoch, ids, len);
 
 	if (!ret) {
 		memcpy(&t->seq[t->len], ids, len * sizeof(u32));
@@ -93,7 +96,7 @@ static int pt_add(struct ptest *t, u32 epoch, const u32 *ids, u32 len)
 static void pt_advance(struct ptest *t, u64 pos)
 {
 	/* One microsecond per position. */
-	dlc_policy_advance(&t->p, 0, pos, pos * 1000);
+	dlc_policy_advance(t->p, 0, pos, pos * 1000);
 	if (pos > t->len)
 		pos = t->len;
 	if (pos > t->cursor)
@@ -107,12 +110,12 @@ static void pt_check(struct kunit *test, struct ptest *t)
 	bool never = false;
 	u32 id, v;
 
-	KUNIT_ASSERT_EQ(test, t->p.line[0].cursor, t->cursor);
+	KUNIT_ASSERT_EQ(test, t->p->line[0].cursor, t->cursor);
 	for (id = 0; id < t->nsamples; id++) {
 		nu = ref_next(t, id);
-		KUNIT_ASSERT_EQ_MSG(test, dlc_policy_next_use(&t->p, 0, id), nu,
+		KUNIT_ASSERT_EQ_MSG(test, dlc_policy_next_use(t->p, 0, id), nu,
 				    "sample %u", id);
-		KUNIT_ASSERT_EQ(test, !!dlc_policy_is_cached(&t->p, id),
+		KUNIT_ASSERT_EQ(test, !!dlc_policy_is_cached(t->p, id),
 				t->cached[id]);
 		if (!t->cached[id])
 			continue;
@@ -121,7 +124,7 @@ static void pt_check(struct kunit *test, struct ptest *t)
 		else if (nu > worst)
 			worst = nu;
 	}
-	v = dlc_policy_victim(&t->p);
+	v = dlc_policy_victim(t->p);
 	if (!t->ncached) {
 		KUNIT_ASSERT_EQ(test, v, DLC_POLICY_NIL);
 		return;
@@ -136,7 +139,7 @@ static void pt_check(struct kunit *test, struct ptest *t)
 
 static void pt_insert(struct ptest *t, u32 id)
 {
-	dlc_policy_insert(&t->p, id);
+	dlc_policy_insert(t->p, id);
 	if (!t->cached[id]) {
 		t->cached[id] = true;
 		t->ncached++;
@@ -145,7 +148,7 @@ static void pt_insert(struct ptest *t, u32 id)
 
 static void pt_remove(struct ptest *t, u32 id)
 {
-	dlc_policy_remove(&t->p, id);
+	dlc_policy_remove(t->p, id);
 	if (t->cached[id]) {
 		t->cached[id] = false;
 		t->ncached--;
@@ -173,13 +176,13 @@ static void policy_add_epoch_checks(struct kunit *test)
 	pt_init(test, &t, 16, 64, 256, 1);
 	for (i = 0; i < 64; i++)
 		ids[i] = i % 16;
-	KUNIT_EXPECT_EQ(test, dlc_policy_add_epoch(&t.p, 0, 1, ids, 0),
+	KUNIT_EXPECT_EQ(test, dlc_policy_add_epoch(t.p, 0, 1, ids, 0),
 			-DLC_POLICY_EINVAL);
-	KUNIT_EXPECT_EQ(test, dlc_policy_add_epoch(&t.p, 0, 1, bad, 2),
+	KUNIT_EXPECT_EQ(test, dlc_policy_add_epoch(t.p, 0, 1, bad, 2),
 			-DLC_POLICY_EINVAL);
 	/* A bad ID changes nothing. */
-	KUNIT_EXPECT_EQ(test, t.p.line[0].end, 0);
-	KUNIT_EXPECT_EQ(test, dlc_policy_next_use(&t.p, 0, 0), DLC_POLICY_NEVER);
+	KUNIT_EXPECT_EQ(test, t.p->line[0].end, 0);
+	KUNIT_EXPECT_EQ(test, dlc_policy_next_use(t.p, 0, 0), DLC_POLICY_NEVER);
 
 	KUNIT_EXPECT_EQ(test, pt_add(&t, 5, ids, 40), 0);
 	KUNIT_EXPECT_EQ(test, pt_add(&t, 5, ids, 8), -DLC_POLICY_EINVAL);
@@ -189,17 +192,17 @@ static void policy_add_epoch_checks(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, pt_add(&t, 6, ids, 24), 0);
 	pt_check(test, &t);
 
-	KUNIT_EXPECT_EQ(test, dlc_policy_position(&t.p, 0, 6, 3, &pos), 0);
+	KUNIT_EXPECT_EQ(test, dlc_policy_position(t.p, 0, 6, 3, &pos), 0);
 	KUNIT_EXPECT_EQ(test, pos, 43);
-	KUNIT_EXPECT_EQ(test, dlc_policy_position(&t.p, 0, 6, 24, &pos),
+	KUNIT_EXPECT_EQ(test, dlc_policy_position(t.p, 0, 6, 24, &pos),
 			-DLC_POLICY_ENOENT);
-	KUNIT_EXPECT_EQ(test, dlc_policy_position(&t.p, 0, 7, 0, &pos),
+	KUNIT_EXPECT_EQ(test, dlc_policy_position(t.p, 0, 7, 0, &pos),
 			-DLC_POLICY_ENOENT);
 
 	/* Consuming epoch 5 frees its positions and forgets it. */
 	pt_advance(&t, 40);
 	pt_check(test, &t);
-	KUNIT_EXPECT_EQ(test, dlc_policy_position(&t.p, 0, 5, 0, &pos),
+	KUNIT_EXPECT_EQ(test, dlc_policy_position(t.p, 0, 5, 0, &pos),
 			-DLC_POLICY_ENOENT);
 	KUNIT_EXPECT_EQ(test, pt_add(&t, 7, ids, 40), 0);
 	pt_check(test, &t);
@@ -208,11 +211,11 @@ static void policy_add_epoch_checks(struct kunit *test)
 	pt_check(test, &t);
 	pt_advance(&t, 1000);
 	pt_check(test, &t);
-	KUNIT_EXPECT_EQ(test, t.p.line[0].cursor, t.p.line[0].end);
-	KUNIT_EXPECT_EQ(test, dlc_policy_victim(&t.p), DLC_POLICY_NIL);
-	KUNIT_EXPECT_EQ(test, dlc_policy_insert(&t.p, 16), -DLC_POLICY_EINVAL);
-	KUNIT_EXPECT_EQ(test, dlc_policy_remove(&t.p, 16), -DLC_POLICY_EINVAL);
-	KUNIT_EXPECT_EQ(test, dlc_policy_next_use(&t.p, 0, 99), DLC_POLICY_NEVER);
+	KUNIT_EXPECT_EQ(test, t.p->line[0].cursor, t.p->line[0].end);
+	KUNIT_EXPECT_EQ(test, dlc_policy_victim(t.p), DLC_POLICY_NIL);
+	KUNIT_EXPECT_EQ(test, dlc_policy_insert(t.p, 16), -DLC_POLICY_EINVAL);
+	KUNIT_EXPECT_EQ(test, dlc_policy_remove(t.p, 16), -DLC_POLICY_EINVAL);
+	KUNIT_EXPECT_EQ(test, dlc_policy_next_use(t.p, 0, 99), DLC_POLICY_NEVER);
 }
 
 /* Random epochs, random cached sets, random advances; check each step. */
@@ -241,8 +244,8 @@ static void policy_random_vs_reference(struct kunit *test)
 		     round++) {
 			/* Append epochs while the window has room. */
 			gen_order(&t, ids, cfg[c].len, cfg[c].repeats);
-			if (t.len - t.cursor + cfg[c].len <= t.p.window &&
-			    t.p.line[0].nepochs < DLC_POLICY_MAX_EPOCHS)
+			if (t.len - t.cursor + cfg[c].len <= t.p->window &&
+			    t.p->line[0].nepochs < DLC_POLICY_MAX_EPOCHS)
 				KUNIT_ASSERT_EQ(test,
 						pt_add(&t, ++epoch, ids,
 						       cfg[c].len), 0);
@@ -261,7 +264,7 @@ static void policy_random_vs_reference(struct kunit *test)
 				u32 b = pt_rand(&t, cfg[c].nsamples);
 
 				KUNIT_EXPECT_EQ(test,
-						dlc_policy_prefer(&t.p, a, b),
+						dlc_policy_prefer(t.p, a, b),
 						ref_next(&t, a) < ref_next(&t, b));
 			}
 			pt_advance(&t, t.cursor +
@@ -331,21 +334,21 @@ static void sim_once(struct kunit *test, u32 nsamples, u32 len, u32 epochs,
 		}
 
 		/* Policy. */
-		if (dlc_policy_is_cached(&t.p, id)) {
+		if (dlc_policy_is_cached(t.p, id)) {
 			hits++;
-			dlc_policy_advance(&t.p, 0, i + 1, i * 1000);
+			dlc_policy_advance(t.p, 0, i + 1, i * 1000);
 			continue;
 		}
-		dlc_policy_advance(&t.p, 0, i + 1, i * 1000);
-		if (t.p.ncached < slots) {
-			dlc_policy_insert(&t.p, id);
+		dlc_policy_advance(t.p, 0, i + 1, i * 1000);
+		if (t.p->ncached < slots) {
+			dlc_policy_insert(t.p, id);
 			continue;
 		}
-		v = dlc_policy_victim(&t.p);
+		v = dlc_policy_victim(t.p);
 		KUNIT_ASSERT_NE(test, v, DLC_POLICY_NIL);
-		if (dlc_policy_prefer(&t.p, id, v)) {
-			dlc_policy_remove(&t.p, v);
-			dlc_policy_insert(&t.p, id);
+		if (dlc_policy_prefer(t.p, id, v)) {
+			dlc_policy_remove(t.p, v);
+			dlc_policy_insert(t.p, id);
 		}
 	}
 	KUNIT_EXPECT_EQ_MSG(test, hits, rhits,
@@ -383,27 +386,27 @@ static void policy_victim_prefer(struct kunit *test)
 	pt_insert(&t, 0);
 	pt_insert(&t, 2);
 	/* 0 is used at 3, 2 at 2: 0 goes first. */
-	KUNIT_EXPECT_EQ(test, dlc_policy_victim(&t.p), 0);
+	KUNIT_EXPECT_EQ(test, dlc_policy_victim(t.p), 0);
 	pt_insert(&t, 5);	/* never used: goes before anything */
-	KUNIT_EXPECT_EQ(test, dlc_policy_victim(&t.p), 5);
-	KUNIT_EXPECT_TRUE(test, dlc_policy_prefer(&t.p, 3, 0));
-	KUNIT_EXPECT_FALSE(test, dlc_policy_prefer(&t.p, 0, 2));
-	KUNIT_EXPECT_FALSE(test, dlc_policy_prefer(&t.p, 4, 5));
+	KUNIT_EXPECT_EQ(test, dlc_policy_victim(t.p), 5);
+	KUNIT_EXPECT_TRUE(test, dlc_policy_prefer(t.p, 3, 0));
+	KUNIT_EXPECT_FALSE(test, dlc_policy_prefer(t.p, 0, 2));
+	KUNIT_EXPECT_FALSE(test, dlc_policy_prefer(t.p, 4, 5));
 	pt_remove(&t, 5);
 	pt_check(test, &t);
 	/* After position 3, neither 0 nor 2 has a next use: a tie. */
 	pt_advance(&t, 4);
-	KUNIT_EXPECT_EQ(test, dlc_policy_key(&t.p, dlc_policy_victim(&t.p)),
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(t.p, dlc_policy_victim(t.p)),
 			DLC_POLICY_NEVER);
-	KUNIT_EXPECT_EQ(test, dlc_policy_key(&t.p, 0), DLC_POLICY_NEVER);
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(t.p, 0), DLC_POLICY_NEVER);
 	pt_check(test, &t);
 	/* Inserting twice, removing twice: no change. */
 	pt_insert(&t, 2);
 	pt_insert(&t, 2);
-	KUNIT_EXPECT_EQ(test, t.p.ncached, 2);
+	KUNIT_EXPECT_EQ(test, t.p->ncached, 2);
 	pt_remove(&t, 0);
 	pt_remove(&t, 0);
-	KUNIT_EXPECT_EQ(test, t.p.ncached, 1);
+	KUNIT_EXPECT_EQ(test, t.p->ncached, 1);
 	pt_check(test, &t);
 }
 
@@ -418,78 +421,79 @@ static void policy_two_consumers(struct kunit *test)
 {
 	u32 o0[] = { 0, 1, 2, 3, 4, 5, 6, 7 }, o1[] = { 7, 0, 1, 2 };
 	const u64 ms = 1000000;
-	struct dlc_policy p;
+	struct dlc_policy *p = kunit_kzalloc(test, sizeof(*p), GFP_KERNEL);
 	size_t sz = dlc_policy_mem_size(8, 64);
 	size_t lsz = dlc_policy_line_mem_size(8, 64);
 	void *mem = kunit_kzalloc(test, sz, GFP_KERNEL);
 	void *lmem = kunit_kzalloc(test, lsz, GFP_KERNEL);
 	u32 id;
 
+	KUNIT_ASSERT_NOT_NULL(test, p);
 	KUNIT_ASSERT_NOT_NULL(test, mem);
 	KUNIT_ASSERT_NOT_NULL(test, lmem);
-	KUNIT_ASSERT_EQ(test, dlc_policy_init(&p, 8, 64, mem, sz, 0), 0);
-	KUNIT_ASSERT_EQ(test, dlc_policy_add_consumer(&p, lmem, lsz, 0), 1);
-	KUNIT_ASSERT_EQ(test, dlc_policy_add_epoch(&p, 0, 0, o0, 8), 0);
-	KUNIT_ASSERT_EQ(test, dlc_policy_add_epoch(&p, 1, 0, o1, 4), 0);
+	KUNIT_ASSERT_EQ(test, dlc_policy_init(p, 8, 64, mem, sz, 0), 0);
+	KUNIT_ASSERT_EQ(test, dlc_policy_add_consumer(p, lmem, lsz, 0), 1);
+	KUNIT_ASSERT_EQ(test, dlc_policy_add_epoch(p, 0, 0, o0, 8), 0);
+	KUNIT_ASSERT_EQ(test, dlc_policy_add_epoch(p, 1, 0, o1, 4), 0);
 	for (id = 0; id < 8; id++)
-		KUNIT_ASSERT_EQ(test, dlc_policy_insert(&p, id), 0);
+		KUNIT_ASSERT_EQ(test, dlc_policy_insert(p, id), 0);
 
 	/* Equal speeds: the sooner of the two uses. */
-	KUNIT_EXPECT_EQ(test, dlc_policy_key(&p, 0), 0);
-	KUNIT_EXPECT_EQ(test, dlc_policy_key(&p, 1), 1 * ms);
-	KUNIT_EXPECT_EQ(test, dlc_policy_key(&p, 2), 2 * ms);
-	KUNIT_EXPECT_EQ(test, dlc_policy_key(&p, 7), 0);
-	KUNIT_EXPECT_EQ(test, dlc_policy_key(&p, 6), 6 * ms);
-	KUNIT_EXPECT_EQ(test, dlc_policy_victim(&p), 6);
-	KUNIT_EXPECT_TRUE(test, dlc_policy_prefer(&p, 5, 6));
-	KUNIT_EXPECT_FALSE(test, dlc_policy_prefer(&p, 6, 5));
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(p, 0), 0);
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(p, 1), 1 * ms);
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(p, 2), 2 * ms);
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(p, 7), 0);
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(p, 6), 6 * ms);
+	KUNIT_EXPECT_EQ(test, dlc_policy_victim(p), 6);
+	KUNIT_EXPECT_TRUE(test, dlc_policy_prefer(p, 5, 6));
+	KUNIT_EXPECT_FALSE(test, dlc_policy_prefer(p, 6, 5));
 
 	/* Consumer 1 takes 500 ms for its first position: measured. */
-	dlc_policy_advance(&p, 1, 0, 0);
-	dlc_policy_advance(&p, 1, 1, 500 * ms);
-	KUNIT_EXPECT_TRUE(test, p.line[1].measured);
-	KUNIT_EXPECT_EQ(test, p.line[1].cost, 500 * ms);
-	KUNIT_EXPECT_EQ(test, p.line[1].t0, 500 * ms);
-	KUNIT_EXPECT_EQ(test, p.line[1].p0, 1);
-	KUNIT_EXPECT_EQ(test, p.rebuilds, 1);
-	KUNIT_EXPECT_EQ(test, dlc_policy_next_use(&p, 1, 7), DLC_POLICY_NEVER);
-	KUNIT_EXPECT_EQ(test, dlc_policy_key(&p, 7), 7 * ms);
-	KUNIT_EXPECT_EQ(test, dlc_policy_key(&p, 1), 1 * ms);
-	KUNIT_EXPECT_EQ(test, dlc_policy_victim(&p), 7);
+	dlc_policy_advance(p, 1, 0, 0);
+	dlc_policy_advance(p, 1, 1, 500 * ms);
+	KUNIT_EXPECT_TRUE(test, p->line[1].measured);
+	KUNIT_EXPECT_EQ(test, p->line[1].cost, 500 * ms);
+	KUNIT_EXPECT_EQ(test, p->line[1].t0, 500 * ms);
+	KUNIT_EXPECT_EQ(test, p->line[1].p0, 1);
+	KUNIT_EXPECT_EQ(test, p->rebuilds, 1);
+	KUNIT_EXPECT_EQ(test, dlc_policy_next_use(p, 1, 7), DLC_POLICY_NEVER);
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(p, 7), 7 * ms);
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(p, 1), 1 * ms);
+	KUNIT_EXPECT_EQ(test, dlc_policy_victim(p), 7);
 
 	/* Consumer 0 stalls: only consumer 1's uses count. */
-	KUNIT_EXPECT_EQ(test, dlc_policy_expire(&p, 600 * ms, 100 * ms), 1);
-	KUNIT_EXPECT_FALSE(test, p.line[0].active);
-	KUNIT_EXPECT_TRUE(test, p.line[1].active);
-	KUNIT_EXPECT_EQ(test, p.rebuilds, 2);
-	KUNIT_EXPECT_EQ(test, dlc_policy_key(&p, 0), 500 * ms);
-	KUNIT_EXPECT_EQ(test, dlc_policy_key(&p, 1), 1000 * ms);
-	KUNIT_EXPECT_EQ(test, dlc_policy_key(&p, 2), 1500 * ms);
-	KUNIT_EXPECT_EQ(test, dlc_policy_key(&p, 3), DLC_POLICY_NEVER);
-	KUNIT_EXPECT_EQ(test, dlc_policy_key(&p, dlc_policy_victim(&p)),
+	KUNIT_EXPECT_EQ(test, dlc_policy_expire(p, 600 * ms, 100 * ms), 1);
+	KUNIT_EXPECT_FALSE(test, p->line[0].active);
+	KUNIT_EXPECT_TRUE(test, p->line[1].active);
+	KUNIT_EXPECT_EQ(test, p->rebuilds, 2);
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(p, 0), 500 * ms);
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(p, 1), 1000 * ms);
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(p, 2), 1500 * ms);
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(p, 3), DLC_POLICY_NEVER);
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(p, dlc_policy_victim(p)),
 			DLC_POLICY_NEVER);
-	KUNIT_EXPECT_TRUE(test, dlc_policy_prefer(&p, 2, 3));
-	KUNIT_EXPECT_FALSE(test, dlc_policy_prefer(&p, 3, 4));
+	KUNIT_EXPECT_TRUE(test, dlc_policy_prefer(p, 2, 3));
+	KUNIT_EXPECT_FALSE(test, dlc_policy_prefer(p, 3, 4));
 
 	/* Consumer 1 leaves: nothing is used by an active consumer. */
-	dlc_policy_remove_consumer(&p, 1);
-	KUNIT_EXPECT_EQ(test, p.nlines, 1);
-	KUNIT_EXPECT_EQ(test, p.rebuilds, 3);
-	KUNIT_EXPECT_EQ(test, dlc_policy_key(&p, 0), DLC_POLICY_NEVER);
+	dlc_policy_remove_consumer(p, 1);
+	KUNIT_EXPECT_EQ(test, p->nlines, 1);
+	KUNIT_EXPECT_EQ(test, p->rebuilds, 3);
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(p, 0), DLC_POLICY_NEVER);
 
 	/* Consumer 0 comes back at 700 ms, past 0 and 1: re-anchored. */
-	dlc_policy_advance(&p, 0, 2, 700 * ms);
-	KUNIT_EXPECT_TRUE(test, p.line[0].active);
-	KUNIT_EXPECT_EQ(test, p.rebuilds, 4);
-	KUNIT_EXPECT_EQ(test, p.line[0].t0, 700 * ms);
-	KUNIT_EXPECT_EQ(test, p.line[0].p0, 2);
-	KUNIT_EXPECT_EQ(test, dlc_policy_key(&p, 2), 700 * ms);
-	KUNIT_EXPECT_EQ(test, dlc_policy_key(&p, 7), 705 * ms);
-	KUNIT_EXPECT_EQ(test, dlc_policy_key(&p, 0), DLC_POLICY_NEVER);
-	KUNIT_EXPECT_EQ(test, dlc_policy_key(&p, dlc_policy_victim(&p)),
+	dlc_policy_advance(p, 0, 2, 700 * ms);
+	KUNIT_EXPECT_TRUE(test, p->line[0].active);
+	KUNIT_EXPECT_EQ(test, p->rebuilds, 4);
+	KUNIT_EXPECT_EQ(test, p->line[0].t0, 700 * ms);
+	KUNIT_EXPECT_EQ(test, p->line[0].p0, 2);
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(p, 2), 700 * ms);
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(p, 7), 705 * ms);
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(p, 0), DLC_POLICY_NEVER);
+	KUNIT_EXPECT_EQ(test, dlc_policy_key(p, dlc_policy_victim(p)),
 			DLC_POLICY_NEVER);
-	KUNIT_EXPECT_TRUE(test, dlc_policy_prefer(&p, 7, 1));
-	KUNIT_EXPECT_TRUE(test, dlc_policy_prefer(&p, 6, 7));
+	KUNIT_EXPECT_TRUE(test, dlc_policy_prefer(p, 7, 1));
+	KUNIT_EXPECT_TRUE(test, dlc_policy_prefer(p, 6, 7));
 }
 
 static struct kunit_case policy_cases[] = {

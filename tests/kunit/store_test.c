@@ -425,11 +425,114 @@ static void store_use_moves_cursor(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, ds->policy.line[0].cursor, 51);
 	/* Orders: bad ID, epoch not increasing, window full. */
 	ids[0] = 64;
-	KUNIT_EXPECT_EQ(test, dlc_store_set_order(ds, 3, ids, 64), -EINVAL);
+	KUNIT_EXPECT_EQ(test, dlc_store_set_order(ds, NULL, 3, ids, 64), -EINVAL);
 	ids[0] = 0;
-	KUNIT_EXPECT_EQ(test, dlc_store_set_order(ds, 2, ids, 1), -EINVAL);
-	KUNIT_EXPECT_EQ(test, dlc_store_set_order(ds, 3, ids, 64), -ENOSPC);
-	KUNIT_EXPECT_EQ(test, dlc_store_set_order(ds, 3, ids, 13), 0);
+	KUNIT_EXPECT_EQ(test, dlc_store_set_order(ds, NULL, 2, ids, 1), -EINVAL);
+	KUNIT_EXPECT_EQ(test, dlc_store_set_order(ds, NULL, 3, ids, 64), -ENOSPC);
+	KUNIT_EXPECT_EQ(test, dlc_store_set_order(ds, NULL, 3, ids, 13), 0);
+	mutex_unlock(&ds->lock);
+}
+
+/* A consumer of @ds for @job with member @m: joined or created. */
+static int st_join(struct kunit *test, struct dlc_dataset *ds,
+		   struct dlc_member *m, u64 job)
+{
+	struct dlc_consumer *spare = NULL;
+	int ret;
+
+	INIT_LIST_HEAD(&m->link);
+	mutex_lock(&ds->lock);
+	ret = dlc_store_join(ds, m, job, &spare);
+	mutex_unlock(&ds->lock);
+	if (ret != -EAGAIN)
+		return ret;
+	spare = dlc_consumer_alloc(ds, job);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(spare));
+	mutex_lock(&ds->lock);
+	ret = dlc_store_join(ds, m, job, &spare);
+	mutex_unlock(&ds->lock);
+	if (spare)
+		dlc_consumer_free(spare);
+	return ret;
+}
+
+static void st_leave(struct dlc_dataset *ds, struct dlc_member *m)
+{
+	struct dlc_consumer *c;
+
+	mutex_lock(&ds->lock);
+	c = dlc_store_leave(ds, m);
+	mutex_unlock(&ds->lock);
+	if (c)
+		dlc_consumer_free(c);
+}
+
+/*
+ * Consumers: two members of one job (their cursor is the slowest's), a
+ * second job with its own order, eviction by the soonest use over both,
+ * and leaving.
+ */
+static void store_consumers(struct kunit *test)
+{
+	struct dlc_member r0 = {}, r1 = {}, other = {};
+	struct dlcache_sqe sqe = { .flags = DLCACHE_SQE_F_AT, .epoch = 1 };
+	struct dlc_sample *s;
+	struct dlc_dataset *ds = st_ds(test, 7, 16);
+	u32 fwd[16], rev[16], i;
+
+	for (i = 0; i < 16; i++) {
+		fwd[i] = i;
+		rev[i] = 15 - i;
+	}
+	KUNIT_ASSERT_EQ(test, st_join(test, ds, &r0, 1), 1);
+	KUNIT_ASSERT_EQ(test, st_join(test, ds, &r1, 1), 0);
+	KUNIT_ASSERT_EQ(test, st_join(test, ds, &other, 2), 1);
+	mutex_lock(&ds->lock);
+	KUNIT_EXPECT_EQ(test, dlc_store_set_order(ds, &r0, 1, fwd, 16), 0);
+	/* The same job's second upload of an epoch: refused. */
+	KUNIT_EXPECT_EQ(test, dlc_store_set_order(ds, &r1, 1, fwd, 16), -EINVAL);
+	/* Another job: a time line of its own. */
+	KUNIT_EXPECT_EQ(test, dlc_store_set_order(ds, &other, 1, rev, 16), 0);
+	KUNIT_EXPECT_EQ(test, dlc_store_consumers(ds), 2);
+
+	/* r0 at index 8, r1 at index 1: the job's cursor is r1's. */
+	sqe.index = 8;
+	dlc_store_use(ds, &r0, 8, &sqe);
+	sqe.index = 1;
+	dlc_store_use(ds, &r1, 1, &sqe);
+	KUNIT_EXPECT_EQ(test, ds->policy.line[dlc_store_line(&r0)].cursor, 2);
+	/* The other job's line did not move. */
+	KUNIT_EXPECT_EQ(test, ds->policy.line[dlc_store_line(&other)].cursor, 0);
+
+	/*
+	 * Cache 0, 4 and 15 in a cache of 3 pages, then offer 7: job 1
+	 * (cursor 2) uses 4 at 4, 15 at 15, job 2 uses 15 at 0 and 0 at 15;
+	 * 0 is the only sample neither uses soon, so 7 (used by job 1 at 7)
+	 * replaces 0.
+	 */
+	ds->cache->capacity = 3 * PAGE_SIZE;
+	for (i = 0; i < 3; i++) {
+		s = st_sample(test, i == 0 ? 0 : i == 1 ? 4 : 15, 100);
+		KUNIT_EXPECT_TRUE(test, dlc_store_admit(ds, s, false));
+	}
+	s = st_sample(test, 7, 100);
+	KUNIT_EXPECT_TRUE(test, dlc_store_admit(ds, s, false));
+	KUNIT_EXPECT_NULL(test, dlc_store_lookup(ds, 0));
+	KUNIT_EXPECT_NOT_NULL(test, dlc_store_lookup(ds, 15));
+	KUNIT_EXPECT_NOT_NULL(test, dlc_store_lookup(ds, 4));
+	mutex_unlock(&ds->lock);
+
+	/* r1 leaves: r0 alone moves the cursor to 9. */
+	st_leave(ds, &r1);
+	KUNIT_EXPECT_EQ(test, ds->policy.line[dlc_store_line(&r0)].cursor, 9);
+	st_leave(ds, &r0);
+	mutex_lock(&ds->lock);
+	KUNIT_EXPECT_EQ(test, dlc_store_consumers(ds), 1);
+	mutex_unlock(&ds->lock);
+	st_leave(ds, &other);
+	mutex_lock(&ds->lock);
+	KUNIT_EXPECT_EQ(test, dlc_store_consumers(ds), 0);
+	KUNIT_EXPECT_EQ(test, ds->policy.nlines, 1);
 	mutex_unlock(&ds->lock);
 }
 
@@ -467,6 +570,7 @@ static struct kunit_case store_cases[] = {
 	KUNIT_CASE(store_fill_placeholders),
 	KUNIT_CASE(store_use_moves_cursor),
 	KUNIT_CASE(store_dataset_limits),
+	KUNIT_CASE(store_consumers),
 	{}
 };
 

@@ -415,7 +415,7 @@ static void *line_mem(const struct dlc_policy *p, size_t *sz)
 	return aligned_alloc(8, (*sz + 7) & ~(size_t)7);
 }
 
-/* Consumer slots: ENOSPC past 8, bad indexes, slot reuse, initial cost. */
+/* Consumer slots: ENOSPC past DLC_POLICY_MAX_CONSUMERS, bad indexes, slot reuse, initial cost. */
 static void test_consumer_slots(void)
 {
 	uint32_t ids[4] = { 0, 1, 2, 3 };
@@ -441,7 +441,7 @@ static void test_consumer_slots(void)
 	}
 	CHECK(p->nlines == DLC_POLICY_MAX_CONSUMERS, "nlines %u", p->nlines);
 	CHECK(dlc_policy_add_consumer(p, extra, sz, 0) == -DLC_POLICY_ENOSPC,
-	      "ninth consumer");
+	      "one consumer past the table");
 
 	/* Bad indexes: out of range, and an unused slot. */
 	dlc_policy_remove_consumer(p, 3);
@@ -451,30 +451,30 @@ static void test_consumer_slots(void)
 	dlc_policy_remove_consumer(p, 3);
 	dlc_policy_remove_consumer(p, DLC_POLICY_MAX_CONSUMERS);
 	CHECK(p->nlines == DLC_POLICY_MAX_CONSUMERS - 1 && p->line[0].used,
-	      "removing 0, a free slot or 8 does nothing");
+	      "removing 0, a free slot or MAX does nothing");
 	CHECK(dlc_policy_add_epoch(p, 3, 0, ids, 4) == -DLC_POLICY_EINVAL,
 	      "add epoch to a free slot");
-	CHECK(dlc_policy_add_epoch(p, 8, 0, ids, 4) == -DLC_POLICY_EINVAL,
-	      "add epoch to consumer 8");
+	CHECK(dlc_policy_add_epoch(p, DLC_POLICY_MAX_CONSUMERS, 0, ids, 4) == -DLC_POLICY_EINVAL,
+	      "add epoch to consumer MAX");
 	CHECK(dlc_policy_add_epoch(p, UINT32_MAX, 0, ids, 4) ==
 	      -DLC_POLICY_EINVAL, "add epoch to consumer -1");
 	CHECK(dlc_policy_add_epoch(p, 2, 0, ids, 4) == 0, "epoch of 2");
 	CHECK(dlc_policy_position(p, 3, 0, 0, &pos) == -DLC_POLICY_ENOENT,
 	      "position in a free slot");
-	CHECK(dlc_policy_position(p, 9, 0, 0, &pos) == -DLC_POLICY_ENOENT,
-	      "position in consumer 9");
+	CHECK(dlc_policy_position(p, DLC_POLICY_MAX_CONSUMERS + 1, 0, 0, &pos) == -DLC_POLICY_ENOENT,
+	      "position in consumer MAX + 1");
 	CHECK(dlc_policy_position(p, 2, 0, 1, &pos) == 0 && pos == 1,
 	      "position in consumer 2");
 	CHECK(dlc_policy_position(p, 0, 0, 1, &pos) == -DLC_POLICY_ENOENT,
 	      "consumer 0 has no epoch 0");
 	CHECK(dlc_policy_sample_at(p, 3, 0) == DLC_POLICY_NIL &&
-	      dlc_policy_sample_at(p, 8, 0) == DLC_POLICY_NIL,
+	      dlc_policy_sample_at(p, DLC_POLICY_MAX_CONSUMERS, 0) == DLC_POLICY_NIL,
 	      "sample at in bad consumers");
 	CHECK(dlc_policy_next_use(p, 3, 0) == DLC_POLICY_NEVER &&
-	      dlc_policy_next_use(p, 8, 0) == DLC_POLICY_NEVER &&
+	      dlc_policy_next_use(p, DLC_POLICY_MAX_CONSUMERS, 0) == DLC_POLICY_NEVER &&
 	      dlc_policy_next_use(p, 2, 2) == 2, "next use per consumer");
 	dlc_policy_advance(p, 3, 10, 0);
-	dlc_policy_advance(p, 8, 10, 0);
+	dlc_policy_advance(p, DLC_POLICY_MAX_CONSUMERS, 10, 0);
 	CHECK(!p->line[3].used && p->line[3].cursor == 0, "advance a free slot");
 
 	/* A new consumer takes the mean cost of the measured ones. */

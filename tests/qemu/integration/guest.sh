@@ -915,7 +915,7 @@ fi
 # in lockstep and DRIFT_RUNS times drifting freely (no barrier), and for
 # comparison SHARED_RUNS times drifting on the shared time line
 # (DLCACHE_JOB=none: what an ABI 2 module gives).
-JOB_STEP_A=0
+JOB_STEP_A=200
 JOB_STEP_B=400
 DRIFT_RUNS=10
 SHARED_RUNS=3
