@@ -239,98 +239,104 @@ static void test_two_jobs(void)
 	t_drop(t_open(), key, &dropped);
 }
 
+/*
+ * Two sessions, each with a ring and one attachment to data set @tag of
+ * job @job0 and @job1 (equal: two ranks of one job).
+ */
+static void two_sessions(const char *tag, uint64_t job0, uint64_t job1,
+			 uint64_t k[2], int fd[2], struct t_ring r[2], long h[2])
+{
+	t_key(tag, k);
+	for (int i = 0; i < 2; i++) {
+		fd[i] = t_open();
+		if (t_ring_init(&r[i], fd[i], 8, 0) < 0)
+			FATAL("%s: ring", tag);
+		h[i] = attach_job(fd[i], k, N, 0, i ? job1 : job0, NULL);
+		if (h[i] < 0)
+			FATAL("%s: ATTACH: %s", tag, t_errname(h[i]));
+	}
+}
+
 /* Ranks of one job: the cursor is the slowest member's progress. */
 static void test_ranks(void)
 {
-	int f0 = t_open(), f1 = t_open();
 	struct dlcache_stats st;
-	struct t_ring r0, r1;
+	struct t_ring r[2];
 	uint32_t order[N];
 	uint64_t k[2];
-	long h0, h1;
+	long h[2];
+	int fd[2];
 
-	t_key("consumers-ranks", k);
-	if (t_ring_init(&r0, f0, 8, 0) < 0 || t_ring_init(&r1, f1, 8, 0) < 0)
-		FATAL("rings");
-	h0 = attach_job(f0, k, N, 0, 42, NULL);
-	h1 = attach_job(f1, k, N, 0, 42, NULL);
-	if (h0 < 0 || h1 < 0)
-		FATAL("ATTACH: %s %s", t_errname(h0), t_errname(h1));
+	two_sessions("consumers-ranks", 42, 42, k, fd, r, h);
 	for (uint32_t i = 0; i < N; i++)
 		order[i] = (i * 5) % N;
-	CHECK_ERR(t_set_order(f0, (uint32_t)h0, 1, order, N), 0, "SET_ORDER");
+	CHECK_ERR(t_set_order(fd[0], (uint32_t)h[0], 1, order, N), 0, "SET_ORDER");
 	/* Rank 0 takes the even indexes 0..8, rank 1 index 1 only. */
 	for (uint32_t i = 0; i <= 8; i += 2)
-		get_at(&r0, (uint32_t)h0, order[i], 1, i);
-	get_at(&r1, (uint32_t)h1, order[1], 1, 1);
-	st = stats_of(f0, (uint32_t)h0);
+		get_at(&r[0], (uint32_t)h[0], order[i], 1, i);
+	get_at(&r[1], (uint32_t)h[1], order[1], 1, 1);
+	st = stats_of(fd[0], (uint32_t)h[0]);
 	CHECK_EQ(st.ds_cursor, 2, "cursor after rank 0 at 8 and rank 1 at 1 (the slowest)");
-	get_at(&r1, (uint32_t)h1, order[3], 1, 3);
-	st = stats_of(f0, (uint32_t)h0);
+	get_at(&r[1], (uint32_t)h[1], order[3], 1, 3);
+	st = stats_of(fd[0], (uint32_t)h[0]);
 	CHECK_EQ(st.ds_cursor, 4, "cursor after rank 1 moved to 3");
 	/* A stalled rank stops holding the cursor back. */
 	CHECK_ERR(t_param_set("consumer_stall_ms", 300), 0, "consumer_stall_ms=300");
 	t_msleep(400);
-	get_at(&r0, (uint32_t)h0, order[10], 1, 10);
-	st = stats_of(f0, (uint32_t)h0);
+	get_at(&r[0], (uint32_t)h[0], order[10], 1, 10);
+	st = stats_of(fd[0], (uint32_t)h[0]);
 	CHECK_EQ(st.ds_cursor, 11, "cursor once rank 1 stalled for longer than consumer_stall_ms");
 	CHECK_ERR(t_param_set("consumer_stall_ms", 30000), 0, "consumer_stall_ms=30000");
 	/* Rank 1 is back at 5 (fresh again): the cursor does not go back. */
-	get_at(&r1, (uint32_t)h1, order[5], 1, 5);
-	st = stats_of(f0, (uint32_t)h0);
+	get_at(&r[1], (uint32_t)h[1], order[5], 1, 5);
+	st = stats_of(fd[0], (uint32_t)h[0]);
 	CHECK_EQ(st.ds_cursor, 11, "the cursor never moves back");
 	/* Rank 1 detaches while behind: rank 0 alone moves it. */
-	get_at(&r0, (uint32_t)h0, order[12], 1, 12);
+	get_at(&r[0], (uint32_t)h[0], order[12], 1, 12);
 	/* The mapping holds the file too: unmap, then close, to detach. */
-	t_ring_unmap(&r1);
-	close(f1);
-	st = stats_of(f0, (uint32_t)h0);
+	t_ring_unmap(&r[1]);
+	close(fd[1]);
+	st = stats_of(fd[0], (uint32_t)h[0]);
 	CHECK_EQ(st.ds_cursor, 13, "cursor after the slow rank detached");
 	CHECK_EQ(st.ds_members, 1, "ds_members after a detach");
-	t_ring_unmap(&r0);
-	close(f0);
+	t_ring_unmap(&r[0]);
+	close(fd[0]);
 }
 
 /* A job with no use for consumer_stall_ms stops counting. */
 static void test_stall(void)
 {
-	int fa = t_open(), fb = t_open();
 	struct dlcache_cqe cqe;
 	struct dlcache_stats st;
-	struct t_ring ra, rb;
+	struct t_ring r[2];
 	uint32_t order[N];
 	uint8_t buf[SZ];
 	uint64_t k[2];
-	long ha, hb;
+	long h[2];
+	int fd[2];
 
-	t_key("consumers-stall", k);
-	if (t_ring_init(&ra, fa, 8, 0) < 0 || t_ring_init(&rb, fb, 8, 0) < 0)
-		FATAL("rings");
-	ha = attach_job(fa, k, N, 0, 1, NULL);
-	hb = attach_job(fb, k, N, 0, 2, NULL);
-	if (ha < 0 || hb < 0)
-		FATAL("ATTACH: %s %s", t_errname(ha), t_errname(hb));
+	two_sessions("consumers-stall", 1, 2, k, fd, r, h);
 	for (uint32_t i = 0; i < N; i++)
 		order[i] = i;
-	CHECK_ERR(t_set_order(fa, (uint32_t)ha, 1, order, N), 0, "A SET_ORDER");
-	CHECK_ERR(t_set_order(fb, (uint32_t)hb, 1, order, N), 0, "B SET_ORDER");
+	CHECK_ERR(t_set_order(fd[0], (uint32_t)h[0], 1, order, N), 0, "A SET_ORDER");
+	CHECK_ERR(t_set_order(fd[1], (uint32_t)h[1], 1, order, N), 0, "B SET_ORDER");
 	CHECK_ERR(t_param_set("consumer_stall_ms", 300), 0, "consumer_stall_ms=300");
 	t_msleep(400);
 	/* B's use makes B alive; A's line stalled: admission notices. */
-	get_at(&rb, (uint32_t)hb, 0, 1, 0);
+	get_at(&r[1], (uint32_t)h[1], 0, 1, 0);
 	t_pattern(buf, SZ, k[0], 1);
-	t_put(&rb, (uint32_t)hb, 1, buf, SZ, &cqe);
-	st = stats_of(fb, (uint32_t)hb);
+	t_put(&r[1], (uint32_t)h[1], 1, buf, SZ, &cqe);
+	st = stats_of(fd[1], (uint32_t)h[1]);
 	CHECK_EQ(st.ds_consumers, 1, "ds_consumers once job A stalled");
-	get_at(&ra, (uint32_t)ha, 0, 1, 0);
-	st = stats_of(fa, (uint32_t)ha);
+	get_at(&r[0], (uint32_t)h[0], 0, 1, 0);
+	st = stats_of(fd[0], (uint32_t)h[0]);
 	CHECK_EQ(st.ds_consumers, 2, "ds_consumers once job A used a sample again");
 	CHECK_ERR(t_param_set("consumer_stall_ms", 30000), 0, "consumer_stall_ms=30000");
 	CHECK_ERR(t_param_set("consumer_stall_ms", 0), -EINVAL, "consumer_stall_ms=0");
-	t_ring_unmap(&ra);
-	t_ring_unmap(&rb);
-	close(fa);
-	close(fb);
+	t_ring_unmap(&r[0]);
+	t_ring_unmap(&r[1]);
+	close(fd[0]);
+	close(fd[1]);
 }
 
 static void test_limits(void)
