@@ -931,6 +931,22 @@ jobs_pair() {	# tag, then bench options for both jobs
 	sh -c "[ $_t != p ] || echo 0 > $CG/pc/cgroup.procs; exec $CTL bench $IDX --epochs $EPOCHS \
 		--json --seed 12 --step-ms $JOB_STEP_B $* $BENCH" > /tmp/j${_t}B.json 2> /tmp/j${_t}B.err &
 	_pb=$!
+	if [ $_t = k ]; then
+		# Both jobs under way: each is a consumer of its own.
+		_i=0
+		while [ $_i -lt 150 ]; do
+			_m=$(global_counter misses)
+			[ -n "$_m" ] && [ "$_m" -ge 64 ] && break
+			usleep 200000
+			_i=$((_i + 1))
+		done
+		_c=$($CTL stats --json "$KEY" 2>/dev/null | grep -o '"consumers": [0-9]*' | head -n 1 | awk '{print $2}')
+		if [ "$_c" = 2 ]; then
+			result ok jobs-consumers
+		else
+			result FAIL jobs-consumers "(stats --json says ${_c:-nothing} consumers, want 2)"
+		fi
+	fi
 	wait_pid $_pa 300
 	_ra=$?
 	wait_pid $_pb 300
