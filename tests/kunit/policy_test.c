@@ -496,6 +496,155 @@ static void policy_two_consumers(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, dlc_policy_prefer(p, 6, 7));
 }
 
+/*
+ * Several consumers at different paces, against brute force: after each
+ * random step (a consumer advancing, uploading an epoch, a sample cached
+ * or dropped), every cached sample's key must be the soonest predicted
+ * time, over the active lines, of its first position at or after the
+ * line's cursor found by scanning the orders that line was given; the
+ * victim must hold the largest key, and prefer() must compare keys. The
+ * reference trusts only each line's anchor (t0, p0, cost) and active bit.
+ */
+#define MB_K	3
+#define MB_N	24
+#define MB_W	128
+#define MB_CAP	8192
+
+struct mb_line {
+	u32 *seq;		/* every uploaded position's sample */
+	u64 end;		/* positions uploaded */
+	u32 epoch;		/* next epoch number */
+};
+
+/* Upload an epoch to line @c of @p and the reference: a shifted
+ * permutation, or IDs with repeats. False when it would not fit. */
+static bool mb_upload(struct kunit *test, struct dlc_policy *p,
+		      struct mb_line *m, u32 c, bool repeats,
+		      struct rnd_state *rnd)
+{
+	const struct dlc_policy_line *L = &p->line[c];
+	u32 ids[MB_N], i;
+
+	if (L->end - L->cursor + MB_N > MB_W || m[c].end + MB_N > MB_CAP)
+		return false;
+	for (i = 0; i < MB_N; i++)
+		ids[i] = repeats ? prandom_u32_state(rnd) % MB_N :
+			 (i * 7 + m[c].epoch) % MB_N;
+	KUNIT_EXPECT_EQ(test, dlc_policy_add_epoch(p, c, m[c].epoch, ids,
+						   MB_N), 0);
+	memcpy(m[c].seq + m[c].end, ids, sizeof(ids));
+	m[c].end += MB_N;
+	m[c].epoch++;
+	return true;
+}
+
+static u64 mb_key(const struct dlc_policy *p, const struct mb_line *m, u32 id)
+{
+	u64 key = DLC_POLICY_NEVER, q, t;
+	u32 c;
+
+	for (c = 0; c < MB_K; c++) {
+		const struct dlc_policy_line *L = &p->line[c];
+
+		if (!L->used || !L->active)
+			continue;
+		for (q = L->cursor; q < m[c].end; q++)
+			if (m[c].seq[q] == id)
+				break;
+		if (q == m[c].end)
+			continue;
+		t = L->t0 + (q - L->p0) * L->cost;
+		if (t < key)
+			key = t;
+	}
+	return key;
+}
+
+static void policy_multi_brute(struct kunit *test)
+{
+	struct dlc_policy *p = kunit_kzalloc(test, sizeof(*p), GFP_KERNEL);
+	size_t sz = dlc_policy_mem_size(MB_N, MB_W);
+	size_t lsz = dlc_policy_line_mem_size(MB_N, MB_W);
+	void *mem = kunit_kzalloc(test, sz, GFP_KERNEL);
+	struct mb_line m[MB_K] = {};
+	struct rnd_state rnd;
+	u64 now = 1000000000ULL, maxk, k;
+	u32 step, c, i, id, v, ncached;
+
+	KUNIT_ASSERT_NOT_NULL(test, p);
+	KUNIT_ASSERT_NOT_NULL(test, mem);
+	KUNIT_ASSERT_EQ(test, dlc_policy_init(p, MB_N, MB_W, mem, sz, now), 0);
+	prandom_seed_state(&rnd, 12);
+	for (c = 0; c < MB_K; c++) {
+		m[c].seq = kunit_kzalloc(test, MB_CAP * sizeof(u32), GFP_KERNEL);
+		KUNIT_ASSERT_NOT_NULL(test, m[c].seq);
+		if (c) {
+			void *lm = kunit_kzalloc(test, lsz, GFP_KERNEL);
+
+			KUNIT_ASSERT_NOT_NULL(test, lm);
+			KUNIT_ASSERT_EQ(test,
+					dlc_policy_add_consumer(p, lm, lsz, now),
+					(int)c);
+		}
+	}
+	for (step = 0; step < 3000; step++) {
+		u32 r = prandom_u32_state(&rnd) % 10;
+		struct dlc_policy_line *L;
+
+		/* Every line keeps an epoch ahead of its cursor. */
+		for (c = 0; c < MB_K; c++)
+			if (p->line[c].end - p->line[c].cursor < MB_N)
+				mb_upload(test, p, m, c, false, &rnd);
+		c = prandom_u32_state(&rnd) % MB_K;
+		if (r < 4) {
+			/* Paces 10 : 5 : 2 on a shared clock: costs 1 : 2 : 5. */
+			u32 w = prandom_u32_state(&rnd) % 17;
+			u64 d = 1 + prandom_u32_state(&rnd) % 5, to;
+
+			c = w < 10 ? 0 : w < 15 ? 1 : 2;
+			L = &p->line[c];
+			to = min(L->cursor + d, L->end);
+			now += 1000000ULL;
+			dlc_policy_advance(p, c, to, now);
+		} else if (r < 6) {
+			mb_upload(test, p, m, c, r == 5, &rnd);
+		} else if (r < 9) {
+			dlc_policy_insert(p, prandom_u32_state(&rnd) % MB_N);
+		} else {
+			dlc_policy_remove(p, prandom_u32_state(&rnd) % MB_N);
+		}
+
+		maxk = 0;
+		ncached = 0;
+		for (id = 0; id < MB_N; id++) {
+			k = mb_key(p, m, id);
+			KUNIT_ASSERT_EQ_MSG(test, dlc_policy_key(p, id), k,
+					    "step %u: key of %u", step, id);
+			if (dlc_policy_is_cached(p, id)) {
+				ncached++;
+				maxk = max(maxk, k);
+			}
+		}
+		v = dlc_policy_victim(p);
+		if (!ncached) {
+			KUNIT_ASSERT_EQ(test, v, DLC_POLICY_NIL);
+			continue;
+		}
+		KUNIT_ASSERT_LT(test, v, (u32)MB_N);
+		KUNIT_ASSERT_EQ_MSG(test, mb_key(p, m, v), maxk,
+				    "step %u: victim %u", step, v);
+		for (i = 0; i < 4; i++) {
+			u32 a = prandom_u32_state(&rnd) % MB_N;
+			u32 b = prandom_u32_state(&rnd) % MB_N;
+
+			KUNIT_ASSERT_EQ(test, dlc_policy_prefer(p, a, b),
+					mb_key(p, m, a) < mb_key(p, m, b));
+		}
+	}
+	/* The paces were measured: the slowest line costs the most. */
+	KUNIT_EXPECT_GT(test, p->line[2].cost, p->line[0].cost);
+}
+
 static struct kunit_case policy_cases[] = {
 	KUNIT_CASE(policy_mem_size_limits),
 	KUNIT_CASE(policy_add_epoch_checks),
@@ -503,6 +652,7 @@ static struct kunit_case policy_cases[] = {
 	KUNIT_CASE(policy_random_vs_reference),
 	KUNIT_CASE(policy_belady_simulation),
 	KUNIT_CASE(policy_two_consumers),
+	KUNIT_CASE(policy_multi_brute),
 	{}
 };
 
