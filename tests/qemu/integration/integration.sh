@@ -75,7 +75,7 @@
 #   come from /lib/modules/<release>), DLCACHE_KO (default
 #   $BUILD/kmod-<release>/dlcache.ko, else $BUILD/kmod/dlcache.ko; its
 #   vermagic must match), QEMU (qemu-system-x86_64),
-#   INT_TIMEOUT (seconds for the guest, 600), INT_IMAGES (300),
+#   INT_TIMEOUT (seconds for the guest, 900), INT_IMAGES (300),
 #   INT_EPOCHS (3), INT_MEM (1G), INT_TAG (prefix of the result lines,
 #   qemu-int), INT_MODDIR (where the guest's disk modules come from,
 #   /lib/modules/<release>; "none" for a kernel that has them built in, as
@@ -90,7 +90,7 @@ TAG=${INT_TAG:-qemu-int}
 OUT="$BUILD/$TAG"
 SRC="$ROOT/tests/qemu/integration"
 QEMU=${QEMU:-qemu-system-x86_64}
-TIMEOUT=${INT_TIMEOUT:-600}
+TIMEOUT=${INT_TIMEOUT:-900}
 IMAGES=${INT_IMAGES:-300}
 EPOCHS=${INT_EPOCHS:-3}
 MEM=${INT_MEM:-1G}
