@@ -1417,6 +1417,26 @@ struct dlc_room {
 };
 
 /*
+ * Whether @bytes more policy memory for owner @uid fits, with the idle
+ * sets of @f freed: 0, -ENOMEM past the global policy limit, -EDQUOT past
+ * the owner's. The owner's data sets (reservations included) in *@n.
+ */
+static int dlc_policy_room(struct dlc_cache *cache, kuid_t uid, u64 bytes,
+			   const struct dlc_room *f, u32 *n)
+{
+	u64 used;
+
+	lockdep_assert_held(&cache->lock);
+	/* Bound the kernel memory unprivileged users can pin. */
+	if (cache->policy_bytes - f->bytes + bytes > cache->policy_limit)
+		return -ENOMEM;
+	dlc_uid_usage(cache, uid, n, &used);
+	if (used - f->uid_bytes + bytes > dlc_uid_policy_limit(cache))
+		return -EDQUOT;
+	return 0;
+}
+
+/*
  * Whether a data set of @bytes policy memory for owner @uid fits, with
  * the idle sets of @f freed: 0, -ENOSPC when DLC_MAX_DATASETS exist,
  * -ENOMEM past the global policy limit, -EDQUOT past the owner's limits.
@@ -1424,18 +1444,16 @@ struct dlc_room {
 static int dlc_reserve_check(struct dlc_cache *cache, kuid_t uid, u64 bytes,
 			     const struct dlc_room *f)
 {
-	u64 used;
 	u32 n;
+	int ret;
 
 	lockdep_assert_held(&cache->lock);
 	if (cache->ndatasets + cache->nreserved - f->n >= DLC_MAX_DATASETS)
 		return -ENOSPC;
-	/* Bound the kernel memory unprivileged users can pin. */
-	if (cache->policy_bytes - f->bytes + bytes > cache->policy_limit)
-		return -ENOMEM;
-	dlc_uid_usage(cache, uid, &n, &used);
-	if (n - f->uid_n >= READ_ONCE(uid_max_datasets) ||
-	    used - f->uid_bytes + bytes > dlc_uid_policy_limit(cache))
+	ret = dlc_policy_room(cache, uid, bytes, f, &n);
+	if (ret)
+		return ret;
+	if (n - f->uid_n >= READ_ONCE(uid_max_datasets))
 		return -EDQUOT;
 	return 0;
 }
@@ -1525,15 +1543,13 @@ static void dlc_unreserve(struct dlc_cache *cache, struct dlc_reservation *r)
 static int dlc_consumer_charge(struct dlc_cache *cache, struct dlc_dataset *ds,
 			       u64 bytes)
 {
-	u64 used;
+	static const struct dlc_room none;
 	u32 n;
+	int ret;
 
-	lockdep_assert_held(&cache->lock);
-	if (cache->policy_bytes + bytes > cache->policy_limit)
-		return -ENOMEM;
-	dlc_uid_usage(cache, ds->uid, &n, &used);
-	if (used + bytes > dlc_uid_policy_limit(cache))
-		return -EDQUOT;
+	ret = dlc_policy_room(cache, ds->uid, bytes, &none, &n);
+	if (ret)
+		return ret;
 	cache->policy_bytes += bytes;
 	ds->consumer_bytes += bytes;
 	return 0;
