@@ -868,23 +868,17 @@ static int fill_order(void *arg, uint32_t epoch, uint32_t *ids, uint32_t len);
  */
 static void kernel_prepare_epoch(struct dlc_loader *l, uint32_t epoch)
 {
-	uint32_t e;
+	uint32_t e, len;
 	int ret;
 
 	for (e = epoch; e <= epoch + 1; e++) {
 		if ((int64_t)e <= l->k_last_epoch)
 			continue;
-		if (l->k_own_line) {
-			ret = fill_order(l, e, l->gorder, l->epoch_len);
-			if (!ret)
-				ret = dlc_kclient_set_order(l->kc, e, l->gorder,
-							    l->epoch_len);
-		} else {
-			ret = fill_global(l, e);
-			if (!ret)
-				ret = dlc_kclient_set_order(l->kc, e, l->gorder,
-							    l->glen);
-		}
+		len = l->k_own_line ? l->epoch_len : l->glen;
+		ret = l->k_own_line ? fill_order(l, e, l->gorder, len) :
+				      fill_global(l, e);
+		if (!ret)
+			ret = dlc_kclient_set_order(l->kc, e, l->gorder, len);
 		if (ret && ret != -EINVAL && ret != -EACCES)
 			dlc_logf(&l->log, DLC_LOG_WARN,
 				 "dlcache.ko: cannot upload the order of epoch %u: %s; eviction falls back to no known next use",
