@@ -113,6 +113,18 @@ global_counter() {
 	$CTL stats --json 2>/dev/null | grep -o "\"$1\": [0-9]*" | head -n 1 | awk '{print $2}'
 }
 
+# wait_counter NAME MIN SECS: until the global counter NAME >= MIN.
+wait_counter() {
+	_i=0
+	while [ $_i -lt $(($3 * 10)) ]; do
+		_v=$(global_counter "$1")
+		[ -n "$_v" ] && [ "$_v" -ge "$2" ] && return 0
+		usleep 100000
+		_i=$((_i + 1))
+	done
+	return 1
+}
+
 module_loaded() {
 	grep -q '^dlcache ' /proc/modules
 }
@@ -204,13 +216,7 @@ kernel_run() {
 	done
 
 	# While both run: the admin commands, rmmod, a bad ATTACH.
-	i=0
-	while [ $i -lt 150 ]; do
-		m=$(global_counter misses)
-		[ -n "$m" ] && [ "$m" -ge 16 ] && break
-		usleep 200000
-		i=$((i + 1))
-	done
+	wait_counter misses 16 30
 	if kill -0 $kpid0 2>/dev/null && kill -0 $kpid1 2>/dev/null; then
 		$CTL datasets > /tmp/ds.out 2>&1
 		rc=$?
@@ -733,17 +739,6 @@ fi
 # finish both epochs with the digests of an in-process run of the same seed,
 # and `rmmod dlcache` must succeed right after the drain. With
 # DLCACHE_KERNEL_FALLBACK=fail the bench must fail instead, naming the cause.
-# wait_counter NAME MIN SECS: until the global counter NAME >= MIN.
-wait_counter() {
-	_i=0
-	while [ $_i -lt $(($3 * 10)) ]; do
-		_v=$(global_counter "$1")
-		[ -n "$_v" ] && [ "$_v" -ge "$2" ] && return 0
-		usleep 100000
-		_i=$((_i + 1))
-	done
-	return 1
-}
 
 # drain_bench MODE: a bench (DLCACHE_KERNEL_FALLBACK=MODE) drained mid-run;
 # sets drc (bench exit), ddrain (drain exit), drmmod (rmmod exit).
@@ -933,13 +928,7 @@ jobs_pair() {	# tag, then bench options for both jobs
 	_pb=$!
 	if [ $_t = k ]; then
 		# Both jobs under way: each is a consumer of its own.
-		_i=0
-		while [ $_i -lt 150 ]; do
-			_m=$(global_counter misses)
-			[ -n "$_m" ] && [ "$_m" -ge 64 ] && break
-			usleep 200000
-			_i=$((_i + 1))
-		done
+		wait_counter misses 64 30
 		_c=$($CTL stats --json "$KEY" 2>/dev/null | grep -o '"consumers": [0-9]*' | head -n 1 | awk '{print $2}')
 		if [ "$_c" = 2 ]; then
 			result ok jobs-consumers
