@@ -59,26 +59,14 @@ static long get_at(struct t_ring *r, uint32_t h, uint32_t sample,
 		   uint32_t epoch, uint32_t index)
 {
 	static uint8_t buf[SZ];
-	struct dlcache_sqe sqe;
 	struct dlcache_cqe cqe;
-	long ret;
+	/* The result, or the t_do() error (with a FAIL line). */
+	long res = t_get_at(r, h, sample, epoch, index, buf, SZ, &cqe);
 
-	memset(&sqe, 0, sizeof(sqe));
-	sqe.opcode = DLCACHE_OP_GET;
-	sqe.flags = DLCACHE_SQE_F_AT;
-	sqe.handle = h;
-	sqe.sample = sample;
-	sqe.len = SZ;
-	sqe.addr = (uintptr_t)buf;
-	sqe.epoch = epoch;
-	sqe.index = index;
-	ret = t_do(r, &sqe, &cqe);
-	if (ret < 0)
-		return ret;
 	/* A miss hands this session the fill: give it back. */
-	if (cqe.res == -ENOENT && (cqe.flags & DLCACHE_CQE_F_FILL))
+	if (res == -ENOENT && (cqe.flags & DLCACHE_CQE_F_FILL))
 		t_abort(r, h, sample, 0, &cqe);
-	return cqe.res;
+	return res;
 }
 
 static struct dlcache_stats stats_of(int fd, uint32_t h)

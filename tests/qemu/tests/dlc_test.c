@@ -479,9 +479,10 @@ long t_do(struct t_ring *r, const struct dlcache_sqe *sqe, struct dlcache_cqe *c
 	return 0;
 }
 
-static long op(struct t_ring *r, uint8_t opcode, uint16_t flags, uint32_t h,
-	       uint32_t sample, const void *buf, uint32_t len,
-	       struct dlcache_cqe *cqe)
+/* One SQE through t_do(), its CQE checked; at (@epoch, @index) with F_AT. */
+static long op_at(struct t_ring *r, uint8_t opcode, uint16_t flags, uint32_t h,
+		  uint32_t sample, uint32_t epoch, uint32_t index,
+		  const void *buf, uint32_t len, struct dlcache_cqe *cqe)
 {
 	struct dlcache_sqe sqe;
 	struct dlcache_cqe dummy;
@@ -496,6 +497,8 @@ static long op(struct t_ring *r, uint8_t opcode, uint16_t flags, uint32_t h,
 	sqe.sample = sample;
 	sqe.len = len;
 	sqe.addr = (uintptr_t)buf;
+	sqe.epoch = epoch;
+	sqe.index = index;
 	sqe.user_data = 0x5eed0000ULL + sample;
 	ret = t_do(r, &sqe, cqe);
 	if (ret < 0) {
@@ -512,6 +515,20 @@ static long op(struct t_ring *r, uint8_t opcode, uint16_t flags, uint32_t h,
 		FAIL("op %u: cqe handle/sample %u/%u, want %u/%u", opcode,
 		     cqe->handle, cqe->sample, h, sample);
 	return cqe->res;
+}
+
+static long op(struct t_ring *r, uint8_t opcode, uint16_t flags, uint32_t h,
+	       uint32_t sample, const void *buf, uint32_t len,
+	       struct dlcache_cqe *cqe)
+{
+	return op_at(r, opcode, flags, h, sample, 0, 0, buf, len, cqe);
+}
+
+long t_get_at(struct t_ring *r, uint32_t h, uint32_t sample, uint32_t epoch,
+	      uint32_t index, void *buf, uint32_t len, struct dlcache_cqe *cqe)
+{
+	return op_at(r, DLCACHE_OP_GET, DLCACHE_SQE_F_AT, h, sample, epoch,
+		     index, buf, len, cqe);
 }
 
 long t_get(struct t_ring *r, uint32_t h, uint32_t sample, void *buf, uint32_t len,

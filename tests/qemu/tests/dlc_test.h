@@ -154,6 +154,9 @@ long t_do(struct t_ring *r, const struct dlcache_sqe *sqe, struct dlcache_cqe *c
  * (which also prints a FAIL line). */
 long t_get(struct t_ring *r, uint32_t h, uint32_t sample, void *buf, uint32_t len,
 	   struct dlcache_cqe *cqe);
+/* GET with DLCACHE_SQE_F_AT: the use at index @index of epoch @epoch. */
+long t_get_at(struct t_ring *r, uint32_t h, uint32_t sample, uint32_t epoch,
+	      uint32_t index, void *buf, uint32_t len, struct dlcache_cqe *cqe);
 long t_put(struct t_ring *r, uint32_t h, uint32_t sample, const void *buf,
 	   uint32_t len, struct dlcache_cqe *cqe);
 long t_abort(struct t_ring *r, uint32_t h, uint32_t sample, uint16_t flags,

@@ -30,21 +30,10 @@ static int ready[2], go[2], read_done[2];
 static long get_at(struct t_ring *r, uint32_t h, uint32_t sample, bool at, uint32_t epoch,
 		   uint32_t index, void *buf)
 {
-	struct dlcache_sqe sqe;
 	struct dlcache_cqe cqe;
-	long ret;
 
-	memset(&sqe, 0, sizeof(sqe));
-	sqe.opcode = DLCACHE_OP_GET;
-	sqe.flags = at ? DLCACHE_SQE_F_AT : 0;
-	sqe.handle = h;
-	sqe.sample = sample;
-	sqe.len = SZ;
-	sqe.addr = (uintptr_t)buf;
-	sqe.epoch = at ? epoch : 0;
-	sqe.index = at ? index : 0;
-	ret = t_do(r, &sqe, &cqe);
-	return ret < 0 ? ret : cqe.res;
+	return at ? t_get_at(r, h, sample, epoch, index, buf, SZ, &cqe) :
+		    t_get(r, h, sample, buf, SZ, &cqe);
 }
 
 static void cursor_of(int fd, uint32_t h, uint64_t *cursor, uint64_t *end, const char *who)
