@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Packs (.dlp): a data set in one file (pack.c reads, packwrite.c
+ * writes). The on-disk format is specified in Documentation/pack.md and
+ * by the structs in pack.c; this is the reader's interface, which the
+ * index (a pack opens as an index: dlc_index_load()) and the loader use.
+ *
+ * A pack holds, per sample in the source index's order: its relative
+ * path and label, its bytes at a recorded offset (aligned), their
+ * CRC-32C, and for a restart-indexed JPEG (DLC_PACK_RST, jpegrst.h) its
+ * geometry and MCU row table, so that a crop decodes only its MCUs.
+ * Samples that could not be transcoded are kept as they were
+ * (DLC_PACK_PLAIN) and decode by the normal path.
+ *
+ * Nothing read from the file is trusted: dlc_pack_open() checks the
+ * header's and the metadata's CRC-32C and every record (offsets and
+ * lengths inside the data region, geometry consistent with the row
+ * table's length, strings terminated) before it returns, and names the
+ * sample and field of the first thing wrong. The sample bytes are checked
+ * against their CRC-32C by whoever reads them.
+ */
+#ifndef DLC_PACK_H
+#define DLC_PACK_H
+
+#include <stdint.h>
+
+#include "jpegrst.h"
+
+#define DLC_PACK_MAGIC		"DLCPACK"	/* 8 bytes with the NUL */
+
+enum dlc_pack_kind {
+	DLC_PACK_PLAIN = 0,	/* the source's bytes, decoded as any file */
+	DLC_PACK_RST = 1,	/* restart-indexed baseline: MCU-exact crops */
+};
+
+struct dlc_pack;
+
+/* One sample's record, as dlc_pack_entry() returns it. */
+struct dlc_pack_entry {
+	uint64_t off;		/* of its first byte in the file */
+	uint32_t len;		/* its bytes */
+	uint32_t crc;		/* CRC-32C of those bytes */
+	int32_t label;
+	uint32_t kind;		/* enum dlc_pack_kind */
+	uint64_t src_len;	/* the source file's size */
+	const char *path;	/* the source's path, relative to its root */
+	/*
+	 * DLC_PACK_RST: the geometry (scan_off and end_off relative to the
+	 * sample's first byte); the row table is dlc_pack_rows().
+	 */
+	struct dlc_rst_geom g;
+};
+
+/*
+ * Returns 1 when the file at @path starts with the pack magic, 0 when it
+ * does not, -errno when it cannot be read.
+ */
+int dlc_pack_sniff(const char *path);
+
+/*
+ * Open and check the pack at @path. -ENOENT/-EACCES/... from open,
+ * -EBADMSG for a file that is not a well-formed pack (with @why, naming
+ * the field or sample), -EPROTO for a version this library does not
+ * read, -ENOMEM.
+ */
+int dlc_pack_open(const char *path, struct dlc_pack **out, char *why,
+		  size_t why_len);
+void dlc_pack_close(struct dlc_pack *p);
+
+uint32_t dlc_pack_count(const struct dlc_pack *p);
+uint32_t dlc_pack_num_classes(const struct dlc_pack *p);
+const char *dlc_pack_class_name(const struct dlc_pack *p, uint32_t c);
+const char *dlc_pack_path(const struct dlc_pack *p);
+
+/* The record of sample @id: 0, or -EINVAL when @id is out of range. */
+int dlc_pack_entry(const struct dlc_pack *p, uint32_t id,
+		   struct dlc_pack_entry *e);
+
+/*
+ * Sample @id's MCU row table (DLC_PACK_RST only) into @rows, room for
+ * g.mcus_y + 1 entries: rows[r] is where row r's first interval starts,
+ * rows[mcus_y] the EOI, relative to the sample's first byte. -EINVAL for
+ * a plain sample. (Checked at open: increasing, inside the sample.)
+ */
+int dlc_pack_rows(const struct dlc_pack *p, uint32_t id, uint32_t *rows);
+
+/* A 128-bit key of the pack's content (header and metadata). */
+void dlc_pack_key(const struct dlc_pack *p, uint64_t key[2]);
+
+#endif /* DLC_PACK_H */
