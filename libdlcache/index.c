@@ -21,6 +21,8 @@
 
 #include "dlcache.h"
 #include "crc32c.h"
+#include "internal.h"
+#include "pack.h"
 
 /* Keeps sample IDs and the policy's positions comfortably in 32 bits. */
 #define IDX_MAX_SAMPLES		DLC_INDEX_MAX_SAMPLES
@@ -54,6 +56,7 @@ struct dlc_index {
 	uint32_t nclasses;
 	uint64_t total;
 	uint64_t key[2];
+	struct dlc_pack *pack;	/* loaded from a pack: its reader, else NULL */
 };
 
 /* ------------------------------------------------------------------ */
@@ -164,6 +167,19 @@ static void sip_final(struct sip *s, uint64_t out[2])
 	for (i = 0; i < 4; i++)
 		sip_round(s);
 	out[1] = s->v0 ^ s->v1 ^ s->v2 ^ s->v3;
+}
+
+void dlc_key128(const char *magic, const void *const *parts,
+		const size_t *lens, unsigned int n, uint64_t key[2])
+{
+	struct sip s;
+	unsigned int i;
+
+	sip_init(&s, SIP_K0, SIP_K1);
+	sip_update(&s, magic, strlen(magic));
+	for (i = 0; i < n; i++)
+		sip_update(&s, parts[i], lens[i]);
+	sip_final(&s, key);
 }
 
 /*
@@ -277,6 +293,7 @@ void dlc_index_free(struct dlc_index *idx)
 	free(idx->sizes);
 	free(idx->crcs);
 	free(idx->has_crc);
+	dlc_pack_close(idx->pack);
 	free(idx);
 }
 
@@ -931,7 +948,7 @@ int dlc_index_save(const struct dlc_index *idx, const char *path)
 	FILE *f = NULL;
 	int fd = -1, ret, tries;
 
-	if (!idx || !path || !*path)
+	if (!idx || !path || !*path || idx->pack)
 		return -EINVAL;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	for (tries = 0; tries < 100; tries++) {
@@ -1384,6 +1401,78 @@ static int override_root(struct dlc_index *idx, const char *root,
 	return 0;
 }
 
+/* ------------------------------------------------------------------ */
+/* A pack as an index                                                  */
+/* ------------------------------------------------------------------ */
+
+const struct dlc_pack *dlc_index_pack(const struct dlc_index *idx)
+{
+	return idx ? idx->pack : NULL;
+}
+
+/*
+ * The index over pack @p (taken over by it): names, labels, sizes and
+ * checksums from its records, the root the pack's own path.
+ */
+static int index_from_pack(struct dlc_index *idx, struct dlc_pack *p)
+{
+	struct dlc_pack_entry e;
+	size_t need = 0, pos = 0, len;
+	uint32_t i;
+
+	idx->pack = p;
+	idx->root = realpath(dlc_pack_path(p), NULL);
+	if (!idx->root)
+		return -errno;
+	idx->count = dlc_pack_count(p);
+	idx->nclasses = dlc_pack_num_classes(p);
+	if (index_alloc_arrays(idx))
+		return -ENOMEM;
+	for (i = 0; i < idx->nclasses; i++)
+		need += strlen(dlc_pack_class_name(p, i)) + 1;
+	for (i = 0; i < idx->count; i++) {
+		dlc_pack_entry(p, i, &e);
+		need += strlen(e.path) + 1;
+	}
+	idx->arena = malloc(need ? need : 1);
+	if (!idx->arena)
+		return -ENOMEM;
+	for (i = 0; i < idx->nclasses; i++) {
+		const char *name = dlc_pack_class_name(p, i);
+
+		len = strlen(name) + 1;
+		memcpy(idx->arena + pos, name, len);
+		idx->class_off[i] = pos;
+		pos += len;
+	}
+	idx->total = 0;
+	for (i = 0; i < idx->count; i++) {
+		dlc_pack_entry(p, i, &e);
+		len = strlen(e.path) + 1;
+		memcpy(idx->arena + pos, e.path, len);
+		idx->path_off[i] = pos;
+		pos += len;
+		idx->labels[i] = e.label;
+		idx->sizes[i] = e.len;
+		idx->crcs[i] = e.crc;
+		idx->has_crc[i] = 1;
+		idx->total += e.len;
+	}
+	dlc_pack_key(p, idx->key);
+	return 0;
+}
+
+static int load_pack(const char *path, struct dlc_index *idx)
+{
+	struct dlc_pack *p;
+	int ret;
+
+	ret = dlc_pack_open(path, &p, NULL, 0);
+	if (ret)
+		return ret;
+	return index_from_pack(idx, p);
+}
+
 int dlc_index_load_at(const char *path, const char *root,
 		      struct dlc_index **out)
 {
@@ -1395,6 +1484,24 @@ int dlc_index_load_at(const char *path, const char *root,
 	if (!path || !out)
 		return -EINVAL;
 	*out = NULL;
+	ret = dlc_pack_sniff(path);
+	if (ret < 0)
+		return ret;
+	if (ret) {
+		/* A pack holds its bytes: there is no root to move. */
+		if (root)
+			return -EINVAL;
+		idx = calloc(1, sizeof(*idx));
+		if (!idx)
+			return -ENOMEM;
+		ret = load_pack(path, idx);
+		if (ret) {
+			dlc_index_free(idx);
+			return ret;
+		}
+		*out = idx;
+		return 0;
+	}
 	ret = read_file(path, &buf, &len);
 	if (ret)
 		return ret;

@@ -35,6 +35,23 @@ static inline uint64_t dlc_now_ns(void)
 
 #define dlc_stat_add(field, v) __atomic_fetch_add(&(field), (v), __ATOMIC_RELAXED)
 
+/* ---- data set keys (index.c) ---- */
+
+/*
+ * SipHash-2-4 with 128-bit output (the index key's hash) over @magic and
+ * then the @n byte ranges @parts[i] of @lens[i] bytes. A pack's key
+ * (pack.c) and an index's use different magics, so they never collide.
+ */
+void dlc_key128(const char *magic, const void *const *parts,
+		const size_t *lens, unsigned int n, uint64_t key[2]);
+
+/*
+ * The pack an index was loaded from (dlc_index_load() of a .dlp), or NULL
+ * for an index of files. Owned by the index.
+ */
+struct dlc_pack;
+const struct dlc_pack *dlc_index_pack(const struct dlc_index *idx);
+
 /* ---- sample bytes ---- */
 
 /*

@@ -1,0 +1,611 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The pack reader (pack.h): opens a .dlp, checks all of its header and
+ * metadata (layout: packfmt.h, Documentation/pack.md) and then serves
+ * records from the metadata it holds in memory. The metadata is read with
+ * pread, never mapped: a file truncated under us gives a short read here,
+ * not a SIGBUS later. The sample bytes are not read here at all.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "crc32c.h"
+#include "internal.h"
+#include "pack.h"
+#include "packfmt.h"
+
+#define PK_KEY_MAGIC	"dlcache-pack 1"
+
+struct dlc_pack {
+	char *path;
+	uint8_t hdr[PK_HDR_LEN];
+	uint8_t *meta;
+	uint64_t meta_len;
+	uint32_t count;
+	uint32_t nclasses;
+	uint32_t align;
+	uint64_t data_off, data_len;
+	const uint8_t *recs;	/* count * PK_REC_LEN, in meta */
+	const uint8_t *rows;	/* the row-table stream, in meta */
+	uint64_t rows_len;
+	const char *strings;	/* in meta */
+	uint64_t strings_len;
+	uint32_t *class_off;	/* into meta */
+	uint64_t key[2];
+};
+
+static int why_set(char *why, size_t why_len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Word @why and return -EBADMSG, the error of nearly every check. */
+static int why_set(char *why, size_t why_len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why && why_len) {
+		va_start(ap, fmt);
+		vsnprintf(why, why_len, fmt, ap);
+		va_end(ap);
+	}
+	return -EBADMSG;
+}
+
+int dlc_pack_sniff(const char *path)
+{
+	char magic[8];
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	/* Only a regular file is a pack (a directory, a FIFO are not). */
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return 0;
+	}
+	do
+		n = pread(fd, magic, sizeof(magic), 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	if (n < 0)
+		return (int)n;
+	return n == (ssize_t)sizeof(magic) &&
+	       !memcmp(magic, DLC_PACK_MAGIC, sizeof(magic));
+}
+
+/* All @len bytes at @off, or -errno (-EBADMSG for a file that ends early). */
+static int pread_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = pread(fd, p, len, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EBADMSG;
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+static int check_header(struct dlc_pack *p, uint64_t fsize, char *why,
+			size_t wl)
+{
+	const uint8_t *h = p->hdr;
+	uint32_t version, hlen, flags, align, crc;
+	uint64_t meta_off;
+	size_t i;
+
+	if (memcmp(h + PK_HDR_MAGIC, DLC_PACK_MAGIC, 8))
+		return why_set(why, wl, "header: bad magic");
+	version = pk_get32(h + PK_HDR_VERSION);
+	if (version != PK_VERSION) {
+		why_set(why, wl, "header: version %u (this library reads %u)",
+			version, PK_VERSION);
+		return -EPROTO;
+	}
+	crc = dlc_crc32c(0, h, PK_HDR_CRC);
+	if (crc != pk_get32(h + PK_HDR_CRC))
+		return why_set(why, wl, "header: crc32c %08x, computed %08x",
+			       pk_get32(h + PK_HDR_CRC), crc);
+	hlen = pk_get32(h + PK_HDR_HDRLEN);
+	if (hlen != PK_HDR_LEN)
+		return why_set(why, wl, "header: header length %u", hlen);
+	flags = pk_get32(h + PK_HDR_FLAGS);
+	if (flags)
+		return why_set(why, wl, "header: unknown flags %#x", flags);
+	if (pk_get32(h + PK_HDR_RESERVED0))
+		return why_set(why, wl, "header: reserved word at %d not zero",
+			       PK_HDR_RESERVED0);
+	for (i = PK_HDR_RESERVED; i < PK_HDR_CRC; i++)
+		if (h[i])
+			return why_set(why, wl,
+				       "header: reserved byte %zu not zero", i);
+	p->count = pk_get32(h + PK_HDR_COUNT);
+	p->nclasses = pk_get32(h + PK_HDR_NCLASSES);
+	if (p->count > DLC_INDEX_MAX_SAMPLES)
+		return why_set(why, wl, "header: count %u over %u", p->count,
+			       DLC_INDEX_MAX_SAMPLES);
+	if (p->nclasses > DLC_INDEX_MAX_SAMPLES)
+		return why_set(why, wl, "header: nclasses %u over %u",
+			       p->nclasses, DLC_INDEX_MAX_SAMPLES);
+	align = pk_get32(h + PK_HDR_ALIGN);
+	if (!align || align > PK_HDR_LEN || (align & (align - 1)))
+		return why_set(why, wl, "header: align %u not a power of two "
+			       "up to %u", align, PK_HDR_LEN);
+	p->align = align;
+	p->data_off = pk_get64(h + PK_HDR_DATA_OFF);
+	p->data_len = pk_get64(h + PK_HDR_DATA_LEN);
+	meta_off = pk_get64(h + PK_HDR_META_OFF);
+	p->meta_len = pk_get64(h + PK_HDR_META_LEN);
+	if (p->data_off != PK_HDR_LEN)
+		return why_set(why, wl, "header: data offset %llu, not %u",
+			       (unsigned long long)p->data_off, PK_HDR_LEN);
+	if (p->data_len > fsize - p->data_off ||
+	    meta_off != p->data_off + p->data_len)
+		return why_set(why, wl, "header: data region [%llu, +%llu) does "
+			       "not end at the metadata (%llu) inside the file "
+			       "(%llu bytes)",
+			       (unsigned long long)p->data_off,
+			       (unsigned long long)p->data_len,
+			       (unsigned long long)meta_off,
+			       (unsigned long long)fsize);
+	if (p->meta_len < PK_META_LEN || p->meta_len > fsize - meta_off ||
+	    meta_off + p->meta_len != fsize)
+		return why_set(why, wl, "header: metadata [%llu, +%llu) does "
+			       "not end at the file's end (%llu bytes: "
+			       "truncated?)",
+			       (unsigned long long)meta_off,
+			       (unsigned long long)p->meta_len,
+			       (unsigned long long)fsize);
+	return 0;
+}
+
+/* The preamble's sections: lengths that add up, pointers into meta. */
+static int check_sections(struct dlc_pack *p, char *why, size_t wl)
+{
+	const uint8_t *m = p->meta;
+	uint64_t cl = pk_get64(m + PK_META_CLASSES_LEN);
+	uint64_t rl = pk_get64(m + PK_META_RECORDS_LEN);
+	uint64_t left = p->meta_len - PK_META_LEN;
+
+	p->rows_len = pk_get64(m + PK_META_ROWS_LEN);
+	p->strings_len = pk_get64(m + PK_META_STRINGS_LEN);
+	if (pk_get64(m + PK_META_RESERVED))
+		return why_set(why, wl, "metadata: reserved word not zero");
+	if (rl != (uint64_t)p->count * PK_REC_LEN)
+		return why_set(why, wl, "metadata: records length %llu for %u "
+			       "samples", (unsigned long long)rl, p->count);
+	if (cl > left || rl > left - cl || p->rows_len > left - cl - rl ||
+	    p->strings_len != left - cl - rl - p->rows_len)
+		return why_set(why, wl, "metadata: section lengths %llu + %llu "
+			       "+ %llu + %llu do not fill its %llu bytes",
+			       (unsigned long long)cl, (unsigned long long)rl,
+			       (unsigned long long)p->rows_len,
+			       (unsigned long long)p->strings_len,
+			       (unsigned long long)left);
+	p->recs = m + PK_META_LEN + cl;
+	p->rows = p->recs + rl;
+	p->strings = (const char *)p->rows + p->rows_len;
+	return 0;
+}
+
+static int check_classes(struct dlc_pack *p, char *why, size_t wl)
+{
+	const char *s = (const char *)p->meta + PK_META_LEN;
+	uint64_t cl = pk_get64(p->meta + PK_META_CLASSES_LEN), pos = 0;
+	uint32_t c;
+
+	p->class_off = calloc(p->nclasses ? p->nclasses : 1,
+			      sizeof(*p->class_off));
+	if (!p->class_off)
+		return -ENOMEM;
+	for (c = 0; c < p->nclasses; c++) {
+		const char *nul = pos < cl ? memchr(s + pos, 0, cl - pos) : NULL;
+
+		if (!nul)
+			return why_set(why, wl, "class %u: name not "
+				       "NUL-terminated inside the class table",
+				       c);
+		if (nul == s + pos)
+			return why_set(why, wl, "class %u: empty name", c);
+		p->class_off[c] = (uint32_t)(PK_META_LEN + pos);
+		pos = (uint64_t)(nul - s) + 1;
+	}
+	if (pos != cl)
+		return why_set(why, wl, "class table: %llu bytes after the "
+			       "last of %u names", (unsigned long long)(cl - pos),
+			       p->nclasses);
+	return 0;
+}
+
+/* Decode record @id's row table; 0 or -1 with @what set. */
+static int decode_rows(const struct dlc_pack *p, const uint8_t *r,
+		       uint32_t mcus_y, uint32_t *rows, const char **what)
+{
+	uint64_t off = pk_get64(r + PK_REC_ROWS_OFF);
+	uint32_t len = pk_get32(r + PK_REC_ROWS_LEN), v, i;
+	const uint8_t *q, *end;
+	uint64_t acc = 0;
+
+	if (off > p->rows_len || len > p->rows_len - off) {
+		*what = "rows: outside the row-table stream";
+		return -1;
+	}
+	q = p->rows + off;
+	end = q + len;
+	for (i = 0; i <= mcus_y; i++) {
+		if (pk_varint_get(&q, end, &v)) {
+			*what = "rows: a varint runs past its bytes or is "
+				"malformed";
+			return -1;
+		}
+		if (i && !v) {
+			*what = "rows: offsets not increasing";
+			return -1;
+		}
+		acc += v;
+		if (acc > UINT32_MAX) {
+			*what = "rows: offset over 32 bits";
+			return -1;
+		}
+		if (rows)
+			rows[i] = (uint32_t)acc;
+	}
+	if (q != end) {
+		*what = "rows: bytes left after mcus_y + 1 offsets";
+		return -1;
+	}
+	return 0;
+}
+
+/* Geometry of a record, without its row table. */
+static void rec_geom(const uint8_t *r, struct dlc_rst_geom *g)
+{
+	memset(g, 0, sizeof(*g));
+	g->width = pk_get32(r + PK_REC_WIDTH);
+	g->height = pk_get32(r + PK_REC_HEIGHT);
+	g->mcu_w = r[PK_REC_MCU_W];
+	g->mcu_h = r[PK_REC_MCU_H];
+	g->ncomp = r[PK_REC_NCOMP];
+	g->interval = pk_get32(r + PK_REC_INTERVAL);
+	if (g->mcu_w && g->mcu_h) {
+		g->mcus_x = (uint32_t)(((uint64_t)g->width + g->mcu_w - 1) /
+				       g->mcu_w);
+		g->mcus_y = (uint32_t)(((uint64_t)g->height + g->mcu_h - 1) /
+				       g->mcu_h);
+	}
+}
+
+int dlc_pack_geom_check(const struct dlc_rst_geom *g, const uint32_t *rows,
+			uint32_t len, const char **what)
+{
+	uint32_t i;
+
+	if (g->ncomp != 1 && g->ncomp != 3)
+		return *what = "ncomp: not 1 or 3", -1;
+	if ((g->mcu_w != 8 && g->mcu_w != 16) ||
+	    (g->mcu_h != 8 && g->mcu_h != 16))
+		return *what = "mcu_w/mcu_h: not 8 or 16", -1;
+	if (g->ncomp == 1 && (g->mcu_w != 8 || g->mcu_h != 8))
+		return *what = "mcu_w/mcu_h: not 8 x 8 for one component", -1;
+	if (!g->width || !g->height || g->width > 65535 || g->height > 65535)
+		return *what = "width/height: not in 1..65535", -1;
+	if (g->mcus_x != (g->width + g->mcu_w - 1) / g->mcu_w ||
+	    g->mcus_y != (g->height + g->mcu_h - 1) / g->mcu_h)
+		return *what = "mcus_x/mcus_y: not the image's MCUs", -1;
+	if (g->mcus_y > DLC_RST_MAX_ROWS)
+		return *what = "height: more MCU rows than DLC_RST_MAX_ROWS", -1;
+	if (!g->interval || g->mcus_x % g->interval)
+		return *what = "interval: does not divide the MCUs of a row", -1;
+	/* SOI before the scan; the EOI marker's two bytes inside the sample. */
+	if (rows[0] < 2)
+		return *what = "rows: first offset inside the SOI marker", -1;
+	for (i = 1; i <= g->mcus_y; i++)
+		if (rows[i] <= rows[i - 1])
+			return *what = "rows: offsets not increasing", -1;
+	if (rows[g->mcus_y] > len || len - rows[g->mcus_y] < 2)
+		return *what = "rows: the EOI offset is not inside the sample", -1;
+	return 0;
+}
+
+/* Record @r's geometry and row table (@rows: DLC_RST_MAX_ROWS + 1). */
+static int check_rst(const struct dlc_pack *p, const uint8_t *r,
+		     uint32_t len, uint32_t *rows, const char **what)
+{
+	struct dlc_rst_geom g;
+
+	rec_geom(r, &g);
+	/* Fails on the geometry before it looks at the rows. */
+	if (g.mcus_y > DLC_RST_MAX_ROWS || !g.mcus_y)
+		return dlc_pack_geom_check(&g, rows, len, what);
+	if (decode_rows(p, r, g.mcus_y, rows, what))
+		return -1;
+	return dlc_pack_geom_check(&g, rows, len, what);
+}
+
+struct span {
+	uint64_t off, end;
+	uint32_t id;
+};
+
+static int span_cmp(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static int check_records(struct dlc_pack *p, char *why, size_t wl)
+{
+	uint64_t dend = p->data_off + p->data_len;
+	struct span *sp;
+	uint32_t i, *rows;
+	int ret = 0;
+
+	sp = malloc((p->count ? p->count : 1) * sizeof(*sp));
+	rows = malloc((DLC_RST_MAX_ROWS + 1) * sizeof(*rows));
+	if (!sp || !rows) {
+		free(sp);
+		free(rows);
+		return -ENOMEM;
+	}
+	for (i = 0; i < p->count && !ret; i++) {
+		const uint8_t *r = p->recs + (size_t)i * PK_REC_LEN;
+		uint64_t off = pk_get64(r + PK_REC_OFF);
+		uint32_t len = pk_get32(r + PK_REC_LEN_);
+		uint32_t po = pk_get32(r + PK_REC_PATH);
+		int32_t label = (int32_t)pk_get32(r + PK_REC_LABEL);
+		uint32_t kind = pk_get32(r + PK_REC_KIND);
+		const char *path, *what = NULL;
+		size_t k;
+
+		if (po >= p->strings_len) {
+			ret = why_set(why, wl, "sample %u: path offset %u "
+				      "outside the strings (%llu bytes)", i, po,
+				      (unsigned long long)p->strings_len);
+			break;
+		}
+		path = p->strings + po;
+		if (!memchr(path, 0, p->strings_len - po)) {
+			ret = why_set(why, wl, "sample %u: path at %u not "
+				      "NUL-terminated inside the strings", i,
+				      po);
+			break;
+		}
+		if (!*path || path[strlen(path) - 1] == '/' || *path == '/') {
+			ret = why_set(why, wl, "sample %u: path \"%s\" empty or "
+				      "not relative", i, path);
+			break;
+		}
+		if (label < 0 || (uint32_t)label >= p->nclasses)
+			what = "label: not below nclasses";
+		else if (!len)
+			what = "len: 0";
+		else if (off < p->data_off || off > dend || len > dend - off)
+			what = "off/len: outside the data region";
+		else if (off % p->align)
+			what = "off: not aligned";
+		else if (kind == DLC_PACK_RST && r[PK_REC_PAD])
+			what = "pad: not zero";
+		else if (kind == DLC_PACK_RST)
+			check_rst(p, r, len, rows, &what);
+		else if (kind != DLC_PACK_PLAIN)
+			what = "kind: unknown";
+		else
+			for (k = PK_REC_WIDTH; k < PK_REC_LEN && !what; k++)
+				if (r[k])
+					what = "geometry: not zero for a plain "
+					       "sample";
+		if (what) {
+			ret = why_set(why, wl, "sample %u (%s): %s (off %llu "
+				      "len %u label %d kind %u)", i, path, what,
+				      (unsigned long long)off, len, label,
+				      kind);
+			break;
+		}
+		sp[i].off = off;
+		sp[i].end = off + len;
+		sp[i].id = i;
+	}
+	if (!ret && p->count) {
+		qsort(sp, p->count, sizeof(*sp), span_cmp);
+		for (i = 1; i < p->count; i++)
+			if (sp[i].off < sp[i - 1].end) {
+				ret = why_set(why, wl, "sample %u: off %llu "
+					      "overlaps sample %u",
+					      sp[i].id,
+					      (unsigned long long)sp[i].off,
+					      sp[i - 1].id);
+				break;
+			}
+	}
+	free(sp);
+	free(rows);
+	return ret;
+}
+
+int dlc_pack_open(const char *path, struct dlc_pack **out, char *why,
+		  size_t why_len)
+{
+	const void *parts[2];
+	size_t lens[2];
+	struct dlc_pack *p;
+	struct stat st;
+	uint32_t crc;
+	int fd, ret;
+
+	if (why && why_len)
+		why[0] = '\0';
+	if (!path || !out)
+		return -EINVAL;
+	*out = NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	p = calloc(1, sizeof(*p));
+	if (!p || !(p->path = strdup(path))) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (fstat(fd, &st)) {
+		ret = -errno;
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		ret = why_set(why, why_len, "not a regular file");
+		goto out;
+	}
+	if ((uint64_t)st.st_size < PK_HDR_LEN) {
+		ret = why_set(why, why_len, "header: truncated (%lld bytes)",
+			      (long long)st.st_size);
+		goto out;
+	}
+	ret = pread_full(fd, p->hdr, PK_HDR_LEN, 0);
+	if (ret == -EBADMSG)
+		why_set(why, why_len, "header: truncated while read");
+	if (!ret)
+		ret = check_header(p, (uint64_t)st.st_size, why, why_len);
+	if (ret)
+		goto out;
+	p->meta = malloc(p->meta_len);
+	if (!p->meta) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = pread_full(fd, p->meta, p->meta_len, p->data_off + p->data_len);
+	if (ret == -EBADMSG)
+		why_set(why, why_len, "metadata: truncated while read");
+	if (ret)
+		goto out;
+	crc = dlc_crc32c(0, p->meta, p->meta_len);
+	if (crc != pk_get32(p->hdr + PK_HDR_META_CRC)) {
+		ret = why_set(why, why_len, "metadata: crc32c %08x, computed "
+			      "%08x", pk_get32(p->hdr + PK_HDR_META_CRC), crc);
+		goto out;
+	}
+	ret = check_sections(p, why, why_len);
+	if (!ret)
+		ret = check_classes(p, why, why_len);
+	if (!ret)
+		ret = check_records(p, why, why_len);
+	if (ret)
+		goto out;
+	parts[0] = p->hdr;
+	lens[0] = PK_HDR_CRC;
+	parts[1] = p->meta;
+	lens[1] = p->meta_len;
+	dlc_key128(PK_KEY_MAGIC, parts, lens, 2, p->key);
+	p->key[1] = (p->key[1] & ~(uint64_t)UINT32_MAX) | p->count;
+out:
+	close(fd);
+	if (ret) {
+		dlc_pack_close(p);
+		return ret;
+	}
+	*out = p;
+	return 0;
+}
+
+void dlc_pack_close(struct dlc_pack *p)
+{
+	if (!p)
+		return;
+	free(p->path);
+	free(p->meta);
+	free(p->class_off);
+	free(p);
+}
+
+uint32_t dlc_pack_count(const struct dlc_pack *p)
+{
+	return p->count;
+}
+
+uint32_t dlc_pack_num_classes(const struct dlc_pack *p)
+{
+	return p->nclasses;
+}
+
+const char *dlc_pack_class_name(const struct dlc_pack *p, uint32_t c)
+{
+	if (c >= p->nclasses)
+		return NULL;
+	return (const char *)p->meta + p->class_off[c];
+}
+
+const char *dlc_pack_path(const struct dlc_pack *p)
+{
+	return p->path;
+}
+
+int dlc_pack_entry(const struct dlc_pack *p, uint32_t id,
+		   struct dlc_pack_entry *e)
+{
+	const uint8_t *r;
+	uint32_t first = 0;
+
+	if (id >= p->count)
+		return -EINVAL;
+	r = p->recs + (size_t)id * PK_REC_LEN;
+	e->off = pk_get64(r + PK_REC_OFF);
+	e->len = pk_get32(r + PK_REC_LEN_);
+	e->crc = pk_get32(r + PK_REC_CRC);
+	e->label = (int32_t)pk_get32(r + PK_REC_LABEL);
+	e->kind = pk_get32(r + PK_REC_KIND);
+	e->src_len = pk_get64(r + PK_REC_SRC_LEN);
+	e->path = p->strings + pk_get32(r + PK_REC_PATH);
+	rec_geom(r, &e->g);
+	if (e->kind == DLC_PACK_RST) {
+		/* Checked at open: only the first and the last are wanted. */
+		const uint8_t *q = p->rows + pk_get64(r + PK_REC_ROWS_OFF);
+		const uint8_t *end = q + pk_get32(r + PK_REC_ROWS_LEN);
+		uint64_t acc;
+		uint32_t v = 0;
+
+		pk_varint_get(&q, end, &first);
+		acc = first;
+		while (q < end && !pk_varint_get(&q, end, &v))
+			acc += v;
+		e->g.scan_off = first;
+		e->g.end_off = (uint32_t)acc;
+	}
+	return 0;
+}
+
+int dlc_pack_rows(const struct dlc_pack *p, uint32_t id, uint32_t *rows)
+{
+	const uint8_t *r;
+	struct dlc_rst_geom g;
+	const char *what;
+
+	if (id >= p->count)
+		return -EINVAL;
+	r = p->recs + (size_t)id * PK_REC_LEN;
+	if (pk_get32(r + PK_REC_KIND) != DLC_PACK_RST)
+		return -EINVAL;
+	rec_geom(r, &g);
+	return decode_rows(p, r, g.mcus_y, rows, &what) ? -EBADMSG : 0;
+}
+
+void dlc_pack_key(const struct dlc_pack *p, uint64_t key[2])
+{
+	key[0] = p->key[0];
+	key[1] = p->key[1];
+}

@@ -1,0 +1,483 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The pack writer (packwrite.h). Samples come from any thread in any
+ * order: under the lock an add only reserves its aligned place in the
+ * data region and fills its record; the bytes are written with pwrite
+ * outside the lock, so workers write in parallel. The metadata (which
+ * needs every record) and then the header are written by finish, which
+ * makes the file visible under its name only once it is complete and on
+ * disk.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "crc32c.h"
+#include "internal.h"
+#include "packfmt.h"
+#include "packwrite.h"
+
+struct dlc_packw {
+	char *path;
+	char *part;
+	int fd;
+	int created;		/* PATH.part is ours: abort removes it */
+	const struct dlc_index *idx;
+	struct dlc_packw_opts o;
+	uint32_t count;
+	pthread_mutex_t lock;
+	uint64_t end;		/* next free byte of the data region */
+	int err;		/* first write error, sticky */
+	uint8_t *recs;		/* count * PK_REC_LEN */
+	uint8_t *added;		/* per sample */
+	uint8_t *rows;		/* the row-table stream */
+	size_t rows_len, rows_cap;
+};
+
+static void say(char *why, size_t why_len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void say(char *why, size_t why_len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!why || !why_len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why, why_len, fmt, ap);
+	va_end(ap);
+}
+
+static int pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
+{
+	const uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = pwrite(fd, p, len, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+/*
+ * PATH.part left by an interrupted writer: ours when it is a regular file
+ * that is empty or starts with the pack magic. Anything else is not ours
+ * to remove.
+ */
+static int remove_stale_part(const char *part, char *why, size_t why_len)
+{
+	char magic[8];
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	fd = open(part, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		say(why, why_len, "%s: %s", part, strerror(errno));
+		return errno == ELOOP ? -EEXIST : -errno;
+	}
+	n = fstat(fd, &st) ? -1 :
+	    S_ISREG(st.st_mode) ? pread(fd, magic, sizeof(magic), 0) : -1;
+	close(fd);
+	if (n == 0 || (n == (ssize_t)sizeof(magic) &&
+		       !memcmp(magic, DLC_PACK_MAGIC, sizeof(magic)))) {
+		if (unlink(part) && errno != ENOENT) {
+			say(why, why_len, "%s: %s", part, strerror(errno));
+			return -errno;
+		}
+		return 0;
+	}
+	say(why, why_len, "%s exists and is not a pack being written",
+	    part);
+	return -EEXIST;
+}
+
+int dlc_packw_create(const char *path, const struct dlc_index *idx,
+		     const struct dlc_packw_opts *o, struct dlc_packw **out,
+		     char *why, size_t why_len)
+{
+	uint8_t hdr[PK_HDR_LEN] = { 0 };
+	struct dlc_packw *w;
+	uint32_t align;
+	int ret;
+
+	if (why && why_len)
+		why[0] = '\0';
+	if (!path || !*path || !idx || !out)
+		return -EINVAL;
+	*out = NULL;
+	align = o && o->align ? o->align : DLC_PACK_DEFAULT_ALIGN;
+	if (align > PK_HDR_LEN || (align & (align - 1))) {
+		say(why, why_len, "align %u: not a power of two up to %u",
+		    align, PK_HDR_LEN);
+		return -EINVAL;
+	}
+	if (dlc_index_pack(idx)) {
+		say(why, why_len, "the source is a pack already");
+		return -EINVAL;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->fd = -1;
+	pthread_mutex_init(&w->lock, NULL);
+	if (o)
+		w->o = *o;
+	w->o.align = align;
+	if (!w->o.max_pixels)
+		w->o.max_pixels = DLC_DEFAULT_MAX_PIXELS;
+	w->idx = idx;
+	w->count = dlc_index_count(idx);
+	w->end = PK_HDR_LEN;
+	w->path = strdup(path);
+	w->recs = calloc(w->count ? w->count : 1, PK_REC_LEN);
+	w->added = calloc(w->count ? w->count : 1, 1);
+	if (!w->path || !w->recs || !w->added ||
+	    asprintf(&w->part, "%s.part", path) < 0) {
+		w->part = NULL;
+		ret = -ENOMEM;
+		goto err;
+	}
+	ret = remove_stale_part(w->part, why, why_len);
+	if (ret)
+		goto err;
+	w->fd = open(w->part, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+	if (w->fd < 0) {
+		ret = -errno;
+		say(why, why_len, "%s: %s", w->part, strerror(errno));
+		goto err;
+	}
+	w->created = 1;
+	/* A placeholder: ours to remove if we die, never a valid pack. */
+	memcpy(hdr + PK_HDR_MAGIC, DLC_PACK_MAGIC, 8);
+	pk_put32(hdr + PK_HDR_VERSION, PK_VERSION);
+	ret = pwrite_full(w->fd, hdr, sizeof(hdr), 0);
+	if (ret) {
+		say(why, why_len, "%s: %s", w->part, strerror(-ret));
+		goto err;
+	}
+	*out = w;
+	return 0;
+err:
+	dlc_packw_abort(w);
+	return ret;
+}
+
+/* Append @rows (mcus_y + 1) to the stream as varints; under the lock. */
+static int rows_append(struct dlc_packw *w, const uint32_t *rows,
+		       uint32_t n, uint64_t *off, uint32_t *len)
+{
+	size_t need = (size_t)n * PK_VARINT_MAX, pos;
+	uint32_t i;
+
+	if (w->rows_len + need > w->rows_cap) {
+		size_t cap = w->rows_cap ? w->rows_cap : 65536;
+		uint8_t *p;
+
+		while (cap < w->rows_len + need)
+			cap *= 2;
+		p = realloc(w->rows, cap);
+		if (!p)
+			return -ENOMEM;
+		w->rows = p;
+		w->rows_cap = cap;
+	}
+	pos = w->rows_len;
+	for (i = 0; i < n; i++)
+		pos += pk_varint_put(w->rows + pos,
+				     i ? rows[i] - rows[i - 1] : rows[0]);
+	*off = w->rows_len;
+	*len = (uint32_t)(pos - w->rows_len);
+	w->rows_len = pos;
+	return 0;
+}
+
+int dlc_packw_add(struct dlc_packw *w, uint32_t id, uint32_t kind,
+		  const uint8_t *buf, size_t len, uint64_t src_len,
+		  const struct dlc_rst_geom *g, const uint32_t *rows)
+{
+	uint64_t off, rows_off = 0;
+	uint32_t rows_len = 0;
+	const char *what;
+	uint8_t *r;
+	int ret;
+
+	if (id >= w->count || !buf || !len || len > UINT32_MAX)
+		return -EINVAL;
+	if (kind == DLC_PACK_RST) {
+		if (!g || !rows || !g->mcus_y || g->mcus_y > DLC_RST_MAX_ROWS ||
+		    dlc_pack_geom_check(g, rows, (uint32_t)len, &what))
+			return -EINVAL;
+	} else if (kind != DLC_PACK_PLAIN) {
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&w->lock);
+	ret = w->err;
+	if (!ret && w->added[id])
+		ret = -EEXIST;
+	if (!ret && kind == DLC_PACK_RST)
+		ret = rows_append(w, rows, g->mcus_y + 1, &rows_off, &rows_len);
+	if (ret) {
+		pthread_mutex_unlock(&w->lock);
+		return ret;
+	}
+	off = (w->end + w->o.align - 1) & ~(uint64_t)(w->o.align - 1);
+	w->end = off + len;
+	w->added[id] = 1;
+	r = w->recs + (size_t)id * PK_REC_LEN;
+	pk_put64(r + PK_REC_OFF, off);
+	pk_put32(r + PK_REC_LEN_, (uint32_t)len);
+	pk_put32(r + PK_REC_CRC, dlc_crc32c(0, buf, len));
+	pk_put32(r + PK_REC_LABEL, (uint32_t)dlc_index_label(w->idx, id));
+	pk_put32(r + PK_REC_KIND, kind);
+	pk_put64(r + PK_REC_SRC_LEN, src_len);
+	if (kind == DLC_PACK_RST) {
+		pk_put32(r + PK_REC_WIDTH, g->width);
+		pk_put32(r + PK_REC_HEIGHT, g->height);
+		r[PK_REC_MCU_W] = (uint8_t)g->mcu_w;
+		r[PK_REC_MCU_H] = (uint8_t)g->mcu_h;
+		r[PK_REC_NCOMP] = (uint8_t)g->ncomp;
+		pk_put32(r + PK_REC_INTERVAL, g->interval);
+		pk_put32(r + PK_REC_ROWS_LEN, rows_len);
+		pk_put64(r + PK_REC_ROWS_OFF, rows_off);
+	}
+	pthread_mutex_unlock(&w->lock);
+	ret = pwrite_full(w->fd, buf, len, off);
+	if (ret) {
+		pthread_mutex_lock(&w->lock);
+		if (!w->err)
+			w->err = ret;
+		pthread_mutex_unlock(&w->lock);
+	}
+	return ret;
+}
+
+int dlc_packw_add_source(struct dlc_packw *w, uint32_t id, const uint8_t *src,
+			 size_t len, char *why, size_t why_len)
+{
+	struct dlc_rst_geom g;
+	const char *pwhy = NULL;
+	uint32_t *rows = NULL;
+	uint8_t *out = NULL;
+	size_t out_len = 0;
+	int ret;
+
+	if (why && why_len)
+		why[0] = '\0';
+	ret = dlc_rst_transcode(src, len, &w->o.rst, w->o.max_pixels, &out,
+				&out_len, why, why_len);
+	if (ret == -ENOMEM)
+		return ret;
+	if (!ret) {
+		rows = malloc((DLC_RST_MAX_ROWS + 1) * sizeof(*rows));
+		if (!rows) {
+			free(out);
+			return -ENOMEM;
+		}
+		ret = dlc_rst_parse(out, out_len, &g, rows, &pwhy);
+		if (ret)
+			say(why, why_len, "the transcode does not parse: %s",
+			    pwhy ? pwhy : "?");
+		else if (out_len > UINT32_MAX ||
+			 dlc_pack_geom_check(&g, rows, (uint32_t)out_len,
+					     &pwhy)) {
+			say(why, why_len, "the transcode's geometry: %s",
+			    pwhy ? pwhy : "over 4 GiB");
+			ret = -EINVAL;
+		}
+		if (!ret)
+			ret = dlc_packw_add(w, id, DLC_PACK_RST, out, out_len,
+					    len, &g, rows);
+		free(rows);
+		free(out);
+		if (!ret)
+			return DLC_PACK_RST;
+		if (ret != -EINVAL && ret != -EBADMSG)
+			return ret;
+	}
+	ret = dlc_packw_add(w, id, DLC_PACK_PLAIN, src, len, len, NULL, NULL);
+	return ret ? ret : DLC_PACK_PLAIN;
+}
+
+uint64_t dlc_packw_bytes(const struct dlc_packw *w)
+{
+	uint64_t end;
+
+	pthread_mutex_lock((pthread_mutex_t *)&w->lock);
+	end = w->end;
+	pthread_mutex_unlock((pthread_mutex_t *)&w->lock);
+	return end - PK_HDR_LEN;
+}
+
+/* Class names, records, rows, strings: the metadata in one buffer. */
+static int build_meta(struct dlc_packw *w, uint8_t **out, size_t *out_len)
+{
+	uint32_t nclasses = dlc_index_num_classes(w->idx), c, i;
+	size_t cl = 0, sl = 0, rl = (size_t)w->count * PK_REC_LEN, len, pos;
+	uint8_t *m;
+
+	for (c = 0; c < nclasses; c++)
+		cl += strlen(dlc_index_class_name(w->idx, c)) + 1;
+	for (i = 0; i < w->count; i++)
+		sl += strlen(dlc_index_relpath(w->idx, i)) + 1;
+	if (sl > UINT32_MAX)
+		return -E2BIG;
+	len = PK_META_LEN + cl + rl + w->rows_len + sl;
+	m = calloc(1, len);
+	if (!m)
+		return -ENOMEM;
+	pk_put64(m + PK_META_CLASSES_LEN, cl);
+	pk_put64(m + PK_META_RECORDS_LEN, rl);
+	pk_put64(m + PK_META_ROWS_LEN, w->rows_len);
+	pk_put64(m + PK_META_STRINGS_LEN, sl);
+	pos = PK_META_LEN;
+	for (c = 0; c < nclasses; c++) {
+		const char *name = dlc_index_class_name(w->idx, c);
+
+		memcpy(m + pos, name, strlen(name) + 1);
+		pos += strlen(name) + 1;
+	}
+	/* Path offsets go into the records as the strings are laid out. */
+	for (i = 0, sl = 0; i < w->count; i++) {
+		const char *path = dlc_index_relpath(w->idx, i);
+		size_t spos = PK_META_LEN + cl + rl + w->rows_len + sl;
+
+		pk_put32(w->recs + (size_t)i * PK_REC_LEN + PK_REC_PATH,
+			 (uint32_t)sl);
+		memcpy(m + spos, path, strlen(path) + 1);
+		sl += strlen(path) + 1;
+	}
+	memcpy(m + pos, w->recs, rl);
+	pos += rl;
+	if (w->rows_len)
+		memcpy(m + pos, w->rows, w->rows_len);
+	*out = m;
+	*out_len = len;
+	return 0;
+}
+
+/* Make the rename itself durable: fsync the directory holding @path. */
+static void sync_dir_of(const char *path)
+{
+	char *dir = strdup(path), *slash;
+	int fd;
+
+	if (!dir)
+		return;
+	slash = strrchr(dir, '/');
+	if (slash == dir)
+		slash[1] = '\0';
+	else if (slash)
+		*slash = '\0';
+	fd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+	free(dir);
+}
+
+int dlc_packw_finish(struct dlc_packw *w, char *why, size_t why_len)
+{
+	uint8_t hdr[PK_HDR_LEN] = { 0 }, *meta = NULL;
+	size_t meta_len = 0;
+	uint32_t i;
+	int ret;
+
+	if (why && why_len)
+		why[0] = '\0';
+	ret = w->err;
+	if (ret) {
+		say(why, why_len, "%s: %s", w->part, strerror(-ret));
+		goto out;
+	}
+	for (i = 0; i < w->count; i++)
+		if (!w->added[i]) {
+			say(why, why_len, "sample %u (%s) was never added", i,
+			    dlc_index_relpath(w->idx, i));
+			ret = -EINVAL;
+			goto out;
+		}
+	ret = build_meta(w, &meta, &meta_len);
+	if (ret) {
+		say(why, why_len, "metadata: %s", strerror(-ret));
+		goto out;
+	}
+	memcpy(hdr + PK_HDR_MAGIC, DLC_PACK_MAGIC, 8);
+	pk_put32(hdr + PK_HDR_VERSION, PK_VERSION);
+	pk_put32(hdr + PK_HDR_HDRLEN, PK_HDR_LEN);
+	pk_put32(hdr + PK_HDR_COUNT, w->count);
+	pk_put32(hdr + PK_HDR_NCLASSES, dlc_index_num_classes(w->idx));
+	pk_put32(hdr + PK_HDR_INTERVAL, w->o.rst.interval);
+	pk_put32(hdr + PK_HDR_MAX_SIDE, w->o.rst.max_side);
+	pk_put32(hdr + PK_HDR_QUALITY,
+		 w->o.rst.max_side ? (w->o.rst.quality ? w->o.rst.quality : 90)
+				   : 0);
+	pk_put32(hdr + PK_HDR_ALIGN, w->o.align);
+	pk_put64(hdr + PK_HDR_DATA_OFF, PK_HDR_LEN);
+	pk_put64(hdr + PK_HDR_DATA_LEN, w->end - PK_HDR_LEN);
+	pk_put64(hdr + PK_HDR_META_OFF, w->end);
+	pk_put64(hdr + PK_HDR_META_LEN, meta_len);
+	pk_put32(hdr + PK_HDR_META_CRC, dlc_crc32c(0, meta, meta_len));
+	pk_put32(hdr + PK_HDR_CRC, dlc_crc32c(0, hdr, PK_HDR_CRC));
+	ret = pwrite_full(w->fd, meta, meta_len, w->end);
+	/* A file a previous, longer writer left cannot exist (O_EXCL). */
+	if (!ret)
+		ret = pwrite_full(w->fd, hdr, sizeof(hdr), 0);
+	if (!ret && fsync(w->fd))
+		ret = -errno;
+	if (!ret && close(w->fd))
+		ret = -errno;
+	w->fd = -1;
+	if (ret) {
+		say(why, why_len, "%s: %s", w->part, strerror(-ret));
+		goto out;
+	}
+	if (rename(w->part, w->path)) {
+		ret = -errno;
+		say(why, why_len, "rename %s to %s: %s", w->part, w->path,
+		    strerror(errno));
+		goto out;
+	}
+	sync_dir_of(w->path);
+	w->created = 0;		/* renamed: nothing for abort to remove */
+out:
+	free(meta);
+	dlc_packw_abort(w);
+	return ret;
+}
+
+void dlc_packw_abort(struct dlc_packw *w)
+{
+	if (!w)
+		return;
+	if (w->fd >= 0)
+		close(w->fd);
+	if (w->created)
+		unlink(w->part);
+	pthread_mutex_destroy(&w->lock);
+	free(w->path);
+	free(w->part);
+	free(w->recs);
+	free(w->added);
+	free(w->rows);
+	free(w);
+}
