@@ -17,6 +17,7 @@
 
 int cmd_gen(int argc, char **argv);
 int cmd_index(int argc, char **argv);
+int cmd_pack(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_decode(int argc, char **argv);
 int cmd_preview(int argc, char **argv);

@@ -14,6 +14,7 @@ static const struct command {
 } commands[] = {
 	{ "gen", cmd_gen, "generate an ImageNet-like JPEG data set" },
 	{ "index", cmd_index, "index an ImageFolder directory into a file" },
+	{ "pack", cmd_pack, "pack a data set into one .dlp file for MCU-exact crops" },
 	{ "bench", cmd_bench, "run the loader for some epochs and report rates" },
 	{ "decode", cmd_decode, "fully decode one JPEG to a PPM file" },
 	{ "preview", cmd_preview, "contact sheet of one batch as the model sees it" },

@@ -1,0 +1,402 @@
+// SPDX-License-Identifier: MIT
+/*
+ * dlcachectl pack DIR|INDEX -o FILE.dlp: the data set in one file, each
+ * JPEG transcoded (losslessly) into a restart-indexed baseline JPEG so
+ * that the loader decodes only a crop's MCUs (Documentation/pack.md).
+ * Workers on every usable CPU read and transcode; the library's writer
+ * appends their results in whatever order they finish.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "crc32c.h"
+#include "dlcache.h"
+#include "internal.h"
+#include "packwrite.h"
+
+static const char pack_usage[] =
+	"usage: dlcachectl pack DIR|INDEX -o FILE.dlp [--threads N]\n"
+	"                       [--interval MCUS|row] [--max-side N [--quality Q]]\n"
+	"                       [--align BYTES] [--force]\n"
+	"\n"
+	"Pack the data set DIR (ImageFolder) or INDEX into one file that the\n"
+	"loader reads wherever it reads an index. Each JPEG is transcoded\n"
+	"losslessly (the same pixels) into a baseline JPEG with a restart\n"
+	"marker every few MCUs and the table of its MCU rows, so a crop\n"
+	"decodes only its own MCUs. Files that cannot be (CMYK, 12-bit, not a\n"
+	"JPEG, corrupt) are kept as they are and listed. The source is never\n"
+	"modified; FILE.dlp appears only once complete.\n"
+	"\n"
+	"  -o, --output FILE   pack to write (FILE.part while writing)\n"
+	"  --threads N         workers (default: every usable CPU)\n"
+	"  --interval MCUS     MCUs per restart interval, or 'row' (default 4)\n"
+	"  --max-side N        resize images whose longer side is above N\n"
+	"                      (lossy: re-encoded; default: never)\n"
+	"  --quality Q         JPEG quality of those re-encodes (1..100, 90)\n"
+	"  --align BYTES       alignment of each sample (power of 2, 1..4096;\n"
+	"                      default 512)\n"
+	"  --force             replace FILE if it exists\n"
+	"  -h, --help          show this help\n";
+
+#define PACK_LIST_MAX	5	/* kept-as-is samples named in the summary */
+
+static volatile sig_atomic_t pack_signal;
+
+static void on_signal(int sig)
+{
+	pack_signal = sig;
+}
+
+struct pack_job {
+	struct dlc_index *idx;
+	struct dlc_packw *w;
+	atomic_uint next;
+	atomic_uint done;
+	atomic_uint rst;
+	atomic_uint plain;
+	atomic_ullong src_bytes;
+	atomic_int failed;
+	pthread_mutex_t lock;
+	char err[PATH_MAX + 256];	/* the first failure */
+	unsigned int nlisted;
+	char listed[PACK_LIST_MAX][PATH_MAX + 160];
+};
+
+static void job_fail(struct pack_job *job, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void job_fail(struct pack_job *job, const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&job->lock);
+	if (!atomic_load(&job->failed)) {
+		va_start(ap, fmt);
+		vsnprintf(job->err, sizeof(job->err), fmt, ap);
+		va_end(ap);
+	}
+	atomic_store(&job->failed, 1);
+	pthread_mutex_unlock(&job->lock);
+}
+
+static int pack_one(struct pack_job *job, uint32_t id)
+{
+	const char *rel = dlc_index_relpath(job->idx, id);
+	char path[PATH_MAX], why[256];
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	uint32_t want;
+	int ret;
+
+	if (snprintf(path, sizeof(path), "%s/%s", dlc_index_root(job->idx),
+		     rel) >= (int)sizeof(path)) {
+		job_fail(job, "%s/%s: %s", dlc_index_root(job->idx), rel,
+			 strerror(ENAMETOOLONG));
+		return -1;
+	}
+	ret = read_whole_file(path, &buf, &len);
+	if (ret) {
+		job_fail(job, "%s: %s", path, strerror(-ret));
+		return -1;
+	}
+	/* What is packed is what was indexed, or nothing. */
+	if (!dlc_index_crc32c(job->idx, id, &want) &&
+	    dlc_crc32c(0, buf, len) != want) {
+		free(buf);
+		job_fail(job, "%s: changed since it was indexed (crc32c)", path);
+		return -1;
+	}
+	if (!len) {
+		free(buf);
+		job_fail(job, "%s: empty file", path);
+		return -1;
+	}
+	ret = dlc_packw_add_source(job->w, id, buf, len, why, sizeof(why));
+	free(buf);
+	if (ret < 0) {
+		job_fail(job, "%s: %s", path, strerror(-ret));
+		return -1;
+	}
+	atomic_fetch_add(&job->src_bytes, len);
+	if (ret == DLC_PACK_RST) {
+		atomic_fetch_add(&job->rst, 1);
+	} else {
+		atomic_fetch_add(&job->plain, 1);
+		pthread_mutex_lock(&job->lock);
+		if (job->nlisted < PACK_LIST_MAX)
+			snprintf(job->listed[job->nlisted++],
+				 sizeof(job->listed[0]), "%s: %s", rel, why);
+		pthread_mutex_unlock(&job->lock);
+	}
+	atomic_fetch_add(&job->done, 1);
+	return 0;
+}
+
+static void *pack_worker(void *arg)
+{
+	struct pack_job *job = arg;
+	uint32_t n = dlc_index_count(job->idx), id;
+
+	while (!pack_signal && !atomic_load(&job->failed)) {
+		id = atomic_fetch_add(&job->next, 1);
+		if (id >= n || pack_one(job, id))
+			break;
+	}
+	return NULL;
+}
+
+struct pack_args {
+	const char *src, *out;
+	uint32_t threads;
+	int force;
+	struct dlc_packw_opts o;
+};
+
+static int parse_pack_args(int argc, char **argv, struct pack_args *a,
+			   int *help)
+{
+	int i, opts = 1;
+
+	a->o.rst.interval = 4;
+	for (i = 1; i < argc; i++) {
+		const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (opts && (!strcmp(s, "-h") || !strcmp(s, "--help"))) {
+			*help = 1;
+			return 0;
+		} else if (opts && (!strcmp(s, "-o") || !strcmp(s, "--output"))) {
+			if (!v)
+				return usage_error("pack", "%s needs a file", s);
+			if (a->out)
+				return usage_error("pack", "more than one output");
+			a->out = argv[++i];
+		} else if (opts && !strcmp(s, "--threads")) {
+			if (parse_u32(v, 1, 1024, &a->threads))
+				return usage_error("pack", "--threads wants 1..1024");
+			i++;
+		} else if (opts && !strcmp(s, "--interval")) {
+			if (v && !strcmp(v, "row"))
+				a->o.rst.interval = 0;
+			else if (parse_u32(v, 1, 4096, &a->o.rst.interval))
+				return usage_error("pack", "--interval wants "
+						   "1..4096 MCUs or 'row'");
+			i++;
+		} else if (opts && !strcmp(s, "--max-side")) {
+			if (parse_u32(v, 16, 65535, &a->o.rst.max_side))
+				return usage_error("pack", "--max-side wants "
+						   "16..65535");
+			i++;
+		} else if (opts && !strcmp(s, "--quality")) {
+			if (parse_u32(v, 1, 100, &a->o.rst.quality))
+				return usage_error("pack", "--quality wants 1..100");
+			i++;
+		} else if (opts && !strcmp(s, "--align")) {
+			if (parse_u32(v, 1, 4096, &a->o.align) ||
+			    (a->o.align & (a->o.align - 1)))
+				return usage_error("pack", "--align wants a power "
+						   "of two, 1..4096");
+			i++;
+		} else if (opts && !strcmp(s, "--force")) {
+			a->force = 1;
+		} else if (opts && !strcmp(s, "--")) {
+			opts = 0;
+		} else if (opts && s[0] == '-' && s[1]) {
+			return usage_error("pack", "unknown option '%s'", s);
+		} else if (!a->src) {
+			a->src = s;
+		} else {
+			return usage_error("pack", "unexpected argument '%s'", s);
+		}
+	}
+	if (!a->src || !*a->src)
+		return usage_error("pack", "missing DIR or INDEX (try --help)");
+	if (!a->out || !*a->out)
+		return usage_error("pack", "missing -o FILE (try --help)");
+	if (a->o.rst.quality && !a->o.rst.max_side)
+		return usage_error("pack", "--quality needs --max-side");
+	return 0;
+}
+
+/*
+ * Whether @out would land inside the data set at @root or on the index
+ * file @src: writing there would modify the source.
+ */
+static int out_in_source(const char *out, const char *src, const char *root)
+{
+	char *dir = strdup(out), *slash, *rdir, *rsrc, *rout = NULL;
+	size_t rl = strlen(root);
+	int in = 0;
+
+	if (!dir)
+		return 0;
+	slash = strrchr(dir, '/');
+	if (slash == dir)
+		slash[1] = '\0';
+	else if (slash)
+		*slash = '\0';
+	rdir = realpath(slash ? dir : ".", NULL);
+	if (rdir && (!strncmp(rdir, root, rl) &&
+		     (rdir[rl] == '/' || !rdir[rl])))
+		in = 1;
+	rsrc = realpath(src, NULL);
+	rout = realpath(out, NULL);
+	if (rsrc && rout && !strcmp(rsrc, rout))
+		in = 1;
+	free(dir);
+	free(rdir);
+	free(rsrc);
+	free(rout);
+	return in;
+}
+
+static uint32_t default_threads(void)
+{
+	return dlc_cpu_usable(dlc_cpu_affinity(),
+			      dlc_cpu_quota("/proc/self/cgroup",
+					    "/sys/fs/cgroup"));
+}
+
+static void progress(const struct pack_job *job, uint32_t n, uint64_t t0)
+{
+	double s = (double)(now_ns() - t0) / 1e9;
+	uint32_t done = atomic_load(&job->done);
+
+	fprintf(stderr, "\r%u/%u images, %.0f images/s, %.1f MB in   ", done,
+		n, s > 0 ? done / s : 0.0,
+		(double)atomic_load(&job->src_bytes) / 1e6);
+}
+
+int cmd_pack(int argc, char **argv)
+{
+	struct pack_args a = { 0 };
+	struct pack_job job = { 0 };
+	struct sigaction sa = { 0 }, old_int, old_term;
+	pthread_t *tid = NULL;
+	uint32_t n, k, started = 0;
+	uint64_t t0, packed, src;
+	char why[PATH_MAX + 256];
+	struct stat st;
+	int help = 0, ret, tty;
+	double secs;
+
+	ret = parse_pack_args(argc, argv, &a, &help);
+	if (ret)
+		return ret;
+	if (help) {
+		fputs(pack_usage, stdout);
+		return 0;
+	}
+	if (!a.force && !lstat(a.out, &st))
+		return fail("pack", "%s exists (--force replaces it)", a.out);
+	t0 = now_ns();
+	ret = open_index(a.src, &job.idx);
+	if (ret)
+		return fail("pack", "%s: %s", a.src, index_error(ret));
+	if (dlc_index_pack(job.idx)) {
+		dlc_index_free(job.idx);
+		return fail("pack", "%s is a pack already", a.src);
+	}
+	if (out_in_source(a.out, a.src, dlc_index_root(job.idx))) {
+		ret = fail("pack", "%s: inside the source data set %s (the "
+			   "source is never modified)", a.out,
+			   dlc_index_root(job.idx));
+		dlc_index_free(job.idx);
+		return ret;
+	}
+	n = dlc_index_count(job.idx);
+	ret = dlc_packw_create(a.out, job.idx, &a.o, &job.w, why, sizeof(why));
+	if (ret) {
+		dlc_index_free(job.idx);
+		return fail("pack", "%s", why[0] ? why : strerror(-ret));
+	}
+	if (!a.threads)
+		a.threads = default_threads();
+	if (a.threads > n)
+		a.threads = n ? n : 1;
+	pthread_mutex_init(&job.lock, NULL);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	tty = isatty(STDERR_FILENO);
+	tid = calloc(a.threads, sizeof(*tid));
+	if (!tid)
+		job_fail(&job, "%s", strerror(ENOMEM));
+	for (k = 0; tid && k < a.threads; k++) {
+		ret = pthread_create(&tid[k], NULL, pack_worker, &job);
+		if (ret) {
+			job_fail(&job, "pthread_create: %s", strerror(ret));
+			break;
+		}
+		started++;
+	}
+	/* The progress line, while the workers run. */
+	while (tty && started && atomic_load(&job.done) < n &&
+	       !atomic_load(&job.failed) && !pack_signal) {
+		struct timespec ts = { 0, 250 * 1000 * 1000 };
+
+		nanosleep(&ts, NULL);
+		progress(&job, n, t0);
+	}
+	for (k = 0; k < started; k++)
+		pthread_join(tid[k], NULL);
+	free(tid);
+	if (tty)
+		fputc('\n', stderr);
+	if (pack_signal || atomic_load(&job.failed)) {
+		dlc_packw_abort(job.w);
+		job.w = NULL;
+		ret = pack_signal;
+		sigaction(SIGINT, &old_int, NULL);
+		sigaction(SIGTERM, &old_term, NULL);
+		if (ret) {
+			fprintf(stderr, "dlcachectl pack: interrupted: %s not "
+				"written\n", a.out);
+			dlc_index_free(job.idx);
+			raise(ret);
+			return 1;
+		}
+		ret = fail("pack", "%s (%s not written)", job.err, a.out);
+		goto out;
+	}
+	packed = dlc_packw_bytes(job.w);
+	ret = dlc_packw_finish(job.w, why, sizeof(why));
+	job.w = NULL;
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	if (ret) {
+		fail("pack", "%s", why[0] ? why : strerror(-ret));
+		goto out;
+	}
+	if (!stat(a.out, &st))
+		packed = (uint64_t)st.st_size;
+	secs = (double)(now_ns() - t0) / 1e9;
+	src = atomic_load(&job.src_bytes);
+	printf("%s: %u samples in %.2f s (%.0f images/s, %u threads): "
+	       "source %llu bytes, pack %llu bytes (%+.2f %%); "
+	       "%u transcoded, %u kept as is\n",
+	       a.out, n, secs, secs > 0 ? n / secs : 0.0, a.threads,
+	       (unsigned long long)src, (unsigned long long)packed,
+	       src ? 100.0 * ((double)packed - (double)src) / (double)src : 0.0,
+	       atomic_load(&job.rst), atomic_load(&job.plain));
+	for (k = 0; k < job.nlisted; k++)
+		printf("  kept as is: %s\n", job.listed[k]);
+	if (atomic_load(&job.plain) > job.nlisted)
+		printf("  kept as is: ... and %u more\n",
+		       atomic_load(&job.plain) - job.nlisted);
+	ret = 0;
+out:
+	pthread_mutex_destroy(&job.lock);
+	dlc_index_free(job.idx);
+	return ret ? 1 : 0;
+}
