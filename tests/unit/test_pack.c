@@ -1,0 +1,814 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Packs (.dlp): the writer and the reader round trip a data set (every
+ * record equals the source index, the bytes match their CRC-32C, a
+ * transcoded JPEG decodes, by libjpeg itself, to the source's pixels);
+ * a pack loads as an index; and a pack damaged in any field is refused
+ * at open with -EBADMSG (-EPROTO for another version) and a why naming
+ * the field and the sample. Damage to the metadata is resealed (its CRC
+ * and the header's recomputed) so that the per-field checks, not the
+ * CRC, must catch it. Exit 0 pass, 1 fail.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jpeglib.h>
+
+#include "crc32c.h"
+#include "dlcache.h"
+#include "internal.h"
+#include "pack.h"
+#include "packfmt.h"
+#include "packwrite.h"
+
+#include "helpers/testutil.h"
+
+static char *tmp;
+static char src_root[PATH_MAX];
+static struct dlc_index *src_idx;
+
+static const char *at(const char *name)
+{
+	static char bufs[4][PATH_MAX];
+	static int next;
+	char *b = bufs[next++ & 3];
+
+	snprintf(b, PATH_MAX, "%s/%s", tmp, name);
+	return b;
+}
+
+/* ---- an independent decode: libjpeg straight, to RGB ---- */
+
+struct jerr {
+	struct jpeg_error_mgr mgr;
+	jmp_buf jb;
+};
+
+static void jerr_exit(j_common_ptr c)
+{
+	longjmp(((struct jerr *)c->err)->jb, 1);
+}
+
+/* The whole image as RGB (malloc'd), or NULL. */
+static uint8_t *jpeg_rgb(const uint8_t *buf, size_t len, uint32_t *w,
+			 uint32_t *h)
+{
+	struct jpeg_decompress_struct d;
+	struct jerr je;
+	uint8_t *volatile rgb = NULL;
+	JSAMPROW row;
+
+	d.err = jpeg_std_error(&je.mgr);
+	je.mgr.error_exit = jerr_exit;
+	if (setjmp(je.jb)) {
+		jpeg_destroy_decompress(&d);
+		free(rgb);
+		return NULL;
+	}
+	jpeg_create_decompress(&d);
+	jpeg_mem_src(&d, buf, len);
+	jpeg_read_header(&d, TRUE);
+	d.out_color_space = JCS_RGB;
+	jpeg_start_decompress(&d);
+	*w = d.output_width;
+	*h = d.output_height;
+	rgb = malloc((size_t)*w * *h * 3);
+	if (!rgb)
+		longjmp(je.jb, 1);
+	while (d.output_scanline < d.output_height) {
+		row = rgb + (size_t)d.output_scanline * *w * 3;
+		jpeg_read_scanlines(&d, &row, 1);
+	}
+	jpeg_finish_decompress(&d);
+	jpeg_destroy_decompress(&d);
+	return rgb;
+}
+
+/* ---- building packs ---- */
+
+/* Sample @id's source bytes. */
+static uint8_t *src_bytes(uint32_t id, size_t *len)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", dlc_index_root(src_idx),
+		 dlc_index_relpath(src_idx, id));
+	return t_read_file(path, len);
+}
+
+/* Pack the source set into @path, adding samples last to first. */
+static int pack_sources(const char *path, int *kinds)
+{
+	struct dlc_packw *w;
+	char why[256];
+	uint32_t i, n = dlc_index_count(src_idx);
+	int ret;
+
+	ret = dlc_packw_create(path, src_idx, NULL, &w, why, sizeof(why));
+	CHECK(!ret, "create: %s", why);
+	if (ret)
+		return ret;
+	for (i = n; i-- > 0;) {
+		size_t len;
+		uint8_t *b = src_bytes(i, &len);
+
+		CHECK(b);
+		if (!b)
+			break;
+		ret = dlc_packw_add_source(w, i, b, len, why, sizeof(why));
+		free(b);
+		CHECK(ret >= 0, "add_source %u: %d %s", i, ret, why);
+		if (kinds)
+			kinds[i] = ret;
+	}
+	ret = dlc_packw_finish(w, why, sizeof(why));
+	CHECK(!ret, "finish: %d %s", ret, why);
+	return ret;
+}
+
+/*
+ * A pack of made-up samples whose structure only is checked (the reader
+ * does not look inside the bytes): even ids restart-indexed, 40 x 20 at
+ * 16 x 16 MCUs (3 x 2 MCUs, interval 3), rows {10, 50, 90} of 100 bytes;
+ * odd ids plain.
+ */
+static const uint32_t fake_rows[3] = { 10, 50, 90 };
+
+static void fake_geom(struct dlc_rst_geom *g)
+{
+	memset(g, 0, sizeof(*g));
+	g->width = 40;
+	g->height = 20;
+	g->mcu_w = g->mcu_h = 16;
+	g->mcus_x = 3;
+	g->mcus_y = 2;
+	g->interval = 3;
+	g->ncomp = 3;
+}
+
+static int pack_fake(const char *path)
+{
+	struct dlc_rst_geom g;
+	struct dlc_packw *w;
+	uint8_t buf[700];
+	char why[256];
+	uint32_t i, n = dlc_index_count(src_idx);
+	int ret;
+
+	fake_geom(&g);
+	ret = dlc_packw_create(path, src_idx, NULL, &w, why, sizeof(why));
+	CHECK(!ret, "create: %s", why);
+	if (ret)
+		return ret;
+	for (i = 0; i < n; i++) {
+		size_t len = i & 1 ? 300 + i : 100;
+
+		memset(buf, (int)i, len);
+		ret = dlc_packw_add(w, i, i & 1 ? DLC_PACK_PLAIN : DLC_PACK_RST,
+				    buf, len, len + 5, &g, fake_rows);
+		CHECK(!ret, "add %u: %d", i, ret);
+	}
+	ret = dlc_packw_finish(w, why, sizeof(why));
+	CHECK(!ret, "finish: %d %s", ret, why);
+	return ret;
+}
+
+/* ---- round trip ---- */
+
+static void test_roundtrip(void)
+{
+	const char *path = at("rt.dlp");
+	uint32_t i, n = dlc_index_count(src_idx), nrst = 0;
+	struct dlc_pack *p;
+	char why[256];
+	int kinds[64], fd;
+	struct stat st;
+
+	CHECK(n <= 64);
+	if (pack_sources(path, kinds))
+		return;
+	CHECK(stat(at("rt.dlp.part"), &st) && errno == ENOENT,
+	      "a .part is left");
+	CHECK_EQ(dlc_pack_open(path, &p, why, sizeof(why)), 0);
+	if (!p) {
+		printf("FAIL: open: %s\n", why);
+		return;
+	}
+	CHECK_EQ(dlc_pack_count(p), n);
+	CHECK_EQ(dlc_pack_num_classes(p), dlc_index_num_classes(src_idx));
+	for (i = 0; i < dlc_index_num_classes(src_idx); i++)
+		CHECK(!strcmp(dlc_pack_class_name(p, i),
+			      dlc_index_class_name(src_idx, i)));
+	CHECK(dlc_pack_class_name(p, dlc_pack_num_classes(p)) == NULL);
+	CHECK(!strcmp(dlc_pack_path(p), path));
+	fd = open(path, O_RDONLY);
+	CHECK(fd >= 0);
+	for (i = 0; i < n; i++) {
+		struct dlc_pack_entry e;
+		uint32_t rows[DLC_RST_MAX_ROWS + 1], prow[DLC_RST_MAX_ROWS + 1];
+		struct dlc_rst_geom g;
+		const char *pwhy = NULL;
+		uint8_t *src, *b;
+		size_t slen;
+		uint32_t crc;
+
+		CHECK_EQ(dlc_pack_entry(p, i, &e), 0);
+		CHECK(!strcmp(e.path, dlc_index_relpath(src_idx, i)),
+		      "%u: %s", i, e.path);
+		CHECK_EQ(e.label, dlc_index_label(src_idx, i));
+		CHECK_EQ(e.kind, (uint32_t)kinds[i]);
+		CHECK_EQ(e.off % DLC_PACK_DEFAULT_ALIGN, 0);
+		CHECK_EQ(e.src_len, dlc_index_size(src_idx, i));
+		src = src_bytes(i, &slen);
+		b = malloc(e.len);
+		CHECK(src && b);
+		if (!src || !b || pread(fd, b, e.len, (off_t)e.off) !=
+				  (ssize_t)e.len) {
+			CHECK(0, "read sample %u", i);
+			free(src);
+			free(b);
+			continue;
+		}
+		CHECK_EQ(dlc_crc32c(0, b, e.len), e.crc);
+		CHECK(!dlc_index_crc32c(src_idx, i, &crc) &&
+		      crc == dlc_crc32c(0, src, slen));
+		if (e.kind == DLC_PACK_PLAIN) {
+			CHECK(e.len == slen && !memcmp(b, src, slen),
+			      "plain %u: not the source's bytes", i);
+			CHECK_EQ(dlc_pack_rows(p, i, rows), -EINVAL);
+		} else {
+			uint32_t sw, sh, pw, ph;
+			uint8_t *a = jpeg_rgb(src, slen, &sw, &sh);
+			uint8_t *c = jpeg_rgb(b, e.len, &pw, &ph);
+
+			nrst++;
+			CHECK(a && c && sw == pw && sh == ph &&
+			      !memcmp(a, c, (size_t)sw * sh * 3),
+			      "rst %u: pixels differ from the source's", i);
+			free(a);
+			free(c);
+			CHECK_EQ(dlc_rst_parse(b, e.len, &g, prow, &pwhy), 0);
+			CHECK_EQ(dlc_pack_rows(p, i, rows), 0);
+			CHECK(!memcmp(&g, &e.g, sizeof(g)),
+			      "rst %u: geometry differs from the parse", i);
+			CHECK(!memcmp(rows, prow,
+				      ((size_t)g.mcus_y + 1) * sizeof(*rows)),
+			      "rst %u: rows differ from the parse", i);
+		}
+		free(src);
+		free(b);
+	}
+	/* Every sample of the set is a baseline 4:2:0 JPEG: all transcode. */
+	CHECK_EQ(nrst, n);
+	CHECK_EQ(dlc_pack_entry(p, n, &(struct dlc_pack_entry){ 0 }), -EINVAL);
+	close(fd);
+	dlc_pack_close(p);
+}
+
+/* A non-JPEG and a truncated JPEG are kept as they are. */
+static void test_kept_plain(void)
+{
+	uint8_t junk[200];
+	struct dlc_packw *w;
+	char why[256];
+	uint8_t *j;
+	size_t len;
+	int ret;
+
+	memset(junk, 'x', sizeof(junk));
+	ret = dlc_packw_create(at("kp.dlp"), src_idx, NULL, &w, why,
+			       sizeof(why));
+	CHECK_EQ(ret, 0);
+	if (ret)
+		return;
+	ret = dlc_packw_add_source(w, 0, junk, sizeof(junk), why, sizeof(why));
+	CHECK_EQ(ret, DLC_PACK_PLAIN);
+	CHECK(why[0], "no reason for a non-JPEG kept as is");
+	j = src_bytes(1, &len);
+	CHECK(j);
+	if (j) {
+		ret = dlc_packw_add_source(w, 1, j, len / 2, why, sizeof(why));
+		CHECK_EQ(ret, DLC_PACK_PLAIN);
+		CHECK(why[0], "no reason for a truncated JPEG kept as is");
+		/* An id added twice, one out of range. */
+		CHECK_EQ(dlc_packw_add(w, 1, DLC_PACK_PLAIN, j, len, len, NULL,
+				       NULL), -EEXIST);
+		CHECK_EQ(dlc_packw_add(w, dlc_index_count(src_idx),
+				       DLC_PACK_PLAIN, j, len, len, NULL, NULL),
+			 -EINVAL);
+		CHECK_EQ(dlc_packw_add(w, 2, DLC_PACK_PLAIN, j, 0, 0, NULL,
+				       NULL), -EINVAL);
+		CHECK_EQ(dlc_packw_add(w, 2, 7, j, len, len, NULL, NULL),
+			 -EINVAL);
+		free(j);
+	}
+	/* Not every sample added: no pack, and no .part. */
+	ret = dlc_packw_finish(w, why, sizeof(why));
+	CHECK_EQ(ret, -EINVAL);
+	CHECK(strstr(why, "sample 2") && strstr(why, "never added"), "%s", why);
+	CHECK(access(at("kp.dlp"), F_OK) && access(at("kp.dlp.part"), F_OK));
+}
+
+/* The writer's restart-indexed records are checked as the reader checks. */
+static void test_add_checks_geometry(void)
+{
+	struct dlc_rst_geom g;
+	struct dlc_packw *w;
+	uint32_t bad[3] = { 10, 50, 50 };
+	uint8_t buf[100] = { 0 };
+
+	CHECK_EQ(dlc_packw_create(at("geo.dlp"), src_idx, NULL, &w, NULL, 0),
+		 0);
+	if (!w)
+		return;
+	fake_geom(&g);
+	CHECK_EQ(dlc_packw_add(w, 0, DLC_PACK_RST, buf, 100, 100, &g, bad),
+		 -EINVAL);
+	g.interval = 2;
+	CHECK_EQ(dlc_packw_add(w, 0, DLC_PACK_RST, buf, 100, 100, &g,
+			       fake_rows), -EINVAL);
+	fake_geom(&g);
+	CHECK_EQ(dlc_packw_add(w, 0, DLC_PACK_RST, buf, 91, 91, &g, fake_rows),
+		 -EINVAL);
+	CHECK_EQ(dlc_packw_add(w, 0, DLC_PACK_RST, buf, 100, 100, &g,
+			       fake_rows), 0);
+	dlc_packw_abort(w);
+	CHECK(access(at("geo.dlp.part"), F_OK), "abort left the .part");
+}
+
+/* A stale .part of ours is replaced; anything else there is left alone. */
+static void test_stale_part(void)
+{
+	struct dlc_packw *w = NULL;
+	char why[256];
+	size_t len;
+	uint8_t *b;
+
+	CHECK_EQ(t_write_file(at("st.dlp.part"), "DLCPACK\0junk", 12), 0);
+	CHECK_EQ(dlc_packw_create(at("st.dlp"), src_idx, NULL, &w, why,
+				  sizeof(why)), 0);
+	dlc_packw_abort(w);
+	CHECK_EQ(t_write_file(at("st.dlp.part"), "precious", 8), 0);
+	w = NULL;
+	CHECK_EQ(dlc_packw_create(at("st.dlp"), src_idx, NULL, &w, why,
+				  sizeof(why)), -EEXIST);
+	CHECK(w == NULL);
+	CHECK(strstr(why, "not a pack being written"), "%s", why);
+	b = t_read_file(at("st.dlp.part"), &len);
+	CHECK(b && len == 8 && !memcmp(b, "precious", 8),
+	      "a foreign .part was touched");
+	free(b);
+	unlink(at("st.dlp.part"));
+	CHECK_EQ(dlc_packw_create(at("st.dlp"), src_idx,
+				  &(struct dlc_packw_opts){ .align = 384 },
+				  &w, why, sizeof(why)), -EINVAL);
+}
+
+struct adder {
+	struct dlc_packw *w;
+	uint32_t first, step;
+	int err;
+};
+
+static void *add_thread(void *arg)
+{
+	struct adder *a = arg;
+	uint32_t i, n = dlc_index_count(src_idx);
+	uint8_t buf[1000];
+
+	for (i = a->first; i < n; i += a->step) {
+		memset(buf, (int)i, sizeof(buf));
+		if (dlc_packw_add(a->w, i, DLC_PACK_PLAIN, buf, 500 + i, 1,
+				  NULL, NULL))
+			a->err = 1;
+	}
+	return NULL;
+}
+
+/* Four threads adding at once: every sample intact, nothing overlaps. */
+static void test_threads(void)
+{
+	struct adder a[4];
+	pthread_t t[4];
+	struct dlc_packw *w;
+	struct dlc_pack *p;
+	char why[256];
+	uint32_t i, k;
+	int fd;
+
+	CHECK_EQ(dlc_packw_create(at("th.dlp"), src_idx,
+				  &(struct dlc_packw_opts){ .align = 64 }, &w,
+				  why, sizeof(why)), 0);
+	if (!w)
+		return;
+	for (k = 0; k < 4; k++) {
+		a[k] = (struct adder){ w, k, 4, 0 };
+		pthread_create(&t[k], NULL, add_thread, &a[k]);
+	}
+	for (k = 0; k < 4; k++) {
+		pthread_join(t[k], NULL);
+		CHECK(!a[k].err);
+	}
+	CHECK_EQ(dlc_packw_finish(w, why, sizeof(why)), 0);
+	CHECK_EQ(dlc_pack_open(at("th.dlp"), &p, why, sizeof(why)), 0);
+	if (!p)
+		return;
+	fd = open(at("th.dlp"), O_RDONLY);
+	for (i = 0; i < dlc_pack_count(p); i++) {
+		struct dlc_pack_entry e;
+		uint8_t buf[1000], want[1000];
+
+		dlc_pack_entry(p, i, &e);
+		memset(want, (int)i, sizeof(want));
+		CHECK_EQ(e.len, 500 + i);
+		CHECK_EQ(e.off % 64, 0);
+		CHECK(pread(fd, buf, e.len, (off_t)e.off) == (ssize_t)e.len &&
+		      !memcmp(buf, want, e.len), "sample %u garbled", i);
+	}
+	close(fd);
+	dlc_pack_close(p);
+}
+
+/* ---- a pack as an index ---- */
+
+static void test_as_index(void)
+{
+	const char *path = at("fake.dlp");
+	struct dlc_index *idx = NULL;
+	uint64_t k1[2], k2[2];
+	uint32_t i, crc;
+	char *real;
+
+	if (pack_fake(path))
+		return;
+	CHECK_EQ(dlc_pack_sniff(path), 1);
+	CHECK_EQ(dlc_pack_sniff(tmp), 0);
+	CHECK_EQ(dlc_pack_sniff(at("no-such")), -ENOENT);
+	CHECK(dlc_index_pack(src_idx) == NULL);
+	CHECK_EQ(dlc_index_load(path, &idx), 0);
+	if (!idx)
+		return;
+	CHECK(dlc_index_pack(idx) != NULL);
+	real = realpath(path, NULL);
+	CHECK(real && !strcmp(dlc_index_root(idx), real));
+	free(real);
+	CHECK_EQ(dlc_index_count(idx), dlc_index_count(src_idx));
+	CHECK_EQ(dlc_index_num_classes(idx), dlc_index_num_classes(src_idx));
+	for (i = 0; i < dlc_index_num_classes(idx); i++)
+		CHECK(!strcmp(dlc_index_class_name(idx, i),
+			      dlc_index_class_name(src_idx, i)));
+	for (i = 0; i < dlc_index_count(idx); i++) {
+		struct dlc_pack_entry e;
+
+		dlc_pack_entry(dlc_index_pack(idx), i, &e);
+		CHECK(!strcmp(dlc_index_relpath(idx, i),
+			      dlc_index_relpath(src_idx, i)));
+		CHECK_EQ(dlc_index_label(idx, i), dlc_index_label(src_idx, i));
+		CHECK_EQ(dlc_index_size(idx, i), e.len);
+		CHECK(!dlc_index_crc32c(idx, i, &crc) && crc == e.crc);
+		if (i & 1)
+			continue;
+		CHECK_EQ(e.kind, DLC_PACK_RST);
+		CHECK_EQ(e.g.scan_off, 10);
+		CHECK_EQ(e.g.end_off, 90);
+		CHECK_EQ(e.g.mcus_x, 3);
+		CHECK_EQ(e.g.mcus_y, 2);
+	}
+	dlc_index_key(idx, k1);
+	dlc_index_key(src_idx, k2);
+	CHECK(k1[0] != k2[0] || k1[1] != k2[1], "the pack's key is the index's");
+	CHECK_EQ(k1[1] & UINT32_MAX, dlc_index_count(idx));
+	CHECK_EQ(dlc_index_save(idx, at("saved.idx")), -EINVAL);
+	CHECK(access(at("saved.idx"), F_OK));
+	dlc_index_free(idx);
+	idx = NULL;
+	CHECK_EQ(dlc_index_load_at(path, tmp, &idx), -EINVAL);
+	CHECK(idx == NULL);
+}
+
+/* ---- corruption ---- */
+
+static uint8_t *good;		/* the fake pack's bytes */
+static size_t good_len;
+
+static uint64_t hdr64(const uint8_t *b, int off)
+{
+	return pk_get64(b + off);
+}
+
+/* Recompute the metadata's CRC and then the header's. */
+static void reseal(uint8_t *b, size_t len)
+{
+	uint64_t mo = hdr64(b, PK_HDR_META_OFF), ml = hdr64(b, PK_HDR_META_LEN);
+
+	if (mo <= len && ml <= len - mo)
+		pk_put32(b + PK_HDR_META_CRC, dlc_crc32c(0, b + mo, ml));
+	pk_put32(b + PK_HDR_CRC, dlc_crc32c(0, b, PK_HDR_CRC));
+}
+
+static uint8_t *meta_of(uint8_t *b)
+{
+	return b + hdr64(b, PK_HDR_META_OFF);
+}
+
+static uint8_t *rec_of(uint8_t *b, uint32_t id)
+{
+	uint8_t *m = meta_of(b);
+
+	return m + PK_META_LEN + pk_get64(m + PK_META_CLASSES_LEN) +
+	       (size_t)id * PK_REC_LEN;
+}
+
+static uint8_t *rows_of(uint8_t *b)
+{
+	uint8_t *m = meta_of(b);
+
+	return m + PK_META_LEN + pk_get64(m + PK_META_CLASSES_LEN) +
+	       pk_get64(m + PK_META_RECORDS_LEN);
+}
+
+/* Open @b as a file: the error, with @why filled. */
+static int open_bytes(const uint8_t *b, size_t len, char *why, size_t wl)
+{
+	struct dlc_pack *p = NULL;
+	int ret;
+
+	CHECK_EQ(t_write_file(at("bad.dlp"), b, len), 0);
+	ret = dlc_pack_open(at("bad.dlp"), &p, why, wl);
+	CHECK(ret || p);
+	dlc_pack_close(p);
+	return ret;
+}
+
+/* Damage a copy of the good pack with @fn, open it, expect @err + @want. */
+static void expect(const char *name, void (*fn)(uint8_t *b, size_t *len),
+		   int do_reseal, int err, const char *want)
+{
+	uint8_t *b = malloc(good_len);
+	size_t len = good_len;
+	char why[512] = "";
+	int ret;
+
+	memcpy(b, good, good_len);
+	fn(b, &len);
+	if (do_reseal)
+		reseal(b, len);
+	ret = open_bytes(b, len, why, sizeof(why));
+	if (ret != err || !strstr(why, want))
+		t_fail(__FILE__, __LINE__, name, "%s: got %d \"%s\", want %d "
+		       "\"%s\"", name, ret, why, err, want);
+	free(b);
+}
+
+static void bad_magic(uint8_t *b, size_t *l) { b[3] ^= 1; }
+static void bad_version(uint8_t *b, size_t *l) { pk_put32(b + PK_HDR_VERSION, 2); }
+static void bad_hdr_crc(uint8_t *b, size_t *l) { b[PK_HDR_COUNT] ^= 1; }
+static void bad_meta_crc(uint8_t *b, size_t *l) { meta_of(b)[PK_META_LEN] ^= 1; }
+static void bad_reserved(uint8_t *b, size_t *l) { b[2000] = 1; }
+static void bad_reserved0(uint8_t *b, size_t *l) { pk_put32(b + PK_HDR_RESERVED0, 1); }
+static void bad_flags(uint8_t *b, size_t *l) { pk_put32(b + PK_HDR_FLAGS, 4); }
+static void bad_align(uint8_t *b, size_t *l) { pk_put32(b + PK_HDR_ALIGN, 48); }
+static void bad_count(uint8_t *b, size_t *l)
+{
+	pk_put32(b + PK_HDR_COUNT, pk_get32(b + PK_HDR_COUNT) - 1);
+}
+static void bad_meta_reserved(uint8_t *b, size_t *l)
+{
+	meta_of(b)[PK_META_RESERVED] = 1;
+}
+static void bad_sections(uint8_t *b, size_t *l)
+{
+	uint8_t *m = meta_of(b);
+
+	pk_put64(m + PK_META_ROWS_LEN, pk_get64(m + PK_META_ROWS_LEN) + 1);
+}
+static void bad_trailing(uint8_t *b, size_t *l)
+{
+	pk_put64(b + PK_HDR_META_LEN, hdr64(b, PK_HDR_META_LEN) - 1);
+}
+static void off_past_end(uint8_t *b, size_t *l)
+{
+	pk_put64(rec_of(b, 1) + PK_REC_OFF, *l + 4096);
+}
+static void off_unaligned(uint8_t *b, size_t *l)
+{
+	uint8_t *r = rec_of(b, 1);
+
+	pk_put64(r + PK_REC_OFF, pk_get64(r + PK_REC_OFF) + 8);
+}
+static void off_into_meta(uint8_t *b, size_t *l)
+{
+	uint64_t mo = hdr64(b, PK_HDR_META_OFF);
+	uint8_t *r = rec_of(b, 3);
+
+	/* Aligned, starting in the data, running into the metadata. */
+	pk_put64(r + PK_REC_OFF, (mo - 1) & ~(uint64_t)511);
+	pk_put32(r + PK_REC_LEN_, 1024);
+}
+static void off_overlap(uint8_t *b, size_t *l)
+{
+	pk_put64(rec_of(b, 3) + PK_REC_OFF,
+		 pk_get64(rec_of(b, 2) + PK_REC_OFF));
+}
+static void len_zero(uint8_t *b, size_t *l) { pk_put32(rec_of(b, 1) + PK_REC_LEN_, 0); }
+static void label_big(uint8_t *b, size_t *l)
+{
+	pk_put32(rec_of(b, 2) + PK_REC_LABEL, pk_get32(b + PK_HDR_NCLASSES));
+}
+static void label_neg(uint8_t *b, size_t *l) { pk_put32(rec_of(b, 2) + PK_REC_LABEL, (uint32_t)-1); }
+static void kind_bad(uint8_t *b, size_t *l) { pk_put32(rec_of(b, 1) + PK_REC_KIND, 2); }
+static void plain_geom(uint8_t *b, size_t *l) { pk_put32(rec_of(b, 1) + PK_REC_WIDTH, 5); }
+static void path_off(uint8_t *b, size_t *l) { pk_put32(rec_of(b, 2) + PK_REC_PATH, 1u << 30); }
+/* The strings are the metadata's tail: drop the last NUL. */
+static void path_unterminated(uint8_t *b, size_t *l) { b[*l - 1] = 'x'; }
+static void path_empty(uint8_t *b, size_t *l)
+{
+	/* Point sample 2 at the NUL that ends sample 1's path. */
+	uint32_t po = pk_get32(rec_of(b, 1) + PK_REC_PATH);
+
+	pk_put32(rec_of(b, 2) + PK_REC_PATH,
+		 po + (uint32_t)strlen(dlc_index_relpath(src_idx, 1)));
+}
+static void class_unterminated(uint8_t *b, size_t *l)
+{
+	uint8_t *m = meta_of(b);
+
+	m[PK_META_LEN + pk_get64(m + PK_META_CLASSES_LEN) - 1] = 'x';
+}
+/* Sample 0's rows are {10, +40, +40}: make the second delta 0. */
+static void rows_not_increasing(uint8_t *b, size_t *l)
+{
+	uint8_t *r = rec_of(b, 0);
+
+	rows_of(b)[pk_get64(r + PK_REC_ROWS_OFF) + 1] = 0;
+}
+static void rows_short(uint8_t *b, size_t *l)
+{
+	uint8_t *r = rec_of(b, 0);
+
+	pk_put32(r + PK_REC_ROWS_LEN, pk_get32(r + PK_REC_ROWS_LEN) - 1);
+}
+static void rows_long(uint8_t *b, size_t *l)
+{
+	uint8_t *r = rec_of(b, 0);
+
+	/* One more MCU row than the table holds offsets for. */
+	pk_put32(r + PK_REC_HEIGHT, 40);
+}
+static void rows_outside(uint8_t *b, size_t *l)
+{
+	uint8_t *r = rec_of(b, 0);
+
+	pk_put64(r + PK_REC_ROWS_OFF, 1u << 30);
+}
+static void rows_eoi_past(uint8_t *b, size_t *l)
+{
+	uint8_t *r = rec_of(b, 0);
+
+	/* Rows {10, 50, 90} need 92 bytes. */
+	pk_put32(r + PK_REC_LEN_, 91);
+}
+static void rows_varint(uint8_t *b, size_t *l)
+{
+	uint8_t *r = rec_of(b, 0);
+
+	rows_of(b)[pk_get64(r + PK_REC_ROWS_OFF) + 2] |= 0x80;
+}
+static void geom_interval(uint8_t *b, size_t *l) { pk_put32(rec_of(b, 0) + PK_REC_INTERVAL, 2); }
+static void geom_ncomp(uint8_t *b, size_t *l) { rec_of(b, 0)[PK_REC_NCOMP] = 4; }
+static void geom_mcu(uint8_t *b, size_t *l) { rec_of(b, 0)[PK_REC_MCU_W] = 12; }
+static void geom_width(uint8_t *b, size_t *l) { pk_put32(rec_of(b, 0) + PK_REC_WIDTH, 0); }
+static void geom_gray16(uint8_t *b, size_t *l) { rec_of(b, 0)[PK_REC_NCOMP] = 1; }
+static void geom_pad(uint8_t *b, size_t *l) { rec_of(b, 0)[PK_REC_PAD] = 1; }
+
+static void test_corrupt(void)
+{
+	char why[512], want[PATH_MAX + 64];
+	size_t cuts[8], k;
+	uint64_t mo;
+
+	if (pack_fake(at("good.dlp")))
+		return;
+	good = t_read_file(at("good.dlp"), &good_len);
+	CHECK(good);
+	if (!good)
+		return;
+	/* The good bytes open (the harness itself is sound). */
+	CHECK_EQ(open_bytes(good, good_len, why, sizeof(why)), 0);
+
+	mo = hdr64(good, PK_HDR_META_OFF);
+	cuts[0] = 0;
+	cuts[1] = 7;
+	cuts[2] = 100;
+	cuts[3] = PK_HDR_LEN - 1;
+	cuts[4] = PK_HDR_LEN;
+	cuts[5] = PK_HDR_LEN + 700;
+	cuts[6] = (size_t)mo + 20;
+	cuts[7] = good_len - 1;
+	for (k = 0; k < 8; k++) {
+		int ret = open_bytes(good, cuts[k], why, sizeof(why));
+
+		if (ret != -EBADMSG || !why[0])
+			t_fail(__FILE__, __LINE__, "truncated",
+			       "cut at %zu: %d \"%s\"", cuts[k], ret, why);
+	}
+
+	expect("bad magic", bad_magic, 0, -EBADMSG, "magic");
+	expect("version 2", bad_version, 0, -EPROTO, "version 2");
+	expect("version 2 resealed", bad_version, 1, -EPROTO, "version 2");
+	expect("header crc", bad_hdr_crc, 0, -EBADMSG, "header: crc32c");
+	expect("metadata crc", bad_meta_crc, 0, -EBADMSG, "metadata: crc32c");
+	expect("reserved byte", bad_reserved, 1, -EBADMSG, "reserved byte 2000");
+	expect("reserved word", bad_reserved0, 1, -EBADMSG, "reserved word");
+	expect("flags", bad_flags, 1, -EBADMSG, "flags");
+	expect("align", bad_align, 1, -EBADMSG, "align 48");
+	expect("count", bad_count, 1, -EBADMSG, "records length");
+	expect("metadata reserved", bad_meta_reserved, 1, -EBADMSG,
+	       "metadata: reserved");
+	expect("sections", bad_sections, 1, -EBADMSG, "section lengths");
+	expect("trailing bytes", bad_trailing, 1, -EBADMSG,
+	       "does not end at the file's end");
+
+	snprintf(want, sizeof(want), "sample 1 (%s): off/len: outside",
+		 dlc_index_relpath(src_idx, 1));
+	expect("off past the end", off_past_end, 1, -EBADMSG, want);
+	snprintf(want, sizeof(want), "sample 1 (%s): off: not aligned",
+		 dlc_index_relpath(src_idx, 1));
+	expect("off unaligned", off_unaligned, 1, -EBADMSG, want);
+	snprintf(want, sizeof(want), "sample 3 (%s): off/len: outside the data",
+		 dlc_index_relpath(src_idx, 3));
+	expect("into the metadata", off_into_meta, 1, -EBADMSG, want);
+	expect("overlap", off_overlap, 1, -EBADMSG, "overlaps sample");
+	snprintf(want, sizeof(want), "sample 1 (%s): len: 0",
+		 dlc_index_relpath(src_idx, 1));
+	expect("len 0", len_zero, 1, -EBADMSG, want);
+	snprintf(want, sizeof(want), "sample 2 (%s): label",
+		 dlc_index_relpath(src_idx, 2));
+	expect("label >= nclasses", label_big, 1, -EBADMSG, want);
+	expect("label < 0", label_neg, 1, -EBADMSG, want);
+	expect("kind", kind_bad, 1, -EBADMSG, "kind: unknown");
+	expect("plain geometry", plain_geom, 1, -EBADMSG, "geometry: not zero");
+	expect("path offset", path_off, 1, -EBADMSG,
+	       "sample 2: path offset");
+	snprintf(want, sizeof(want), "sample %u: path at",
+		 dlc_index_count(src_idx) - 1);
+	expect("path unterminated", path_unterminated, 1, -EBADMSG, want);
+	expect("path empty", path_empty, 1, -EBADMSG, "sample 2: path \"\"");
+	expect("class unterminated", class_unterminated, 1, -EBADMSG,
+	       "not NUL-terminated inside the class table");
+
+	snprintf(want, sizeof(want), "sample 0 (%s): rows",
+		 dlc_index_relpath(src_idx, 0));
+	expect("rows not increasing", rows_not_increasing, 1, -EBADMSG, want);
+	expect("rows short", rows_short, 1, -EBADMSG, want);
+	expect("rows for fewer MCU rows", rows_long, 1, -EBADMSG, want);
+	expect("rows outside the stream", rows_outside, 1, -EBADMSG, want);
+	expect("rows past the sample", rows_eoi_past, 1, -EBADMSG, want);
+	expect("rows varint", rows_varint, 1, -EBADMSG, want);
+	expect("interval", geom_interval, 1, -EBADMSG, "interval");
+	expect("ncomp", geom_ncomp, 1, -EBADMSG, "ncomp");
+	expect("mcu size", geom_mcu, 1, -EBADMSG, "mcu_w/mcu_h");
+	expect("width 0", geom_width, 1, -EBADMSG, "width/height");
+	expect("gray 16x16", geom_gray16, 1, -EBADMSG, "one component");
+	expect("record pad", geom_pad, 1, -EBADMSG, "pad");
+	free(good);
+	good = NULL;
+}
+
+int main(void)
+{
+	int ret;
+
+	tmp = t_mkdtemp(NULL);
+	if (!tmp) {
+		printf("FAIL: mkdtemp\n");
+		return 1;
+	}
+	snprintf(src_root, sizeof(src_root), "%s/src", tmp);
+	ret = t_make_dataset(src_root, 3, 4);
+	if (!ret)
+		ret = dlc_index_build(src_root, &src_idx);
+	if (ret) {
+		printf("FAIL: data set: %s\n", strerror(-ret));
+		t_rmtree(tmp);
+		return 1;
+	}
+	T_RUN(test_roundtrip);
+	T_RUN(test_kept_plain);
+	T_RUN(test_add_checks_geometry);
+	T_RUN(test_stale_part);
+	T_RUN(test_threads);
+	T_RUN(test_as_index);
+	T_RUN(test_corrupt);
+	dlc_index_free(src_idx);
+	t_rmtree(tmp);
+	return t_done("test_pack");
+}
