@@ -34,6 +34,8 @@
 #include <jerror.h>
 
 #include "dlcache.h"
+#include "internal.h"
+#include "jpegrst.h"
 #include "resize.h"
 
 struct dlc_decoder {
@@ -61,6 +63,8 @@ struct dlc_decoder {
 	uint8_t *row4;			/* one CMYK row before conversion */
 	size_t row4_cap;
 	uint8_t *pending;		/* dlc_decoder_full()'s buffer in flight */
+	uint8_t *splice;		/* MCU-exact: the spliced JPEG */
+	size_t splice_cap;
 	struct dlc_resize_ws ws;
 	char msg[256];
 };
@@ -242,6 +246,7 @@ void dlc_decoder_destroy(struct dlc_decoder *d)
 	free(d->region);
 	free(d->row4);
 	free(d->pending);
+	free(d->splice);
 	free(d->ws.mem);
 	free(d);
 }
@@ -870,4 +875,149 @@ int dlc_decoder_crop(struct dlc_decoder *d, const void *buf, size_t len,
 		return -EINVAL;
 	return decode_sample(d, buf, len, NULL, 0, 0, 0, crop, out_w, out_h,
 			     layout, method, dst, NULL);
+}
+
+/* ---- MCU-exact decode of a restart-indexed JPEG ---- */
+
+/*
+ * Splice the MCUs under the decoded pixels [c0, c1) x [r0, r1) of the plan
+ * at 1/@den, plus one MCU on each side (the chroma upsampling of the
+ * splice's edges stays out of what is used), into d->splice. Returns its
+ * length, the corner in *@ox, *@oy (full-resolution pixels).
+ */
+static ssize_t splice_plan(struct dlc_decoder *d, const uint8_t *buf,
+			   size_t len, const struct dlc_rst_geom *g,
+			   const uint32_t *rows, const struct plan *p,
+			   uint32_t den, uint32_t *ox, uint32_t *oy)
+{
+	uint32_t x1 = p->c1 * den < g->width ? p->c1 * den : g->width;
+	uint32_t y1 = p->r1 * den < g->height ? p->r1 * den : g->height;
+	uint32_t mx0 = p->c0 * den / g->mcu_w, my0 = p->r0 * den / g->mcu_h;
+	uint32_t mx1 = (x1 + g->mcu_w - 1) / g->mcu_w;
+	uint32_t my1 = (y1 + g->mcu_h - 1) / g->mcu_h;
+	const char *why = "bad geometry";
+	size_t bound;
+	ssize_t n;
+
+	mx0 = mx0 ? mx0 - 1 : 0;
+	my0 = my0 ? my0 - 1 : 0;
+	mx1 = mx1 + 1 < g->mcus_x ? mx1 + 1 : g->mcus_x;
+	my1 = my1 + 1 < g->mcus_y ? my1 + 1 : g->mcus_y;
+	bound = dlc_rst_splice_bound(g, rows, my0, my1);
+	if (!bound)
+		return set_error(d, DLC_ERR_CORRUPT, -EBADMSG,
+				 "corrupt restart-indexed JPEG: MCU rows %u..%u outside its geometry",
+				 my0, my1);
+	if (grow(&d->splice, &d->splice_cap, bound))
+		return set_error(d, DLC_ERR_NOMEM, -ENOMEM,
+				 "out of memory: %zu bytes of splice", bound);
+	n = dlc_rst_splice(buf, len, g, rows, mx0, my0, mx1, my1, d->splice,
+			   d->splice_cap, ox, oy, &why);
+	if (n < 0)
+		return set_error(d, DLC_ERR_CORRUPT,
+				 n == -ENOMEM ? -ENOMEM : -EBADMSG,
+				 "corrupt restart-indexed JPEG: %s (MCUs %u..%u x %u..%u, %zu bytes)",
+				 n == -ENOSPC ? "the splice outgrows its bound" :
+				 why, mx0, mx1, my0, my1, len);
+	return n;
+}
+
+/* Decode the splice whole at 1/@den into d->region; resize as planned. */
+static int decode_splice(struct dlc_decoder *d, size_t n, struct plan *p,
+			 uint32_t den, uint32_t ox, uint32_t oy,
+			 uint32_t layout, uint8_t *dst)
+{
+	struct jpeg_decompress_struct *c = &d->cinfo;
+	size_t stride;
+	int ret;
+
+	ret = begin(d, d->splice, n);
+	if (ret)
+		return ret;
+	if (setjmp(d->jb))
+		return recover(d);
+	ret = read_header(d);
+	if (ret)
+		return ret;
+	c->scale_num = 1;
+	c->scale_denom = den;
+	jpeg_start_decompress(c);
+	stride = (size_t)c->output_width * 3;
+	if (grow(&d->region, &d->region_cap, stride * c->output_height))
+		return no_memory(d, stride * c->output_height);
+	ret = read_rows(d, d->region, stride, c->output_height);
+	if (ret)
+		return ret;
+	jpeg_finish_decompress(c);
+	return resize_planned(d, p, ox / den, c->output_width, oy / den,
+			      c->output_height, stride, layout, dst);
+}
+
+static int decode_rst(struct dlc_decoder *d, const void *buf, size_t len,
+		      const struct dlc_rst_geom *g, const uint32_t *rows,
+		      const struct dlc_transform *t, uint64_t seed,
+		      uint32_t epoch, uint32_t sample,
+		      const struct dlc_crop *given, uint32_t out_w,
+		      uint32_t out_h, uint32_t layout, uint8_t *dst,
+		      struct dlc_crop *crop_out)
+{
+	uint32_t den, ox = 0, oy = 0;
+	struct plan p;
+	ssize_t n;
+	int ret;
+
+	d->kind = DLC_ERR_NONE;
+	d->err = 0;
+	d->msg[0] = '\0';
+	if (!buf || !g || !rows ||
+	    !out_ok(dst, out_w, out_h, layout, DLC_DECODE_CROP_FIRST))
+		return set_error(d, DLC_ERR_NONE, -EINVAL,
+				 "invalid argument: buffer, geometry, output or layout");
+	if (!g->width || !g->height || !g->mcu_w || !g->mcu_h)
+		return set_error(d, DLC_ERR_CORRUPT, -EBADMSG,
+				 "corrupt restart-indexed JPEG: empty geometry");
+	if ((uint64_t)g->width * g->height > d->max_pixels)
+		return set_error(d, DLC_ERR_TOO_LARGE, -E2BIG,
+				 "image too large: %ux%u is over the cap of %llu pixels",
+				 g->width, g->height,
+				 (unsigned long long)d->max_pixels);
+	ret = setup_crop(d, t, seed, epoch, sample, given, g->width,
+			 g->height);
+	if (ret)
+		return ret;
+	if (crop_out)
+		*crop_out = d->crop;
+	/* the scale and plan of decode_crop_first(), for the whole image */
+	den = d->exact ? 1 : pick_denom(&d->crop, out_w, out_h);
+	plan_at(d, den, (g->width + den - 1) / den,
+		(g->height + den - 1) / den, out_w, out_h, &p);
+	n = splice_plan(d, buf, len, g, rows, &p, den, &ox, &oy);
+	if (n < 0)
+		return (int)n;
+	ret = decode_splice(d, (size_t)n, &p, den, ox, oy, layout, dst);
+	return resize_failed(d, ret, out_w, out_h);
+}
+
+int dlc_decoder_sample_rst(struct dlc_decoder *d, const void *buf,
+			   size_t len, const struct dlc_rst_geom *g,
+			   const uint32_t *rows, const struct dlc_transform *t,
+			   uint64_t seed, uint32_t epoch, uint32_t sample,
+			   uint32_t layout, uint8_t *dst,
+			   struct dlc_crop *crop_out)
+{
+	if (!d || !t)
+		return -EINVAL;
+	return decode_rst(d, buf, len, g, rows, t, seed, epoch, sample, NULL,
+			  t->out_w, t->out_h, layout, dst, crop_out);
+}
+
+int dlc_decoder_crop_rst(struct dlc_decoder *d, const void *buf, size_t len,
+			 const struct dlc_rst_geom *g, const uint32_t *rows,
+			 const struct dlc_crop *crop, uint32_t out_w,
+			 uint32_t out_h, uint32_t layout, uint8_t *dst)
+{
+	if (!d || !crop)
+		return -EINVAL;
+	return decode_rst(d, buf, len, g, rows, NULL, 0, 0, 0, crop, out_w,
+			  out_h, layout, dst, NULL);
 }

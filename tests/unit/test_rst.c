@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "dlcache.h"
+#include "internal.h"
 #include "jpegrst.h"
 #include "helpers/testutil.h"
 
@@ -314,6 +315,120 @@ static void splice_variant(uint32_t i)
 		      variants[i].name, 6);
 }
 
+/* ---- the MCU-exact sample against the crop-first decode ---- */
+
+static void sample_same(const uint8_t *r, size_t rlen, const char *name,
+			uint32_t nsamples)
+{
+	static const struct {
+		uint32_t kind, out, flags;
+	} tf[] = {
+		{ DLC_TRANSFORM_TRAIN, 224, 0 },
+		{ DLC_TRANSFORM_TRAIN, 24, 0 },
+		{ DLC_TRANSFORM_TRAIN, 56, DLC_TRANSFORM_F_EXACT },
+		{ DLC_TRANSFORM_EVAL, 224, 0 },
+		{ DLC_TRANSFORM_EVAL, 20, 0 },
+	};
+	uint32_t rows[DLC_RST_MAX_ROWS + 1], i, s, e, bad = 0, layout;
+	struct dlc_decoder *d;
+	struct dlc_rst_geom g;
+	const char *why = NULL;
+	uint8_t *a, *b;
+	int ra, rb;
+
+	if (dlc_rst_parse(r, rlen, &g, rows, &why)) {
+		CHECK(0, "%s: parse: %s", name, why);
+		return;
+	}
+	a = malloc(224 * 224 * 3);
+	b = malloc(224 * 224 * 3);
+	CHECK_EQ(dlc_decoder_create(0, &d), 0);
+	for (i = 0; i < sizeof(tf) / sizeof(tf[0]); i++) {
+		struct dlc_transform t;
+
+		dlc_transform_default(&t, tf[i].kind);
+		t.out_w = t.out_h = tf[i].out;
+		t.flags = tf[i].flags;
+		if (tf[i].kind == DLC_TRANSFORM_EVAL)
+			t.resize = tf[i].out * 8 / 7;
+		for (e = 0; e < 3; e++)
+			for (s = 0; s < nsamples; s++) {
+				struct dlc_crop ca, cb;
+
+				layout = (s + e) & 1;
+				ra = dlc_decoder_sample_method(d, r, rlen, &t,
+					11 + e, e, s, layout,
+					DLC_DECODE_CROP_FIRST_UNCHECKED, a,
+					&ca);
+				rb = dlc_decoder_sample_rst(d, r, rlen, &g,
+					rows, &t, 11 + e, e, s, layout, b,
+					&cb);
+				if (ra || rb) {
+					CHECK(0, "%s: %d %d %s", name, ra, rb,
+					      dlc_decoder_error(d));
+					bad++;
+					continue;
+				}
+				if (memcmp(&ca, &cb, sizeof(ca)) ||
+				    memcmp(a, b, (size_t)t.out_w * t.out_h * 3)) {
+					if (bad++ < 4)
+						CHECK(0, "%s: transform %u epoch %u sample %u: output differs",
+						      name, i, e, s);
+				}
+			}
+	}
+	CHECK(!bad, "%s: %u samples differ", name, bad);
+	dlc_decoder_destroy(d);
+	free(a);
+	free(b);
+}
+
+static void sample_variant(uint32_t i)
+{
+	if (!rst[i]) {
+		CHECK(0, "%s: no transcode", variants[i].name);
+		return;
+	}
+	sample_same(rst[i], rst_len[i], variants[i].name, 12);
+}
+
+/* Given crops too: edges and corners of the image, every scale. */
+static void crop_edges(void)
+{
+	uint32_t rows[DLC_RST_MAX_ROWS + 1], k, den;
+	struct dlc_decoder *d;
+	struct dlc_rst_geom g;
+	const char *why;
+	uint8_t a[48 * 48 * 3], b[48 * 48 * 3];
+
+	CHECK_EQ(dlc_rst_parse(rst[0], rst_len[0], &g, rows, &why), 0);
+	CHECK_EQ(dlc_decoder_create(0, &d), 0);
+	for (k = 0; k < 16; k++)
+		for (den = 1; den <= 8; den *= 2) {
+			struct dlc_crop c = { 0 };
+			uint32_t o = 48 / den ? 48 / den : 1;
+
+			c.w = 48 + rnd(g.width - 48);
+			c.h = 48 + rnd(g.height - 48);
+			c.x = (k & 1) ? g.width - c.w : rnd(g.width - (uint32_t)c.w + 1);
+			c.y = (k & 2) ? g.height - c.h : rnd(g.height - (uint32_t)c.h + 1);
+			c.x += (k & 4) ? 0.37 : 0;
+			if (c.x + c.w > g.width)
+				c.x = g.width - c.w;
+			c.flip = k & 8 ? 1 : 0;
+			CHECK_EQ(dlc_decoder_crop(d, rst[0], rst_len[0], &c, o,
+						  o, DLC_LAYOUT_NHWC,
+						  DLC_DECODE_CROP_FIRST_UNCHECKED,
+						  a), 0);
+			CHECK_EQ(dlc_decoder_crop_rst(d, rst[0], rst_len[0],
+						      &g, rows, &c, o, o,
+						      DLC_LAYOUT_NHWC, b), 0);
+			CHECK(!memcmp(a, b, (size_t)o * o * 3),
+			      "crop %u at 1/%u differs", k, den);
+		}
+	dlc_decoder_destroy(d);
+}
+
 /* ---- the largest real photograph installed ---- */
 
 static const char *const photos[] = {
@@ -364,6 +479,7 @@ static void photo(void)
 		free(a.rgb);
 	}
 	splice_region(best, blen, out, olen, "photo", 2);
+	sample_same(out, olen, "photo", 4);
 	free(out);
 	free(best);
 }
@@ -566,6 +682,65 @@ static void splice_lies(void)
 		 -ENOSPC);
 }
 
+/* Damage inside the intervals a sample decodes: -EBADMSG or a decode. */
+static void decode_damage(void)
+{
+	uint32_t rows[DLC_RST_MAX_ROWS + 1], k, s, nbad = 0;
+	struct dlc_transform t;
+	struct dlc_decoder *d;
+	struct dlc_rst_geom g;
+	uint8_t *b, out[224 * 224 * 3];
+	const char *why;
+	size_t i, len = rst_len[6];
+	int ret;
+
+	CHECK_EQ(dlc_rst_parse(rst[6], len, &g, rows, &why), 0);
+	CHECK_EQ(dlc_decoder_create(0, &d), 0);
+	dlc_transform_default(&t, DLC_TRANSFORM_TRAIN);
+	b = malloc(len);
+	/* a stray marker in an interval: always caught */
+	for (k = 0; k < 20; k++) {
+		memcpy(b, rst[6], len);
+		i = g.scan_off + rnd(g.end_off - g.scan_off - 2);
+		while (i + 1 < g.end_off && (b[i] == 0xff || b[i + 1] == 0xff ||
+					     (i && b[i - 1] == 0xff)))
+			i++;
+		b[i] = 0xff;
+		b[i + 1] = 0xc4 + rnd(3);
+		ret = dlc_decoder_crop_rst(d, b, len, &g, rows,
+			&(struct dlc_crop){ .w = g.width, .h = g.height }, 64,
+			64, DLC_LAYOUT_NHWC, out);
+		CHECK_EQ(ret, -EBADMSG);
+		CHECK(dlc_decoder_error_kind(d) == DLC_ERR_CORRUPT ||
+		      dlc_decoder_error_kind(d) == DLC_ERR_TRUNCATED);
+		CHECK(strstr(dlc_decoder_error(d), "JPEG") != NULL, "%s",
+		      dlc_decoder_error(d));
+	}
+	/* random flips: an error or an output, never a crash */
+	for (k = 0; k < 200; k++) {
+		memcpy(b, rst[6], len);
+		for (s = 0; s < 3; s++)
+			b[g.scan_off + rnd(g.end_off - g.scan_off)] ^=
+				(uint8_t)(1 + rnd(255));
+		ret = dlc_decoder_sample_rst(d, b, len, &g, rows, &t, 5, 0, k,
+					     DLC_LAYOUT_NCHW, out, NULL);
+		CHECK(ret == 0 || ret == -EBADMSG, "ret %d", ret);
+		if (ret)
+			nbad++;
+	}
+	printf("# damage: %u of 200 flipped samples rejected\n", nbad);
+	/* the decoder is still good */
+	CHECK_EQ(dlc_decoder_sample_rst(d, rst[6], len, &g, rows, &t, 5, 0, 0,
+					DLC_LAYOUT_NCHW, out, NULL), 0);
+	/* a geometry that lies about the size */
+	g.width = 60000;
+	g.height = 60000;
+	CHECK_EQ(dlc_decoder_sample_rst(d, rst[6], len, &g, rows, &t, 5, 0, 0,
+					DLC_LAYOUT_NCHW, out, NULL), -E2BIG);
+	free(b);
+	dlc_decoder_destroy(d);
+}
+
 int main(void)
 {
 	char name[64];
@@ -588,12 +763,19 @@ int main(void)
 			 variants[i].name);
 		T_RUN_AS(name, splice_variant, i);
 	}
+	for (i = 0; i < NVAR; i++) {
+		snprintf(name, sizeof(name), "mcu_exact_sample_%s",
+			 variants[i].name);
+		T_RUN_AS(name, sample_variant, i);
+	}
 	if (rst[0] && rst[4] && rst[6]) {
+		T_RUN(crop_edges);
 		T_RUN(photo);
 		T_RUN(parse_rejects);
 		T_RUN(transcode_rejects);
 		T_RUN(max_side);
 		T_RUN(splice_lies);
+		T_RUN(decode_damage);
 	}
 	for (i = 0; i < NVAR; i++) {
 		free(src[i]);
