@@ -34,6 +34,8 @@
 #include <jerror.h>
 
 #include "dlcache.h"
+#include "internal.h"
+#include "jpegrst.h"
 #include "resize.h"
 
 struct dlc_decoder {
@@ -54,12 +56,15 @@ struct dlc_decoder {
 	uint32_t eval;
 	uint32_t full_w, full_h, win_x, win_y;
 	uint32_t exact;			/* DLC_TRANSFORM_F_EXACT: scale 1 */
+	uint32_t img_w, img_h;		/* the whole image (not a splice) */
 	/* scratch, grown on demand and kept: steady state allocates nothing */
 	uint8_t *region;		/* decoded RGB rows */
 	size_t region_cap;
 	uint8_t *row4;			/* one CMYK row before conversion */
 	size_t row4_cap;
 	uint8_t *pending;		/* dlc_decoder_full()'s buffer in flight */
+	uint8_t *splice;		/* MCU-exact: the spliced JPEG */
+	size_t splice_cap;
 	struct dlc_resize_ws ws;
 	char msg[256];
 };
@@ -241,6 +246,7 @@ void dlc_decoder_destroy(struct dlc_decoder *d)
 	free(d->region);
 	free(d->row4);
 	free(d->pending);
+	free(d->splice);
 	free(d->ws.mem);
 	free(d);
 }
@@ -597,8 +603,8 @@ static void plan_at(const struct dlc_decoder *d, uint32_t den, uint32_t ow,
 	}
 	g->img_w = ow;
 	g->img_h = oh;
-	g->box.w = (double)d->cinfo.image_width / den;
-	g->box.h = (double)d->cinfo.image_height / den;
+	g->box.w = (double)d->img_w / den;
+	g->box.h = (double)d->img_h / den;
 	g->full_w = d->full_w;
 	g->full_h = d->full_h;
 	g->win_x = d->win_x;
@@ -633,6 +639,19 @@ static const uint8_t *plan_buffer(struct plan *p, const uint8_t *region,
 	return region + (size_t)dy * stride + (size_t)dx * 3;
 }
 
+/* plan_buffer() of the decoded rows, then the planned resize into @dst. */
+static int resize_planned(struct dlc_decoder *d, struct plan *p,
+			  uint32_t xoff, uint32_t cw, uint32_t r0,
+			  uint32_t rows, size_t stride, uint32_t layout,
+			  uint8_t *dst)
+{
+	const uint8_t *src;
+
+	src = plan_buffer(p, d->region, xoff, cw, r0, rows, stride);
+	return dlc_resize_geom(&d->ws, src, &p->g, layout, dst,
+			       DLC_RESIZE_BEST);
+}
+
 /*
  * Crop-first decode of d->crop; with @check_rest the rest of the image's
  * entropy data is decoded too (read_rest()). Runs under the caller's
@@ -645,7 +664,6 @@ static int decode_crop_first(struct dlc_decoder *d, const uint8_t *buf,
 	struct jpeg_decompress_struct *c = &d->cinfo;
 	size_t data_start = d->len - d->src.bytes_in_buffer;
 	uint32_t den, ow, oh, r0, r1;
-	const uint8_t *src;
 	JDIMENSION xoff, cw;
 	struct plan p;
 	size_t stride;
@@ -687,9 +705,8 @@ static int decode_crop_first(struct dlc_decoder *d, const uint8_t *buf,
 		return -EBADMSG;
 	}
 
-	src = plan_buffer(&p, d->region, xoff, cw, r0, r1 - r0, stride);
-	ret = dlc_resize_geom(&d->ws, src, &p.g, layout, dst,
-			      DLC_RESIZE_BEST);
+	ret = resize_planned(d, &p, xoff, cw, r0, r1 - r0, stride, layout,
+			     dst);
 	if (ret || !check_rest) {
 		/* unchecked: the rows below the crop are never decoded */
 		jpeg_abort_decompress(c);
@@ -703,7 +720,6 @@ static int decode_full_then_crop(struct dlc_decoder *d, uint32_t out_w,
 				 uint32_t out_h, uint32_t layout, uint8_t *dst)
 {
 	struct jpeg_decompress_struct *c = &d->cinfo;
-	const uint8_t *src;
 	size_t stride, bytes;
 	struct plan p;
 	int ret;
@@ -718,10 +734,8 @@ static int decode_full_then_crop(struct dlc_decoder *d, uint32_t out_w,
 		return ret;
 	jpeg_finish_decompress(c);
 	plan_at(d, 1, c->output_width, c->output_height, out_w, out_h, &p);
-	src = plan_buffer(&p, d->region, 0, c->output_width, 0,
-			  c->output_height, stride);
-	return dlc_resize_geom(&d->ws, src, &p.g, layout, dst,
-			       DLC_RESIZE_BEST);
+	return resize_planned(d, &p, 0, c->output_width, 0, c->output_height,
+			      stride, layout, dst);
 }
 
 static int crop_inside(const struct dlc_crop *cr, uint32_t w, uint32_t h)
@@ -732,6 +746,64 @@ static int crop_inside(const struct dlc_crop *cr, uint32_t w, uint32_t h)
 	       isfinite(cr->h) && cr->w > 0 && cr->h > 0 &&
 	       cr->x >= -slack && cr->y >= -slack &&
 	       cr->x + cr->w <= w + slack && cr->y + cr->h <= h + slack;
+}
+
+/*
+ * d->crop (and the eval geometry) for an image of @w x @h: drawn by @t
+ * when it is set, else @given, checked.
+ */
+static int setup_crop(struct dlc_decoder *d, const struct dlc_transform *t,
+		      uint64_t seed, uint32_t epoch, uint32_t sample,
+		      const struct dlc_crop *given, uint32_t w, uint32_t h)
+{
+	int ret;
+
+	d->eval = 0;
+	d->exact = 0;
+	d->img_w = w;
+	d->img_h = h;
+	if (t) {
+		ret = dlc_transform_crop(t, seed, epoch, sample, w, h,
+					 &d->crop);
+		if (ret)
+			return set_error(d, DLC_ERR_NONE, ret,
+					 "invalid argument: bad transform");
+		d->exact = !!(t->flags & DLC_TRANSFORM_F_EXACT);
+		d->eval = t->kind == DLC_TRANSFORM_EVAL;
+		if (d->eval)
+			dlc_eval_geometry(t, w, h, &d->full_w, &d->full_h,
+					  &d->win_x, &d->win_y);
+		return 0;
+	}
+	d->crop = *given;
+	if (!crop_inside(&d->crop, w, h))
+		return set_error(d, DLC_ERR_NONE, -EINVAL,
+				 "invalid argument: crop box outside the %ux%u image",
+				 w, h);
+	return 0;
+}
+
+/* The message of a failed resize, when nothing said more. */
+static int resize_failed(struct dlc_decoder *d, int ret, uint32_t out_w,
+			 uint32_t out_h)
+{
+	if (ret == -ENOMEM && d->kind == DLC_ERR_NONE)
+		set_error(d, DLC_ERR_NOMEM, -ENOMEM,
+			  "out of memory: resize scratch");
+	else if (ret && !d->msg[0])
+		set_error(d, DLC_ERR_NONE, ret,
+			  "resize of the %ux%u image's crop (%.1f,%.1f %.1fx%.1f) to %ux%u failed",
+			  d->img_w, d->img_h, d->crop.x, d->crop.y,
+			  d->crop.w, d->crop.h, out_w, out_h);
+	return ret;
+}
+
+static int out_ok(const uint8_t *dst, uint32_t out_w, uint32_t out_h,
+		  uint32_t layout, uint32_t method)
+{
+	return dst && layout <= DLC_LAYOUT_NHWC &&
+	       method <= DLC_DECODE_CROP_FIRST_UNCHECKED && out_w && out_h &&
+	       out_w <= DLC_MAX_OUT_SIDE && out_h <= DLC_MAX_OUT_SIDE;
 }
 
 /* dlc_decoder_sample() when @t is set, else dlc_decoder_crop() of @given. */
@@ -745,12 +817,9 @@ static int decode_sample(struct dlc_decoder *d, const void *buf, size_t len,
 	struct jpeg_decompress_struct *c = &d->cinfo;
 	int ret;
 
-	if (!dst || layout > DLC_LAYOUT_NHWC ||
-	    method > DLC_DECODE_CROP_FIRST_UNCHECKED ||
-	    !out_w || !out_h || out_w > DLC_MAX_OUT_SIDE || out_h > DLC_MAX_OUT_SIDE) {
+	if (!out_ok(dst, out_w, out_h, layout, method))
 		return set_error(d, DLC_ERR_NONE, -EINVAL,
 				 "invalid argument: output, layout or method");
-	}
 	ret = begin(d, buf, len);
 	if (ret)
 		return ret;
@@ -759,30 +828,11 @@ static int decode_sample(struct dlc_decoder *d, const void *buf, size_t len,
 	ret = read_header(d);
 	if (ret)
 		return ret;
-	d->eval = 0;
-	d->exact = 0;
-	if (t) {
-		ret = dlc_transform_crop(t, seed, epoch, sample, c->image_width,
-					 c->image_height, &d->crop);
-		if (ret) {
-			jpeg_abort_decompress(c);
-			return set_error(d, DLC_ERR_NONE, ret,
-					 "invalid argument: bad transform");
-		}
-		d->exact = !!(t->flags & DLC_TRANSFORM_F_EXACT);
-		d->eval = t->kind == DLC_TRANSFORM_EVAL;
-		if (d->eval)
-			dlc_eval_geometry(t, c->image_width, c->image_height,
-					  &d->full_w, &d->full_h, &d->win_x,
-					  &d->win_y);
-	} else {
-		d->crop = *given;
-		if (!crop_inside(&d->crop, c->image_width, c->image_height)) {
-			jpeg_abort_decompress(c);
-			return set_error(d, DLC_ERR_NONE, -EINVAL,
-					 "invalid argument: crop box outside the %ux%u image",
-					 c->image_width, c->image_height);
-		}
+	ret = setup_crop(d, t, seed, epoch, sample, given, c->image_width,
+			 c->image_height);
+	if (ret) {
+		jpeg_abort_decompress(c);
+		return ret;
 	}
 	if (crop_out)
 		*crop_out = d->crop;
@@ -791,15 +841,7 @@ static int decode_sample(struct dlc_decoder *d, const void *buf, size_t len,
 	else
 		ret = decode_crop_first(d, buf, out_w, out_h, layout,
 					method == DLC_DECODE_CROP_FIRST, dst);
-	if (ret == -ENOMEM && d->kind == DLC_ERR_NONE)
-		set_error(d, DLC_ERR_NOMEM, -ENOMEM,
-			  "out of memory: resize scratch");
-	else if (ret && !d->msg[0])
-		set_error(d, DLC_ERR_NONE, ret,
-			  "resize of the %ux%u image's crop (%.1f,%.1f %.1fx%.1f) to %ux%u failed",
-			  c->image_width, c->image_height, d->crop.x,
-			  d->crop.y, d->crop.w, d->crop.h, out_w, out_h);
-	return ret;
+	return resize_failed(d, ret, out_w, out_h);
 }
 
 int dlc_decoder_sample_method(struct dlc_decoder *d, const void *buf,
@@ -833,4 +875,149 @@ int dlc_decoder_crop(struct dlc_decoder *d, const void *buf, size_t len,
 		return -EINVAL;
 	return decode_sample(d, buf, len, NULL, 0, 0, 0, crop, out_w, out_h,
 			     layout, method, dst, NULL);
+}
+
+/* ---- MCU-exact decode of a restart-indexed JPEG ---- */
+
+/*
+ * Splice the MCUs under the decoded pixels [c0, c1) x [r0, r1) of the plan
+ * at 1/@den, plus one MCU on each side (the chroma upsampling of the
+ * splice's edges stays out of what is used), into d->splice. Returns its
+ * length, the corner in *@ox, *@oy (full-resolution pixels).
+ */
+static ssize_t splice_plan(struct dlc_decoder *d, const uint8_t *buf,
+			   size_t len, const struct dlc_rst_geom *g,
+			   const uint32_t *rows, const struct plan *p,
+			   uint32_t den, uint32_t *ox, uint32_t *oy)
+{
+	uint32_t x1 = p->c1 * den < g->width ? p->c1 * den : g->width;
+	uint32_t y1 = p->r1 * den < g->height ? p->r1 * den : g->height;
+	uint32_t mx0 = p->c0 * den / g->mcu_w, my0 = p->r0 * den / g->mcu_h;
+	uint32_t mx1 = (x1 + g->mcu_w - 1) / g->mcu_w;
+	uint32_t my1 = (y1 + g->mcu_h - 1) / g->mcu_h;
+	const char *why = "bad geometry";
+	size_t bound;
+	ssize_t n;
+
+	mx0 = mx0 ? mx0 - 1 : 0;
+	my0 = my0 ? my0 - 1 : 0;
+	mx1 = mx1 + 1 < g->mcus_x ? mx1 + 1 : g->mcus_x;
+	my1 = my1 + 1 < g->mcus_y ? my1 + 1 : g->mcus_y;
+	bound = dlc_rst_splice_bound(g, rows, my0, my1);
+	if (!bound)
+		return set_error(d, DLC_ERR_CORRUPT, -EBADMSG,
+				 "corrupt restart-indexed JPEG: MCU rows %u..%u outside its geometry",
+				 my0, my1);
+	if (grow(&d->splice, &d->splice_cap, bound))
+		return set_error(d, DLC_ERR_NOMEM, -ENOMEM,
+				 "out of memory: %zu bytes of splice", bound);
+	n = dlc_rst_splice(buf, len, g, rows, mx0, my0, mx1, my1, d->splice,
+			   d->splice_cap, ox, oy, &why);
+	if (n < 0)
+		return set_error(d, DLC_ERR_CORRUPT,
+				 n == -ENOMEM ? -ENOMEM : -EBADMSG,
+				 "corrupt restart-indexed JPEG: %s (MCUs %u..%u x %u..%u, %zu bytes)",
+				 n == -ENOSPC ? "the splice outgrows its bound" :
+				 why, mx0, mx1, my0, my1, len);
+	return n;
+}
+
+/* Decode the splice whole at 1/@den into d->region; resize as planned. */
+static int decode_splice(struct dlc_decoder *d, size_t n, struct plan *p,
+			 uint32_t den, uint32_t ox, uint32_t oy,
+			 uint32_t layout, uint8_t *dst)
+{
+	struct jpeg_decompress_struct *c = &d->cinfo;
+	size_t stride;
+	int ret;
+
+	ret = begin(d, d->splice, n);
+	if (ret)
+		return ret;
+	if (setjmp(d->jb))
+		return recover(d);
+	ret = read_header(d);
+	if (ret)
+		return ret;
+	c->scale_num = 1;
+	c->scale_denom = den;
+	jpeg_start_decompress(c);
+	stride = (size_t)c->output_width * 3;
+	if (grow(&d->region, &d->region_cap, stride * c->output_height))
+		return no_memory(d, stride * c->output_height);
+	ret = read_rows(d, d->region, stride, c->output_height);
+	if (ret)
+		return ret;
+	jpeg_finish_decompress(c);
+	return resize_planned(d, p, ox / den, c->output_width, oy / den,
+			      c->output_height, stride, layout, dst);
+}
+
+static int decode_rst(struct dlc_decoder *d, const void *buf, size_t len,
+		      const struct dlc_rst_geom *g, const uint32_t *rows,
+		      const struct dlc_transform *t, uint64_t seed,
+		      uint32_t epoch, uint32_t sample,
+		      const struct dlc_crop *given, uint32_t out_w,
+		      uint32_t out_h, uint32_t layout, uint8_t *dst,
+		      struct dlc_crop *crop_out)
+{
+	uint32_t den, ox = 0, oy = 0;
+	struct plan p;
+	ssize_t n;
+	int ret;
+
+	d->kind = DLC_ERR_NONE;
+	d->err = 0;
+	d->msg[0] = '\0';
+	if (!buf || !g || !rows ||
+	    !out_ok(dst, out_w, out_h, layout, DLC_DECODE_CROP_FIRST))
+		return set_error(d, DLC_ERR_NONE, -EINVAL,
+				 "invalid argument: buffer, geometry, output or layout");
+	if (!g->width || !g->height || !g->mcu_w || !g->mcu_h)
+		return set_error(d, DLC_ERR_CORRUPT, -EBADMSG,
+				 "corrupt restart-indexed JPEG: empty geometry");
+	if ((uint64_t)g->width * g->height > d->max_pixels)
+		return set_error(d, DLC_ERR_TOO_LARGE, -E2BIG,
+				 "image too large: %ux%u is over the cap of %llu pixels",
+				 g->width, g->height,
+				 (unsigned long long)d->max_pixels);
+	ret = setup_crop(d, t, seed, epoch, sample, given, g->width,
+			 g->height);
+	if (ret)
+		return ret;
+	if (crop_out)
+		*crop_out = d->crop;
+	/* the scale and plan of decode_crop_first(), for the whole image */
+	den = d->exact ? 1 : pick_denom(&d->crop, out_w, out_h);
+	plan_at(d, den, (g->width + den - 1) / den,
+		(g->height + den - 1) / den, out_w, out_h, &p);
+	n = splice_plan(d, buf, len, g, rows, &p, den, &ox, &oy);
+	if (n < 0)
+		return (int)n;
+	ret = decode_splice(d, (size_t)n, &p, den, ox, oy, layout, dst);
+	return resize_failed(d, ret, out_w, out_h);
+}
+
+int dlc_decoder_sample_rst(struct dlc_decoder *d, const void *buf,
+			   size_t len, const struct dlc_rst_geom *g,
+			   const uint32_t *rows, const struct dlc_transform *t,
+			   uint64_t seed, uint32_t epoch, uint32_t sample,
+			   uint32_t layout, uint8_t *dst,
+			   struct dlc_crop *crop_out)
+{
+	if (!d || !t)
+		return -EINVAL;
+	return decode_rst(d, buf, len, g, rows, t, seed, epoch, sample, NULL,
+			  t->out_w, t->out_h, layout, dst, crop_out);
+}
+
+int dlc_decoder_crop_rst(struct dlc_decoder *d, const void *buf, size_t len,
+			 const struct dlc_rst_geom *g, const uint32_t *rows,
+			 const struct dlc_crop *crop, uint32_t out_w,
+			 uint32_t out_h, uint32_t layout, uint8_t *dst)
+{
+	if (!d || !crop)
+		return -EINVAL;
+	return decode_rst(d, buf, len, g, rows, NULL, 0, 0, 0, crop, out_w,
+			  out_h, layout, dst, NULL);
 }

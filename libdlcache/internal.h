@@ -239,4 +239,31 @@ void dlc_pinned_warn(const struct dlc_logger *log, size_t bytes, int err);
 void dlc_pinned_unlock(struct dlc_pinned *p);
 void dlc_pinned_free(struct dlc_pinned *p);
 
+/* ---- MCU-exact decode of restart-indexed JPEGs (decode.c, jpegrst.h) ---- */
+
+struct dlc_rst_geom;
+
+/*
+ * dlc_decoder_sample() of a restart-indexed JPEG (@buf, @len) with its
+ * geometry @g and MCU row table @rows from dlc_rst_parse() or a pack: the
+ * same crop and DCT scale, but only the restart intervals covering the
+ * decoded region plus one MCU around it are spliced (dlc_rst_splice())
+ * and decoded. The output is bit-identical to dlc_decoder_sample_method()
+ * with DLC_DECODE_CROP_FIRST_UNCHECKED on the same bytes. The rest of the
+ * file is not read (the caller checks its CRC). Errors as
+ * dlc_decoder_sample(): -EBADMSG (kind corrupt or truncated, message from
+ * the splice or libjpeg), -E2BIG, -ENOMEM, -EINVAL.
+ */
+int dlc_decoder_sample_rst(struct dlc_decoder *d, const void *buf,
+			   size_t len, const struct dlc_rst_geom *g,
+			   const uint32_t *rows, const struct dlc_transform *t,
+			   uint64_t seed, uint32_t epoch, uint32_t sample,
+			   uint32_t layout, uint8_t *dst,
+			   struct dlc_crop *crop_out);
+/* The same for a given crop, as dlc_decoder_crop(). */
+int dlc_decoder_crop_rst(struct dlc_decoder *d, const void *buf, size_t len,
+			 const struct dlc_rst_geom *g, const uint32_t *rows,
+			 const struct dlc_crop *crop, uint32_t out_w,
+			 uint32_t out_h, uint32_t layout, uint8_t *dst);
+
 #endif /* DLC_INTERNAL_H */
