@@ -43,7 +43,7 @@ fi
 . "$(dirname "$0")/usage.sh"
 
 begin help-and-usage
-for cmd in gen index bench decode preview sample decodebench stats watch datasets capacity drop drain; do
+for cmd in gen index pack bench decode preview sample decodebench stats watch datasets capacity drop drain; do
 	out=$("$ctl" "$cmd" --help 2>&1) || fail "$cmd --help exit status"
 	echo "$out" | grep -q "usage: dlcachectl $cmd" || fail "$cmd --help has no usage line"
 	expect_usage "$cmd with a bad option" "$cmd" --no-such-option
