@@ -77,6 +77,17 @@ int dlc_index_build(const char *root, struct dlc_index **out);
  * over DLC_INDEX_MAX_FILE_BYTES, -ENOMEM, or the errno of open/read.
  * Format 2 holds the checksums; a format 1 file (older libdlcache) loads
  * with every checksum absent and saves as format 1 again.
+ *
+ * The path may name a pack (a .dlp written by `dlcachectl pack`,
+ * Documentation/pack.md; recognised by its magic, not its name): the
+ * index then lists the pack's samples (paths, labels, the sizes and
+ * CRC-32C of the bytes as packed), its root is the pack's own path
+ * (realpath), its key is the pack's (never the source index's), and
+ * the loader reads the samples from the pack. A pack is checked whole on
+ * load: -EBADMSG for any field out of place, -EPROTO for a pack version
+ * this library does not read. dlc_index_save() of such an index is
+ * -EINVAL (the pack is the file), as is dlc_index_load_at() of a pack
+ * with a @root (a pack holds its bytes).
  */
 int dlc_index_save(const struct dlc_index *idx, const char *path);
 int dlc_index_load(const char *path, struct dlc_index **out);
