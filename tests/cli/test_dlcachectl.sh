@@ -9,24 +9,8 @@
 # (tests/run-checks.sh counts them); "FAIL: ..." lines say what went wrong.
 set -u
 ctl=${DLCACHECTL:-build/dlcachectl}
-fails=0 cur= cur_fails=0
-fail() { echo "FAIL: ${cur:+$cur: }$*"; fails=$((fails + 1)); }
-begin() { cur=$1; cur_fails=$fails; }
-end() {
-	if [ $fails -gt $cur_fails ]; then echo "FAIL $cur"; else echo "ok $cur"; fi
-	cur=
-}
-skip() {	# name why: a FAIL under CI=true, where make deps builds the tool
-	case "${CI:-}" in
-	true|1) echo "FAIL $1: $2 (CI=true)"; fails=$((fails + 1)) ;;
-	*) echo "skip $1: $2" ;;
-	esac
-}
-finish() {
-	[ $fails -eq 0 ] && echo "test_dlcachectl: ok" && exit 0
-	echo "test_dlcachectl: $fails failures"
-	exit 1
-}
+test_name=test_dlcachectl
+. "$(dirname "$0")/harness.sh"
 if [ ! -x "$ctl" ]; then
 	skip test_dlcachectl "no dlcachectl at $ctl (DLCACHECTL)"
 	finish

@@ -568,6 +568,17 @@ static void expect(const char *name, void (*fn)(uint8_t *b, size_t *len),
 	free(b);
 }
 
+/* expect() of a record's damage: the why names sample @id, its path, @what. */
+static void expect_rec(const char *name, void (*fn)(uint8_t *b, size_t *len),
+		       uint32_t id, const char *what)
+{
+	char want[PATH_MAX + 64];
+
+	snprintf(want, sizeof(want), "sample %u (%s): %s", id,
+		 dlc_index_relpath(src_idx, id), what);
+	expect(name, fn, 1, -EBADMSG, want);
+}
+
 static void bad_magic(uint8_t *b, size_t *l) { b[3] ^= 1; }
 static void bad_version(uint8_t *b, size_t *l) { pk_put32(b + PK_HDR_VERSION, 2); }
 static void bad_hdr_crc(uint8_t *b, size_t *l) { b[PK_HDR_COUNT] ^= 1; }
@@ -737,25 +748,16 @@ static void test_corrupt(void)
 	expect("trailing bytes", bad_trailing, 1, -EBADMSG,
 	       "does not end at the file's end");
 
-	snprintf(want, sizeof(want), "sample 1 (%s): off/len: outside",
-		 dlc_index_relpath(src_idx, 1));
-	expect("off past the end", off_past_end, 1, -EBADMSG, want);
-	snprintf(want, sizeof(want), "sample 1 (%s): off: not aligned",
-		 dlc_index_relpath(src_idx, 1));
-	expect("off unaligned", off_unaligned, 1, -EBADMSG, want);
-	snprintf(want, sizeof(want), "sample 3 (%s): off/len: outside the data",
-		 dlc_index_relpath(src_idx, 3));
-	expect("into the metadata", off_into_meta, 1, -EBADMSG, want);
+	expect_rec("off past the end", off_past_end, 1, "off/len: outside");
+	expect_rec("off unaligned", off_unaligned, 1, "off: not aligned");
+	expect_rec("into the metadata", off_into_meta, 3,
+		   "off/len: outside the data");
 	expect("overlap", off_overlap, 1, -EBADMSG, "overlaps sample");
-	snprintf(want, sizeof(want), "sample 1 (%s): len: 0",
-		 dlc_index_relpath(src_idx, 1));
-	expect("len 0", len_zero, 1, -EBADMSG, want);
-	snprintf(want, sizeof(want), "sample 2 (%s): label",
-		 dlc_index_relpath(src_idx, 2));
-	expect("label >= nclasses", label_big, 1, -EBADMSG, want);
-	expect("label < 0", label_neg, 1, -EBADMSG, want);
-	expect("kind", kind_bad, 1, -EBADMSG, "kind: unknown");
-	expect("plain geometry", plain_geom, 1, -EBADMSG, "geometry: not zero");
+	expect_rec("len 0", len_zero, 1, "len: 0");
+	expect_rec("label >= nclasses", label_big, 2, "label");
+	expect_rec("label < 0", label_neg, 2, "label");
+	expect_rec("kind", kind_bad, 1, "kind: unknown");
+	expect_rec("plain geometry", plain_geom, 1, "geometry: not zero");
 	expect("path offset", path_off, 1, -EBADMSG,
 	       "sample 2: path offset");
 	snprintf(want, sizeof(want), "sample %u: path at",
@@ -765,20 +767,19 @@ static void test_corrupt(void)
 	expect("class unterminated", class_unterminated, 1, -EBADMSG,
 	       "not NUL-terminated inside the class table");
 
-	snprintf(want, sizeof(want), "sample 0 (%s): rows",
-		 dlc_index_relpath(src_idx, 0));
-	expect("rows not increasing", rows_not_increasing, 1, -EBADMSG, want);
-	expect("rows short", rows_short, 1, -EBADMSG, want);
-	expect("rows for fewer MCU rows", rows_long, 1, -EBADMSG, want);
-	expect("rows outside the stream", rows_outside, 1, -EBADMSG, want);
-	expect("rows past the sample", rows_eoi_past, 1, -EBADMSG, want);
-	expect("rows varint", rows_varint, 1, -EBADMSG, want);
-	expect("interval", geom_interval, 1, -EBADMSG, "interval");
-	expect("ncomp", geom_ncomp, 1, -EBADMSG, "ncomp");
-	expect("mcu size", geom_mcu, 1, -EBADMSG, "mcu_w/mcu_h");
-	expect("width 0", geom_width, 1, -EBADMSG, "width/height");
-	expect("gray 16x16", geom_gray16, 1, -EBADMSG, "one component");
-	expect("record pad", geom_pad, 1, -EBADMSG, "pad");
+	expect_rec("rows not increasing", rows_not_increasing, 0, "rows");
+	expect_rec("rows short", rows_short, 0, "rows");
+	expect_rec("rows for fewer MCU rows", rows_long, 0, "rows");
+	expect_rec("rows outside the stream", rows_outside, 0, "rows");
+	expect_rec("rows past the sample", rows_eoi_past, 0, "rows");
+	expect_rec("rows varint", rows_varint, 0, "rows");
+	expect_rec("interval", geom_interval, 0, "interval");
+	expect_rec("ncomp", geom_ncomp, 0, "ncomp");
+	expect_rec("mcu size", geom_mcu, 0, "mcu_w/mcu_h");
+	expect_rec("width 0", geom_width, 0, "width/height");
+	expect_rec("gray 16x16", geom_gray16, 0,
+		   "mcu_w/mcu_h: not 8 x 8 for one component");
+	expect_rec("record pad", geom_pad, 0, "pad: not zero");
 	free(good);
 	good = NULL;
 }

@@ -271,7 +271,7 @@ static void progress(const struct pack_job *job, uint32_t n, uint64_t t0)
 	double s = (double)(now_ns() - t0) / 1e9;
 	uint32_t done = atomic_load(&job->done);
 
-	fprintf(stderr, "\r%u/%u images, %.0f images/s, %.1f MB in   ", done,
+	fprintf(stderr, "\r%u/%u images, %.0f images/s, %.1f MB read   ", done,
 		n, s > 0 ? done / s : 0.0,
 		(double)atomic_load(&job->src_bytes) / 1e6);
 }

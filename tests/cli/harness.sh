@@ -1,0 +1,25 @@
+# Sourced by the CLI tests (not a test itself: tests/run-checks.sh runs
+# only tests/cli/test_*.sh): sub-checks that print "ok NAME", "FAIL NAME"
+# or "skip NAME: why" (counted by tests/run-checks.sh), with "FAIL: ..."
+# lines saying what went wrong. Set test_name before sourcing.
+#   begin NAME; ...fail "what"...; end
+#   skip NAME WHY: a FAIL under CI=true, where make deps builds the tool
+#   finish: the verdict line and the exit status
+fails=0 cur= cur_fails=0
+fail() { echo "FAIL: ${cur:+$cur: }$*"; fails=$((fails + 1)); }
+begin() { cur=$1; cur_fails=$fails; }
+end() {
+	if [ $fails -gt $cur_fails ]; then echo "FAIL $cur"; else echo "ok $cur"; fi
+	cur=
+}
+skip() {
+	case "${CI:-}" in
+	true|1) echo "FAIL $1: $2 (CI=true)"; fails=$((fails + 1)) ;;
+	*) echo "skip $1: $2" ;;
+	esac
+}
+finish() {
+	[ $fails -eq 0 ] && echo "$test_name: ok" && exit 0
+	echo "$test_name: $fails failures"
+	exit 1
+}
