@@ -85,6 +85,21 @@ printf 'precious' > "$tmp/s.dlp.part"
 [ "$(cat "$tmp/s.dlp.part")" = precious ] || fail "a foreign .part was touched"
 end
 
+# A file changed since it was indexed, or empty: the pack fails, naming
+# it, and writes nothing (the bytes recorded must be the ones indexed).
+begin pack-changed-source
+cp -r "$tmp/ds" "$tmp/ds2"
+"$ctl" index "$tmp/ds2" -o "$tmp/ds2.idx" >/dev/null || fail "index ds2"
+printf 'x' >> "$tmp/ds2/class_001/$(ls "$tmp/ds2/class_001" | head -1)"
+"$ctl" pack "$tmp/ds2.idx" -o "$tmp/c.dlp" >/dev/null 2>"$tmp/err" && fail "pack of a changed file succeeded"
+grep -q "changed since it was indexed" "$tmp/err" || fail "no word of the changed file: $(cat "$tmp/err")"
+[ -e "$tmp/c.dlp" ] || [ -e "$tmp/c.dlp.part" ] && fail "a failed pack left a file"
+: > "$tmp/ds2/class_002/empty.jpg"
+"$ctl" pack "$tmp/ds2" -o "$tmp/c.dlp" >/dev/null 2>"$tmp/err" && fail "pack of an empty file succeeded"
+grep -q "empty.jpg: empty file" "$tmp/err" || fail "no word of the empty file: $(cat "$tmp/err")"
+rm -rf "$tmp/ds2"
+end
+
 begin pack-source-unchanged
 sums "$tmp/ds" > "$tmp/after"
 cmp -s "$tmp/before" "$tmp/after" || fail "the source tree changed: $(diff "$tmp/before" "$tmp/after" | head -5)"
