@@ -141,6 +141,12 @@ $(BUILD)/bench/hitsim: tests/perf/hitsim.c tests/perf/hitsim_core.c tests/perf/h
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_ALL) $(CFLAGS) $(WARNINGS) -o $@ $< $(BUILD)/release/libdlcache.a $(LIBS)
 
+# Restart-indexed JPEGs: transcode size and MCU-exact decode rate (rstbench.c).
+$(BUILD)/bench/rstbench: tests/perf/rstbench.c libdlcache/internal.h libdlcache/jpegrst.h \
+		$(BUILD)/release/libdlcache.a
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_ALL) $(CFLAGS) $(WARNINGS) -o $@ $< $(BUILD)/release/libdlcache.a $(LIBS)
+
 .PHONY: bench
 bench: deps lib tools $(BENCH_PROGS)
 	@tests/perf/bench.sh $(BUILD) $(BENCH_SIZE) $(BENCH_REPEATS)
