@@ -8,8 +8,9 @@
  * thread that allocates and the decode worker that drops the last
  * reference meet in the same free lists. Blocks are 4 KiB-aligned (an
  * O_DIRECT read lands in them) and come in size classes: every page count
- * up to 64 KiB, then eight classes per doubling up to 16 MiB (so a block
- * is at most 12.5 % and one page larger than asked for). A block is
+ * up to 128 KiB, then sixteen classes per doubling up to 16 MiB (so a
+ * block is at most 6.25 % and one page larger than asked for: the cache,
+ * which accounts the blocks it holds, loses little of its capacity). A block is
  * never zeroed: a read overwrites what it delivers, and nothing past
  * dlc_buf.len is read. Idle blocks are kept up to a cap on their bytes
  * (DLC_BUF_POOL_IDLE_MAX by default), the rest is freed; what is in
@@ -28,7 +29,7 @@
 #include "internal.h"
 
 #define PAGE		4096U
-#define NCLASS		80	/* 16 page classes + 8 a doubling to 16 MiB */
+#define NCLASS		144	/* 32 page classes + 16 a doubling to 16 MiB */
 #define CLASS_HEAP	UINT32_MAX	/* one malloc, header and bytes */
 #define CLASS_BIG	(UINT32_MAX - 1) /* aligned, over the largest class */
 
@@ -49,23 +50,23 @@ static uint32_t class_of(uint64_t pages)
 	uint64_t m;
 	uint32_t e;
 
-	if (pages <= 16)
+	if (pages <= 32)
 		return pages ? (uint32_t)pages - 1 : 0;
 	m = pages - 1;
 	e = 63 - (uint32_t)__builtin_clzll(m);
 	if (e > 11)
 		return NCLASS;
-	return 16 + (e - 4) * 8 + (uint32_t)(m >> (e - 3)) - 8;
+	return 32 + (e - 5) * 16 + (uint32_t)(m >> (e - 4)) - 16;
 }
 
 static uint64_t class_pages(uint32_t c)
 {
 	uint32_t k;
 
-	if (c < 16)
+	if (c < 32)
 		return c + 1;
-	k = c - 16;
-	return (uint64_t)(k % 8 + 9) << (k / 8 + 1);
+	k = c - 32;
+	return (uint64_t)(k % 16 + 17) << (k / 16 + 1);
 }
 
 uint64_t dlc_buf_class_bytes(uint64_t bytes)

@@ -73,7 +73,7 @@ struct dlc_buf *dlc_buf_alloc_io(uint64_t len, uint32_t lead);
 struct dlc_buf *dlc_buf_alloc_aligned(size_t len, size_t align);
 /*
  * The memory @b really holds: its block for a pooled buffer (at most
- * 12.5 % and a page or two over len), len for a plain one. The cache
+ * 6.25 % and a page or two over len), len for a plain one. The cache
  * accounts this.
  */
 size_t dlc_buf_footprint(const struct dlc_buf *b);
