@@ -5,6 +5,13 @@
  * It is what a node without dlcache.ko gets, and it ranks samples with the
  * very policy.c that the module compiles. Only the loader's I/O thread
  * touches it, so it has no lock; the bytes it hands out are refcounted.
+ *
+ * It keeps the very buffers reads landed in (pooled blocks, buf.c): a hit
+ * is a new reference, never a copy. What it accounts against its
+ * capacity is the memory those buffers hold (dlc_buf_footprint: the block,
+ * at most 6.25 % and a page over the sample's bytes), not the bytes, so
+ * that a cache of half the data set holds no more than its capacity; an
+ * evicted block goes back to the pool for the next read.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -143,7 +150,7 @@ struct dlc_buf *dlc_cache_lookup(struct dlc_cache *c, uint32_t id)
 static void evict(struct dlc_cache *c, uint32_t id)
 {
 	dlc_policy_remove(&c->pol, id);
-	c->used -= c->entry[id]->len;
+	c->used -= dlc_buf_footprint(c->entry[id]);
 	dlc_buf_put(c->entry[id]);
 	c->entry[id] = NULL;
 	c->evictions++;
@@ -151,13 +158,15 @@ static void evict(struct dlc_cache *c, uint32_t id)
 
 int dlc_cache_offer(struct dlc_cache *c, uint32_t id, struct dlc_buf *b)
 {
+	size_t bytes = dlc_buf_footprint(b);
+
 	if (id >= c->nsamples || c->entry[id])
 		return 0;
-	if (b->len > c->capacity) {
+	if (bytes > c->capacity) {
 		c->bypasses++;
 		return 0;
 	}
-	while (c->used + b->len > c->capacity) {
+	while (c->used + bytes > c->capacity) {
 		uint32_t v = dlc_policy_victim(&c->pol);
 
 		if (v == DLC_POLICY_NIL || !dlc_policy_prefer(&c->pol, id, v)) {
@@ -167,7 +176,7 @@ int dlc_cache_offer(struct dlc_cache *c, uint32_t id, struct dlc_buf *b)
 		evict(c, v);
 	}
 	c->entry[id] = dlc_buf_get(b);
-	c->used += b->len;
+	c->used += bytes;
 	dlc_policy_insert(&c->pol, id);
 	return 1;
 }

@@ -56,24 +56,62 @@ const struct dlc_pack *dlc_index_pack(const struct dlc_index *idx);
 
 /*
  * The encoded bytes of one sample. Shared by the cache and the decode
- * queue; freed when the last reference goes.
+ * queue; freed, or given back to the pool (buf.c), when the last
+ * reference goes.
  */
 struct dlc_buf {
 	uint32_t refs;		/* atomic */
-	uint32_t off;		/* bytes from the allocation to the header */
-	size_t len;
-	uint8_t data[];
+	uint32_t cls;		/* pool class of mem, or a private marker */
+	size_t len;		/* bytes at data */
+	uint8_t *data;		/* the sample's first byte */
+	uint8_t *mem;		/* pooled: the 4 KiB-aligned block */
+	size_t cap;		/* pooled: the block's bytes */
+	struct dlc_buf *next;	/* pooled: on a free list */
 };
 
+/* Idle pooled bytes kept by default (dlc_buf_pool_set_idle_max). */
+#define DLC_BUF_POOL_IDLE_MAX	(64ULL << 20)
+
+/* @len bytes in one plain allocation, sized exactly (not pooled). */
 struct dlc_buf *dlc_buf_alloc(size_t len);
 /*
- * A buffer whose data is @align-aligned (a power of two, at least the
- * header) with room for @len rounded up to @align: O_DIRECT reads land
- * in it directly. Freed by dlc_buf_put() like any other.
+ * A buffer for a read of @len bytes whose data starts @lead (< 4096)
+ * bytes past a 4 KiB-aligned address, with room from that address for
+ * @lead + @len rounded up to 4 KiB: an O_DIRECT read of the aligned
+ * superset of a range lands in it with the sample at data. From the pool
+ * (never zeroed) up to 16 MiB, a private aligned block beyond. NULL for
+ * lead >= 4096 or no memory.
+ */
+struct dlc_buf *dlc_buf_alloc_io(uint64_t len, uint32_t lead);
+/*
+ * A buffer whose data is @align-aligned (a power of two up to 4096):
+ * dlc_buf_alloc_io(@len, 0).
  */
 struct dlc_buf *dlc_buf_alloc_aligned(size_t len, size_t align);
+/*
+ * The memory @b really holds: its block for a pooled buffer (at most
+ * 6.25 % and a page or two over len), len for a plain one. The cache
+ * accounts this.
+ */
+size_t dlc_buf_footprint(const struct dlc_buf *b);
 struct dlc_buf *dlc_buf_get(struct dlc_buf *b);
 void dlc_buf_put(struct dlc_buf *b);
+
+/* The block size the pool gives a read of @bytes (tests). */
+uint64_t dlc_buf_class_bytes(uint64_t bytes);
+
+struct dlc_buf_pool_stats {
+	uint64_t allocated;	/* blocks allocated from the heap */
+	uint64_t reused;	/* allocations served from a free list */
+	uint64_t freed;		/* blocks freed (over the idle cap, trims) */
+	uint64_t idle_bytes;	/* bytes on the free lists now */
+	uint64_t idle_max;	/* the cap on them */
+};
+void dlc_buf_pool_stats(struct dlc_buf_pool_stats *out);
+/* Cap the idle bytes (freeing what is over). */
+void dlc_buf_pool_set_idle_max(size_t bytes);
+/* Free every idle block: a loader going away calls it. */
+void dlc_buf_pool_trim(void);
 
 /* ---- in-process cache (used by the I/O thread only) ---- */
 
@@ -131,7 +169,7 @@ struct dlc_reader_opts {
 	uint32_t direct;	/* try O_DIRECT */
 	uint32_t max_read_bytes; /* split reads, 0: DLC_READ_CHUNK_MAX */
 	uint64_t max_file_bytes; /* larger files fail with -EFBIG, 0: no limit */
-	uint32_t slot_bytes;	/* size of each registered buffer */
+	uint32_t slot_bytes;	/* unused: reads land in pooled buffers */
 	const struct dlc_logger *log;
 	struct dlc_stats *stats; /* counters to add to (atomics) */
 	/*
@@ -165,6 +203,22 @@ uint32_t dlc_reader_inflight(const struct dlc_reader *r);
  * returned here: they come back from dlc_reader_reap() like read errors.
  */
 int dlc_reader_queue(struct dlc_reader *r, const char *path, uint64_t tag);
+
+/*
+ * Queue a read of bytes [@off, @off + @len) of @fd, which the caller
+ * holds open (and closes, after the read is reaped: the reader never
+ * closes it), tagged @tag. With @direct, @fd must have O_DIRECT: the
+ * 4 KiB-aligned superset of the range is read into a pooled buffer whose
+ * data starts at the range's first byte (no copy); a file system that
+ * refuses the O_DIRECT read fails it with -EINVAL (why "O_DIRECT read
+ * refused ...") and the caller queues it again with @direct = 0 on a
+ * buffered fd. A range past the end of the file fails with -EIO, why
+ * "short read". @len 0 gives an empty buffer. Returns 0, -EBUSY when
+ * queue_depth reads are in flight, -EINVAL for fd < 0 or a range past
+ * 2^64; other errors come from dlc_reader_reap().
+ */
+int dlc_reader_queue_range(struct dlc_reader *r, int fd, uint64_t off,
+			   uint32_t len, int direct, uint64_t tag);
 
 /* Hand queued reads to the kernel. */
 int dlc_reader_submit(struct dlc_reader *r);

@@ -937,7 +937,7 @@ static void kernel_get(struct dlc_loader *l, uint32_t pos, uint32_t epoch,
 	uint32_t slot = pos % l->cfg.window;
 	struct dlcache_sqe *sqe;
 	/* A GET's length and result are 32-bit: larger samples are read. */
-	struct dlc_buf *b = size <= INT32_MAX ? dlc_buf_alloc(size) : NULL;
+	struct dlc_buf *b = size <= INT32_MAX ? dlc_buf_alloc_io(size, 0) : NULL;
 
 	sqe = b ? kernel_sqe(l) : NULL;
 	if (!sqe) {
@@ -1759,6 +1759,8 @@ void dlc_loader_destroy(struct dlc_loader *l)
 	dlc_reader_destroy(l->reader);
 	dlc_cache_destroy(l->cache);
 	close_backend(l);
+	/* Nothing of ours is in flight now: give the idle blocks back. */
+	dlc_buf_pool_trim();
 	if (l->slots)
 		for (i = 0; i < l->cfg.nbatches; i++) {
 			free(l->slots[i].skip);

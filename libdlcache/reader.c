@@ -9,15 +9,22 @@
  * is fire and forget: its completion is dropped, and the request slot is
  * free at once.
  *
- * Each read goes O_DIRECT into a 4 KiB-aligned registered buffer (one per
- * queue slot), so that misses neither pollute nor depend on the page
- * cache. Where a file system refuses O_DIRECT (tmpfs, some FUSE), reads
- * fall back to buffered I/O, logged once. Short reads continue where they
- * stopped; EINTR and EAGAIN resubmit. The finished bytes are copied into a
- * refcounted dlc_buf of the exact size so the slot is free again at once.
- * A file larger than a slot is read straight into an aligned dlc_buf, in
- * chunks of at most max_read_bytes (DLC_READ_CHUNK_MAX when 0): sizes
- * are 64-bit throughout, io_uring lengths 32-bit.
+ * Each read goes O_DIRECT straight into a 4 KiB-aligned pooled dlc_buf
+ * (buf.c) sized for the file rounded up to 4 KiB, so that misses neither
+ * pollute nor depend on the page cache, and the bytes are never copied:
+ * the buffer the kernel filled is the one the decoder reads and the
+ * cache keeps. Where a file system refuses O_DIRECT (tmpfs, some FUSE),
+ * reads fall back to buffered I/O, logged once. Short reads continue
+ * where they stopped; EINTR and EAGAIN resubmit. Reads are split in
+ * chunks of at most max_read_bytes (DLC_READ_CHUNK_MAX when 0): sizes are
+ * 64-bit throughout, io_uring lengths 32-bit.
+ *
+ * The target memory is not registered with io_uring (fixed buffers would
+ * need the pool's blocks registered; measured, the pinning a plain read
+ * does per request costs less than the copy out of a registered slot).
+ *
+ * A range read (dlc_reader_queue_range) reads part of a file the caller
+ * holds open: one READ (or a few), no open, statx or close.
  *
  * A second eventfd read sits on the ring at all times, so that another
  * thread can wake the owner out of io_uring_wait_cqe() by writing to it.
@@ -46,12 +53,14 @@ struct dlc_read_req {
 	int fd;
 	int direct;		/* fd has O_DIRECT */
 	int busy;		/* slot in use */
+	int range;		/* a range of the caller's fd: not ours to close */
 	enum req_state state;	/* the operation on the ring */
-	uint64_t size;		/* bytes to read, from statx */
+	uint64_t start;		/* file offset of out->data - lead */
+	uint32_t lead;		/* bytes read before the sample (range) */
+	uint64_t size;		/* bytes to read from start (statx, range) */
 	uint64_t done;		/* bytes read so far */
 	uint32_t asked;		/* length of the read in flight */
-	uint8_t *buf;		/* slot buffer */
-	struct dlc_buf *out;	/* aligned result for files over slot_bytes */
+	struct dlc_buf *out;	/* the result, read into directly */
 	uint64_t tag;
 	uint64_t t0;
 	char *path;		/* a copy: io_uring reads it at submit */
@@ -65,8 +74,6 @@ struct dlc_reader {
 	uint32_t *free_list;
 	uint32_t nfree;
 	uint32_t inflight;
-	uint8_t *slots;		/* queue_depth x slot_bytes, aligned */
-	int registered;		/* slots are registered buffers */
 	int direct_ok;		/* O_DIRECT not refused yet */
 	int unsubmitted;	/* SQEs prepared since the last submit */
 	int wake_fd;
@@ -112,11 +119,10 @@ static int arm_wake(struct dlc_reader *r)
 int dlc_reader_create(const struct dlc_reader_opts *o, struct dlc_reader **out)
 {
 	struct dlc_reader *r;
-	struct iovec *iov;
 	uint32_t i, qd = o->queue_depth;
 	int ret;
 
-	if (!qd || qd > 4096 || !o->slot_bytes || o->slot_bytes % DIO_ALIGN)
+	if (!qd || qd > 4096)
 		return -EINVAL;
 	r = calloc(1, sizeof(*r));
 	if (!r)
@@ -129,13 +135,9 @@ int dlc_reader_create(const struct dlc_reader_opts *o, struct dlc_reader **out)
 	r->early = calloc(qd, sizeof(*r->early));
 	if (!r->req || !r->free_list || !r->early)
 		goto err_free;
-	if (posix_memalign((void **)&r->slots, DIO_ALIGN,
-			   (size_t)qd * o->slot_bytes))
-		goto err_free;
 	for (i = 0; i < qd; i++) {
 		r->free_list[i] = qd - 1 - i;
 		r->req[i].fd = -1;
-		r->req[i].buf = r->slots + (size_t)i * o->slot_bytes;
 	}
 	r->nfree = qd;
 
@@ -151,26 +153,6 @@ int dlc_reader_create(const struct dlc_reader_opts *o, struct dlc_reader **out)
 	ret = io_uring_queue_init(2 * qd + 2, &r->ring, 0);
 	if (ret)
 		goto err_free_ret;
-
-	iov = calloc(qd, sizeof(*iov));
-	if (!iov) {
-		ret = -ENOMEM;
-		goto err_exit_ring;
-	}
-	for (i = 0; i < qd; i++) {
-		iov[i].iov_base = r->req[i].buf;
-		iov[i].iov_len = o->slot_bytes;
-	}
-	ret = io_uring_register_buffers(&r->ring, iov, qd);
-	free(iov);
-	if (ret) {
-		/* Registered buffers count against RLIMIT_MEMLOCK. */
-		dlc_logf(o->log, DLC_LOG_INFO,
-			 "io_uring buffer registration failed (%s); using unregistered reads",
-			 strerror(-ret));
-	} else {
-		r->registered = 1;
-	}
 	ret = arm_wake(r);
 	if (!ret)
 		ret = dlc_reader_submit(r);
@@ -184,7 +166,6 @@ err_exit_ring:
 err_free_ret:
 	if (r->wake_fd >= 0)
 		close(r->wake_fd);
-	free(r->slots);
 	free(r->req);
 	free(r->free_list);
 	free(r->early);
@@ -204,7 +185,7 @@ void dlc_reader_destroy(struct dlc_reader *r)
 	/* Exiting the ring cancels and waits for the operations in flight. */
 	io_uring_queue_exit(&r->ring);
 	for (i = 0; i < r->o.queue_depth; i++) {
-		if (r->req[i].fd >= 0)
+		if (r->req[i].fd >= 0 && !r->req[i].range)
 			close(r->req[i].fd);
 		dlc_buf_put(r->req[i].out);
 		free(r->req[i].path);
@@ -212,7 +193,6 @@ void dlc_reader_destroy(struct dlc_reader *r)
 	for (i = 0; i < r->nearly; i++)
 		dlc_buf_put(r->early[i].buf);
 	close(r->wake_fd);
-	free(r->slots);
 	free(r->req);
 	free(r->free_list);
 	free(r->early);
@@ -276,7 +256,7 @@ static void release(struct dlc_reader *r, struct dlc_read_req *q)
 {
 	struct io_uring_sqe *sqe;
 
-	if (q->fd >= 0) {
+	if (q->fd >= 0 && !q->range) {
 		sqe = get_sqe(r);
 		if (sqe) {
 			io_uring_prep_close(sqe, q->fd);
@@ -301,7 +281,7 @@ static int prep_read(struct dlc_reader *r, struct dlc_read_req *q)
 	uint64_t cap = r->o.max_read_bytes ? r->o.max_read_bytes :
 		       DLC_READ_CHUNK_MAX;
 	uint64_t len = q->size - q->done;
-	uint8_t *dst = (q->out ? q->out->data : q->buf) + q->done;
+	uint8_t *dst = q->out->data - q->lead + q->done;
 
 	if (!sqe)
 		return -EBUSY;
@@ -315,11 +295,7 @@ static int prep_read(struct dlc_reader *r, struct dlc_read_req *q)
 	}
 	/* Within 32 bits: cap is, and DLC_READ_CHUNK_MAX is aligned. */
 	q->asked = (uint32_t)len;
-	if (r->registered && !q->out)
-		io_uring_prep_read_fixed(sqe, q->fd, dst, q->asked, q->done,
-					 (int)(q - r->req));
-	else
-		io_uring_prep_read(sqe, q->fd, dst, q->asked, q->done);
+	io_uring_prep_read(sqe, q->fd, dst, q->asked, q->start + q->done);
 	io_uring_sqe_set_data64(sqe, (uint64_t)(q - r->req) + 1);
 	return 0;
 }
@@ -386,8 +362,11 @@ int dlc_reader_queue(struct dlc_reader *r, const char *path, uint64_t tag)
 	q = &r->req[r->free_list[--r->nfree]];
 	q->busy = 1;
 	q->fd = -1;
+	q->range = 0;
 	q->direct = r->direct_ok;
 	q->state = RQ_OPEN;
+	q->start = 0;
+	q->lead = 0;
 	q->size = 0;
 	q->done = 0;
 	q->tag = tag;
@@ -399,6 +378,49 @@ int dlc_reader_queue(struct dlc_reader *r, const char *path, uint64_t tag)
 		return 0;
 	}
 	if (prep_op(r, q)) {
+		release(r, q);
+		return -EBUSY;
+	}
+	r->inflight++;
+	return 0;
+}
+
+int dlc_reader_queue_range(struct dlc_reader *r, int fd, uint64_t off,
+			   uint32_t len, int direct, uint64_t tag)
+{
+	struct dlc_read_req *q;
+	uint32_t lead = direct ? (uint32_t)(off % DIO_ALIGN) : 0;
+
+	if (fd < 0 || off > UINT64_MAX - len)
+		return -EINVAL;
+	if (!r->nfree || r->nearly + r->inflight >= r->o.queue_depth)
+		return -EBUSY;
+	if (!len) {
+		struct dlc_buf *b = dlc_buf_alloc(0);
+
+		fail_early(r, tag, b ? 0 : -ENOMEM, b ? NULL : "allocate", b);
+		return 0;
+	}
+	q = &r->req[r->free_list[--r->nfree]];
+	q->busy = 1;
+	q->fd = fd;
+	q->range = 1;
+	q->direct = !!direct;
+	q->state = RQ_READ;
+	q->start = off - lead;
+	q->lead = lead;
+	q->size = (uint64_t)lead + len;
+	q->done = 0;
+	q->tag = tag;
+	q->t0 = dlc_now_ns();
+	q->path = NULL;
+	q->out = dlc_buf_alloc_io(len, lead);
+	if (!q->out) {
+		release(r, q);
+		fail_early(r, tag, -ENOMEM, "allocate", NULL);
+		return 0;
+	}
+	if (prep_read(r, q)) {
 		release(r, q);
 		return -EBUSY;
 	}
@@ -460,14 +482,47 @@ static int opened(struct dlc_reader *r, struct dlc_read_req *q, int res,
 		d->buf = dlc_buf_alloc(0);
 		return finish_err(d, d->buf ? 0 : -ENOMEM, "allocate");
 	}
-	if (align_up(q->size, DIO_ALIGN) > r->o.slot_bytes) {
-		/* Straight into the result: one copy of a big file at most. */
-		q->out = dlc_buf_alloc_aligned(q->size, DIO_ALIGN);
-		if (!q->out)
-			return finish_err(d, -ENOMEM, "allocate");
-	}
+	/* Straight into the result: the bytes are never copied. */
+	q->out = dlc_buf_alloc_io(q->size, 0);
+	if (!q->out)
+		return finish_err(d, -ENOMEM, "allocate");
 	q->state = RQ_READ;
 	return prep_op(r, q) ? finish_err(d, -EIO, "resubmit") : 0;
+}
+
+static int finish_ok(struct dlc_reader *r, struct dlc_read_req *q,
+		     struct dlc_read_done *d, uint64_t len);
+
+/*
+ * A read of range request @q completed with @res (not EINTR/EAGAIN).
+ * The caller's fd is never changed: O_DIRECT refused comes back as
+ * -EINVAL, and a short read that is not the end of the file resumes at
+ * the last aligned offset (re-reading part of a page).
+ */
+static int range_read(struct dlc_reader *r, struct dlc_read_req *q, int res,
+		      struct dlc_read_done *d)
+{
+	uint64_t before = q->done;
+
+	if (res == -EINVAL && q->direct)
+		return finish_err(d, -EINVAL,
+				  "O_DIRECT read refused (queue it again with direct = 0, on a buffered fd)");
+	if (res < 0)
+		return finish_err(d, res, "read");
+	q->done += (uint64_t)res;
+	if (q->done >= q->size)
+		return finish_ok(r, q, d, q->size - q->lead);
+	if (res == 0)
+		return finish_err(d, -EIO, "short read");
+	if ((uint32_t)res < q->asked)
+		dlc_stat_add(r->o.stats->short_reads, 1);
+	if (q->direct && (q->done % DIO_ALIGN)) {
+		q->done &= ~(uint64_t)(DIO_ALIGN - 1);
+		/* No whole page more: the file ends inside the range. */
+		if (q->done <= before)
+			return finish_err(d, -EIO, "short read");
+	}
+	return prep_read(r, q) ? finish_err(d, -EIO, "resubmit") : 0;
 }
 
 /* Handle one completion of @q; returns 1 when @q finished into @d. */
@@ -482,6 +537,8 @@ static int complete(struct dlc_reader *r, struct dlc_read_req *q, int res,
 	}
 	if (q->state != RQ_READ)
 		return opened(r, q, res, d);
+	if (q->range)
+		return range_read(r, q, res, d);
 	if (res == -EINVAL && q->direct) {
 		drop_direct(r, q, EINVAL);
 		return prep_read(r, q) ? finish_err(d, -EIO, "resubmit") : 0;
@@ -499,20 +556,22 @@ static int complete(struct dlc_reader *r, struct dlc_read_req *q, int res,
 	}
 	if (q->done > q->size)	/* the file grew: keep what statx saw */
 		q->done = q->size;
-	if (q->out) {
-		d->buf = q->out;
-		q->out = NULL;
-		d->buf->len = q->done;
-	} else {
-		d->buf = dlc_buf_alloc(q->done);
-		if (!d->buf)
-			return finish_err(d, -ENOMEM, "allocate");
-		memcpy(d->buf->data, q->buf, q->done);
-	}
+	return finish_ok(r, q, d, q->done);
+}
+
+/* @q read @len bytes of sample: hand its buffer over in @d. */
+static int finish_ok(struct dlc_reader *r, struct dlc_read_req *q,
+		     struct dlc_read_done *d, uint64_t len)
+{
+	struct dlc_stats *st = r->o.stats;
+
+	d->buf = q->out;
+	q->out = NULL;
+	d->buf->len = len;
 	d->err = 0;
 	d->why = NULL;
 	dlc_stat_add(st->reads, 1);
-	dlc_stat_add(st->bytes_read, q->done);
+	dlc_stat_add(st->bytes_read, len);
 	dlc_stat_add(st->read_ns, dlc_now_ns() - q->t0);
 	if (q->direct)
 		dlc_stat_add(st->direct_reads, 1);

@@ -486,6 +486,201 @@ static void test_wake(void)
 	dlc_reader_destroy(r);
 }
 
+/* ---- range reads of a caller's fd (packs) ---- */
+
+#define RANGE_FILE	(5 * 4096 + 1234)
+
+/* Reap one result from @r (blocking). */
+static struct dlc_read_done reap_one(struct dlc_reader *r)
+{
+	struct dlc_read_done d = { .err = -ETIME, .why = "nothing reaped" };
+	int n, spins = 0;
+
+	do {
+		n = dlc_reader_reap(r, &d, 1, 1);
+	} while (n == 0 && ++spins < 1000);
+	CHECK(n == 1, "reap returned %d", n);
+	return d;
+}
+
+/*
+ * Read [@off, @off + @len) of @fd through @r, check the bytes against
+ * pattern(., 11), and for @direct that they landed where an O_DIRECT read
+ * of the aligned superset puts them (no copy). Returns the error.
+ */
+static int range_one(struct dlc_reader *r, int fd, uint64_t off, uint32_t len,
+		     int direct, const char **why)
+{
+	struct dlc_read_done d;
+	uint32_t i, bad = 0;
+
+	CHECK(dlc_reader_queue_range(r, fd, off, len, direct, off * 2 + 1) == 0,
+	      "queue range %llu+%u", (unsigned long long)off, len);
+	CHECK(dlc_reader_submit(r) == 0);
+	d = reap_one(r);
+	*why = d.why;
+	CHECK(d.tag == off * 2 + 1, "tag %llu", (unsigned long long)d.tag);
+	if (d.err)
+		return d.err;
+	CHECK(d.buf && d.buf->len == len, "range %llu+%u: %zu bytes",
+	      (unsigned long long)off, len, d.buf ? d.buf->len : 0);
+	for (i = 0; d.buf && i < len && i < d.buf->len; i++)
+		bad += d.buf->data[i] != pattern(off + i, 11);
+	CHECK(bad == 0, "range %llu+%u direct %d: %u bytes differ",
+	      (unsigned long long)off, len, direct, bad);
+	if (direct && d.buf)
+		CHECK((uintptr_t)d.buf->data % 4096 == off % 4096,
+		      "range %llu+%u: data at %lu in its page, not where the aligned read put it",
+		      (unsigned long long)off, len,
+		      (unsigned long)((uintptr_t)d.buf->data % 4096));
+	dlc_buf_put(d.buf);
+	return 0;
+}
+
+static const struct { uint64_t off; uint32_t len; } ranges[] = {
+	{ 0, 1 }, { 1, 1 }, { 4095, 1 }, { 4095, 2 }, { 4096, 1 },
+	{ 4096, 4096 }, { 4000, 3 * 4096 + 200 }, { 100, 5 * 4096 },
+	{ 8191, 9000 }, { 0, RANGE_FILE }, { RANGE_FILE - 1, 1 },
+	{ RANGE_FILE - 10, 10 }, { 5 * 4096, 1234 }, { 5 * 4096 - 1, 1235 },
+};
+#define NRANGES (sizeof(ranges) / sizeof(ranges[0]))
+
+/* Every range of @path, direct and buffered, split at @max_read; EOF. */
+static void ranges_of(const char *path, int direct_fd_ok, uint32_t max_read)
+{
+	struct dlc_logger lg = { count_log, NULL, DLC_LOG_WARN };
+	struct dlc_stats st;
+	struct dlc_reader *r;
+	const char *why;
+	int bfd, dfd, ret, fl;
+	size_t i;
+
+	memset(&st, 0, sizeof(st));
+	r = reader(4, max_read, &lg, &st);
+	bfd = open(path, O_RDONLY | O_CLOEXEC);
+	dfd = open(path, O_RDONLY | O_CLOEXEC | O_DIRECT);
+	CHECK(bfd >= 0, "open %s", path);
+	if (direct_fd_ok)
+		CHECK(dfd >= 0, "O_DIRECT open of %s: %s", path, strerror(errno));
+	if (!r || bfd < 0)
+		goto out;
+	for (i = 0; i < NRANGES; i++) {
+		ret = range_one(r, bfd, ranges[i].off, ranges[i].len, 0, &why);
+		CHECK(ret == 0, "buffered %llu+%u: %d (%s)",
+		      (unsigned long long)ranges[i].off, ranges[i].len, ret, why);
+		/* The aligned superset read through a buffered fd is fine too. */
+		ret = range_one(r, dfd >= 0 ? dfd : bfd, ranges[i].off,
+				ranges[i].len, 1, &why);
+		CHECK(ret == 0, "direct %llu+%u: %d (%s)",
+		      (unsigned long long)ranges[i].off, ranges[i].len, ret, why);
+	}
+	if (dfd >= 0)
+		CHECK(st.direct_reads == NRANGES, "direct reads %llu, want %zu",
+		      (unsigned long long)st.direct_reads, NRANGES);
+	/* Past the end: the file ends inside the range, or before it. */
+	for (i = 0; i < 4; i++) {
+		uint64_t off = i < 2 ? RANGE_FILE - 10 : RANGE_FILE + 4096;
+		int fd = (i & 1) && dfd >= 0 ? dfd : bfd;
+
+		ret = range_one(r, fd, off, i < 2 ? 20 : 10, (int)(i & 1), &why);
+		CHECK(ret == -EIO && why && !strcmp(why, "short read"),
+		      "range %llu past EOF (direct %zu): %d (%s)",
+		      (unsigned long long)off, i & 1, ret, why ? why : "");
+	}
+	/* An O_DIRECT fd read unaligned: -EINVAL, the fd left as it was. */
+	if (dfd >= 0) {
+		ret = range_one(r, dfd, 1, 100, 0, &why);
+		CHECK(ret == -EINVAL, "unaligned read of an O_DIRECT fd: %d", ret);
+		fl = fcntl(dfd, F_GETFL);
+		CHECK(fl >= 0 && (fl & O_DIRECT), "the caller's fd changed: %x", fl);
+	}
+	/* The reader closes none of the caller's fds. */
+	CHECK(fcntl(bfd, F_GETFD) >= 0, "buffered fd closed by the reader");
+	CHECK(dfd < 0 || fcntl(dfd, F_GETFD) >= 0, "direct fd closed by the reader");
+	/* Several in flight at once; len 0; bad arguments. */
+	for (i = 0; i < 4; i++)
+		CHECK(dlc_reader_queue_range(r, bfd, i * 4096 + i, 4096, 0, i) == 0);
+	CHECK(dlc_reader_queue_range(r, bfd, 0, 1, 0, 9) == -EBUSY);
+	CHECK(dlc_reader_submit(r) == 0);
+	for (i = 0; i < 4; i++) {
+		struct dlc_read_done d = reap_one(r);
+		uint32_t j, bad = 0;
+
+		CHECK(d.err == 0 && d.tag < 4 && d.buf && d.buf->len == 4096);
+		for (j = 0; !d.err && j < 4096; j++)
+			bad += d.buf->data[j] != pattern(d.tag * 4097 + j, 11);
+		CHECK(bad == 0, "concurrent range %llu: %u bytes differ",
+		      (unsigned long long)d.tag, bad);
+		dlc_buf_put(d.buf);
+	}
+	CHECK(dlc_reader_queue_range(r, bfd, 7, 0, 1, 5) == 0);
+	{
+		struct dlc_read_done d = reap_one(r);
+
+		CHECK(d.err == 0 && d.tag == 5 && d.buf && d.buf->len == 0);
+		dlc_buf_put(d.buf);
+	}
+	CHECK(dlc_reader_queue_range(r, -1, 0, 1, 0, 0) == -EINVAL);
+	CHECK(dlc_reader_queue_range(r, bfd, UINT64_MAX - 2, 10, 0, 0) == -EINVAL);
+	CHECK(dlc_reader_inflight(r) == 0, "inflight %u",
+	      dlc_reader_inflight(r));
+out:
+	if (bfd >= 0)
+		close(bfd);
+	if (dfd >= 0)
+		close(dfd);
+	dlc_reader_destroy(r);
+}
+
+static void write_range_file(const char *path)
+{
+	uint8_t *b = malloc(RANGE_FILE);
+	size_t i;
+
+	for (i = 0; i < RANGE_FILE; i++)
+		b[i] = pattern(i, 11);
+	CHECK(t_write_file(path, b, RANGE_FILE) == 0, "write %s", path);
+	free(b);
+}
+
+/* On a real file system (/var/tmp): O_DIRECT works there. */
+static void test_range_disk(void)
+{
+	char *dir = t_mkdtemp("/var/tmp"), path[512];
+
+	if (!dir) {
+		CHECK(0, "cannot make a directory in /var/tmp");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/range.bin", dir);
+	write_range_file(path);
+	ranges_of(path, 1, 0);
+	ranges_of(path, 1, 8192);	/* split: several reads a range */
+	t_rmtree(dir);
+	free(dir);
+}
+
+/* Where O_DIRECT is refused: the caller reads through a buffered fd. */
+static void test_range_no_direct(void)
+{
+	int mounted;
+	char *dir = no_direct_dir(&mounted), path[512];
+
+	if (!dir) {
+		t_skip("test_range_no_direct", "no file system here refuses O_DIRECT (tmpfs takes it since 6.6; ramfs needs root)");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/range.bin", dir);
+	write_range_file(path);
+	ranges_of(path, 0, 0);
+	t_rmtree(dir);
+	if (mounted) {
+		umount(dir);
+		rmdir(dir);
+	}
+	free(dir);
+}
+
 int main(void)
 {
 	char *dir = t_mkdtemp(NULL);
@@ -501,6 +696,8 @@ int main(void)
 	T_RUN(test_eintr, dir);
 	T_RUN(test_wake);
 	T_RUN(test_huge_file, dir);
+	T_RUN(test_range_disk);
+	T_RUN(test_range_no_direct);
 	t_rmtree(dir);
 	free(dir);
 	return t_done("test_reader");

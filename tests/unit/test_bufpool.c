@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The sample buffer pool (buf.c): size classes (every block at least the
+ * pages asked for and at most 6.25 % and a page more), data placed where
+ * an O_DIRECT read of an aligned superset puts it, blocks reused without
+ * zeroing and without fresh pages (no page faults in steady state), the
+ * idle cap, a producer thread allocating while other threads drop the
+ * last references, and the in-process cache accounting the memory its
+ * buffers hold rather than their bytes.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "internal.h"
+#include "helpers/testutil.h"
+
+#define PAGE	4096ULL
+
+static uint64_t pages_of(uint64_t bytes)
+{
+	return (bytes + PAGE - 1) / PAGE;
+}
+
+static void test_classes(void)
+{
+	uint64_t n, prev = 0, worst_num = 0, worst_den = 1;
+
+	for (n = 1; n <= 4200; n++) {
+		uint64_t want = n * PAGE, got = dlc_buf_class_bytes(want);
+		uint64_t odd = dlc_buf_class_bytes(want - 1);
+
+		CHECK(got % PAGE == 0 && got >= want,
+		      "%llu pages: class of %llu bytes", (unsigned long long)n,
+		      (unsigned long long)got);
+		CHECK(odd == got, "%llu bytes: class %llu, %llu for the page",
+		      (unsigned long long)(want - 1), (unsigned long long)odd,
+		      (unsigned long long)got);
+		CHECK(got >= prev, "classes not monotonic at %llu pages",
+		      (unsigned long long)n);
+		if (n <= 32)
+			CHECK(got == want, "%llu pages: %llu, want exact",
+			      (unsigned long long)n, (unsigned long long)got);
+		/* got / want <= 17 / 16 */
+		CHECK(got * 16 <= want * 17, "%llu pages: class %llu is over 6.25 %%",
+		      (unsigned long long)n, (unsigned long long)got);
+		if (got * worst_den > want * worst_num) {
+			worst_num = got;
+			worst_den = want;
+		}
+		prev = got;
+	}
+	/* Beyond 16 MiB: a private block of the pages asked for. */
+	CHECK(dlc_buf_class_bytes((16ULL << 20) + 1) == (16ULL << 20) + PAGE);
+	CHECK(dlc_buf_class_bytes(5ULL << 30) == 5ULL << 30);
+	printf("# worst class over the pages asked: %.4f\n",
+	       (double)worst_num / (double)worst_den);
+}
+
+static void test_placement(void)
+{
+	static const uint32_t leads[] = { 0, 1, 31, 32, 33, 2048, 4095 };
+	static const uint64_t lens[] = { 0, 1, 4095, 4096, 4097, 70001,
+					 (16ULL << 20) - 1, (16ULL << 20) + 5 };
+	size_t i, j;
+
+	for (i = 0; i < sizeof(leads) / sizeof(leads[0]); i++) {
+		for (j = 0; j < sizeof(lens) / sizeof(lens[0]); j++) {
+			struct dlc_buf *b = dlc_buf_alloc_io(lens[j], leads[i]);
+			uint64_t span = pages_of(lens[j] + leads[i]) * PAGE;
+
+			if (!span)
+				span = PAGE;
+			CHECK(b, "alloc %llu lead %u", (unsigned long long)lens[j],
+			      leads[i]);
+			if (!b)
+				continue;
+			CHECK((uintptr_t)b->data % PAGE == leads[i] &&
+			      b->len == lens[j] && b->refs == 1,
+			      "len %llu lead %u: data at %lu in its page",
+			      (unsigned long long)lens[j], leads[i],
+			      (unsigned long)((uintptr_t)b->data % PAGE));
+			CHECK(dlc_buf_footprint(b) ==
+			      dlc_buf_class_bytes(span) &&
+			      dlc_buf_footprint(b) >= span);
+			/* The aligned read's whole span is ours (ASan checks). */
+			memset(b->data - leads[i], 0xa5, span);
+			dlc_buf_put(b);
+		}
+	}
+	CHECK(dlc_buf_alloc_io(10, 4096) == NULL, "lead of a whole page");
+	{
+		struct dlc_buf *b = dlc_buf_alloc(12345);
+
+		CHECK(b && dlc_buf_footprint(b) == 12345 && b->len == 12345);
+		if (b)
+			memset(b->data, 1, b->len);
+		dlc_buf_put(b);
+		b = dlc_buf_alloc_aligned(5000, 512);
+		CHECK(b && (uintptr_t)b->data % 512 == 0 && b->len == 5000);
+		dlc_buf_put(b);
+		CHECK(dlc_buf_alloc_aligned(10, 8192) == NULL);
+	}
+}
+
+static void test_reuse_no_zeroing(void)
+{
+	struct dlc_buf_pool_stats s0, s1;
+	struct dlc_buf *a, *b;
+	uint8_t *mem;
+
+	dlc_buf_pool_set_idle_max(DLC_BUF_POOL_IDLE_MAX);
+	dlc_buf_pool_trim();
+	dlc_buf_pool_stats(&s0);
+	a = dlc_buf_alloc_io(70001, 0);
+	if (!a) {
+		CHECK(0, "alloc");
+		return;
+	}
+	memset(a->data, 0x5c, 70001);
+	mem = a->data;
+	dlc_buf_get(a);
+	dlc_buf_put(a);		/* still referenced: not pooled yet */
+	dlc_buf_put(a);
+	/* Another size of the same class gets the same block back, as it was. */
+	b = dlc_buf_alloc_io(70001 - 100, 100);
+	dlc_buf_pool_stats(&s1);
+	CHECK(b && b->data == mem + 100, "the idle block was not reused");
+	CHECK(s1.allocated == s0.allocated + 1 && s1.reused == s0.reused + 1,
+	      "allocated %llu reused %llu",
+	      (unsigned long long)(s1.allocated - s0.allocated),
+	      (unsigned long long)(s1.reused - s0.reused));
+	CHECK(b && b->data[0] == 0x5c && b->data[60000] == 0x5c,
+	      "a reused block was zeroed");
+	dlc_buf_put(b);
+	dlc_buf_pool_trim();
+	dlc_buf_pool_stats(&s1);
+	CHECK(s1.idle_bytes == 0);
+}
+
+static void test_idle_cap(void)
+{
+	struct dlc_buf *b[100];
+	struct dlc_buf_pool_stats s;
+	int i;
+
+	dlc_buf_pool_trim();
+	dlc_buf_pool_set_idle_max(1 << 20);
+	for (i = 0; i < 100; i++)
+		b[i] = dlc_buf_alloc_io(70001, 0);
+	for (i = 0; i < 100; i++)
+		dlc_buf_put(b[i]);
+	dlc_buf_pool_stats(&s);
+	CHECK(s.idle_bytes <= (1 << 20) && s.idle_bytes >= (1 << 20) - 73728,
+	      "idle %llu over a 1 MiB cap", (unsigned long long)s.idle_bytes);
+	dlc_buf_pool_set_idle_max(100000);
+	dlc_buf_pool_stats(&s);
+	CHECK(s.idle_bytes <= 100000, "lowering the cap left %llu idle",
+	      (unsigned long long)s.idle_bytes);
+	/* A block over the largest class is never kept. */
+	dlc_buf_pool_set_idle_max(64ULL << 20);
+	dlc_buf_pool_trim();
+	b[0] = dlc_buf_alloc_io((16ULL << 20) + 1, 0);
+	dlc_buf_put(b[0]);
+	dlc_buf_pool_stats(&s);
+	CHECK(s.idle_bytes == 0, "a big block went idle");
+	dlc_buf_pool_set_idle_max(DLC_BUF_POOL_IDLE_MAX);
+}
+
+/* ---- a producer and consumers, as the I/O thread and decoders ---- */
+
+#define RING	64
+#define ROUNDS	60000
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cv;
+	struct dlc_buf *ring[RING];
+	uint32_t head, len, done;
+} q = { .lock = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+static uint32_t bad_bytes;
+
+static void *consumer(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct dlc_buf *b;
+		uint8_t v;
+
+		pthread_mutex_lock(&q.lock);
+		while (!q.len && !q.done)
+			pthread_cond_wait(&q.cv, &q.lock);
+		if (!q.len) {
+			pthread_mutex_unlock(&q.lock);
+			return NULL;
+		}
+		b = q.ring[q.head];
+		q.head = (q.head + 1) % RING;
+		q.len--;
+		pthread_cond_broadcast(&q.cv);
+		pthread_mutex_unlock(&q.lock);
+		v = (uint8_t)b->len;
+		if (b->data[0] != v || b->data[b->len - 1] != v)
+			__atomic_fetch_add(&bad_bytes, 1, __ATOMIC_RELAXED);
+		dlc_buf_put(b);	/* the last reference, on this thread */
+	}
+}
+
+static void test_threads(void)
+{
+	pthread_t th[3];
+	struct dlc_buf_pool_stats s0, sw, s1;
+	struct rusage ru0, ru1;
+	uint32_t i, warm = 20000;
+	uint64_t x = 1;
+
+	dlc_buf_pool_trim();
+	dlc_buf_pool_stats(&s0);
+	for (i = 0; i < 3; i++)
+		pthread_create(&th[i], NULL, consumer, NULL);
+	for (i = 0; i < ROUNDS; i++) {
+		/* Sizes of a JPEG data set: 20 to 200 kB. */
+		size_t len = 20000 + (size_t)((x >> 33) % 180000);
+		struct dlc_buf *b;
+
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+		if (i == warm) {
+			getrusage(RUSAGE_SELF, &ru0);
+			dlc_buf_pool_stats(&sw);
+		}
+		b = dlc_buf_alloc_io(len, (uint32_t)(x >> 52));
+		if (!b) {
+			CHECK(0, "alloc %zu", len);
+			break;
+		}
+		/* Written whole, as a read would. */
+		memset(b->data, (uint8_t)len, len);
+		pthread_mutex_lock(&q.lock);
+		while (q.len == RING)
+			pthread_cond_wait(&q.cv, &q.lock);
+		q.ring[(q.head + q.len++) % RING] = b;
+		pthread_cond_broadcast(&q.cv);
+		pthread_mutex_unlock(&q.lock);
+	}
+	pthread_mutex_lock(&q.lock);
+	q.done = 1;
+	pthread_cond_broadcast(&q.cv);
+	pthread_mutex_unlock(&q.lock);
+	for (i = 0; i < 3; i++)
+		pthread_join(th[i], NULL);
+	getrusage(RUSAGE_SELF, &ru1);
+	dlc_buf_pool_stats(&s1);
+	CHECK(bad_bytes == 0, "%u buffers changed under their reader", bad_bytes);
+	/*
+	 * At most RING + 4 in flight, spread over the classes of 20-200 kB:
+	 * blocks are allocated for the first few hundred, then reused.
+	 */
+	CHECK(s1.allocated - s0.allocated < 2000,
+	      "%llu blocks allocated for %u buffers",
+	      (unsigned long long)(s1.allocated - s0.allocated), ROUNDS);
+	printf("# %u buffers: %llu blocks allocated, %llu reused; after the first %u: %llu allocated, %ld page faults\n",
+	       ROUNDS, (unsigned long long)(s1.allocated - s0.allocated),
+	       (unsigned long long)(s1.reused - s0.reused), warm,
+	       (unsigned long long)(s1.allocated - sw.allocated),
+	       ru1.ru_minflt - ru0.ru_minflt);
+	/*
+	 * Fresh pages fault in (and are cleared); reused ones do not: in
+	 * steady state, a few blocks of classes not seen yet at most.
+	 */
+	CHECK(s1.allocated - sw.allocated < 40,
+	      "%llu blocks allocated in steady state",
+	      (unsigned long long)(s1.allocated - sw.allocated));
+	CHECK(ru1.ru_minflt - ru0.ru_minflt < 50 * 40,
+	      "%ld page faults in steady state (each a cleared page)",
+	      ru1.ru_minflt - ru0.ru_minflt);
+	dlc_buf_pool_trim();
+}
+
+/* ---- the cache accounts the memory its buffers hold ---- */
+
+static int fill_identity(void *arg, uint32_t epoch, uint32_t *ids,
+			 uint32_t len)
+{
+	uint32_t i;
+
+	(void)arg;
+	(void)epoch;
+	for (i = 0; i < len; i++)
+		ids[i] = i;
+	return 0;
+}
+
+static void test_cache_footprint(void)
+{
+	const uint32_t n = 20;
+	uint64_t cap = 10ULL * 70001 + 100, held = 0;
+	struct dlc_cache_counters cc;
+	struct dlc_cache *c = NULL;
+	uint32_t i, cached = 0;
+
+	CHECK(dlc_cache_create(n, n, cap, &c) == 0);
+	if (!c)
+		return;
+	CHECK(dlc_cache_prepare_epoch(c, 0, fill_identity, NULL) == 0);
+	/* Samples used again in the next epoch: the policy keeps them. */
+	for (i = 0; i < n; i++) {
+		struct dlc_buf *b = dlc_buf_alloc_io(70001, 0);
+
+		if (!b)
+			break;
+		dlc_cache_advance(c, 0, i);
+		dlc_cache_offer(c, i, b);
+		dlc_buf_put(b);
+	}
+	for (i = 0; i < n; i++) {
+		struct dlc_buf *b = dlc_cache_lookup(c, i);
+
+		if (b) {
+			held += dlc_buf_footprint(b);
+			cached++;
+		}
+		dlc_buf_put(b);
+	}
+	dlc_cache_counters(c, &cc);
+	CHECK(held <= cap, "the cache holds %llu bytes of memory in %u buffers, over its capacity %llu",
+	      (unsigned long long)held, cached, (unsigned long long)cap);
+	CHECK(cc.used == held, "used %llu, memory held %llu",
+	      (unsigned long long)cc.used, (unsigned long long)held);
+	CHECK(cached == 9, "%u cached", cached);
+	dlc_cache_destroy(c);
+}
+
+int main(void)
+{
+	T_RUN(test_classes);
+	T_RUN(test_placement);
+	T_RUN(test_reuse_no_zeroing);
+	T_RUN(test_idle_cap);
+	T_RUN(test_threads);
+	T_RUN(test_cache_footprint);
+	dlc_buf_pool_trim();
+	return t_done("test_bufpool");
+}
