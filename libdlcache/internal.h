@@ -219,6 +219,8 @@ int dlc_reader_queue(struct dlc_reader *r, const char *path, uint64_t tag);
  */
 int dlc_reader_queue_range(struct dlc_reader *r, int fd, uint64_t off,
 			   uint32_t len, int direct, uint64_t tag);
+/* The why of a range read whose O_DIRECT read was refused (-EINVAL). */
+extern const char dlc_read_direct_refused[];
 
 /* Hand queued reads to the kernel. */
 int dlc_reader_submit(struct dlc_reader *r);
@@ -246,6 +248,44 @@ uint32_t dlc_reader_watch_events(struct dlc_reader *r);
 
 /* Wake a thread blocked in dlc_reader_reap(); any thread may call it. */
 void dlc_reader_wake(struct dlc_reader *r);
+
+/* ---- where samples live (source.c) ---- */
+
+struct dlc_source;
+struct dlc_rst_geom;
+
+/*
+ * The storage of @idx's samples: its files, or its pack (opened here,
+ * also with O_DIRECT when @direct and the file system allows it).
+ */
+int dlc_source_open(const struct dlc_index *idx, int direct,
+		    struct dlc_source **out);
+void dlc_source_close(struct dlc_source *s);
+/* The pack, or NULL for a tree of files. */
+const struct dlc_pack *dlc_source_pack(const struct dlc_source *s);
+/* "ROOT/RELPATH", or "RELPATH in PACK": what messages call sample @id. */
+void dlc_source_name(const struct dlc_source *s, uint32_t id, char *buf,
+		     size_t len);
+/* Queue a read of sample @id's bytes on @r, tagged @tag (@scratch: path). */
+int dlc_source_queue(struct dlc_source *s, struct dlc_reader *r,
+		     uint32_t id, uint64_t tag, char *scratch, size_t len);
+/*
+ * A read of sample @id that @d reports done: when it is a pack's O_DIRECT
+ * read the file system refused, every read from now on is buffered and
+ * this one is queued again (returns 1: @d is not done after all; 2 the
+ * first time, for the caller to log it once). Else 0.
+ */
+int dlc_source_requeue(struct dlc_source *s, struct dlc_reader *r,
+		       uint32_t id, const struct dlc_read_done *d);
+/* Read sample @id's bytes now, blocking; files over @max: -EFBIG. */
+int dlc_source_read(struct dlc_source *s, uint32_t id, uint64_t max,
+		    struct dlc_buf **out);
+/*
+ * 1 with @g and @rows (room for DLC_RST_MAX_ROWS + 1) filled when sample
+ * @id is restart-indexed (a pack's DLC_PACK_RST), else 0.
+ */
+int dlc_source_rst(const struct dlc_source *s, uint32_t id,
+		   struct dlc_rst_geom *g, uint32_t *rows);
 
 /* ---- usable CPUs (cpus.c) ---- */
 

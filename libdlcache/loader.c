@@ -33,6 +33,7 @@
 #include "../uapi/dlcache.h"
 #include "crc32c.h"
 #include "internal.h"
+#include "jpegrst.h"
 #include "kclient.h"
 
 enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_HELD };
@@ -75,6 +76,7 @@ struct dlc_loader {
 	struct dlc_config cfg;
 	struct dlc_logger log;
 	const struct dlc_index *idx;
+	struct dlc_source *src;		/* where the samples are read from */
 	uint32_t n;			/* samples in the data set */
 	uint32_t epoch_len;		/* this rank's order length */
 	size_t sample_bytes;		/* 3 x out_w x out_h */
@@ -310,8 +312,7 @@ static uint32_t read_error_kind(int err)
 static void sample_path(const struct dlc_loader *l, uint32_t id, char *buf,
 			size_t len)
 {
-	snprintf(buf, len, "%s/%s", dlc_index_root(l->idx),
-		 dlc_index_relpath(l->idx, id));
+	dlc_source_name(l->src, id, buf, len);
 }
 
 /*
@@ -378,39 +379,6 @@ static void note_error(struct dlc_loader *l, uint32_t id, uint32_t kind,
 	pthread_mutex_unlock(&l->lock);
 }
 
-/* Read a whole file the plain way: substitutes are rare. */
-static int slurp(const char *path, uint64_t max, struct dlc_buf **out)
-{
-	FILE *f = fopen(path, "rb");
-	struct dlc_buf *b;
-	long sz;
-
-	if (!f)
-		return -errno;
-	if (fseek(f, 0, SEEK_END) || (sz = ftell(f)) < 0 ||
-	    fseek(f, 0, SEEK_SET)) {
-		fclose(f);
-		return -EIO;
-	}
-	if (max && (uint64_t)sz > max) {
-		fclose(f);
-		return -EFBIG;
-	}
-	b = dlc_buf_alloc((size_t)sz);
-	if (!b) {
-		fclose(f);
-		return -ENOMEM;
-	}
-	if (sz && fread(b->data, 1, (size_t)sz, f) != (size_t)sz) {
-		fclose(f);
-		dlc_buf_put(b);
-		return -EIO;
-	}
-	fclose(f);
-	*out = b;
-	return 0;
-}
-
 /* ------------------------------------------------------------------ */
 /* Decode                                                              */
 
@@ -449,13 +417,77 @@ static int must_check(struct dlc_loader *l, uint32_t id,
 	return 1;
 }
 
+/*
+ * A pack's restart-indexed sample (@g, @rows): only the MCUs under its
+ * crop are decoded. The bytes' CRC-32C, checked against the pack's record
+ * on every decode unless validation is off, stands for the whole-file
+ * check: the pack's writer made them from a file that decoded whole, and
+ * a decode of the crop's intervals catches damage there as any decode
+ * does.
+ */
+static int decode_rst(struct dlc_loader *l, struct dlc_decoder *dec,
+		      uint32_t epoch, uint32_t id, const struct dlc_buf *buf,
+		      const struct dlc_rst_geom *g, const uint32_t *rows,
+		      uint8_t *dst, uint32_t *kind, const char **msg)
+{
+	uint32_t want;
+	int ret;
+
+	if (l->validate != DLC_VALIDATE_OFF) {
+		if (dlc_index_crc32c(l->idx, id, &want) ||
+		    buf->len != dlc_index_size(l->idx, id) ||
+		    dlc_crc32c(0, buf->data, buf->len) != want) {
+			*kind = DLC_ERR_CORRUPT;
+			*msg = "corrupt pack: the sample's bytes do not match the crc32c of its record";
+			return -EBADMSG;
+		}
+		dlc_stat_add(l->stats.validated, 1);
+	}
+	ret = dlc_decoder_sample_rst(dec, buf->data, buf->len, g, rows,
+				     &l->cfg.transform, l->cfg.seed, epoch, id,
+				     l->cfg.layout, dst, NULL);
+	if (ret) {
+		*kind = dlc_decoder_error_kind(dec);
+		*msg = dlc_decoder_error(dec);
+	}
+	return ret;
+}
+
+/* decode_one() of a pack's sample: restart-indexed, or 0 for plain. */
+static __attribute__((noinline)) int
+decode_pack(struct dlc_loader *l, struct dlc_decoder *dec, uint32_t epoch,
+	    uint32_t id, const struct dlc_buf *buf, uint8_t *dst,
+	    uint32_t *kind, const char **msg, int *done)
+{
+	/* 32 KiB: decode threads have the default stack (8 MiB). */
+	uint32_t rows[DLC_RST_MAX_ROWS + 1];
+	struct dlc_rst_geom g;
+
+	*done = dlc_source_rst(l->src, id, &g, rows);
+	if (!*done)
+		return 0;
+	return decode_rst(l, dec, epoch, id, buf, &g, rows, dst, kind, msg);
+}
+
 /* Decode @buf as sample @id into @dst; kind/msg describe a failure. */
 static int decode_one(struct dlc_loader *l, struct dlc_decoder *dec,
 		      uint32_t epoch, uint32_t id, const struct dlc_buf *buf,
 		      uint8_t *dst, uint32_t *kind, const char **msg)
 {
 	uint64_t t0 = dlc_now_ns();
-	int ret, mark, check = must_check(l, id, buf, &mark);
+	int ret, mark, check, done = 0;
+
+	if (dlc_source_pack(l->src)) {
+		ret = decode_pack(l, dec, epoch, id, buf, dst, kind, msg,
+				  &done);
+		if (done) {
+			dlc_stat_add(l->stats.decode_ns, dlc_now_ns() - t0);
+			if (!ret)
+				dlc_stat_add(l->stats.decoded, 1);
+			return ret;
+		}
+	}
+	check = must_check(l, id, buf, &mark);
 
 	ret = dlc_decoder_sample_method(dec, buf->data, buf->len,
 					&l->cfg.transform, l->cfg.seed, epoch,
@@ -482,7 +514,6 @@ static int decode_one(struct dlc_loader *l, struct dlc_decoder *dec,
 static int substitute(struct dlc_loader *l, struct dlc_decoder *dec,
 		      uint32_t epoch, struct item *it, struct slot *s)
 {
-	char path[4096];
 	uint32_t k;
 
 	for (k = 1; k <= 16 && k < l->n; k++) {
@@ -491,8 +522,7 @@ static int substitute(struct dlc_loader *l, struct dlc_decoder *dec,
 		const char *msg;
 		int ret;
 
-		sample_path(l, alt, path, sizeof(path));
-		if (slurp(path, l->cfg.max_file_bytes, &b))
+		if (dlc_source_read(l->src, alt, l->cfg.max_file_bytes, &b))
 			continue;
 		ret = decode_one(l, dec, epoch, alt, b, slot_sample(l, s, it->index),
 				 &kind, &msg);
@@ -777,7 +807,16 @@ static void hand_over(struct dlc_loader *l, struct dlc_read_done *done,
 	for (i = 0; i < n; i++) {
 		struct dlc_read_done *d = &done[i];
 		struct item it;
+		int again;
 
+		again = dlc_source_requeue(l->src, l->reader,
+					   l->order[(uint32_t)d->tag], d);
+		if (again == 2)
+			dlc_logf(&l->log, DLC_LOG_INFO,
+				 "%s: O_DIRECT reads refused by the file system; reading through the page cache",
+				 dlc_index_root(l->idx));
+		if (again)
+			continue;
 		dlc_stat_add(l->stats.misses, 1);
 		/* The file changed since it was indexed: no cache gets it. */
 		if (d->buf && l->verify == DLC_VERIFY_ALL &&
@@ -1078,8 +1117,8 @@ static int kernel_read_queued(struct dlc_loader *l, char *path,
 
 		l->kread_head = (l->kread_head + 1) % l->cfg.window;
 		l->kread_len--;
-		sample_path(l, l->order[pos], path, path_len);
-		ret = dlc_reader_queue(l->reader, path, pos);
+		ret = dlc_source_queue(l->src, l->reader, l->order[pos], pos,
+				       path, path_len);
 		if (ret) {
 			struct dlc_read_done d = { .tag = pos, .err = ret,
 						   .why = "queue" };
@@ -1298,9 +1337,10 @@ static void *io_main(void *arg)
 				dlc_stat_add(l->stats.hits, 1);
 				dlc_stat_add(l->stats.hit_bytes, hit->len);
 			} else {
-				sample_path(l, it.sample, path, sizeof(path));
 				/* There is reader room, so this should queue. */
-				it.err = dlc_reader_queue(l->reader, path, it.pos);
+				it.err = dlc_source_queue(l->src, l->reader,
+							  it.sample, it.pos, path,
+							  sizeof(path));
 				it.why = "queue";
 			}
 			pthread_mutex_lock(&l->lock);
@@ -1759,6 +1799,7 @@ void dlc_loader_destroy(struct dlc_loader *l)
 	dlc_reader_destroy(l->reader);
 	dlc_cache_destroy(l->cache);
 	close_backend(l);
+	dlc_source_close(l->src);
 	/* Nothing of ours is in flight now: give the idle blocks back. */
 	dlc_buf_pool_trim();
 	if (l->slots)
@@ -1872,6 +1913,12 @@ int dlc_loader_create(const struct dlc_config *ucfg,
 		}
 	}
 
+	ret = dlc_source_open(idx, cfg->direct_io, &l->src);
+	if (ret) {
+		dlc_logf(&l->log, DLC_LOG_ERROR, "data set %s: %s",
+			 dlc_index_root(idx), strerror(-ret));
+		goto err;
+	}
 	ret = open_backend(l);
 	if (!ret)
 		ret = setup_fallback(l);

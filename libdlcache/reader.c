@@ -441,6 +441,9 @@ int dlc_reader_submit(struct dlc_reader *r)
 }
 
 /* Set @d to an error of @q; returns 1 (finished). */
+const char dlc_read_direct_refused[] =
+	"O_DIRECT read refused (queue it again with direct = 0, on a buffered fd)";
+
 static int finish_err(struct dlc_read_done *d, int err, const char *why)
 {
 	d->err = err;
@@ -505,8 +508,7 @@ static int range_read(struct dlc_reader *r, struct dlc_read_req *q, int res,
 	uint64_t before = q->done;
 
 	if (res == -EINVAL && q->direct)
-		return finish_err(d, -EINVAL,
-				  "O_DIRECT read refused (queue it again with direct = 0, on a buffered fd)");
+		return finish_err(d, -EINVAL, dlc_read_direct_refused);
 	if (res < 0)
 		return finish_err(d, res, "read");
 	q->done += (uint64_t)res;

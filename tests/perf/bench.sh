@@ -10,7 +10,13 @@
 #   3. tests/perf/plain_loader: read() + tjDecompress2 + crop/resize, 4 epochs
 #   4. dlcachectl decodebench --json: full and crop-first decode from memory
 #   5. fio: O_DIRECT random reads over the data set's files, depth 64
-# (the page cache is dropped before 1, 2, 3 and 5, so epoch 1 is cold).
+#   6. dlcache on the pack (.dlp) of the same set, cache = half, and the
+#      same and dlcache on the originals with cache = the whole set
+#   7. dlcachectl decodebench on the pack: the MCU-exact decode limit
+# (the page cache is dropped before 1, 2, 3, 5 and 6, so epoch 1 is cold).
+# The pack is made (and timed) once per run, before the rounds. Then, on
+# real photographs (Debian's wallpapers, multi-megapixel): the decode
+# limits on the originals and the pack, dlcache on both and PyTorch.
 # Medians of the rounds count. Then once: hit ratios simulated (hitsim),
 # the Linux page cache measured in a memory-limited cgroup, and a short
 # perf record of dlcache. Output in BUILD/bench: report.md, report.json,
@@ -48,6 +54,11 @@ drop() { sync; echo 3 > /proc/sys/vm/drop_caches; }
 log "data set $dir: $images images (BENCH_SIZE=$size), $cores cores, $repeats rounds"
 "$ctl" gen "$dir" --images "$images" --classes 100 >&2
 "$ctl" index "$dir" -o "$idx" >/dev/null
+pack=$dir.dlp
+log "pack: $pack (timed)"
+drop
+/usr/bin/time -o "$raw/pack.time" -f '%e' "$ctl" pack "$idx" -o "$pack" --force \
+	--json > "$raw/pack.json"
 mean=$(find "$dir" -type f -name '*.jpg' -printf '%s\n' |
 	awk '{s += $1; n++} END {printf "%d", s / n}')
 bs=$(( (mean + 4095) / 4096 * 4 ))k
@@ -81,7 +92,51 @@ for r in $(seq 1 "$repeats"); do
 		--ioengine=io_uring --iodepth=64 --file_service_type=random \
 		--norandommap --runtime=10 --time_based --group_reporting \
 		--output-format=json 2>/dev/null | sed -n '/^{/,$p' > "$raw/fio.$r.json"
+	log "round $r/$repeats: dlcache on the pack, cache = half"
+	drop
+	"$ctl" bench "$pack" --epochs $epochs --batch-size 64 --cache-fraction 0.5 \
+		--json > "$raw/dlpack.$r.json"
+	log "round $r/$repeats: dlcache on the pack and on the originals, cache = whole"
+	drop
+	"$ctl" bench "$pack" --epochs $epochs --batch-size 64 --cache-fraction 1 \
+		--json > "$raw/dlpackall.$r.json"
+	drop
+	"$ctl" bench "$idx" --epochs $epochs --batch-size 64 --cache-fraction 1 \
+		--json > "$raw/dlall.$r.json"
+	log "round $r/$repeats: decode limits on the pack (MCU-exact)"
+	"$ctl" decodebench "$pack" --threads "$cores" --seconds 3 --json > "$raw/decodepack.$r.json"
 done
+
+# Real photographs: the wallpapers `make deps` installs, in 4 classes.
+photos=$build/bench-photos
+rm -rf "$photos"
+n=0
+for f in /usr/share/backgrounds/mate/nature/*.jpg /usr/share/wallpapers/*/contents/images/*.jpg; do
+	[ -f "$f" ] || continue
+	mkdir -p "$photos/c$((n % 4))"
+	ln -s "$f" "$photos/c$((n % 4))/$(printf %03d $n).jpg"
+	n=$((n + 1))
+done
+if [ "$n" -ge 8 ]; then
+	log "photographs: $n, indexed and packed (timed)"
+	"$ctl" index "$photos" -o "$photos.idx" >/dev/null
+	drop
+	/usr/bin/time -o "$raw/photo.pack.time" -f '%e' "$ctl" pack "$photos.idx" \
+		-o "$photos.dlp" --force --json > "$raw/photo.pack.json"
+	"$ctl" decodebench "$photos.idx" --threads "$cores" --seconds 6 --json > "$raw/photo.decode.json"
+	"$ctl" decodebench "$photos.dlp" --threads "$cores" --seconds 6 --json > "$raw/photo.decodepack.json"
+	drop
+	"$ctl" bench "$photos.idx" --epochs 3 --batch-size 16 --cache-fraction 1 \
+		--json > "$raw/photo.dlcache.json"
+	drop
+	"$ctl" bench "$photos.dlp" --epochs 3 --batch-size 16 --cache-fraction 1 \
+		--json > "$raw/photo.dlpack.json"
+	drop
+	$py tools/torch_baseline.py "$photos" --json --workers "$cores" --batch-size 16 \
+		--epochs 3 > "$raw/photo.torch.json"
+else
+	log "photographs: only $n installed (make deps installs them), skipped"
+fi
 
 cap=$($py -c 'import json,sys; print(json.load(open(sys.argv[1]))["cache_bytes"])' "$raw/dlcache.1.json")
 log "hit ratios: simulation (capacity $cap bytes)"

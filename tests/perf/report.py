@@ -64,6 +64,40 @@ sysrows = [
     ("storage_fio", "storage limit: fio (images/s equiv.)", fio_ips, None),
 ]
 
+# ---- packs: the same set packed (.dlp), MCU-exact decode ------------------
+dlp, dlpall, dlall = rounds("dlpack"), rounds("dlpackall"), rounds("dlall")
+mcu = med(d["mcu_images_per_s"] for d in rounds("decodepack"))
+pack_path = meta["dataset"]["dir"] + ".dlp"
+pack_bytes = os.path.getsize(pack_path)
+pack_s = float(open(os.path.join(raw, "pack.time")).read().split()[0])
+pack_info = load("pack.json")
+overhead = pack_bytes / meta["dataset"]["bytes"] - 1.0
+packrows = [
+    ("dlcache_pack_half", "dlcache on the pack, cache = half", med(steady(r) for r in dlp), med(cold(r) for r in dlp)),
+    ("dlcache_half", "dlcache on the originals, cache = half", sysrows[0][2], sysrows[0][3]),
+    ("dlcache_pack_whole", "dlcache on the pack, cache = whole", med(steady(r) for r in dlpall), med(cold(r) for r in dlpall)),
+    ("dlcache_whole", "dlcache on the originals, cache = whole", med(steady(r) for r in dlall), med(cold(r) for r in dlall)),
+    ("pytorch", "PyTorch DataLoader, tuned (page cache: whole)", p_ips, sysrows[1][3]),
+    ("decode_mcu", "decode limit: MCU-exact, pack", mcu, None),
+    ("decode_crop", "decode limit: crop-first, originals", crop, None),
+    ("decode_full", "decode limit: full, originals", full, None),
+]
+
+photo = None
+if os.path.exists(os.path.join(raw, "photo.decode.json")):
+    pd, pp = load("photo.decode.json"), load("photo.decodepack.json")
+    pt_ph = load("photo.torch.json")
+    photo = {"images": pd["images"], "pack": load("photo.pack.json"),
+             "pack_s": float(open(os.path.join(raw, "photo.pack.time")).read().split()[0]),
+             "rows": [
+                 ("dlcache on the pack, cache = whole", steady(load("photo.dlpack.json")), cold(load("photo.dlpack.json"))),
+                 ("dlcache on the originals, cache = whole", steady(load("photo.dlcache.json")), cold(load("photo.dlcache.json"))),
+                 ("PyTorch DataLoader, tuned", steady(pt_ph), cold(pt_ph)),
+                 ("decode limit: MCU-exact, pack", pp["mcu_images_per_s"], None),
+                 ("decode limit: crop-first, originals", pd["crop_unchecked_images_per_s"], None),
+                 ("decode limit: full, originals", pd["full_images_per_s"], None),
+             ]}
+
 # ---- hit ratios -----------------------------------------------------------
 hs = load("hitsim.json")
 dl_steady_hit = med(byte_hits({"hit_bytes": sum(e["hit_bytes"] for e in r["epochs"][1:]),
@@ -116,18 +150,21 @@ dl_cold_mbs = med(r["epochs"][0]["bytes_read"] / r["epochs"][0]["seconds"] / 1e6
 sim_rep = hs["repeats"]["dlcache"]["steady_bytes"]
 
 
-def target(name, value, want, unit="x"):
-    ok = value >= want
+def target(name, value, want, unit="x", most=False):
+    ok = value <= want if most else value >= want
     return {"target": name, "value": round(value, 4), "want": want, "met": ok,
             "margin": round(value - want, 4),
-            "text": "%-58s %s  (%.3f%s vs >= %.3f%s: %+.1f%%)" % (
-                name, "met   " if ok else "MISSED", value, unit, want, unit,
+            "text": "%-58s %s  (%.3f%s vs %s %.3f%s: %+.1f%%)" % (
+                name, "met   " if ok else "MISSED", value, unit, "<=" if most else ">=", want, unit,
                 100.0 * (value / want - 1.0))}
 
 
 targets = [
     target("dlcache >= 2.5x tuned PyTorch", d_ips / p_ips, 2.5),
-    target("dlcache >= 0.95x crop-first decode limit", d_ips / crop, 0.95),
+    target("dlcache >= 0.97x crop-first decode limit", d_ips / crop, 0.97),
+    target("MCU-exact decode >= 1.3x crop-first decode limit", mcu / crop, 1.3),
+    target("dlcache on the pack >= 4.5x tuned PyTorch, cache = half", packrows[0][2] / p_ips, 4.5),
+    target("pack size overhead <= 5 %", 100.0 * overhead, 5.0, unit="%", most=True),
     target("hit ratio, permutation: measured >= 0.99x upper bound", dl_steady_hit / opt_perm, 0.99),
     target("hit ratio, repeats: dlcache policy >= 0.99x upper bound", sim_rep / opt_rep, 0.99),
     target("hit count, repeats, unit sizes: dlcache >= 0.99x Belady", unit_rep, 0.99),
@@ -165,7 +202,14 @@ for key, label, a, b, c, d in hitrows:
     objs.append(o)
 with open(os.path.join(out, "report.json"), "w") as f:
     json.dump({"meta": meta, "systems": objs, "targets": targets,
-               "page_cache": pc}, f, indent=1)
+               "page_cache": pc,
+               "pack": {"bytes": pack_bytes, "overhead": round(overhead, 4), "seconds": pack_s,
+                        "images_per_s": round(meta["dataset"]["images"] / pack_s, 1) if pack_s else None,
+                        "summary": pack_info,
+                        "systems": [{"system": k, "label": lb, "images_per_s": round(v, 1),
+                                     "cold_images_per_s": None if c is None else round(c, 1)}
+                                    for k, lb, v, c in packrows]},
+               "photos": photo}, f, indent=1)
 
 # ---- report.md -----------------------------------------------------------------
 m = meta["machine"]
@@ -191,6 +235,29 @@ L.append("Storage: fio %.0f MB/s (randread bs=%s = mean file size rounded up to 
          "depth 64, O_DIRECT, cold, 10 s over the data set's files via --opendir, random file each I/O); "
          "dlcache's cold epoch read %.0f MB/s." % (fio_mbs, meta["fio_bs"], dl_cold_mbs))
 L.append("")
+L.append("## Packs: the same set as a .dlp, MCU-exact decode")
+L.append("")
+L.append("`dlcachectl pack` took %.1f s (%.0f images/s on %d cores); the pack is %.1f MB, %+.2f %% of the %.1f MB "
+         "of JPEGs (restart markers and row tables against Huffman tables optimized per image, and alignment)."
+         % (pack_s, meta["dataset"]["images"] / pack_s if pack_s else 0, m["cores"], pack_bytes / 1e6,
+            100 * overhead, meta["dataset"]["bytes"] / 1e6))
+L.append("")
+L.append("| system | images/s steady | epoch 1 cold | x PyTorch | x crop-first |")
+L.append("|---|---:|---:|---:|---:|")
+for key, label, ips, c in packrows:
+    L.append("| %s | %.0f | %s | %.2f | %.2f |" % (label, ips, "%.0f" % c if c is not None else "-",
+                                                ips / p_ips, ips / crop))
+L.append("")
+if photo:
+    L.append("Real photographs (%d of Debian's wallpapers, batch 16, 3 epochs, cache = whole; pack %.1f s):"
+             % (photo["images"], photo["pack_s"]))
+    L.append("")
+    L.append("| system | images/s steady | epoch 1 cold | x PyTorch |")
+    L.append("|---|---:|---:|---:|")
+    pph = photo["rows"][2][1]
+    for label, ips, c in photo["rows"]:
+        L.append("| %s | %.1f | %s | %.2f |" % (label, ips, "%.1f" % c if c is not None else "-", ips / pph))
+    L.append("")
 L.append("## Hit ratios (cache = half the data set, %d epochs)" % meta["epochs"])
 L.append("")
 L.append("| policy | perm epoch 1 | perm steady | repeats epoch 1 | repeats steady |")

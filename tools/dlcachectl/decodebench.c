@@ -5,7 +5,8 @@
  * decoding is timed: full decode, crop-first decode of epoch 0's train
  * crops (the loader's work: checked, reading the whole file, and
  * unchecked, stopping after the crop), and the full-decode-then-crop
- * reference, each on T threads.
+ * reference, each on T threads; on a pack, also the MCU-exact decode of
+ * its restart-indexed samples.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +20,8 @@
 
 #include "cli.h"
 #include "dlcache.h"
+#include "internal.h"
+#include "jpegrst.h"
 
 static const char decodebench_usage[] =
 	"usage: dlcachectl decodebench INDEX_FILE_OR_DIR [--threads T] [--images N]\n"
@@ -33,8 +36,11 @@ static const char decodebench_usage[] =
 	"the loader's validate=once does after a sample's first decode),\n"
 	"'full_then_crop' (full decode, then the same crop and resize) and\n"
 	"'crop_exact' (checked crop-first at DCT scale 1: DLC_TRANSFORM_F_EXACT,\n"
-	"torchvision's pixels). Prints images/s, crop/full, crop/crop_unchecked\n"
-	"and crop_exact/crop.\n"
+	"torchvision's pixels) and, when INDEX is a pack (.dlp), 'mcu' (the\n"
+	"loader's decode of a pack: only the MCUs under the crop, for samples\n"
+	"the pack restart-indexed; crop_unchecked for the others). Prints\n"
+	"images/s, crop/full, crop/crop_unchecked, crop_exact/crop and\n"
+	"mcu/crop_unchecked.\n"
 	"\n"
 	"  --threads T    decode threads (default: online CPUs)\n"
 	"  --images N     use only the first N samples (default: all)\n"
@@ -44,18 +50,21 @@ static const char decodebench_usage[] =
 
 enum mode {
 	MODE_FULL, MODE_CROP, MODE_CROP_UNCHECKED, MODE_FULL_THEN_CROP,
-	MODE_CROP_EXACT, MODES
+	MODE_CROP_EXACT, MODE_MCU, MODES
 };
 
 static const char *const mode_names[MODES] = {
-	"full", "crop", "crop_unchecked", "full_then_crop", "crop_exact",
+	"full", "crop", "crop_unchecked", "full_then_crop", "crop_exact", "mcu",
 };
 
 struct image {
-	uint8_t *buf;
+	struct dlc_buf *bytes;	/* read through the data set's source */
+	const uint8_t *buf;
 	size_t len;
 	uint32_t id;
 	struct dlc_crop crop;	/* epoch 0's train crop, for full_then_crop */
+	uint32_t *rows;		/* a pack's restart-indexed sample: its rows */
+	struct dlc_rst_geom g;	/* and geometry */
 };
 
 struct run {
@@ -78,41 +87,6 @@ struct worker {
 	int err;
 	char why[256];
 };
-
-static int read_file(const char *path, struct image *img)
-{
-	struct stat st;
-	size_t got = 0;
-	int fd, err = 0;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st)) {
-		err = -errno;
-		goto out;
-	}
-	img->buf = malloc(st.st_size ? (size_t)st.st_size : 1);
-	if (!img->buf) {
-		err = -ENOMEM;
-		goto out;
-	}
-	while (got < (size_t)st.st_size) {
-		ssize_t r = read(fd, img->buf + got, (size_t)st.st_size - got);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			err = r < 0 ? -errno : -EIO;
-			break;
-		}
-		got += (size_t)r;
-	}
-	img->len = got;
-out:
-	close(fd);
-	return err;
-}
 
 static uint64_t thread_cpu_ns(void)
 {
@@ -152,6 +126,16 @@ static void *worker_main(void *arg)
 			if (!ret)
 				free(rgb);
 			break;
+		case MODE_MCU:
+			if (img->rows) {
+				ret = dlc_decoder_sample_rst(d, img->buf,
+						img->len, &img->g, img->rows,
+						&r->t, 0, 0, img->id,
+						DLC_LAYOUT_NCHW, dst, NULL);
+				break;
+			}
+			/* decoded as the loader would */
+			/* fall through */
 		case MODE_CROP:
 		case MODE_CROP_UNCHECKED:
 			ret = dlc_decoder_sample_method(d, img->buf, img->len,
@@ -251,10 +235,12 @@ int cmd_decodebench(int argc, char **argv)
 	int json = 0, opts = 1, i_arg, ret, status = 1;
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	struct dlc_decoder *hdr = NULL;
+	struct dlc_source *src = NULL;
 	struct worker *ws = NULL;
 	struct image *imgs = NULL;
 	struct dlc_index *idx;
 	uint64_t bytes = 0;
+	uint32_t nrst = 0;
 	struct run r;
 
 	for (i_arg = 1; i_arg < argc; i_arg++) {
@@ -307,6 +293,8 @@ int cmd_decodebench(int argc, char **argv)
 	imgs = calloc(n, sizeof(*imgs));
 	ws = calloc(nthreads, sizeof(*ws));
 	ret = dlc_decoder_create(0, &hdr);
+	if (!ret)
+		ret = dlc_source_open(idx, 0, &src);
 	if (!imgs || !ws || ret) {
 		fail("decodebench", "%s", strerror(ret ? -ret : ENOMEM));
 		goto out;
@@ -316,22 +304,31 @@ int cmd_decodebench(int argc, char **argv)
 	r.t_exact = r.t;
 	r.t_exact.flags = DLC_TRANSFORM_F_EXACT;
 	for (i = 0; i < n; i++) {
+		uint32_t rows[DLC_RST_MAX_ROWS + 1];
 		struct dlc_jpeg_info info;
-		char *file;
 
-		if (asprintf(&file, "%s/%s", dlc_index_root(idx),
-			     dlc_index_relpath(idx, i)) < 0) {
-			fail("decodebench", "%s", strerror(ENOMEM));
-			goto out;
-		}
-		ret = read_file(file, &imgs[i]);
+		ret = dlc_source_read(src, i, 0, &imgs[i].bytes);
 		if (ret) {
-			fail("decodebench", "%s: %s", file, strerror(-ret));
-			free(file);
+			char name[4096];
+
+			dlc_source_name(src, i, name, sizeof(name));
+			fail("decodebench", "%s: %s", name, strerror(-ret));
 			goto out;
 		}
-		free(file);
+		imgs[i].buf = imgs[i].bytes->data;
+		imgs[i].len = imgs[i].bytes->len;
 		imgs[i].id = i;
+		if (dlc_source_rst(src, i, &imgs[i].g, rows)) {
+			size_t sz = sizeof(*rows) * (imgs[i].g.mcus_y + 1);
+
+			imgs[i].rows = malloc(sz);
+			if (!imgs[i].rows) {
+				fail("decodebench", "%s", strerror(ENOMEM));
+				goto out;
+			}
+			memcpy(imgs[i].rows, rows, sz);
+			nrst++;
+		}
 		bytes += imgs[i].len;
 		/* a box for the reference mode; unreadable files fail there too */
 		imgs[i].crop.w = imgs[i].crop.h = 1;
@@ -343,8 +340,8 @@ int cmd_decodebench(int argc, char **argv)
 	r.n = n;
 
 	if (!json)
-		printf("decodebench: %u images, %.1f MB in memory, %u threads, %.0f s per mode\n",
-		       n, bytes / 1e6, nthreads, seconds);
+		printf("decodebench: %u images (%u restart-indexed), %.1f MB in memory, %u threads, %.0f s per mode\n",
+		       n, nrst, bytes / 1e6, nthreads, seconds);
 	/*
 	 * The modes take turns, ROUNDS times, and each reports its median
 	 * round: on a shared machine, load that comes and goes then hits
@@ -356,6 +353,10 @@ int cmd_decodebench(int argc, char **argv)
 			char why[256] = "";
 
 			r.mode = (enum mode)m;
+			if (m == MODE_MCU && !dlc_source_pack(src)) {
+				rounds[m][k] = cpu_rounds[m][k] = 0;
+				continue;
+			}
 			ret = run_mode(&r, ws, nthreads, seconds / ROUNDS,
 				       &rounds[m][k], &cpu_rounds[m][k],
 				       &errors, why, sizeof(why));
@@ -373,7 +374,7 @@ int cmd_decodebench(int argc, char **argv)
 		qsort(cpu_rounds[m], ROUNDS, sizeof(double), cmp_double);
 		rate[m] = rounds[m][ROUNDS / 2];
 		cpu_rate[m] = cpu_rounds[m][ROUNDS / 2];
-		if (!json)
+		if (!json && (m != MODE_MCU || dlc_source_pack(src)))
 			printf("  %-15s %9.1f images/s  (%.1f per thread, %.1f per CPU-second)\n",
 			       mode_names[m], rate[m], rate[m] / nthreads,
 			       cpu_rate[m]);
@@ -383,16 +384,19 @@ int cmd_decodebench(int argc, char **argv)
 		       "\"crop_images_per_s\":%.1f,\"crop_unchecked_images_per_s\":%.1f,"
 		       "\"full_then_crop_images_per_s\":%.1f,"
 		       "\"crop_exact_images_per_s\":%.1f,"
+		       "\"mcu_images_per_s\":%.1f,\"restart_indexed\":%u,"
 		       "\"full_images_per_cpu_s\":%.1f,\"crop_images_per_cpu_s\":%.1f,"
 		       "\"crop_unchecked_images_per_cpu_s\":%.1f,"
 		       "\"full_then_crop_images_per_cpu_s\":%.1f,"
-		       "\"crop_exact_images_per_cpu_s\":%.1f}\n",
+		       "\"crop_exact_images_per_cpu_s\":%.1f,"
+		       "\"mcu_images_per_cpu_s\":%.1f}\n",
 		       nthreads, n, rate[MODE_FULL], rate[MODE_CROP],
 		       rate[MODE_CROP_UNCHECKED], rate[MODE_FULL_THEN_CROP],
-		       rate[MODE_CROP_EXACT],
+		       rate[MODE_CROP_EXACT], rate[MODE_MCU], nrst,
 		       cpu_rate[MODE_FULL], cpu_rate[MODE_CROP],
 		       cpu_rate[MODE_CROP_UNCHECKED],
-		       cpu_rate[MODE_FULL_THEN_CROP], cpu_rate[MODE_CROP_EXACT]);
+		       cpu_rate[MODE_FULL_THEN_CROP], cpu_rate[MODE_CROP_EXACT],
+		       cpu_rate[MODE_MCU]);
 	else
 		printf("  %-15s %9.3f  (CPU time %.3f)\n"
 		       "  %-15s %9.3f  (CPU time %.3f)\n"
@@ -406,14 +410,21 @@ int cmd_decodebench(int argc, char **argv)
 		       ratio(cpu_rate, MODE_CROP, MODE_CROP_UNCHECKED),
 		       "crop_exact/crop", ratio(rate, MODE_CROP_EXACT, MODE_CROP),
 		       ratio(cpu_rate, MODE_CROP_EXACT, MODE_CROP));
+	if (!json && dlc_source_pack(src))
+		printf("  %-15s %9.3f  (CPU time %.3f)\n", "mcu/unchecked",
+		       ratio(rate, MODE_MCU, MODE_CROP_UNCHECKED),
+		       ratio(cpu_rate, MODE_MCU, MODE_CROP_UNCHECKED));
 	status = 0;
 out:
 	if (imgs)
-		for (i = 0; i < n; i++)
-			free(imgs[i].buf);
+		for (i = 0; i < n; i++) {
+			dlc_buf_put(imgs[i].bytes);
+			free(imgs[i].rows);
+		}
 	free(imgs);
 	free(ws);
 	dlc_decoder_destroy(hdr);
+	dlc_source_close(src);
 	dlc_index_free(idx);
 	return status;
 }

@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Where a sample's bytes live, for the loader: a file of a directory tree
+ * (the index's root joined with its relative path, opened per read), or a
+ * range of a pack (one file, opened once: its samples are read at their
+ * recorded offsets with no per-sample open). The loader asks for reads,
+ * blocking reads (substitutes) and names (messages) through here, and
+ * never needs to know which it has.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "pack.h"
+
+struct dlc_source {
+	const struct dlc_index *idx;
+	const struct dlc_pack *pack;	/* NULL: a tree of files */
+	int fd;				/* the pack, buffered */
+	int dfd;			/* the pack with O_DIRECT, or -1 */
+	/*
+	 * The file system refused an O_DIRECT read of dfd: buffered from
+	 * then on. dfd stays open until the end, as reads queued on it may
+	 * still be in flight. I/O thread only.
+	 */
+	int refused;
+};
+
+int dlc_source_open(const struct dlc_index *idx, int direct,
+		    struct dlc_source **out)
+{
+	struct dlc_source *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	s->idx = idx;
+	s->pack = dlc_index_pack(idx);
+	s->fd = -1;
+	s->dfd = -1;
+	if (s->pack) {
+		s->fd = open(dlc_pack_path(s->pack), O_RDONLY | O_CLOEXEC);
+		if (s->fd < 0) {
+			int err = -errno;
+
+			free(s);
+			return err;
+		}
+		/* Refused by the file system (tmpfs): buffered reads. */
+		if (direct)
+			s->dfd = open(dlc_pack_path(s->pack),
+				      O_RDONLY | O_CLOEXEC | O_DIRECT);
+	}
+	*out = s;
+	return 0;
+}
+
+void dlc_source_close(struct dlc_source *s)
+{
+	if (!s)
+		return;
+	if (s->dfd >= 0)
+		close(s->dfd);
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s);
+}
+
+const struct dlc_pack *dlc_source_pack(const struct dlc_source *s)
+{
+	return s->pack;
+}
+
+void dlc_source_name(const struct dlc_source *s, uint32_t id, char *buf,
+		     size_t len)
+{
+	if (s->pack)
+		snprintf(buf, len, "%s in %s", dlc_index_relpath(s->idx, id),
+			 dlc_pack_path(s->pack));
+	else
+		snprintf(buf, len, "%s/%s", dlc_index_root(s->idx),
+			 dlc_index_relpath(s->idx, id));
+}
+
+int dlc_source_queue(struct dlc_source *s, struct dlc_reader *r,
+		     uint32_t id, uint64_t tag, char *scratch, size_t len)
+{
+	struct dlc_pack_entry e;
+	int ret;
+
+	if (!s->pack) {
+		dlc_source_name(s, id, scratch, len);
+		return dlc_reader_queue(r, scratch, tag);
+	}
+	ret = dlc_pack_entry(s->pack, id, &e);
+	if (ret)
+		return ret;
+	return dlc_reader_queue_range(r, s->dfd >= 0 && !s->refused ? s->dfd :
+				      s->fd, e.off, e.len,
+				      s->dfd >= 0 && !s->refused, tag);
+}
+
+int dlc_source_requeue(struct dlc_source *s, struct dlc_reader *r,
+		       uint32_t id, const struct dlc_read_done *d)
+{
+	int first = !s->refused;
+	char unused[1];
+
+	if (!s->pack || d->err != -EINVAL || d->why != dlc_read_direct_refused)
+		return 0;
+	s->refused = 1;
+	if (dlc_source_queue(s, r, id, d->tag, unused, sizeof(unused)))
+		return 0;
+	return first ? 2 : 1;
+}
+
+/* A blocking read of a pack's sample: substitutes are rare. */
+static int pack_read(struct dlc_source *s, uint32_t id, struct dlc_buf **out)
+{
+	struct dlc_pack_entry e;
+	struct dlc_buf *b;
+	uint32_t done = 0;
+	ssize_t n;
+	int ret;
+
+	ret = dlc_pack_entry(s->pack, id, &e);
+	if (ret)
+		return ret;
+	b = dlc_buf_alloc(e.len);
+	if (!b)
+		return -ENOMEM;
+	while (done < e.len) {
+		n = pread(s->fd, b->data + done, e.len - done, e.off + done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			ret = n < 0 ? -errno : -EIO;
+			dlc_buf_put(b);
+			return ret;
+		}
+		done += (uint32_t)n;
+	}
+	*out = b;
+	return 0;
+}
+
+/* A blocking read of a whole file. */
+static int file_read(const char *path, uint64_t max, struct dlc_buf **out)
+{
+	FILE *f = fopen(path, "rb");
+	struct dlc_buf *b;
+	long sz;
+
+	if (!f)
+		return -errno;
+	if (fseek(f, 0, SEEK_END) || (sz = ftell(f)) < 0 ||
+	    fseek(f, 0, SEEK_SET)) {
+		fclose(f);
+		return -EIO;
+	}
+	if (max && (uint64_t)sz > max) {
+		fclose(f);
+		return -EFBIG;
+	}
+	b = dlc_buf_alloc((size_t)sz);
+	if (!b) {
+		fclose(f);
+		return -ENOMEM;
+	}
+	if (sz && fread(b->data, 1, (size_t)sz, f) != (size_t)sz) {
+		fclose(f);
+		dlc_buf_put(b);
+		return -EIO;
+	}
+	fclose(f);
+	*out = b;
+	return 0;
+}
+
+int dlc_source_read(struct dlc_source *s, uint32_t id, uint64_t max,
+		    struct dlc_buf **out)
+{
+	char path[4096];
+
+	if (s->pack)
+		return pack_read(s, id, out);
+	dlc_source_name(s, id, path, sizeof(path));
+	return file_read(path, max, out);
+}
+
+int dlc_source_rst(const struct dlc_source *s, uint32_t id,
+		   struct dlc_rst_geom *g, uint32_t *rows)
+{
+	struct dlc_pack_entry e;
+
+	if (!s->pack || dlc_pack_entry(s->pack, id, &e) ||
+	    e.kind != DLC_PACK_RST)
+		return 0;
+	*g = e.g;
+	return dlc_pack_rows(s->pack, id, rows) ? 0 : 1;
+}
