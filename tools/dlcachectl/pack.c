@@ -382,10 +382,11 @@ int cmd_pack(int argc, char **argv)
 		packed = (uint64_t)st.st_size;
 	secs = (double)(now_ns() - t0) / 1e9;
 	src = atomic_load(&job.src_bytes);
-	printf("%s: %u samples in %.2f s (%.0f images/s, %u threads): "
+	printf("%s: %u samples in %.2f s (%.0f images/s, %u thread%s): "
 	       "source %llu bytes, pack %llu bytes (%+.2f %%); "
 	       "%u transcoded, %u kept as is\n",
 	       a.out, n, secs, secs > 0 ? n / secs : 0.0, a.threads,
+	       a.threads == 1 ? "" : "s",
 	       (unsigned long long)src, (unsigned long long)packed,
 	       src ? 100.0 * ((double)packed - (double)src) / (double)src : 0.0,
 	       atomic_load(&job.rst), atomic_load(&job.plain));
