@@ -27,7 +27,7 @@
 static const char pack_usage[] =
 	"usage: dlcachectl pack DIR|INDEX -o FILE.dlp [--threads N]\n"
 	"                       [--interval MCUS|row] [--max-side N [--quality Q]]\n"
-	"                       [--align BYTES] [--force]\n"
+	"                       [--align BYTES] [--force] [--json]\n"
 	"\n"
 	"Pack the data set DIR (ImageFolder) or INDEX into one file that the\n"
 	"loader reads wherever it reads an index. Each JPEG is transcoded\n"
@@ -46,6 +46,7 @@ static const char pack_usage[] =
 	"  --align BYTES       alignment of each sample (power of 2, 1..4096;\n"
 	"                      default 512)\n"
 	"  --force             replace FILE if it exists\n"
+	"  --json              the summary as one JSON object on stdout\n"
 	"  -h, --help          show this help\n";
 
 #define PACK_LIST_MAX	5	/* kept-as-is samples named in the summary */
@@ -159,6 +160,7 @@ struct pack_args {
 	const char *src, *out;
 	uint32_t threads;
 	int force;
+	int json;
 	struct dlc_packw_opts o;
 };
 
@@ -208,6 +210,8 @@ static int parse_pack_args(int argc, char **argv, struct pack_args *a,
 			i++;
 		} else if (opts && !strcmp(s, "--force")) {
 			a->force = 1;
+		} else if (opts && !strcmp(s, "--json")) {
+			a->json = 1;
 		} else if (opts && !strcmp(s, "--")) {
 			opts = 0;
 		} else if (opts && s[0] == '-' && s[1]) {
@@ -382,6 +386,18 @@ int cmd_pack(int argc, char **argv)
 		packed = (uint64_t)st.st_size;
 	secs = (double)(now_ns() - t0) / 1e9;
 	src = atomic_load(&job.src_bytes);
+	if (a.json) {
+		printf("{\"pack\":\"%s\",\"samples\":%u,\"seconds\":%.3f,"
+		       "\"images_per_s\":%.1f,\"threads\":%u,"
+		       "\"source_bytes\":%llu,\"pack_bytes\":%llu,"
+		       "\"overhead\":%.5f,\"transcoded\":%u,\"kept\":%u}\n",
+		       a.out, n, secs, secs > 0 ? n / secs : 0.0, a.threads,
+		       (unsigned long long)src, (unsigned long long)packed,
+		       src ? ((double)packed - (double)src) / (double)src : 0.0,
+		       atomic_load(&job.rst), atomic_load(&job.plain));
+		ret = 0;
+		goto out;
+	}
 	printf("%s: %u samples in %.2f s (%.0f images/s, %u thread%s): "
 	       "source %llu bytes, pack %llu bytes (%+.2f %%); "
 	       "%u transcoded, %u kept as is\n",
