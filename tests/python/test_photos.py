@@ -5,7 +5,10 @@ installs): eval with exact=True is torchvision's Resize + CenterCrop of the
 PIL image to within 1 level per pixel, in NCHW and channels_last, as uint8
 and normalised float32; the default (reduced DCT scale) stays within the
 library's documented tolerance (per sample: mean |diff| <= 3, 99.9th
-percentile <= 40)."""
+percentile <= 40). The same photographs packed (`dlcachectl pack`, the
+loader's MCU-exact decode of restart-indexed JPEGs) are held to the same
+torchvision reference, and deliver the same train batches as the files,
+pixel for pixel."""
 
 import glob
 import os
@@ -89,6 +92,32 @@ def compare(root, ref, exact, channels_last, normalize):
     check(seen == len(ds), "%d samples, ImageFolder has %d" % (seen, len(ds)))
 
 
+def pack(root, tmp):
+    import subprocess
+    out = os.path.join(tmp, "photos.dlp")
+    subprocess.run([dlctest.dlcachectl(), "pack", root, "-o", out, "--force"],
+                   check=True, stdout=subprocess.DEVNULL)
+    return out
+
+
+def same_train(root, packed):
+    kw = dict(batch_size=4, size=SIZE, seed=5, return_ids=True, cache=0)
+    n = 0
+    for epoch in range(2):
+        a, b = DataLoader(root, **kw), DataLoader(packed, **kw)
+        a.set_epoch(epoch)
+        b.set_epoch(epoch)
+        for (x, y, i), (u, v, j) in zip(a, b):
+            check(torch.equal(i, j) and torch.equal(y, v),
+                  "epoch %d: ids %s vs %s" % (epoch, i.tolist(), j.tolist()))
+            d = (x.int() - u.int()).abs()
+            check(d.max().item() == 0, "epoch %d, samples %s: the pack's "
+                  "pixels differ by up to %d levels" % (epoch, i.tolist(),
+                                                      d.max().item()))
+            n += 1
+    check(n > 0, "no batches")
+
+
 def main():
     tmp = dlctest.scratch("photos")
     root = dlctest.run("photo_set", photo_set, tmp)
@@ -100,6 +129,13 @@ def main():
                     True, True, True)
         dlctest.run("eval_default_within_tolerance", compare, root, ref,
                     False, False, False)
+        packed = dlctest.run("pack", pack, root, tmp)
+        if packed:
+            dlctest.run("pack_eval_exact_nchw", compare, packed, ref, True,
+                        False, False)
+            dlctest.run("pack_eval_default_within_tolerance", compare, packed,
+                        ref, False, False, False)
+            dlctest.run("pack_train_same_as_files", same_train, root, packed)
     dlctest.done()
 
 
