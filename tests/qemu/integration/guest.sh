@@ -726,6 +726,54 @@ else
 	done
 fi
 
+# ---- a pack on the kernel backend -----------------------------------------------
+# The same data set packed on the host (/mnt/ds.dlp): two epochs on the
+# kernel backend, then without it, then the files without it: one digest
+# per epoch, all three the same (a pack decodes to the files' pixels); the
+# second epoch on the kernel backend hits (the pack's samples are cached
+# under the pack's own key).
+pack_kernel() {
+	$CTL drop > /dev/null 2>&1
+	$CTL bench /mnt/ds.dlp --backend kernel --epochs 2 --seed 9 --json --digest \
+		$BENCH > /tmp/pk.json 2> /tmp/pk.err
+	rc=$?
+	$CTL bench /mnt/ds.dlp --backend inprocess --cache 0 --epochs 2 --seed 9 --json \
+		--digest $BENCH > /tmp/pi.json 2> /tmp/pi.err
+	rc2=$?
+	$CTL bench $IDX --backend inprocess --cache 0 --epochs 2 --seed 9 --json --digest \
+		$BENCH > /tmp/pf.json 2> /tmp/pf.err
+	rc3=$?
+	$CTL drop > /dev/null 2>&1
+	info "the pack on the kernel backend (exit $rc), without it (exit $rc2), the files (exit $rc3):"
+	show /tmp/pk.err
+	show /tmp/pk.json
+	show /tmp/pi.err
+	d1=$(grep -o '"digest": "[0-9a-f]*"' /tmp/pk.json | tr '\n' ' ')
+	d2=$(grep -o '"digest": "[0-9a-f]*"' /tmp/pi.json | tr '\n' ' ')
+	d3=$(grep -o '"digest": "[0-9a-f]*"' /tmp/pf.json | tr '\n' ' ')
+	if [ $rc -eq 0 ] && [ $rc2 -eq 0 ] && [ $rc3 -eq 0 ] && [ -n "$d1" ] &&
+	   [ "$d1" = "$d2" ] && [ "$d2" = "$d3" ]; then
+		result ok kernel-pack-batches-match
+	else
+		result FAIL kernel-pack-batches-match "(kernel: $d1; in-process: $d2; files: $d3)"
+	fi
+	h2=$(grep -o '"hit_bytes": [0-9]*' /tmp/pk.json | sed -n 2p | awk '{print $2}')
+	data pack_kernel_epoch2_hit_bytes "${h2:-0}"
+	if [ $rc -eq 0 ] && grep -q '"backend": "kernel"' /tmp/pk.json && [ "${h2:-0}" -gt 0 ]; then
+		result ok kernel-pack-hits "(epoch 2: $h2 bytes hit)"
+	else
+		result FAIL kernel-pack-hits "(exit $rc, epoch 2 hit bytes ${h2:-none})"
+	fi
+}
+
+if [ $KERNEL_OK -eq 1 ] && [ -f /mnt/ds.dlp ]; then
+	pack_kernel
+else
+	for t in kernel-pack-batches-match kernel-pack-hits; do
+		result skip $t "(no kernel bench or no /mnt/ds.dlp)"
+	done
+fi
+
 if unload_dlcache; then
 	result ok rmmod-after
 else
