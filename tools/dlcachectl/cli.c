@@ -12,6 +12,7 @@
 #include "dlcache.h"
 
 #include "cli.h"
+#include "pack.h"
 
 static void vsay(const char *cmd, const char *fmt, va_list ap)
 {
@@ -101,13 +102,25 @@ uint64_t now_ns(void)
 
 int open_index_at(const char *path, const char *root, struct dlc_index **out)
 {
+	struct dlc_pack *p;
 	struct stat st;
+	char why[512];
+	int ret;
 
 	if (stat(path, &st))
 		return -errno;
 	if (S_ISDIR(st.st_mode))
 		return root ? -EINVAL : dlc_index_build(path, out);
-	return dlc_index_load_at(path, root, out);
+	ret = dlc_index_load_at(path, root, out);
+	/* dlc_index_load() has no words: a pack says what is wrong with it */
+	if ((ret == -EBADMSG || ret == -EPROTO) && dlc_pack_sniff(path) == 1) {
+		why[0] = '\0';
+		if (dlc_pack_open(path, &p, why, sizeof(why)) == 0)
+			dlc_pack_close(p);
+		else if (why[0])
+			fprintf(stderr, "dlcachectl: %s: %s\n", path, why);
+	}
+	return ret;
 }
 
 int open_index(const char *path, struct dlc_index **out)
