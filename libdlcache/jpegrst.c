@@ -528,6 +528,9 @@ size_t dlc_rst_splice_bound(const struct dlc_rst_geom *g,
 	if (!g || !rows || my0 >= my1 || my1 > g->mcus_y || !g->interval)
 		return 0;
 	data = rows[my1] > rows[my0] ? rows[my1] - rows[my0] : 0;
+	/* a table that lies must not ask for more than the scan */
+	if (g->end_off > g->scan_off && data > g->end_off - g->scan_off)
+		data = g->end_off - g->scan_off;
 	n = (uint64_t)(my1 - my0) * (g->mcus_x / g->interval);
 	/* header (SOF rewritten at its own size), data, markers, EOI */
 	return (size_t)(g->scan_off + data + 2 * n + 2);

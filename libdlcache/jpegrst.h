@@ -38,6 +38,13 @@ struct dlc_rst_geom {
 /* The most MCU rows dlc_rst_parse() accepts: 65535 / 8 rounded up. */
 #define DLC_RST_MAX_ROWS	8192U
 
+/*
+ * The interval dlcachectl pack uses unless told: +0 % to +1.2 % in size
+ * over the sources and the MCU-exact rate of 1 or 2 MCUs within 3 %
+ * (Documentation/design.md, "MCU-exact decode").
+ */
+#define DLC_RST_DEFAULT_INTERVAL	4U
+
 struct dlc_rst_opts {
 	/*
 	 * MCUs per restart interval wanted; the largest divisor of the
