@@ -666,6 +666,13 @@ static void splice_lies(void)
 				   NULL, &why);
 		CHECK_EQ(n, r > 1 ? -EBADMSG : -EBADMSG);
 	}
+	/* a row table that lies about the EOI: the bound stays the scan's */
+	memcpy(lie, rows, sizeof(rows));
+	lie[g.mcus_y] = 0xfffffff0u;
+	CHECK(dlc_rst_splice_bound(&g, lie, 0, g.mcus_y) <=
+	      rst_len[0] + 2 * g.mcus_x * g.mcus_y + 2,
+	      "bound %zu for a %zu-byte file",
+	      dlc_rst_splice_bound(&g, lie, 0, g.mcus_y), rst_len[0]);
 	/* the file cut short: the splice reaches past its end */
 	n = dlc_rst_splice(rst[0], rst_len[0] / 2, &g, rows, 0, 0, g.mcus_x,
 			   g.mcus_y, out, sizeof(out), NULL, NULL, &why);
