@@ -820,26 +820,34 @@ static void fuzz_parse_splice(void)
 	free(b);
 }
 
+/* dlc_rst_transcode() of the file at @path: -ENOTSUP, @word in the reason. */
+static void expect_notsup(const char *path, const char *word)
+{
+	struct dlc_rst_opts o = { .interval = 1 };
+	uint8_t *j, *out = NULL;
+	size_t len, olen;
+	char why[256] = "";
+
+	j = t_read_file(path, &len);
+	CHECK(j != NULL, "%s", path);
+	if (!j)
+		return;
+	CHECK_EQ(dlc_rst_transcode(j, len, &o, 0, &out, &olen, why,
+				   sizeof(why)), -ENOTSUP);
+	CHECK(strstr(why, word) != NULL, "%s", why);
+	CHECK(!out);
+	free(j);
+}
+
 /* What the MCU-exact decode cannot serve: -ENOTSUP, kept as it is. */
 static void transcode_notsup(void)
 {
-	struct dlc_rst_opts o = { .interval = 1 };
-	uint8_t *j = NULL, *out = NULL;
-	char path[512], why[256];
-	size_t len, olen;
+	char path[512];
 
 	snprintf(path, sizeof(path), "%s/411.jpg", tmp);
 	CHECK_EQ(run("cjpeg -sample 4x1 -outfile '%s' '%s/420.ppm'", path,
 		     tmp), 0);
-	j = t_read_file(path, &len);
-	CHECK(j != NULL);
-	if (j) {
-		why[0] = 0;
-		CHECK_EQ(dlc_rst_transcode(j, len, &o, 0, &out, &olen, why,
-					   sizeof(why)), -ENOTSUP);
-		CHECK(strstr(why, "sampling") != NULL, "%s", why);
-		free(j);
-	}
+	expect_notsup(path, "sampling");
 	/* CMYK, from Pillow */
 	snprintf(path, sizeof(path), "%s/cmyk.jpg", tmp);
 	if (run("/usr/bin/python3 -c \"from PIL import Image; "
@@ -848,15 +856,7 @@ static void transcode_notsup(void)
 		t_skip_required("transcode_notsup", "no Pillow to write a CMYK JPEG");
 		return;
 	}
-	j = t_read_file(path, &len);
-	CHECK(j != NULL);
-	if (j) {
-		why[0] = 0;
-		CHECK_EQ(dlc_rst_transcode(j, len, &o, 0, &out, &olen, why,
-					   sizeof(why)), -ENOTSUP);
-		CHECK(strstr(why, "CMYK") != NULL, "%s", why);
-		free(j);
-	}
+	expect_notsup(path, "CMYK");
 }
 
 int main(void)
