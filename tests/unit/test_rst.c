@@ -47,6 +47,7 @@ static const struct variant variants[] = {
 	{ "gray", "-grayscale", 277, 203, 1 },
 	{ "gray22", "-grayscale -sample 2x2", 229, 181, 2 },
 	{ "prog420", "-progressive -sample 2x2", 347, 229, 1 },
+	{ "arith422", "-arithmetic -sample 2x1", 163, 97, 2 },
 };
 #define NVAR (sizeof(variants) / sizeof(variants[0]))
 
