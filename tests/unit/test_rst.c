@@ -685,6 +685,11 @@ static void splice_lies(void)
 			   sizeof(out), NULL, NULL, &why);
 	CHECK_EQ(n, -EBADMSG);
 	gl = g;
+	gl.mcus_x += 2;		/* rows as long as another image's */
+	n = dlc_rst_splice(rst[0], rst_len[0], &gl, rows, 0, 0, 1, 1, out,
+			   sizeof(out), NULL, NULL, &why);
+	CHECK_EQ(n, -EBADMSG);
+	gl = g;
 	gl.width += 16;
 	n = dlc_rst_splice(rst[0], rst_len[0], &gl, rows, 0, 0, 1, 1, out,
 			   sizeof(out), NULL, NULL, &why);
