@@ -20,6 +20,11 @@
  * that only for bytes it has checked once). Only power-of-two scales are
  * used: libjpeg-turbo has SIMD IDCTs for 1/1, 1/2, 1/4 and 1/8 only, so
  * 3/8 or 6/8 cost more than a full decode here.
+ *
+ * MCU-exact (dlc_decoder_sample_rst). For a restart-indexed JPEG
+ * (jpegrst.h), the same crop, scale and plan, but only the restart
+ * intervals under the plan's pixels plus one MCU are spliced into a small
+ * JPEG and decoded whole: no rows above or below, no columns beside.
  */
 #include <errno.h>
 #include <math.h>
@@ -715,24 +720,40 @@ static int decode_crop_first(struct dlc_decoder *d, const uint8_t *buf,
 	return read_rest(d, stride);
 }
 
+/*
+ * Decode the whole image at the scale set into d->region, read to EOI.
+ * Runs under the caller's setjmp. *@stride: bytes a row.
+ */
+static int decode_whole(struct dlc_decoder *d, size_t *stride)
+{
+	struct jpeg_decompress_struct *c = &d->cinfo;
+	size_t bytes;
+	int ret;
+
+	jpeg_start_decompress(c);
+	*stride = (size_t)c->output_width * 3;
+	bytes = *stride * c->output_height;
+	if (grow(&d->region, &d->region_cap, bytes))
+		return no_memory(d, bytes);
+	ret = read_rows(d, d->region, *stride, c->output_height);
+	if (ret)
+		return ret;
+	jpeg_finish_decompress(c);
+	return 0;
+}
+
 /* The reference: everything at scale 1, then the same resize. */
 static int decode_full_then_crop(struct dlc_decoder *d, uint32_t out_w,
 				 uint32_t out_h, uint32_t layout, uint8_t *dst)
 {
 	struct jpeg_decompress_struct *c = &d->cinfo;
-	size_t stride, bytes;
+	size_t stride;
 	struct plan p;
 	int ret;
 
-	jpeg_start_decompress(c);
-	stride = (size_t)c->output_width * 3;
-	bytes = stride * c->output_height;
-	if (grow(&d->region, &d->region_cap, bytes))
-		return no_memory(d, bytes);
-	ret = read_rows(d, d->region, stride, c->output_height);
+	ret = decode_whole(d, &stride);
 	if (ret)
 		return ret;
-	jpeg_finish_decompress(c);
 	plan_at(d, 1, c->output_width, c->output_height, out_w, out_h, &p);
 	return resize_planned(d, &p, 0, c->output_width, 0, c->output_height,
 			      stride, layout, dst);
@@ -941,14 +962,9 @@ static int decode_splice(struct dlc_decoder *d, size_t n, struct plan *p,
 		return ret;
 	c->scale_num = 1;
 	c->scale_denom = den;
-	jpeg_start_decompress(c);
-	stride = (size_t)c->output_width * 3;
-	if (grow(&d->region, &d->region_cap, stride * c->output_height))
-		return no_memory(d, stride * c->output_height);
-	ret = read_rows(d, d->region, stride, c->output_height);
+	ret = decode_whole(d, &stride);
 	if (ret)
 		return ret;
-	jpeg_finish_decompress(c);
 	return resize_planned(d, p, ox / den, c->output_width, oy / den,
 			      c->output_height, stride, layout, dst);
 }

@@ -609,7 +609,9 @@ ssize_t dlc_rst_splice(const uint8_t *buf, size_t len,
 	    h.restart != g->interval ||
 	    (g->ncomp == 3 && (8 * h.max_h != g->mcu_w ||
 			       8 * h.max_v != g->mcu_h)) ||
-	    (g->ncomp == 1 && (g->mcu_w != 8 || g->mcu_h != 8)))
+	    (g->ncomp == 1 && (g->mcu_w != 8 || g->mcu_h != 8)) ||
+	    g->mcus_x != (g->width + g->mcu_w - 1) / g->mcu_w ||
+	    g->mcus_y != (g->height + g->mcu_h - 1) / g->mcu_h)
 		BAD("splice: the JPEG header does not match the geometry");
 	if ((uint64_t)g->end_off + 2 > len || g->end_off < g->scan_off ||
 	    buf[g->end_off] != 0xff || buf[g->end_off + 1] != 0xd9)

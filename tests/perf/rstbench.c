@@ -219,6 +219,27 @@ int main(int argc, char **argv)
 			intv[k] += r->g.interval;
 		}
 	}
+	/* dlc_rst_parse() of the first interval's transcodes */
+	{
+		uint32_t *rows = malloc((DLC_RST_MAX_ROWS + 1) *
+					sizeof(uint32_t));
+		struct dlc_rst_geom g;
+		const char *w2;
+		double t0 = now(), dt;
+		uint64_t parsed = 0;
+
+		do {
+			for (i = 0; i < n; i++) {
+				dlc_rst_parse(rs[0][i].buf, rs[0][i].len, &g,
+					      rows, &w2);
+				parsed += rs[0][i].len;
+			}
+			dt = now() - t0;
+		} while (dt < 0.5);
+		printf("dlc_rst_parse (interval %u): %.0f MB/s\n",
+		       intervals[0], parsed / dt / 1e6);
+		free(rows);
+	}
 	/* rounds: every system once a round, so that noise hits them alike */
 	for (round = 0; round < rounds; round++) {
 		best(&r_full, rate(d, FULL, fs, NULL, n, &t, secs, dst,

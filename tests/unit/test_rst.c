@@ -47,6 +47,7 @@ static const struct variant variants[] = {
 	{ "gray", "-grayscale", 277, 203, 1 },
 	{ "gray22", "-grayscale -sample 2x2", 229, 181, 2 },
 	{ "prog420", "-progressive -sample 2x2", 347, 229, 1 },
+	{ "arith422", "-arithmetic -sample 2x1", 163, 97, 2 },
 };
 #define NVAR (sizeof(variants) / sizeof(variants[0]))
 
@@ -666,6 +667,13 @@ static void splice_lies(void)
 				   NULL, &why);
 		CHECK_EQ(n, r > 1 ? -EBADMSG : -EBADMSG);
 	}
+	/* a row table that lies about the EOI: the bound stays the scan's */
+	memcpy(lie, rows, sizeof(rows));
+	lie[g.mcus_y] = 0xfffffff0u;
+	CHECK(dlc_rst_splice_bound(&g, lie, 0, g.mcus_y) <=
+	      rst_len[0] + 2 * g.mcus_x * g.mcus_y + 2,
+	      "bound %zu for a %zu-byte file",
+	      dlc_rst_splice_bound(&g, lie, 0, g.mcus_y), rst_len[0]);
 	/* the file cut short: the splice reaches past its end */
 	n = dlc_rst_splice(rst[0], rst_len[0] / 2, &g, rows, 0, 0, g.mcus_x,
 			   g.mcus_y, out, sizeof(out), NULL, NULL, &why);
@@ -673,6 +681,11 @@ static void splice_lies(void)
 	/* a geometry that lies */
 	gl = g;
 	gl.end_off = (uint32_t)rst_len[0] + 10;
+	n = dlc_rst_splice(rst[0], rst_len[0], &gl, rows, 0, 0, 1, 1, out,
+			   sizeof(out), NULL, NULL, &why);
+	CHECK_EQ(n, -EBADMSG);
+	gl = g;
+	gl.mcus_x += 2;		/* rows as long as another image's */
 	n = dlc_rst_splice(rst[0], rst_len[0], &gl, rows, 0, 0, 1, 1, out,
 			   sizeof(out), NULL, NULL, &why);
 	CHECK_EQ(n, -EBADMSG);
@@ -813,26 +826,34 @@ static void fuzz_parse_splice(void)
 	free(b);
 }
 
+/* dlc_rst_transcode() of the file at @path: -ENOTSUP, @word in the reason. */
+static void expect_notsup(const char *path, const char *word)
+{
+	struct dlc_rst_opts o = { .interval = 1 };
+	uint8_t *j, *out = NULL;
+	size_t len, olen;
+	char why[256] = "";
+
+	j = t_read_file(path, &len);
+	CHECK(j != NULL, "%s", path);
+	if (!j)
+		return;
+	CHECK_EQ(dlc_rst_transcode(j, len, &o, 0, &out, &olen, why,
+				   sizeof(why)), -ENOTSUP);
+	CHECK(strstr(why, word) != NULL, "%s", why);
+	CHECK(!out);
+	free(j);
+}
+
 /* What the MCU-exact decode cannot serve: -ENOTSUP, kept as it is. */
 static void transcode_notsup(void)
 {
-	struct dlc_rst_opts o = { .interval = 1 };
-	uint8_t *j = NULL, *out = NULL;
-	char path[512], why[256];
-	size_t len, olen;
+	char path[512];
 
 	snprintf(path, sizeof(path), "%s/411.jpg", tmp);
 	CHECK_EQ(run("cjpeg -sample 4x1 -outfile '%s' '%s/420.ppm'", path,
 		     tmp), 0);
-	j = t_read_file(path, &len);
-	CHECK(j != NULL);
-	if (j) {
-		why[0] = 0;
-		CHECK_EQ(dlc_rst_transcode(j, len, &o, 0, &out, &olen, why,
-					   sizeof(why)), -ENOTSUP);
-		CHECK(strstr(why, "sampling") != NULL, "%s", why);
-		free(j);
-	}
+	expect_notsup(path, "sampling");
 	/* CMYK, from Pillow */
 	snprintf(path, sizeof(path), "%s/cmyk.jpg", tmp);
 	if (run("/usr/bin/python3 -c \"from PIL import Image; "
@@ -841,15 +862,7 @@ static void transcode_notsup(void)
 		t_skip_required("transcode_notsup", "no Pillow to write a CMYK JPEG");
 		return;
 	}
-	j = t_read_file(path, &len);
-	CHECK(j != NULL);
-	if (j) {
-		why[0] = 0;
-		CHECK_EQ(dlc_rst_transcode(j, len, &o, 0, &out, &olen, why,
-					   sizeof(why)), -ENOTSUP);
-		CHECK(strstr(why, "CMYK") != NULL, "%s", why);
-		free(j);
-	}
+	expect_notsup(path, "CMYK");
 }
 
 int main(void)
