@@ -176,18 +176,59 @@ err_free:
 	goto err_free_ret;
 }
 
+/*
+ * Wait until the kernel is done with the requests' memory: cancel what is
+ * on the ring and reap until every request in flight has completed.
+ * io_uring_queue_exit() does not wait: the ring is torn down after its fd
+ * is closed, and a read still in flight then (an O_DIRECT transfer, an
+ * io-wq worker's copy) lands in a buffer already back in the pool or
+ * freed, which corrupts whatever uses that memory next. Returns the
+ * requests still in flight after @secs seconds (their buffers must be
+ * leaked, not freed), normally 0.
+ */
+static uint32_t quiesce(struct dlc_reader *r, unsigned int secs)
+{
+	struct __kernel_timespec ts = { .tv_sec = 1 };
+	uint32_t busy = r->inflight, waited = 0;
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	uint64_t ud;
+
+	if (!busy)
+		return 0;
+	sqe = get_sqe(r);
+	if (sqe) {
+		io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
+		io_uring_sqe_set_data64(sqe, CLOSE_TAG);
+	}
+	io_uring_submit(&r->ring);
+	while (busy && waited < secs) {
+		if (io_uring_wait_cqe_timeout(&r->ring, &cqe, &ts)) {
+			waited++;
+			continue;
+		}
+		ud = cqe->user_data;
+		if (ud != WAKE_TAG && ud != WATCH_TAG && ud != CLOSE_TAG)
+			busy--;
+		io_uring_cqe_seen(&r->ring, cqe);
+	}
+	return busy;
+}
+
 void dlc_reader_destroy(struct dlc_reader *r)
 {
-	uint32_t i;
+	uint32_t i, stuck;
 
 	if (!r)
 		return;
-	/* Exiting the ring cancels and waits for the operations in flight. */
+	stuck = quiesce(r, 30);
 	io_uring_queue_exit(&r->ring);
 	for (i = 0; i < r->o.queue_depth; i++) {
 		if (r->req[i].fd >= 0 && !r->req[i].range)
 			close(r->req[i].fd);
-		dlc_buf_put(r->req[i].out);
+		/* A read that never completed may still write: leak it. */
+		if (!stuck)
+			dlc_buf_put(r->req[i].out);
 		free(r->req[i].path);
 	}
 	for (i = 0; i < r->nearly; i++)
