@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "crc32c.h"
 #include "internal.h"
 
 #define PAGE		4096U
@@ -88,6 +89,7 @@ struct dlc_buf *dlc_buf_alloc(size_t len)
 		return NULL;
 	b->refs = 1;
 	b->cls = CLASS_HEAP;
+	b->crc_memo = 0;
 	b->len = len;
 	b->data = (uint8_t *)(b + 1);
 	b->mem = NULL;
@@ -135,6 +137,7 @@ struct dlc_buf *dlc_buf_alloc_io(uint64_t len, uint32_t lead)
 		b->cls = c < NCLASS ? c : CLASS_BIG;
 	}
 	b->refs = 1;
+	b->crc_memo = 0;
 	b->len = len;
 	b->data = b->mem + lead;
 	b->next = NULL;
@@ -151,6 +154,19 @@ struct dlc_buf *dlc_buf_alloc_aligned(size_t len, size_t align)
 size_t dlc_buf_footprint(const struct dlc_buf *b)
 {
 	return b->cls == CLASS_HEAP ? b->len : b->cap;
+}
+
+int dlc_buf_crc_matches(const struct dlc_buf *b, uint32_t want)
+{
+	/* The memo is metadata: callers hold the buffer const. */
+	uint64_t *memo = (uint64_t *)&b->crc_memo;
+	uint64_t m = __atomic_load_n(memo, __ATOMIC_RELAXED);
+
+	if (m >> 32)
+		return (uint32_t)m == want;
+	m = dlc_crc32c(0, b->data, b->len);
+	__atomic_store_n(memo, 1ULL << 32 | m, __ATOMIC_RELAXED);
+	return (uint32_t)m == want;
 }
 
 struct dlc_buf *dlc_buf_get(struct dlc_buf *b)
