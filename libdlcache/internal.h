@@ -45,6 +45,7 @@ static inline uint64_t dlc_now_ns(void)
 struct dlc_buf {
 	uint32_t refs;		/* atomic */
 	uint32_t cls;		/* pool class of mem, or a private marker */
+	uint32_t mapped;	/* mem is an mmap() of cap bytes */
 	uint64_t crc_memo;	/* atomic: 1 << 32 | CRC-32C the bytes matched */
 	size_t len;		/* bytes at data */
 	uint8_t *data;		/* the sample's first byte */
