@@ -19,13 +19,22 @@
  * allocation that stays with its block, so neither costs a malloc in
  * steady state. One mutex guards the lists: a few thousand operations a
  * second each take it for a handful of instructions.
+ *
+ * A block is an anonymous mmap() of its pages (adjacent ones merge into
+ * one mapping), not posix_memalign(): glibc puts a chunk header before
+ * every allocation, so 4 KiB-aligned blocks of whole pages leave a
+ * resident fragment of up to a page between them -- measured, 43 MB more
+ * RSS for 7400 blocks of 50-95 kB, about what a cache of half a 1 GB data
+ * set holds. Where mmap fails (the map count limit), posix_memalign.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
+#include "crc32c.h"
 #include "internal.h"
 
 #define PAGE		4096U
@@ -88,6 +97,8 @@ struct dlc_buf *dlc_buf_alloc(size_t len)
 		return NULL;
 	b->refs = 1;
 	b->cls = CLASS_HEAP;
+	b->mapped = 0;
+	b->crc_memo = 0;
 	b->len = len;
 	b->data = (uint8_t *)(b + 1);
 	b->mem = NULL;
@@ -126,7 +137,10 @@ struct dlc_buf *dlc_buf_alloc_io(uint64_t len, uint32_t lead)
 		b = malloc(sizeof(*b));
 		if (!b)
 			return NULL;
-		if (posix_memalign(&mem, PAGE, cap)) {
+		mem = mmap(NULL, cap, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		b->mapped = mem != MAP_FAILED;
+		if (!b->mapped && posix_memalign(&mem, PAGE, cap)) {
 			free(b);
 			return NULL;
 		}
@@ -135,6 +149,7 @@ struct dlc_buf *dlc_buf_alloc_io(uint64_t len, uint32_t lead)
 		b->cls = c < NCLASS ? c : CLASS_BIG;
 	}
 	b->refs = 1;
+	b->crc_memo = 0;
 	b->len = len;
 	b->data = b->mem + lead;
 	b->next = NULL;
@@ -153,6 +168,19 @@ size_t dlc_buf_footprint(const struct dlc_buf *b)
 	return b->cls == CLASS_HEAP ? b->len : b->cap;
 }
 
+int dlc_buf_crc_matches(const struct dlc_buf *b, uint32_t want)
+{
+	/* The memo is metadata: callers hold the buffer const. */
+	uint64_t *memo = (uint64_t *)&b->crc_memo;
+	uint64_t m = __atomic_load_n(memo, __ATOMIC_RELAXED);
+
+	if (m >> 32)
+		return (uint32_t)m == want;
+	m = dlc_crc32c(0, b->data, b->len);
+	__atomic_store_n(memo, 1ULL << 32 | m, __ATOMIC_RELAXED);
+	return (uint32_t)m == want;
+}
+
 struct dlc_buf *dlc_buf_get(struct dlc_buf *b)
 {
 	__atomic_fetch_add(&b->refs, 1, __ATOMIC_RELAXED);
@@ -161,7 +189,10 @@ struct dlc_buf *dlc_buf_get(struct dlc_buf *b)
 
 static void block_free(struct dlc_buf *b)
 {
-	free(b->mem);
+	if (b->mapped)
+		munmap(b->mem, b->cap);
+	else
+		free(b->mem);
 	free(b);
 }
 

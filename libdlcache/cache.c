@@ -8,10 +8,15 @@
  *
  * It keeps the very buffers reads landed in (pooled blocks, buf.c): a hit
  * is a new reference, never a copy. What it accounts against its
- * capacity is the memory those buffers hold (dlc_buf_footprint: the block,
- * at most 6.25 % and a page over the sample's bytes), not the bytes, so
- * that a cache of half the data set holds no more than its capacity; an
- * evicted block goes back to the pool for the next read.
+ * capacity is the memory those buffers hold (dlc_buf_footprint), not the
+ * bytes, so that a cache of half the data set holds no more than its
+ * capacity. A pooled block is a whole number of pages and at most
+ * 6.25 % over them; for a small sample the page rounding alone can waste
+ * more than that (a 5 kB file in an 8 KiB block), so a sample whose
+ * block is more than 1/16 over its bytes is cached as an exact copy
+ * instead (a copy of a small sample, once, when it is admitted): the
+ * cache loses at most 1/16 of its capacity to rounding. An evicted block
+ * goes back to the pool for the next read.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -156,9 +161,17 @@ static void evict(struct dlc_cache *c, uint32_t id)
 	c->evictions++;
 }
 
+/* A block more than 1/16 over the bytes it holds is cached as a copy. */
+static int wasteful(const struct dlc_buf *b)
+{
+	return dlc_buf_footprint(b) - b->len > b->len / 16;
+}
+
 int dlc_cache_offer(struct dlc_cache *c, uint32_t id, struct dlc_buf *b)
 {
-	size_t bytes = dlc_buf_footprint(b);
+	int copy = wasteful(b);
+	size_t bytes = copy ? b->len : dlc_buf_footprint(b);
+	struct dlc_buf *keep;
 
 	if (id >= c->nsamples || c->entry[id])
 		return 0;
@@ -175,7 +188,17 @@ int dlc_cache_offer(struct dlc_cache *c, uint32_t id, struct dlc_buf *b)
 		}
 		evict(c, v);
 	}
-	c->entry[id] = dlc_buf_get(b);
+	if (copy) {
+		keep = dlc_buf_alloc(b->len);
+		if (!keep) {
+			c->bypasses++;
+			return 0;
+		}
+		memcpy(keep->data, b->data, b->len);
+	} else {
+		keep = dlc_buf_get(b);
+	}
+	c->entry[id] = keep;
 	c->used += bytes;
 	dlc_policy_insert(&c->pol, id);
 	return 1;

@@ -62,6 +62,8 @@ const struct dlc_pack *dlc_index_pack(const struct dlc_index *idx);
 struct dlc_buf {
 	uint32_t refs;		/* atomic */
 	uint32_t cls;		/* pool class of mem, or a private marker */
+	uint32_t mapped;	/* mem is an mmap() of cap bytes */
+	uint64_t crc_memo;	/* atomic: 1 << 32 | CRC-32C the bytes matched */
 	size_t len;		/* bytes at data */
 	uint8_t *data;		/* the sample's first byte */
 	uint8_t *mem;		/* pooled: the 4 KiB-aligned block */
@@ -91,11 +93,19 @@ struct dlc_buf *dlc_buf_alloc_aligned(size_t len, size_t align);
 /*
  * The memory @b really holds: its block for a pooled buffer (at most
  * 6.25 % and a page or two over len), len for a plain one. The cache
- * accounts this.
+ * accounts this (and keeps an exact copy of a sample whose block is more
+ * than 1/16 over it).
  */
 size_t dlc_buf_footprint(const struct dlc_buf *b);
 struct dlc_buf *dlc_buf_get(struct dlc_buf *b);
 void dlc_buf_put(struct dlc_buf *b);
+
+/*
+ * Whether @b's bytes have CRC-32C @want. Their sum is computed once and
+ * remembered on the buffer (its bytes never change once read), so a
+ * cached sample is summed once, not at every hit.
+ */
+int dlc_buf_crc_matches(const struct dlc_buf *b, uint32_t want);
 
 /* The block size the pool gives a read of @bytes (tests). */
 uint64_t dlc_buf_class_bytes(uint64_t bytes);

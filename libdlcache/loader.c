@@ -408,7 +408,7 @@ static int must_check(struct dlc_loader *l, uint32_t id,
 		return l->validate == DLC_VALIDATE_ALWAYS;
 	if (dlc_index_crc32c(l->idx, id, &want) ||
 	    buf->len != dlc_index_size(l->idx, id) ||
-	    dlc_crc32c(0, buf->data, buf->len) != want)
+	    !dlc_buf_crc_matches(buf, want))
 		return 1;
 	if (__atomic_load_n(&l->checked[id / 8], __ATOMIC_RELAXED) &
 	    (1U << (id % 8)))

@@ -37,7 +37,6 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -394,26 +393,34 @@ static void drop_direct(struct dlc_reader *r, struct dlc_read_req *q, int err)
 	direct_refused(r, q->path, err);
 }
 
-int dlc_reader_queue(struct dlc_reader *r, const char *path, uint64_t tag)
+/* A free request slot for @tag, reset; the caller checked there is one. */
+static struct dlc_read_req *claim(struct dlc_reader *r, uint64_t tag)
 {
-	struct dlc_read_req *q;
+	struct dlc_read_req *q = &r->req[r->free_list[--r->nfree]];
 
-	if (!r->nfree || r->nearly + r->inflight >= r->o.queue_depth)
-		return -EBUSY;
-	q = &r->req[r->free_list[--r->nfree]];
 	q->busy = 1;
 	q->fd = -1;
 	q->range = 0;
-	q->direct = r->direct_ok;
-	q->state = RQ_OPEN;
 	q->start = 0;
 	q->lead = 0;
 	q->size = 0;
 	q->done = 0;
 	q->tag = tag;
 	q->t0 = dlc_now_ns();
-	q->path = strdup(path);
-	if (!q->path) {
+	q->path = NULL;
+	q->out = NULL;
+	return q;
+}
+
+/*
+ * Put @q's first operation on the ring, or, when its setup failed to
+ * allocate (!@ready), report -ENOMEM at the next reap.
+ */
+static int launch(struct dlc_reader *r, struct dlc_read_req *q, int ready)
+{
+	uint64_t tag = q->tag;
+
+	if (!ready) {
 		release(r, q);
 		fail_early(r, tag, -ENOMEM, "allocate", NULL);
 		return 0;
@@ -424,6 +431,19 @@ int dlc_reader_queue(struct dlc_reader *r, const char *path, uint64_t tag)
 	}
 	r->inflight++;
 	return 0;
+}
+
+int dlc_reader_queue(struct dlc_reader *r, const char *path, uint64_t tag)
+{
+	struct dlc_read_req *q;
+
+	if (!r->nfree || r->nearly + r->inflight >= r->o.queue_depth)
+		return -EBUSY;
+	q = claim(r, tag);
+	q->direct = r->direct_ok;
+	q->state = RQ_OPEN;
+	q->path = strdup(path);
+	return launch(r, q, q->path != NULL);
 }
 
 int dlc_reader_queue_range(struct dlc_reader *r, int fd, uint64_t off,
@@ -442,8 +462,7 @@ int dlc_reader_queue_range(struct dlc_reader *r, int fd, uint64_t off,
 		fail_early(r, tag, b ? 0 : -ENOMEM, b ? NULL : "allocate", b);
 		return 0;
 	}
-	q = &r->req[r->free_list[--r->nfree]];
-	q->busy = 1;
+	q = claim(r, tag);
 	q->fd = fd;
 	q->range = 1;
 	q->direct = !!direct;
@@ -451,22 +470,8 @@ int dlc_reader_queue_range(struct dlc_reader *r, int fd, uint64_t off,
 	q->start = off - lead;
 	q->lead = lead;
 	q->size = (uint64_t)lead + len;
-	q->done = 0;
-	q->tag = tag;
-	q->t0 = dlc_now_ns();
-	q->path = NULL;
 	q->out = dlc_buf_alloc_io(len, lead);
-	if (!q->out) {
-		release(r, q);
-		fail_early(r, tag, -ENOMEM, "allocate", NULL);
-		return 0;
-	}
-	if (prep_read(r, q)) {
-		release(r, q);
-		return -EBUSY;
-	}
-	r->inflight++;
-	return 0;
+	return launch(r, q, q->out != NULL);
 }
 
 int dlc_reader_submit(struct dlc_reader *r)
