@@ -53,6 +53,27 @@ static struct {
 	.idle_max = DLC_BUF_POOL_IDLE_MAX,
 };
 
+/*
+ * fork() copies the lock as it is: held by another thread at that moment,
+ * it would stay held in the child, whose first allocation then hangs
+ * (a Python DataLoader's worker forked while the loader runs). Take it
+ * around fork so that both sides start with it free.
+ */
+static void pool_prefork(void)
+{
+	pthread_mutex_lock(&pool.lock);
+}
+
+static void pool_postfork(void)
+{
+	pthread_mutex_unlock(&pool.lock);
+}
+
+__attribute__((constructor)) static void pool_register_fork(void)
+{
+	pthread_atfork(pool_prefork, pool_postfork, pool_postfork);
+}
+
 /* The class of a block of at least @pages pages; NCLASS when too big. */
 static uint32_t class_of(uint64_t pages)
 {

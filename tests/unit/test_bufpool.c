@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "crc32c.h"
@@ -470,6 +471,47 @@ static void test_crc_memo(void)
 	dlc_buf_put(b);
 }
 
+static volatile int fork_stop;
+
+static void *churn(void *arg)
+{
+	(void)arg;
+	while (!fork_stop)
+		dlc_buf_put(dlc_buf_alloc_io(8192, 0));
+	return NULL;
+}
+
+/*
+ * A child forked while another thread uses the pool can use it too: the
+ * pool's lock is not inherited held (each child exits within its alarm).
+ */
+static void test_fork(void)
+{
+	uint32_t i, hung = 0;
+	pthread_t th;
+
+	fork_stop = 0;
+	CHECK_EQ(pthread_create(&th, NULL, churn, NULL), 0);
+	for (i = 0; i < 200; i++) {
+		int st = 0;
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			alarm(2);
+			dlc_buf_put(dlc_buf_alloc_io(8192, 0));
+			_exit(0);
+		}
+		if (pid < 0 || waitpid(pid, &st, 0) != pid ||
+		    !WIFEXITED(st) || WEXITSTATUS(st)) {
+			hung++;
+			break;
+		}
+	}
+	fork_stop = 1;
+	pthread_join(th, NULL);
+	CHECK(hung == 0, "child %u of 200 hung (killed by its alarm) or failed", i);
+}
+
 int main(void)
 {
 	T_RUN(test_classes);
@@ -481,6 +523,7 @@ int main(void)
 	T_RUN(test_cache_footprint);
 	T_RUN(test_cache_small);
 	T_RUN(test_crc_memo);
+	T_RUN(test_fork);
 	dlc_buf_pool_trim();
 	return t_done("test_bufpool");
 }
