@@ -436,7 +436,7 @@ static int decode_rst(struct dlc_loader *l, struct dlc_decoder *dec,
 	if (l->validate != DLC_VALIDATE_OFF) {
 		if (dlc_index_crc32c(l->idx, id, &want) ||
 		    buf->len != dlc_index_size(l->idx, id) ||
-		    dlc_crc32c(0, buf->data, buf->len) != want) {
+		    !dlc_buf_crc_matches(buf, want)) {
 			*kind = DLC_ERR_CORRUPT;
 			*msg = "corrupt pack: the sample's bytes do not match the crc32c of its record";
 			return -EBADMSG;
