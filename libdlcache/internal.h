@@ -94,7 +94,7 @@ struct dlc_buf *dlc_buf_alloc_aligned(size_t len, size_t align);
  * The memory @b really holds: its block for a pooled buffer (at most
  * 6.25 % and a page or two over len), len for a plain one. The cache
  * accounts this (and keeps an exact copy of a sample whose block is more
- * than 1/16 over it).
+ * than 1/64 over it).
  */
 size_t dlc_buf_footprint(const struct dlc_buf *b);
 struct dlc_buf *dlc_buf_get(struct dlc_buf *b);
