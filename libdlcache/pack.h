@@ -2,7 +2,7 @@
 /*
  * Packs (.dlp): a data set in one file (pack.c reads, packwrite.c
  * writes). The on-disk format is specified in Documentation/pack.md and
- * by the structs in pack.c; this is the reader's interface, which the
+ * by the offsets in packfmt.h; this is the reader's interface, which the
  * index (a pack opens as an index: dlc_index_load()) and the loader use.
  *
  * A pack holds, per sample in the source index's order: its relative
