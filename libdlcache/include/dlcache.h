@@ -580,8 +580,26 @@ struct dlc_config {
 	uint32_t validate;	/* enum dlc_validate; default DLC_VALIDATE_ONCE */
 	/* enum dlc_kernel_fallback; default DLC_KERNEL_FALLBACK_INPROCESS */
 	uint32_t kernel_fallback;
-	uint64_t reserved[7];	/* must be zero: room for new fields */
+	/*
+	 * Read-ahead: bytes of samples read from storage before the pipeline
+	 * claims them, in the order's next positions and across the epoch's
+	 * end into the next epoch's, held outside the batch ring. 0 (the
+	 * default) is DLC_READAHEAD_DEFAULT, lowered to 1/32 of the memory
+	 * this process may use (its memory cgroup's limit, or the machine's
+	 * RAM); DLC_READAHEAD_OFF turns it off; otherwise at most
+	 * DLC_READAHEAD_MAX. The in-process backend only: with dlcache.ko
+	 * every read is a fill the module arbitrates (see library.md).
+	 */
+	uint64_t readahead_bytes;
+	uint64_t reserved[6];	/* must be zero: room for new fields */
 };
+
+/* dlc_config.readahead_bytes: 0 means this, or less on a small machine. */
+#define DLC_READAHEAD_DEFAULT	(64ULL << 20)
+/* dlc_config.readahead_bytes: no read-ahead past the batch window. */
+#define DLC_READAHEAD_OFF	UINT64_MAX
+/* dlc_config.readahead_bytes: the largest budget accepted, 1 TiB. */
+#define DLC_READAHEAD_MAX	(1ULL << 40)
 
 /* The size of struct dlc_config up to and including its field pad. */
 #define DLC_CONFIG_SIZE_VER0	172
@@ -777,6 +795,19 @@ struct dlc_stats {
 	uint64_t validated;
 	/* switches from dlcache.ko to the in-process cache (kernel_fallback) */
 	uint64_t kernel_fallbacks;
+	/*
+	 * Storage: time with at least one read in flight, summed (the span
+	 * open now included), and reads in flight now. io_busy_ns over the
+	 * wall time is the storage's busy fraction as this loader keeps it.
+	 */
+	uint64_t io_busy_ns;
+	uint64_t reads_inflight;
+	/* read-ahead (dlc_config.readahead_bytes) */
+	uint64_t readahead_reads;	/* samples read ahead of their claim */
+	uint64_t readahead_used;	/* of those, claimed by the pipeline */
+	uint64_t readahead_dropped;	/* dropped unused (a start_epoch elsewhere) */
+	uint64_t readahead_held;	/* bytes read ahead or in flight now */
+	uint64_t readahead_budget;	/* the budget in bytes, 0 when off */
 };
 
 /*

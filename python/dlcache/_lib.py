@@ -24,6 +24,8 @@ ON_ERROR = {"skip": 0, "substitute": 1, "fail": 2}
 BACKEND = {"auto": 0, "inprocess": 1, "kernel": 2}
 ERR_KINDS = 9
 OWNER_SELF = 0xFFFFFFFF
+READAHEAD_OFF = 0xFFFFFFFFFFFFFFFF
+READAHEAD_MAX = 1 << 40
 CONFIG_SIZE_VER0 = 172
 
 LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p)
@@ -77,7 +79,8 @@ class Config(ctypes.Structure):
         ("shard_drop_last", ctypes.c_uint32),
         ("validate", ctypes.c_uint32),
         ("kernel_fallback", ctypes.c_uint32),
-        ("reserved", ctypes.c_uint64 * 7),
+        ("readahead_bytes", ctypes.c_uint64),
+        ("reserved", ctypes.c_uint64 * 6),
     ]
 
 
@@ -106,6 +109,9 @@ STATS_FIELDS = [
     "errors", "errors_by_kind", "substituted", "skipped",
     "verified", "verify_ns", "checksum_errors",
     "validated", "kernel_fallbacks",
+    "io_busy_ns", "reads_inflight",
+    "readahead_reads", "readahead_used", "readahead_dropped",
+    "readahead_held", "readahead_budget",
 ]
 
 
