@@ -51,19 +51,6 @@ int dlc_cpu_parse_v1(const char *quota_text, const char *period_text,
 	return 0;
 }
 
-static int read_text(const char *path, char *buf, size_t len)
-{
-	FILE *f = fopen(path, "r");
-	size_t n;
-
-	if (!f)
-		return -errno;
-	n = fread(buf, 1, len - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	return 0;
-}
-
 /* Keep the smaller positive quota of @best and @q (0: none). */
 static void take_min(double *best, double q)
 {
@@ -71,84 +58,38 @@ static void take_min(double *best, double q)
 		*best = q;
 }
 
-/* Cut the last component of @path ("/a/b" -> "/a"); 0 at the root. */
-static int parent(char *path)
+/* dlc_cgroup_walk() callback: the smallest CPU quota in @dir. */
+static int take_quota(int v2, const char *dir, void *arg)
 {
-	char *s = strrchr(path, '/');
+	char path[8192 + 64], a[256], b[256];
+	double q;
+	int ret;
 
-	if (!s || (s == path && !s[1]))
-		return 0;
-	if (s == path)
-		s[1] = 0;
-	else
-		*s = 0;
-	return 1;
+	if (v2) {
+		snprintf(path, sizeof(path), "%s/cpu.max", dir);
+		ret = dlc_read_text(path, a, sizeof(a));
+		if (!ret && dlc_cpu_parse_v2(a, &q) == 0)
+			take_min(arg, q);
+		return ret;
+	}
+	snprintf(path, sizeof(path), "%s/cpu.cfs_quota_us", dir);
+	ret = dlc_read_text(path, a, sizeof(a));
+	if (ret)
+		return ret;
+	snprintf(path, sizeof(path), "%s/cpu.cfs_period_us", dir);
+	if (dlc_read_text(path, b, sizeof(b)) == 0 &&
+	    dlc_cpu_parse_v1(a, b, &q) == 0)
+		take_min(arg, q);
+	return 0;
 }
 
 double dlc_cpu_quota(const char *proc_cgroup, const char *root)
 {
-	char line[4096], dir[4096], path[8192 + 64], a[256], b[256];
-	double best = 0, q;
-	FILE *f = fopen(proc_cgroup, "r");
+	/* v1 mounts: cpu,cpuacct, or cpu alone */
+	static const char *const mounts[] = { "cpu,cpuacct", "cpu", NULL };
+	double best = 0;
 
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		char *c1 = strchr(line, ':'), *c2, *nl;
-		int v2;
-
-		if (!c1 || !(c2 = strchr(c1 + 1, ':')))
-			continue;
-		nl = strchr(c2, '\n');
-		if (nl)
-			*nl = 0;
-		*c1 = 0;
-		*c2 = 0;
-		v2 = !strcmp(line, "0") && c1[1] == 0;
-		/* v1: the hierarchy whose controllers include cpu. */
-		if (!v2) {
-			char ctl[256], *tok, *save;
-
-			snprintf(ctl, sizeof(ctl), "%s", c1 + 1);
-			for (tok = strtok_r(ctl, ",", &save); tok;
-			     tok = strtok_r(NULL, ",", &save))
-				if (!strcmp(tok, "cpu"))
-					break;
-			if (!tok)
-				continue;
-		}
-		snprintf(dir, sizeof(dir), "%s", c2 + 1);
-		do {
-			if (v2) {
-				/* the v2 mount, or a hybrid's root/unified */
-				snprintf(path, sizeof(path), "%s%s/cpu.max",
-					 root, dir);
-				if (read_text(path, a, sizeof(a))) {
-					snprintf(path, sizeof(path),
-						 "%s/unified%s/cpu.max", root, dir);
-					if (read_text(path, a, sizeof(a)))
-						continue;
-				}
-				if (dlc_cpu_parse_v2(a, &q) == 0)
-					take_min(&best, q);
-				continue;
-			}
-			/* v1 mounts: cpu,cpuacct (and its link cpu) */
-			snprintf(path, sizeof(path), "%s/cpu,cpuacct%s/cpu.cfs_quota_us",
-				 root, dir);
-			if (read_text(path, a, sizeof(a))) {
-				snprintf(path, sizeof(path), "%s/cpu%s/cpu.cfs_quota_us",
-					 root, dir);
-				if (read_text(path, a, sizeof(a)))
-					continue;
-			}
-			strcpy(strrchr(path, '/'), "/cpu.cfs_period_us");
-			if (read_text(path, b, sizeof(b)) == 0 &&
-			    dlc_cpu_parse_v1(a, b, &q) == 0)
-				take_min(&best, q);
-		} while (parent(dir));
-	}
-	fclose(f);
+	dlc_cgroup_walk(proc_cgroup, root, "cpu", mounts, take_quota, &best);
 	return best;
 }
 

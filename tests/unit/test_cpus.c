@@ -103,6 +103,48 @@ static void check_quota_tree(void)
 	free(d);
 }
 
+/* The memory limit of the read-ahead's default: parse and walk. */
+static void check_mem_tree(void)
+{
+	char *d = t_mkdtemp(NULL), pc[4096], root[4096];
+	uint64_t v = 1;
+
+	CHECK(dlc_mem_parse("max\n", &v) == 0 && v == 0, "v2 max");
+	CHECK(dlc_mem_parse("536870912\n", &v) == 0 && v == 536870912,
+	      "v2 bytes");
+	CHECK(dlc_mem_parse("9223372036854771712\n", &v) == 0 && v == 0,
+	      "v1 unlimited");
+	CHECK(dlc_mem_parse("-1\n", &v) == -EINVAL, "negative");
+	CHECK(dlc_mem_parse("12k", &v) == -EINVAL, "suffix");
+	CHECK(dlc_mem_parse("", &v) == -EINVAL, "empty");
+	if (!d) {
+		CHECK(0, "tmpdir");
+		return;
+	}
+	snprintf(pc, sizeof(pc), "%s/proc_cgroup", d);
+	snprintf(root, sizeof(root), "%s/fs", d);
+	/* v2: the parent's 256 MiB binds under a child without a limit */
+	put(d, "proc_cgroup", "0::/job/step\n");
+	put(d, "fs/job/memory.max", "268435456\n");
+	put(d, "fs/job/step/memory.max", "max\n");
+	CHECK(dlc_mem_limit(pc, root) == 268435456ULL, "v2 parent");
+	put(d, "fs/job/step/memory.max", "134217728\n");
+	CHECK(dlc_mem_limit(pc, root) == 134217728ULL, "v2 leaf");
+	/* v1: the memory hierarchy only */
+	put(d, "proc_cgroup", "4:cpu,cpuacct:/c\n9:memory:/docker/c1\n");
+	put(d, "fs/memory/docker/c1/memory.limit_in_bytes", "67108864\n");
+	put(d, "fs/memory/docker/memory.limit_in_bytes",
+	    "9223372036854771712\n");
+	put(d, "fs/cpu,cpuacct/c/memory.limit_in_bytes", "4096\n");
+	CHECK(dlc_mem_limit(pc, root) == 67108864ULL, "v1 memory");
+	/* nothing set: the machine's RAM */
+	CHECK(dlc_mem_limit("/nonexistent/cgroup", root) ==
+	      (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE),
+	      "no cgroup: RAM");
+	t_rmtree(d);
+	free(d);
+}
+
 static void check_usable(void)
 {
 	CHECK_EQ(dlc_cpu_usable(8, 0), 8);
@@ -144,6 +186,7 @@ int main(void)
 	T_RUN(check_parse_v2);
 	T_RUN(check_parse_v1);
 	T_RUN(check_quota_tree);
+	T_RUN(check_mem_tree);
 	T_RUN(check_usable);
 	T_RUN(check_affinity);
 	return t_done("test_cpus");
