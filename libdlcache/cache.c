@@ -155,6 +155,11 @@ struct dlc_buf *dlc_cache_lookup(struct dlc_cache *c, uint32_t id)
 	return dlc_buf_get(c->entry[id]);
 }
 
+int dlc_cache_contains(const struct dlc_cache *c, uint32_t id)
+{
+	return id < c->nsamples && c->entry[id];
+}
+
 static void evict(struct dlc_cache *c, uint32_t id)
 {
 	dlc_policy_remove(&c->pol, id);

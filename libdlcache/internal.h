@@ -153,6 +153,8 @@ void dlc_cache_advance(struct dlc_cache *c, uint32_t epoch, uint32_t index);
 
 /* A new reference to the cached bytes of @id, or NULL on a miss. */
 struct dlc_buf *dlc_cache_lookup(struct dlc_cache *c, uint32_t id);
+/* Whether @id is cached now (no reference taken). */
+int dlc_cache_contains(const struct dlc_cache *c, uint32_t id);
 
 /*
  * Offer @b as the bytes of @id. Returns 1 when cached (the cache takes its

@@ -12,6 +12,14 @@
  *  - the consumer takes ready batches in order and releases them.
  * Everything shared is under l->lock, except the stats (atomics).
  *
+ * Read-ahead (readahead.h): in-process, the I/O thread also reads the
+ * order's next misses before their positions are claimed, past the window
+ * and across the epoch's end into the next epoch's order, within a budget
+ * in bytes, holding them in the read-ahead table. A claim that finds its
+ * position read (or being read) there takes it instead of reading: the
+ * order, the cache's offers and every sample's bytes are those of a loader
+ * without read-ahead; only when storage is asked changes.
+ *
  * A slot moves FREE -> FILLING (I/O thread) -> READY (last decoder) ->
  * HELD (consumer) -> FREE (release). Samples in flight never exceed the
  * window, and the I/O thread only claims a slot that is FREE, so memory
@@ -35,6 +43,7 @@
 #include "internal.h"
 #include "jpegrst.h"
 #include "kclient.h"
+#include "readahead.h"
 
 enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_HELD };
 
@@ -145,6 +154,14 @@ struct dlc_loader {
 	int kerr;
 	const char *kwhat;
 	struct dlc_reader *reader;	/* I/O thread only */
+	/* Read-ahead: all of it I/O thread only. */
+	struct dlc_ra *ra;		/* NULL when off */
+	uint64_t ra_g;			/* next virtual position to look at */
+	uint32_t *ra_order;		/* the order of epoch ra_order_epoch */
+	int64_t ra_order_epoch;		/* -1: none yet */
+	uint32_t *last_pos;		/* per sample: last position in l->epoch */
+	/* Under l->lock: when the open busy span began (a read in flight), 0: none. */
+	uint64_t busy_since;
 	uint32_t ndecode;
 	pthread_t io_thread;
 	pthread_t *decode_threads;
@@ -249,6 +266,11 @@ static int check_config(const struct dlc_config *c, const struct dlc_logger *log
 	    c->shard_drop_last > 1)
 		BAD("shuffle/drop_last/shard_drop_last/direct_io",
 		    "must be 0 or 1");
+	if (c->readahead_bytes > DLC_READAHEAD_MAX &&
+	    c->readahead_bytes != DLC_READAHEAD_OFF)
+		BAD("readahead_bytes", "at most %llu (1 TiB) or DLC_READAHEAD_OFF, got %llu",
+		    (unsigned long long)DLC_READAHEAD_MAX,
+		    (unsigned long long)c->readahead_bytes);
 	if (c->pad)
 		BAD("pad", "must be zero");
 	for (i = 0; i < sizeof(c->reserved) / sizeof(c->reserved[0]); i++)
@@ -797,6 +819,104 @@ static void drop_sample(struct dlc_loader *l, struct dlc_buf *buf)
 static void kernel_end_fill(struct dlc_loader *l, uint32_t pos,
 			    struct dlc_buf *buf);
 
+static uint64_t vpos(const struct dlc_loader *l, uint32_t epoch, uint32_t pos)
+{
+	return (uint64_t)epoch * l->epoch_len + pos;
+}
+
+/*
+ * A read of sample @id ended short or was refused O_DIRECT: whether the
+ * source queued the rest (or the whole read again), so it is not done.
+ */
+static int requeued(struct dlc_loader *l, uint32_t id, struct dlc_read_done *d)
+{
+	int again = dlc_source_requeue(l->src, l->reader, id, d);
+
+	if (again == 2)
+		dlc_logf(&l->log, DLC_LOG_INFO,
+			 "%s: O_DIRECT reads refused by the file system; reading through the page cache",
+			 dlc_index_root(l->idx));
+	return again;
+}
+
+/*
+ * The bytes of sample @id at claimed position @pos came from storage (or
+ * failed to): count the miss, offer them to the cache and queue them for
+ * decode.
+ */
+static void finish_read(struct dlc_loader *l, uint32_t id, uint32_t pos,
+			struct dlc_buf *buf, int err, const char *why)
+{
+	struct item it;
+
+	dlc_stat_add(l->stats.misses, 1);
+	/* The file changed since it was indexed: no cache gets it. */
+	if (buf && l->verify == DLC_VERIFY_ALL &&
+	    !sample_ok(l, id, buf->data, buf->len, NULL)) {
+		dlc_stat_add(l->stats.miss_bytes, buf->len);
+		dlc_buf_put(buf);
+		buf = NULL;
+		err = -EBADMSG;
+		why = "the crc32c check (the file changed since it was indexed)";
+	}
+	if (buf) {
+		dlc_stat_add(l->stats.miss_bytes, buf->len);
+		if (l->cache && buf->len)
+			dlc_cache_offer(l->cache, id, buf);
+	}
+	if (l->kc)
+		kernel_end_fill(l, pos, buf);
+	pthread_mutex_lock(&l->lock);
+	if (l->kc)
+		kernel_pos_done(l, pos);
+	if (!l->active) {
+		drop_sample(l, buf);
+		pthread_mutex_unlock(&l->lock);
+		return;
+	}
+	item_at(l, pos, &it);
+	it.buf = buf;
+	it.err = err;
+	it.why = why;
+	push_item(l, &it);
+	pthread_mutex_unlock(&l->lock);
+}
+
+/* The read-ahead's counters, into the stats. */
+static void publish_readahead(struct dlc_loader *l)
+{
+	struct dlc_ra_counters c;
+
+	dlc_ra_counters(l->ra, &c);
+	__atomic_store_n(&l->stats.readahead_reads, c.reads, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->stats.readahead_used, c.used, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->stats.readahead_dropped, c.dropped,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&l->stats.readahead_held, c.held, __ATOMIC_RELAXED);
+}
+
+/*
+ * A read-ahead read ended: kept for its claim, handed over if its position
+ * was claimed meanwhile, dropped if abandoned.
+ */
+static void readahead_done(struct dlc_loader *l, struct dlc_read_done *d)
+{
+	struct dlc_ra_entry *e = dlc_ra_at(l->ra, DLC_RA_TAG_G(d->tag));
+	uint32_t id = e->id, pos = e->pos;
+
+	if (requeued(l, id, d))
+		return;
+	if (e->abandoned) {
+		dlc_buf_put(d->buf);
+		dlc_ra_release(e);
+	} else if (e->claimed) {
+		dlc_ra_release(e);
+		finish_read(l, id, pos, d->buf, d->err, d->why);
+	} else {
+		dlc_ra_done(e, d->buf, d->err, d->why);
+	}
+}
+
 /* Finished reads: offer them to the cache and queue them for decode. */
 static void hand_over(struct dlc_loader *l, struct dlc_read_done *done,
 		      int n)
@@ -806,51 +926,18 @@ static void hand_over(struct dlc_loader *l, struct dlc_read_done *done,
 
 	for (i = 0; i < n; i++) {
 		struct dlc_read_done *d = &done[i];
-		struct item it;
-		int again;
+		uint32_t pos = (uint32_t)d->tag;
 
-		again = dlc_source_requeue(l->src, l->reader,
-					   l->order[(uint32_t)d->tag], d);
-		if (again == 2)
-			dlc_logf(&l->log, DLC_LOG_INFO,
-				 "%s: O_DIRECT reads refused by the file system; reading through the page cache",
-				 dlc_index_root(l->idx));
-		if (again)
-			continue;
-		dlc_stat_add(l->stats.misses, 1);
-		/* The file changed since it was indexed: no cache gets it. */
-		if (d->buf && l->verify == DLC_VERIFY_ALL &&
-		    !sample_ok(l, l->order[(uint32_t)d->tag], d->buf->data,
-			       d->buf->len, NULL)) {
-			dlc_stat_add(l->stats.miss_bytes, d->buf->len);
-			dlc_buf_put(d->buf);
-			d->buf = NULL;
-			d->err = -EBADMSG;
-			d->why = "the crc32c check (the file changed since it was indexed)";
-		}
-		if (d->buf) {
-			dlc_stat_add(l->stats.miss_bytes, d->buf->len);
-			if (l->cache && d->buf->len)
-				dlc_cache_offer(l->cache,
-						l->order[(uint32_t)d->tag], d->buf);
-		}
-		if (l->kc)
-			kernel_end_fill(l, (uint32_t)d->tag, d->buf);
-		pthread_mutex_lock(&l->lock);
-		if (l->kc)
-			kernel_pos_done(l, (uint32_t)d->tag);
-		if (!l->active) {
-			drop_sample(l, d->buf);
-			pthread_mutex_unlock(&l->lock);
+		if (d->tag & DLC_RA_TAG_BIT) {
+			readahead_done(l, d);
 			continue;
 		}
-		item_at(l, (uint32_t)d->tag, &it);
-		it.buf = d->buf;
-		it.err = d->err;
-		it.why = d->why;
-		push_item(l, &it);
-		pthread_mutex_unlock(&l->lock);
+		if (requeued(l, l->order[pos], d))
+			continue;
+		finish_read(l, l->order[pos], pos, d->buf, d->err, d->why);
 	}
+	if (l->ra && n > 0)
+		publish_readahead(l);
 	if (l->cache && n > 0) {
 		dlc_cache_counters(l->cache, &cc);
 		__atomic_store_n(&l->stats.evictions, cc.evictions,
@@ -1273,6 +1360,222 @@ static void kernel_switch(struct dlc_loader *l)
 			 __ATOMIC_RELAXED);
 }
 
+/* ------------------------------------------------------------------ */
+/* Read-ahead (in-process): the order's next misses, within a budget   */
+/* ------------------------------------------------------------------ */
+
+/* The positions an epoch run from 0 covers (drop_last cuts the tail). */
+static uint32_t run_end(const struct dlc_loader *l)
+{
+	uint32_t b = l->cfg.batch_size;
+
+	return l->cfg.drop_last ? l->epoch_len / b * b : l->epoch_len;
+}
+
+/*
+ * Called with l->lock held, after start_epoch's gen was taken: keep what
+ * was read ahead for the positions from (epoch, start) on, and note where
+ * each sample is last used in this epoch (from l->order, which start_epoch
+ * writes under the lock).
+ */
+static void readahead_rebase(struct dlc_loader *l, uint32_t epoch,
+			     uint32_t start)
+{
+	uint64_t cur = vpos(l, epoch, start);
+	uint32_t p;
+
+	dlc_ra_retain(l->ra, cur, cur + dlc_ra_slots(l->ra));
+	l->ra_g = cur;
+	memset(l->last_pos, 0xff, sizeof(*l->last_pos) * l->n);
+	for (p = 0; p < l->epoch_len; p++)
+		l->last_pos[l->order[p]] = p;
+	publish_readahead(l);
+}
+
+/*
+ * Called with l->lock held: whether reading sample @id ahead for epoch
+ * @epoch would read bytes the pipeline gets anyway. With a cache: bytes it
+ * holds now, and, for the next epoch, a sample this epoch has still to
+ * claim or may still be reading (claimed within the last window): it
+ * comes from storage or the cache then, and the cache decides whether it
+ * stays for the next epoch, as it would without read-ahead.
+ */
+static int readahead_needless(const struct dlc_loader *l, uint32_t epoch,
+			      uint32_t id)
+{
+	uint32_t last;
+
+	if (!l->cache)
+		return 0;
+	if (dlc_cache_contains(l->cache, id))
+		return 1;
+	last = l->last_pos[id];
+	return epoch != l->epoch && last != UINT32_MAX &&
+	       (uint64_t)last + l->cfg.window >= l->next_pos;
+}
+
+/*
+ * Called with l->lock held: the next position to read ahead, as its
+ * virtual position @g and sample @id; -EAGAIN when there is none now (the
+ * epoch after next, the table's span, an older read still in its slot).
+ */
+static int readahead_next(struct dlc_loader *l, uint64_t my_gen,
+			  uint64_t *g, uint32_t *id)
+{
+	uint64_t cur, v;
+	uint32_t ep, p;
+
+	if (!l->active || l->failed || l->gen != my_gen)
+		return -EAGAIN;
+	cur = vpos(l, l->epoch, l->next_pos);
+	if (l->ra_g < cur)
+		l->ra_g = cur;
+	for (;; l->ra_g++) {
+		struct dlc_ra_entry *e;
+
+		v = l->ra_g;
+		if (v - cur >= dlc_ra_slots(l->ra) || v >= DLC_RA_G_LIMIT)
+			return -EAGAIN;
+		ep = (uint32_t)(v / l->epoch_len);
+		p = (uint32_t)(v % l->epoch_len);
+		if (ep == l->epoch && p >= l->end) {
+			/* This run ends here: the next epoch starts at 0. */
+			l->ra_g = vpos(l, ep + 1, 0) - 1;
+			continue;
+		}
+		if (ep == l->epoch) {
+			*id = l->order[p];
+		} else {
+			if (ep != l->epoch + 1 || p >= run_end(l))
+				return -EAGAIN;
+			if (l->ra_order_epoch != ep) {
+				if (fill_order(l, ep, l->ra_order, l->epoch_len))
+					return -EAGAIN;
+				l->ra_order_epoch = ep;
+			}
+			*id = l->ra_order[p];
+		}
+		e = dlc_ra_at(l->ra, v);
+		if (e->state != DLC_RA_FREE) {
+			if (e->g == v && !e->abandoned)
+				continue;	/* read already */
+			return -EAGAIN;		/* an older read's slot */
+		}
+		if (readahead_needless(l, ep, *id))
+			continue;
+		*g = v;
+		return 0;
+	}
+}
+
+/*
+ * Queue reads of the order's next misses while the reader has room and
+ * the budget allows. Returns whether any was queued.
+ */
+static int read_ahead(struct dlc_loader *l, uint64_t my_gen, char *path,
+		      size_t len)
+{
+	int issued = 0;
+
+	if (!l->ra || l->kc || l->kread_len)
+		return 0;
+	while (dlc_reader_inflight(l->reader) < l->cfg.queue_depth) {
+		struct dlc_ra_entry *e;
+		uint64_t g, bytes;
+		uint32_t id;
+		int ret;
+
+		pthread_mutex_lock(&l->lock);
+		ret = readahead_next(l, my_gen, &g, &id);
+		pthread_mutex_unlock(&l->lock);
+		if (ret)
+			break;
+		/* Charged as the pool's blocks are: whole pages. */
+		bytes = (dlc_index_size(l->idx, id) + 4095) & ~4095ULL;
+		if (!dlc_ra_room(l->ra, bytes))
+			break;
+		e = dlc_ra_at(l->ra, g);
+		dlc_ra_begin(l->ra, e, g, id, bytes);
+		ret = dlc_source_queue(l->src, l->reader, id, DLC_RA_TAG(g),
+				       path, len);
+		if (ret)
+			dlc_ra_done(e, NULL, ret, "queue");
+		l->ra_g = g + 1;
+		issued = 1;
+	}
+	if (issued)
+		publish_readahead(l);
+	return issued;
+}
+
+/*
+ * The claim of @pos in @epoch takes what was read ahead for it, if
+ * anything: 1 when it did (read, handed over now; in flight, handed over
+ * at completion), 0 when the claim reads or looks up as usual.
+ */
+static int take_readahead(struct dlc_loader *l, uint32_t epoch,
+			  const struct item *it)
+{
+	struct dlc_ra_entry *e;
+	struct dlc_buf *buf;
+	const char *why;
+	int err;
+
+	if (!l->ra)
+		return 0;
+	e = dlc_ra_find(l->ra, vpos(l, epoch, it->pos));
+	if (!e)
+		return 0;
+	buf = e->buf;
+	err = e->err;
+	why = e->why;
+	if (e->state == DLC_RA_READY) {
+		dlc_ra_take(l->ra, e, it->pos);
+		finish_read(l, it->sample, it->pos, buf, err, why);
+	} else {
+		dlc_ra_take(l->ra, e, it->pos);
+	}
+	publish_readahead(l);
+	return 1;
+}
+
+/*
+ * After a submit or a reap: open or close the storage's busy span (at
+ * least one read in flight). I/O thread; l->lock only at the edges.
+ */
+static void track_busy(struct dlc_loader *l)
+{
+	uint32_t n = dlc_reader_inflight(l->reader);
+	uint64_t now;
+
+	__atomic_store_n(&l->stats.reads_inflight, n, __ATOMIC_RELAXED);
+	if (!n == !l->busy_since)
+		return;
+	now = dlc_now_ns();
+	pthread_mutex_lock(&l->lock);
+	if (n) {
+		l->busy_since = now;
+	} else {
+		dlc_stat_add(l->stats.io_busy_ns, now - l->busy_since);
+		l->busy_since = 0;
+	}
+	pthread_mutex_unlock(&l->lock);
+}
+
+/*
+ * Called with l->lock held, when issuable(): whether the next position can
+ * be claimed now. One that needs a read needs the reader's room; one read
+ * ahead or cached does not (the read-ahead may hold all of the room).
+ */
+static int claim_room(const struct dlc_loader *l)
+{
+	if (dlc_reader_inflight(l->reader) < l->cfg.queue_depth)
+		return 1;
+	if (l->ra && dlc_ra_find(l->ra, vpos(l, l->epoch, l->next_pos)))
+		return 1;
+	return l->cache && dlc_cache_contains(l->cache, l->order[l->next_pos]);
+}
+
 static void *io_main(void *arg)
 {
 	struct dlc_loader *l = arg;
@@ -1295,7 +1598,7 @@ static void *io_main(void *arg)
 
 	pthread_mutex_lock(&l->lock);
 	while (!l->stop) {
-		int progressed = 0, n, lend, watch;
+		int progressed = 0, ahead, n, lend, watch;
 		uint32_t cur_epoch;
 		struct item it;
 
@@ -1304,6 +1607,8 @@ static void *io_main(void *arg)
 			int ret = 0;
 
 			my_gen = l->gen;
+			if (l->ra)
+				readahead_rebase(l, epoch, l->start);
 			pthread_mutex_unlock(&l->lock);
 			if (l->cache)
 				ret = dlc_cache_prepare_epoch(l->cache, epoch,
@@ -1321,17 +1626,21 @@ static void *io_main(void *arg)
 		}
 
 		/* Issue: hits go straight to decode, misses to io_uring. */
-		while (!l->kc && dlc_reader_inflight(l->reader) < qd &&
-		       issuable(l)) {
+		while (!l->kc && issuable(l) && claim_room(l)) {
 			struct dlc_buf *hit = NULL;
 			uint32_t epoch = l->epoch;
 
 			claim_next(l, &it);
 			pthread_mutex_unlock(&l->lock);
-			if (l->cache) {
+			if (l->cache)
 				dlc_cache_advance(l->cache, epoch, it.pos);
-				hit = dlc_cache_lookup(l->cache, it.sample);
+			if (take_readahead(l, epoch, &it)) {
+				pthread_mutex_lock(&l->lock);
+				progressed = 1;
+				continue;
 			}
+			if (l->cache)
+				hit = dlc_cache_lookup(l->cache, it.sample);
 			if (hit) {
 				it.buf = hit;
 				dlc_stat_add(l->stats.hits, 1);
@@ -1362,11 +1671,14 @@ static void *io_main(void *arg)
 		if (!l->kc && l->kread_len &&
 		    kernel_read_queued(l, path, sizeof(path)))
 			progressed = 1;
-		if (progressed)
+		ahead = read_ahead(l, my_gen, path, sizeof(path));
+		if (progressed || ahead)
 			dlc_reader_submit(l->reader);
+		track_busy(l);
 		n = dlc_reader_reap(l->reader, done, qd, 0);
 		if (n > 0) {
 			hand_over(l, done, n);
+			track_busy(l);
 			progressed = 1;
 		}
 
@@ -1377,15 +1689,17 @@ static void *io_main(void *arg)
 		 * thread decodes one sample and then looks again.
 		 */
 		lend = l->qlen > l->ndecode &&
-		       (dlc_reader_inflight(l->reader) >= qd || !issuable(l));
+		       (dlc_reader_inflight(l->reader) >= qd ||
+			(!issuable(l) && !ahead));
 		if (lend && pop_and_process(l, dec)) {
 			dlc_stat_add(l->stats.io_thread_decodes, 1);
 			continue;
 		}
-		if (progressed || l->stop || (l->active && l->gen != my_gen) ||
+		if (progressed || ahead || l->stop ||
+		    (l->active && l->gen != my_gen) ||
 		    (issuable(l) && (l->kc ?
 			l->kgets + l->kread_len < l->cfg.window :
-			dlc_reader_inflight(l->reader) < qd)) ||
+			claim_room(l))) ||
 		    (l->kread_len && dlc_reader_inflight(l->reader) < qd))
 			continue;
 		/*
@@ -1405,8 +1719,10 @@ static void *io_main(void *arg)
 		if (watch)
 			dlc_reader_watch(l->reader, dlc_kclient_fd(l->kc));
 		n = dlc_reader_reap(l->reader, done, qd, 1);
-		if (n > 0)
+		if (n > 0) {
 			hand_over(l, done, n);
+			track_busy(l);
+		}
 		pthread_mutex_lock(&l->lock);
 		l->io_idle = 0;
 	}
@@ -1786,6 +2102,51 @@ static int ring_alloc(struct dlc_loader *l)
 	return 0;
 }
 
+/*
+ * The read-ahead's budget: the configured one, or the default lowered to
+ * 1/32 of the memory this process may use, so that eight loaders in a
+ * small job's memory cgroup keep to a quarter of it.
+ */
+static uint64_t readahead_budget(const struct dlc_config *c)
+{
+	uint64_t lim;
+
+	if (c->readahead_bytes == DLC_READAHEAD_OFF)
+		return 0;
+	if (c->readahead_bytes)
+		return c->readahead_bytes;
+	lim = dlc_mem_limit("/proc/self/cgroup", "/sys/fs/cgroup") / 32;
+	return lim && lim < DLC_READAHEAD_DEFAULT ? lim : DLC_READAHEAD_DEFAULT;
+}
+
+/*
+ * The read-ahead table spans what the read-ahead can reach: the rest of
+ * this epoch and all of the next (2 x epoch_len), past the window of
+ * claims still in flight, at most 64 Ki positions.
+ */
+static int readahead_setup(struct dlc_loader *l)
+{
+	uint64_t budget = readahead_budget(&l->cfg);
+	uint64_t span = 2ULL * l->epoch_len + l->cfg.window;
+	int ret;
+
+	__atomic_store_n(&l->stats.readahead_budget, budget, __ATOMIC_RELAXED);
+	l->ra_order_epoch = -1;
+	if (!budget)
+		return 0;
+	l->ra_order = malloc(sizeof(*l->ra_order) * l->epoch_len);
+	l->last_pos = malloc(sizeof(*l->last_pos) * l->n);
+	if (!l->ra_order || !l->last_pos)
+		return -ENOMEM;
+	ret = dlc_ra_create(span < 65536 ? (uint32_t)span : 65536, budget,
+			    &l->ra);
+	if (ret)
+		return ret;
+	dlc_logf(&l->log, DLC_LOG_INFO, "read-ahead: %llu MiB",
+		 (unsigned long long)(budget >> 20));
+	return 0;
+}
+
 void dlc_loader_destroy(struct dlc_loader *l)
 {
 	uint32_t i;
@@ -1797,6 +2158,10 @@ void dlc_loader_destroy(struct dlc_loader *l)
 	for (i = 0; i < l->qlen; i++)
 		dlc_buf_put(l->queue[(l->qhead + i) % l->cfg.window].buf);
 	dlc_reader_destroy(l->reader);
+	/* After the reader: its reads in flight were reaped and put. */
+	dlc_ra_destroy(l->ra);
+	free(l->ra_order);
+	free(l->last_pos);
 	dlc_cache_destroy(l->cache);
 	close_backend(l);
 	dlc_source_close(l->src);
@@ -1939,6 +2304,10 @@ int dlc_loader_create(const struct dlc_config *ucfg,
 		}
 		l->stats.cache_capacity = cfg->cache_bytes;
 	}
+
+	ret = readahead_setup(l);
+	if (ret)
+		goto err;
 
 	ro.queue_depth = cfg->queue_depth;
 	ro.direct = cfg->direct_io;
@@ -2361,6 +2730,10 @@ int dlc_loader_stats(struct dlc_loader *l, struct dlc_stats *out, size_t size)
 		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
 	/* l->lock: the I/O thread closes kc on a fallback under it. */
 	pthread_mutex_lock(&l->lock);
+	/* The busy span open now counts to now. */
+	st.io_busy_ns = l->stats.io_busy_ns;
+	if (l->busy_since)
+		st.io_busy_ns += dlc_now_ns() - l->busy_since;
 	if (l->kc) {
 		struct dlcache_stats ks;
 

@@ -445,6 +445,11 @@ static void loader_changed_bytes(const struct dlc_index *idx,
 	memcpy(bad2, bad, dlc_index_count(idx));
 	bad2[victim] = 1;
 	config(&cfg);
+	/*
+	 * The rewrite lands between epochs: bytes read ahead before it are
+	 * the indexed (good) ones, and would train once more (library.md).
+	 */
+	cfg.readahead_bytes = DLC_READAHEAD_OFF;
 	if (dlc_loader_create(&cfg, idx, &l)) {
 		CHECK(0, "loader");
 		free(bad2);

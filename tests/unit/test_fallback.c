@@ -64,10 +64,12 @@ static void check_config(void)
 	/* Taken from the reserved space: the struct keeps its size. */
 	CHECK_EQ(offsetof(struct dlc_config, kernel_fallback),
 		 offsetof(struct dlc_config, validate) + 4);
-	CHECK_EQ(offsetof(struct dlc_config, reserved),
+	CHECK_EQ(offsetof(struct dlc_config, readahead_bytes),
 		 offsetof(struct dlc_config, kernel_fallback) + 4);
+	CHECK_EQ(offsetof(struct dlc_config, reserved),
+		 offsetof(struct dlc_config, readahead_bytes) + 8);
 	CHECK_EQ(sizeof(struct dlc_config),
-		 offsetof(struct dlc_config, reserved) + 7 * 8);
+		 offsetof(struct dlc_config, reserved) + 6 * 8);
 
 	CHECK_EQ(create(&cfg), 0);
 	cfg.kernel_fallback = DLC_KERNEL_FALLBACK_FAIL;
@@ -112,8 +114,10 @@ static void check_stats(void)
 
 	CHECK_EQ(offsetof(struct dlc_stats, kernel_fallbacks),
 		 offsetof(struct dlc_stats, validated) + 8);
-	CHECK_EQ(sizeof(struct dlc_stats),
+	CHECK_EQ(offsetof(struct dlc_stats, io_busy_ns),
 		 offsetof(struct dlc_stats, kernel_fallbacks) + 8);
+	CHECK_EQ(sizeof(struct dlc_stats),
+		 offsetof(struct dlc_stats, readahead_budget) + 8);
 	config(&cfg);
 	cfg.cache_bytes = 1 << 20;
 	CHECK_EQ(dlc_loader_create(&cfg, g_idx, &l), 0);

@@ -345,15 +345,6 @@ static void config(struct dlc_config *cfg, uint32_t backend)
 	cfg->log_level = DLC_LOG_INFO;
 }
 
-static uint64_t fnv(const void *data, size_t n, uint64_t h)
-{
-	const uint8_t *p = data;
-
-	while (n--)
-		h = (h ^ *p++) * 1099511628211ULL;
-	return h;
-}
-
 /* Hash each batch of epochs 0 and 1 (pixels, labels, ids) into @h. */
 static int run(const struct dlc_config *cfg, uint64_t *h, uint32_t *nb,
 	       struct dlc_stats *st)
@@ -370,11 +361,11 @@ static int run(const struct dlc_config *cfg, uint64_t *h, uint32_t *nb,
 	for (e = 0; e < 2; e++) {
 		CHECK_EQ(dlc_loader_start_epoch(l, e, 0), 0);
 		while ((ret = dlc_next_batch(l, &b)) == 0) {
-			uint64_t x = 1469598103934665603ULL;
+			uint64_t x = T_FNV_INIT;
 
-			x = fnv(b->data, (size_t)b->count * 3 * SIDE * SIDE, x);
-			x = fnv(b->labels, b->count * sizeof(*b->labels), x);
-			x = fnv(b->ids, b->count * sizeof(*b->ids), x);
+			x = t_fnv(b->data, (size_t)b->count * 3 * SIDE * SIDE, x);
+			x = t_fnv(b->labels, b->count * sizeof(*b->labels), x);
+			x = t_fnv(b->ids, b->count * sizeof(*b->ids), x);
 			h[(*nb)++] = x;
 			CHECK_EQ(dlc_release_batch(l, b), 0);
 		}

@@ -27,22 +27,13 @@ static char *g_dir;
 static struct dlc_index *g_idx;
 static uint32_t g_n;
 
-static uint64_t fnv(const void *v, size_t n, uint64_t h)
-{
-	const uint8_t *p = v;
-
-	while (n--)
-		h = (h ^ *p++) * 1099511628211ULL;
-	return h;
-}
-
 static uint64_t batch_hash(const struct dlc_batch *b)
 {
-	uint64_t h = 1469598103934665603ULL;
+	uint64_t h = T_FNV_INIT;
 
-	h = fnv(b->data, (size_t)b->count * 3 * SIDE * SIDE, h);
-	h = fnv(b->labels, b->count * sizeof(*b->labels), h);
-	return fnv(b->ids, b->count * sizeof(*b->ids), h);
+	h = t_fnv(b->data, (size_t)b->count * 3 * SIDE * SIDE, h);
+	h = t_fnv(b->labels, b->count * sizeof(*b->labels), h);
+	return t_fnv(b->ids, b->count * sizeof(*b->ids), h);
 }
 
 static void config(struct dlc_config *cfg, uint64_t cache)
@@ -341,6 +332,8 @@ static void check_cache(void)
 	uint64_t seen;
 
 	config(&cfg, dlc_index_total_bytes(g_idx) / 2);
+	/* Bytes read per epoch: none read ahead into the next (test_readahead). */
+	cfg.readahead_bytes = DLC_READAHEAD_OFF;
 	CHECK(dlc_loader_create(&cfg, g_idx, &l) == 0, "create");
 	if (!l)
 		return;

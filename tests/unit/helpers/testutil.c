@@ -32,6 +32,15 @@ double t_rand_unit(void)
 	return (double)(t_rand() >> 11) * 0x1.0p-53;
 }
 
+uint64_t t_fnv(const void *v, size_t n, uint64_t h)
+{
+	const uint8_t *p = v;
+
+	while (n--)
+		h = (h ^ *p++) * 1099511628211ULL;
+	return h;
+}
+
 void t_fail(const char *file, int line, const char *cond, const char *fmt, ...)
 {
 	va_list ap;

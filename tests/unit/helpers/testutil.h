@@ -45,6 +45,10 @@ uint64_t t_rand(void);
 /* Uniform in [0, 1) with 53 bits. */
 double t_rand_unit(void);
 
+/* FNV-1a of @n bytes at @v, continuing @h (start from T_FNV_INIT). */
+#define T_FNV_INIT	1469598103934665603ULL
+uint64_t t_fnv(const void *v, size_t n, uint64_t h);
+
 /*
  * Sub-checks: each is one counted result in `make check`. A test program
  * prints one line per sub-check, "ok NAME", "FAIL NAME" or
