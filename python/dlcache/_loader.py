@@ -181,12 +181,29 @@ class RawBatch:
                  "out_h", "__weakref__")
 
 
+def _readahead_bytes(readahead):
+    """DataLoader's readahead= as dlc_config.readahead_bytes."""
+    if readahead is None:
+        return 0			# the library's default
+    if readahead == "off" or readahead == 0:
+        return _lib.READAHEAD_OFF
+    try:
+        nbytes = _parse_size(readahead)
+    except (TypeError, ValueError):
+        nbytes = -1
+    if isinstance(readahead, bool) or not 0 < nbytes <= _lib.READAHEAD_MAX:
+        raise ValueError("readahead must be None (the default), 'off', or a "
+                         "byte size up to 1T such as 256M, got %r"
+                         % (readahead,))
+    return nbytes
+
+
 class Loader:
     """The C loader. Options are those of dlcache.torch.DataLoader."""
 
     def __init__(self, index, batch_size, train, size, seed, shuffle,
                  drop_last, rank, world, cache, on_error, layout, threads,
-                 nbatches, exact=False, pad_shards=True):
+                 nbatches, exact=False, pad_shards=True, readahead=None):
         self.index = index
         self._pid = os.getpid()
         self._sink = _Sink()
@@ -257,6 +274,7 @@ class Loader:
                 raise ValueError("cache size must be >= 0, got %r" % (cache,))
             cfg.backend = _lib.BACKEND["inprocess"]
             cfg.cache_bytes = nbytes
+        cfg.readahead_bytes = _readahead_bytes(readahead)
         cfg.log = _log_fn
         cfg.log_arg = self._sink.id
         cfg.log_level = (_lib.LOG_INFO if log.isEnabledFor(logging.INFO)
@@ -418,7 +436,8 @@ class Loader:
                              for k in range(1, _lib.ERR_KINDS) if v[k]}
             else:
                 out[name] = v
-        for ns in ("read_ns", "decode_ns", "wait_ns", "verify_ns"):
+        for ns in ("read_ns", "decode_ns", "wait_ns", "verify_ns",
+                   "io_busy_ns"):
             out[ns[:-3] + "_s"] = out[ns] / 1e9
         out["backend"] = lib.dlc_backend_name(
             lib.dlc_loader_backend(self.handle)).decode()

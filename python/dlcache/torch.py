@@ -98,13 +98,17 @@ class DataLoader:
       pad_shards   as DistributedSampler (drop_last=False): every rank gets
                    ceil(n / world) samples, wrapping around; False: floor
       root         with an index file: the data set is at this directory
+      readahead    bytes read from storage ahead of the batches, across
+                   epoch ends (in-process cache only): None: 64M, less in
+                   a small memory cgroup; "off"; or a size (int or "256M")
     """
 
     def __init__(self, source, batch_size=256, train=True, size=224, seed=0,
                  drop_last=True, rank=None, world_size=None, cache="auto",
                  on_error="skip", device="cpu", normalize=None,
                  channels_last=False, threads=None, shuffle=None, exact=False,
-                 return_ids=False, pad_shards=True, root=None):
+                 return_ids=False, pad_shards=True, root=None,
+                 readahead=None):
         try:
             self.device = torch.device(device)
         except (RuntimeError, TypeError) as e:
@@ -147,7 +151,7 @@ class DataLoader:
             on_error=on_error,
             layout=_lib.LAYOUT_NHWC if channels_last else _lib.LAYOUT_NCHW,
             threads=threads, nbatches=_NBATCHES, exact=exact,
-            pad_shards=pad_shards)
+            pad_shards=pad_shards, readahead=readahead)
         self._loader = Loader(self.index, **self._loader_args)
         self.epoch = 0
         self._next_batch = 0	# grid position to start or resume at
