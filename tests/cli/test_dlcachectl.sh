@@ -43,6 +43,10 @@ expect_usage "bench with a bad cache size" bench /tmp --cache lots
 expect_usage "bench with a bad policy" bench /tmp --on-error ignore
 expect_usage "bench with rank >= world" bench /tmp --rank 2 --world 2
 expect_usage "bench with a bad layout" bench /tmp --layout nwhc
+expect_usage "bench with a bad read-ahead" bench /tmp --readahead lots
+expect_usage "bench with a read-ahead past 1 TiB" bench /tmp --readahead 1025G
+expect_usage "bench with a negative read-ahead" bench /tmp --readahead -1
+expect_usage "bench with an empty read-ahead" bench /tmp --readahead ""
 expect_usage "decode without -o" decode /tmp/x.jpg
 expect_usage "preview with a bad epoch" preview /tmp -o /tmp/x.png --epoch minus --batch 0
 expect_usage "preview without -o" preview /tmp --epoch 0 --batch 0
@@ -193,6 +197,47 @@ if o["backend"] == "inprocess":
 PY
 json=$("$ctl" bench "$tmp/ds.idx" --epochs 1 --batch-size 8 --size 32 --json --backend inprocess 2>/dev/null) &&
 	echo "$json" | grep -q '"backend": "inprocess"' || fail "bench --backend inprocess: $json"
+end
+
+# --readahead BYTES|off: accepted (sizes, 0, off in any case), and the
+# per-epoch read rate, busy fraction and read-ahead counters are numbers.
+begin bench-readahead
+err=$("$ctl" bench "$tmp/ds.idx" --readahead garbage 2>&1 >/dev/null); rc=$?
+[ $rc -eq 2 ] || fail "bench --readahead garbage: exit $rc, want 2"
+echo "$err" | grep -q -- "--readahead" || fail "bench --readahead garbage: message does not name the option: $err"
+echo "$err" | grep -q "garbage" || fail "bench --readahead garbage: message does not quote the value: $err"
+for ra in 64M 1M 1G 0 off OFF; do
+	json=$("$ctl" bench "$tmp/ds.idx" --epochs 2 --batch-size 8 --size 32 --json \
+		--backend inprocess --readahead $ra 2>/dev/null) || { fail "bench --readahead $ra refused"; continue; }
+	/usr/bin/python3 - "$json" "$ra" <<'PY' || fail "bench --readahead $ra --json: $json"
+import json, sys
+o = json.loads(sys.argv[1])
+off = sys.argv[2].lower() == "off"
+assert len(o["epochs"]) == 2
+for e in o["epochs"]:
+    for k in ("read_mb_per_s", "io_busy_s", "io_busy_fraction", "readahead_reads",
+              "readahead_used", "readahead_dropped", "readahead_budget"):
+        assert k in e, k
+        v = e[k]
+        assert isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0, (k, v)
+    for k in ("readahead_reads", "readahead_used", "readahead_dropped", "readahead_budget"):
+        assert isinstance(e[k], int), k
+    assert e["io_busy_fraction"] <= 1.05, e["io_busy_fraction"]
+    assert e["readahead_used"] <= e["readahead_reads"], e
+    if off:
+        assert e["readahead_budget"] == 0, e
+    else:
+        assert e["readahead_budget"] <= 1 << 40, e
+    # read MB/s is bytes_read over the epoch's seconds
+    want = e["bytes_read"] / 1e6 / e["seconds"]
+    assert abs(e["read_mb_per_s"] - want) <= 0.01 + 0.01 * want, (e["read_mb_per_s"], want)
+PY
+done
+out=$("$ctl" bench "$tmp/ds.idx" --epochs 1 --batch-size 8 --size 32 --backend inprocess \
+	--readahead off 2>/dev/null) || fail "bench --readahead off (table)"
+echo "$out" | head -n 1 | grep -q "read MB/s" || fail "bench table has no read MB/s column: $out"
+echo "$out" | head -n 1 | grep -q "busy %" || fail "bench table has no busy % column: $out"
+"$ctl" bench --help | grep -q -- "--readahead" || fail "bench --help does not list --readahead"
 end
 
 # --start-epoch N: a restarted job's epochs are N, N + 1, ... with the

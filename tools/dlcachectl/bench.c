@@ -2,7 +2,8 @@
 /*
  * dlcachectl bench: run the loader as a training job would, epoch after
  * epoch, and report per epoch what a user tunes by: images/s, the cache
- * hit ratio, how long the consumer waited and the bytes read from storage.
+ * hit ratio, how long the consumer waited, the bytes read from storage, the
+ * read rate and how busy the loader kept the storage.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,7 +25,8 @@ static void help(void)
 	printf("usage: dlcachectl bench INDEX|DIR [options]\n"
 	       "\n"
 	       "Run the loader for some epochs and report, per epoch, images/s,\n"
-	       "the cache hit ratio, the consumer's wait and the bytes read.\n"
+	       "the cache hit ratio, the consumer's wait, the bytes read, the read\n"
+	       "rate and the storage's busy fraction.\n"
 	       "\n"
 	       "  --epochs N           epochs to run (default 3)\n"
 	       "  --start-epoch N      the first epoch is N (default 0): a restarted job resumes\n"
@@ -47,6 +49,8 @@ static void help(void)
 	       "  --threads T          decode threads (default: CPUs - 1, plus the I/O thread)\n"
 	       "  --queue-depth Q      io_uring reads in flight (default 64)\n"
 	       "  --window W           look-ahead window in samples (default 256)\n"
+	       "  --readahead BYTES|off  read-ahead budget, e.g. 64M (default 0: the library's,\n"
+	       "                       64M at most 1/32 of memory); off: none past the window\n"
 	       "  --size S             output side in pixels (default 224)\n"
 	       "  --layout nchw|nhwc   batch layout (default nchw)\n"
 	       "  --eval               Resize + CenterCrop instead of the train transform\n"
@@ -113,6 +117,40 @@ static void stats_delta(const struct dlc_stats *a, const struct dlc_stats *b,
 	/* Levels, not counters. */
 	d->cache_used = b->cache_used;
 	d->cache_capacity = b->cache_capacity;
+	d->reads_inflight = b->reads_inflight;
+	d->readahead_held = b->readahead_held;
+	d->readahead_budget = b->readahead_budget;
+}
+
+/* Bytes read from storage per second of the epoch, in MB (10^6). */
+static double read_mbs(const struct dlc_stats *d, double seconds)
+{
+	return seconds > 0 ? (double)d->bytes_read / 1e6 / seconds : 0.0;
+}
+
+/*
+ * The share of the epoch with at least one read in flight: the storage's
+ * busy fraction as the loader kept it (0 where the backend does not
+ * count it).
+ */
+static double busy_fraction(const struct dlc_stats *d, double seconds)
+{
+	return seconds > 0 ? (double)d->io_busy_ns / 1e9 / seconds : 0.0;
+}
+
+/* --readahead: a size (0: the library's default), or off. */
+static int parse_readahead(const char *arg, uint64_t *out)
+{
+	uint64_t v;
+
+	if (!strcasecmp(arg, "off")) {
+		*out = DLC_READAHEAD_OFF;
+		return 0;
+	}
+	if (parse_size(arg, &v) || v > DLC_READAHEAD_MAX)
+		return -EINVAL;
+	*out = v;
+	return 0;
 }
 
 /* FNV-1a over 8-byte words (and the tail bytes), chained through @h. */
@@ -369,6 +407,7 @@ int cmd_bench(int argc, char **argv)
 		{ "threads", required_argument, NULL, 't' },
 		{ "queue-depth", required_argument, NULL, 'q' },
 		{ "window", required_argument, NULL, 'w' },
+		{ "readahead", required_argument, NULL, 'H' },
 		{ "size", required_argument, NULL, 's' },
 		{ "layout", required_argument, NULL, 'L' },
 		{ "eval", no_argument, NULL, 'E' },
@@ -474,6 +513,10 @@ int cmd_bench(int argc, char **argv)
 		case 'w':
 			if (parse_u32(optarg, 1, 1U << 20, &cfg.window))
 				return usage_error("bench", "--window: want 1..1048576, got '%s'", optarg);
+			break;
+		case 'H':
+			if (parse_readahead(optarg, &cfg.readahead_bytes))
+				return usage_error("bench", "--readahead: want a size like 64M (at most 1024G), 0 for the default, or off, got '%s'", optarg);
 			break;
 		case 's':
 			if (parse_u32(optarg, 1, DLC_MAX_OUT_SIDE, &size))
@@ -582,8 +625,9 @@ int cmd_bench(int argc, char **argv)
 		fprintf(stderr, "dlcachectl bench: cannot drop the page cache (not root?); epoch 0 may be warm\n");
 
 	if (!json)
-		printf("%-5s %8s %10s %9s %9s %11s %7s\n", "epoch", "images",
-		       "images/s", "hit ratio", "wait s", "read MB", "errors");
+		printf("%-5s %8s %10s %9s %9s %11s %9s %6s %7s\n", "epoch",
+		       "images", "images/s", "hit ratio", "wait s", "read MB",
+		       "read MB/s", "busy %", "errors");
 	for (e = 0; e < epochs; e++) {
 		struct dlc_batch *b;
 		uint64_t t0, images = 0, dg = 14695981039346656037ULL;
@@ -625,11 +669,13 @@ int cmd_bench(int argc, char **argv)
 		if (!json) {
 			const struct dlc_stats *d = &res[e].delta;
 
-			printf("%-5u %8llu %10.1f %9.3f %9.3f %11.1f %7llu\n", start + e,
-			       (unsigned long long)images,
+			printf("%-5u %8llu %10.1f %9.3f %9.3f %11.1f %9.1f %6.1f %7llu\n",
+			       start + e, (unsigned long long)images,
 			       (double)images / res[e].seconds, hit_ratio(d),
 			       (double)d->wait_ns / 1e9,
 			       (double)d->bytes_read / 1e6,
+			       read_mbs(d, res[e].seconds),
+			       100 * busy_fraction(d, res[e].seconds),
 			       (unsigned long long)d->errors);
 			if (digest)
 				printf("      digest %016llx\n",
@@ -659,7 +705,11 @@ int cmd_bench(int argc, char **argv)
 			       "\"bypasses\": %llu, \"io_thread_decodes\": %llu, "
 			       "\"hits\": %llu, \"misses\": %llu, \"hit_bytes\": %llu, "
 			       "\"miss_bytes\": %llu, \"verified\": %llu, "
-			       "\"checksum_errors\": %llu, \"validated\": %llu",
+			       "\"checksum_errors\": %llu, \"validated\": %llu, "
+			       "\"read_mb_per_s\": %.2f, \"io_busy_s\": %.4f, "
+			       "\"io_busy_fraction\": %.4f, \"readahead_reads\": %llu, "
+			       "\"readahead_used\": %llu, \"readahead_dropped\": %llu, "
+			       "\"readahead_budget\": %llu",
 			       e ? ", " : "", res[e].epoch,
 			       (double)res[e].images / res[e].seconds, hit_ratio(d),
 			       (double)d->wait_ns / 1e9,
@@ -675,7 +725,14 @@ int cmd_bench(int argc, char **argv)
 			       (unsigned long long)d->miss_bytes,
 			       (unsigned long long)d->verified,
 			       (unsigned long long)d->checksum_errors,
-			       (unsigned long long)d->validated);
+			       (unsigned long long)d->validated,
+			       read_mbs(d, res[e].seconds),
+			       (double)d->io_busy_ns / 1e9,
+			       busy_fraction(d, res[e].seconds),
+			       (unsigned long long)d->readahead_reads,
+			       (unsigned long long)d->readahead_used,
+			       (unsigned long long)d->readahead_dropped,
+			       (unsigned long long)d->readahead_budget);
 			if (digest)
 				printf(", \"digest\": \"%016llx\"",
 				       (unsigned long long)res[e].digest);
