@@ -57,7 +57,8 @@
 			 DLCACHE_FEAT_GET_AT | DLCACHE_FEAT_FILL_WAIT |	\
 			 DLCACHE_FEAT_SHRINKER | DLCACHE_FEAT_OWNER |	\
 			 DLCACHE_FEAT_FILL_LEASE | DLCACHE_FEAT_CONSUMERS |	\
-			 DLCACHE_FEAT_IDLE | DLCACHE_FEAT_DRAIN)
+			 DLCACHE_FEAT_IDLE | DLCACHE_FEAT_DRAIN |	\
+			 DLCACHE_FEAT_GET_AHEAD)
 
 /* ------------------------------------------------------------------ */
 /* ring.c                                                              */

@@ -434,6 +434,7 @@ static void dlc_op_get(struct dlc_session *sess, struct dlc_attachment *att,
 {
 	struct dlc_dataset *ds = att->ds;
 	u32 cflags = w ? DLCACHE_CQE_F_WAITED : 0;
+	bool ahead = sqe->flags & DLCACHE_SQE_F_AHEAD;
 	struct dlc_sample *s, *ph;
 	struct iov_iter iter;
 	unsigned long lease;
@@ -448,13 +449,20 @@ static void dlc_op_get(struct dlc_session *sess, struct dlc_attachment *att,
 	/*
 	 * Only writers move the policy: a reader's GET (with F_AT at the
 	 * last index, say) must not drop the epochs the owner uploaded.
+	 * Nor does a look-up ahead of the use (F_AHEAD).
 	 */
-	if (!w && att->may_write)
+	if (!w && att->may_write && !ahead)
 		dlc_store_use(ds, &att->member, sqe->sample, sqe);
 	s = dlc_store_lookup(ds, sqe->sample);
 	if (s && test_bit(DLC_S_CACHED, &s->state)) {
 		u32 size = s->size;
 
+		/* Ahead: cached, so not to be read; the use will copy it. */
+		if (ahead) {
+			mutex_unlock(&ds->lock);
+			dlc_post(sess, sqe, size, cflags, size);
+			goto free_wait;
+		}
 		if (sqe->len < size) {
 			mutex_unlock(&ds->lock);
 			dlc_post(sess, sqe, -EMSGSIZE, cflags, size);

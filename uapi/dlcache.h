@@ -47,6 +47,7 @@
  *          attachments share the data set's time line 0). A client should
  *          accept any abi_version >= the one it was built for and test
  *          feature bits, which is how ABI 3 and later stay additive.
+ *          Added within ABI 3: DLCACHE_FEAT_DRAIN, DLCACHE_FEAT_GET_AHEAD.
  */
 #ifndef _UAPI_LINUX_DLCACHE_H
 #define _UAPI_LINUX_DLCACHE_H
@@ -105,6 +106,11 @@
  * every session to let go, so that the module can be unloaded.
  */
 #define DLCACHE_FEAT_DRAIN	(1ULL << 9)
+/*
+ * GET takes DLCACHE_SQE_F_AHEAD: a read-ahead's look-up, which is not a
+ * use and copies nothing (see the flag).
+ */
+#define DLCACHE_FEAT_GET_AHEAD	(1ULL << 10)
 
 /* ------------------------------------------------------------------ */
 /* DLCACHE_IOC_GET_INFO                                                */
@@ -230,6 +236,17 @@ enum {
 #define DLCACHE_SQE_F_AT	(1U << 0)
 /* ABORT: fail the waiters with -EIO instead of handing the fill over. */
 #define DLCACHE_SQE_F_FAIL	(1U << 1)
+/*
+ * GET (DLCACHE_FEAT_GET_AHEAD): a look-up made ahead of the use, by a
+ * client that reads the misses of its order before it reaches them. It
+ * is not a use: no time line's cursor moves, and the sample's next use
+ * stays where the order puts it. A hit copies nothing and is not counted:
+ * res is the sample's size (cqe.size too), and addr and len may be 0. A
+ * miss is counted and takes the fill like any GET (DLCACHE_CQE_F_FILL:
+ * PUT or ABORT it), so that other sessions wait for this read instead of
+ * making their own. Not with DLCACHE_SQE_F_AT (-EINVAL).
+ */
+#define DLCACHE_SQE_F_AHEAD	(1U << 2)
 
 struct dlcache_sqe {
 	__u8 opcode;		/* user: DLCACHE_OP_* */

@@ -207,6 +207,27 @@ static void ring_sqe_check(struct kunit *test)
 	s = good_get();
 	s.flags = DLCACHE_SQE_F_FAIL;
 	KUNIT_EXPECT_EQ(test, dlc_sqe_check(&s), -EINVAL);
+	/* A look-up ahead: no buffer needed, and never with a position. */
+	s = good_get();
+	s.flags = DLCACHE_SQE_F_AHEAD;
+	KUNIT_EXPECT_EQ(test, dlc_sqe_check(&s), 0);
+	s.addr = 0;
+	s.len = 0;
+	KUNIT_EXPECT_EQ(test, dlc_sqe_check(&s), 0);
+	s.flags = DLCACHE_SQE_F_AHEAD | DLCACHE_SQE_F_AT;
+	KUNIT_EXPECT_EQ(test, dlc_sqe_check(&s), -EINVAL);
+	s.epoch = 1;
+	KUNIT_EXPECT_EQ(test, dlc_sqe_check(&s), -EINVAL);
+	s = good_get();
+	s.flags = DLCACHE_SQE_F_AHEAD;
+	s.epoch = 1;	/* a position without F_AT */
+	KUNIT_EXPECT_EQ(test, dlc_sqe_check(&s), -EINVAL);
+	s = good_get();
+	s.opcode = DLCACHE_OP_ABORT;
+	s.addr = 0;
+	s.len = 0;
+	s.flags = DLCACHE_SQE_F_AHEAD;
+	KUNIT_EXPECT_EQ(test, dlc_sqe_check(&s), -EINVAL);
 	s = good_get();
 	s.flags = 0x8000;
 	KUNIT_EXPECT_EQ(test, dlc_sqe_check(&s), -EINVAL);
