@@ -860,8 +860,8 @@ drain_test() {
 drain_test
 
 # ---- the page cache alone, held to the same memory ---------------------------
-# The same two-rank workload with plain buffered reads and no cache of its
-# own, in a memory cgroup whose memory.max is the dlcache capacity plus what
+# The same two-rank workload with plain buffered reads, no cache and no
+# read-ahead of its own (the page cache alone), in a memory cgroup whose memory.max is the dlcache capacity plus what
 # the two processes need themselves. That overhead is measured first: one
 # calibration epoch without a limit, sampling the cgroup's memory that is
 # not page cache (memory.current - file: anonymous and pinned memory, page
@@ -891,7 +891,7 @@ pc_epoch() {	# seed: both ranks, one epoch, in cgroup pc
 	rm -f /tmp/lockstep.pc
 	for r in 0 1; do
 		sh -c "echo 0 > $CG/pc/cgroup.procs; exec $CTL bench $IDX --backend inprocess \
-			--cache 0 --no-direct --epochs 1 --seed $1 --json --world 2 \
+			--cache 0 --no-direct --readahead off --epochs 1 --seed $1 --json --world 2 \
 			--rank $r --lockstep /tmp/lockstep.pc $BENCH" > /tmp/pc$r.json 2> /tmp/pc$r.err &
 		eval ppid$r=$!
 	done
@@ -1052,6 +1052,6 @@ else
 	fi
 fi
 jobs_pair s --backend inprocess --cache-fraction 0.5
-jobs_pair p --backend inprocess --cache 0 --no-direct
+jobs_pair p --backend inprocess --cache 0 --no-direct --readahead off
 
 finish
