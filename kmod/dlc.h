@@ -291,6 +291,8 @@ int dlc_store_join(struct dlc_dataset *ds, struct dlc_member *m, u64 job,
 struct dlc_consumer *dlc_store_leave(struct dlc_dataset *ds,
 				     struct dlc_member *m);
 u32 dlc_store_line(const struct dlc_member *m);
+bool dlc_store_used_before(struct dlc_dataset *ds, struct dlc_member *m,
+			   u32 id, const struct dlcache_sqe *sqe);
 u32 dlc_store_consumers(struct dlc_dataset *ds);
 void dlc_store_counters(struct dlc_dataset *ds, struct dlcache_counters *c);
 void dlc_cache_counters(struct dlc_cache *cache, struct dlcache_counters *c);

@@ -136,6 +136,15 @@ struct dlc_wait {
 	u32 cflags;			/* READY: CQE flags to add */
 };
 
+/*
+ * Whether parked GET @w may be handed a fill: its attachment may write,
+ * and it is not a look-up ahead (DLCACHE_SQE_F_AHEAD never fills).
+ */
+static bool dlc_wait_may_fill(const struct dlc_wait *w)
+{
+	return w->att->may_write && !(w->sqe.flags & DLCACHE_SQE_F_AHEAD);
+}
+
 struct dlc_session {
 	struct dlc_cache *cache;
 	/*
@@ -316,7 +325,7 @@ static void dlc_fill_expire(struct dlc_dataset *ds, struct dlc_sample *ph)
 	lockdep_assert_held(&ds->lock);
 	list_for_each_entry_safe(w, tmp, &ph->waiters, link) {
 		list_del_init(&w->link);
-		if (!taken && w->att->may_write) {
+		if (!taken && dlc_wait_may_fill(w)) {
 			taken = true;
 			ds->st.aborts++;
 			dlc_fill_give(ph, w->att);
@@ -401,7 +410,7 @@ static void dlc_fill_end(struct dlc_dataset *ds, struct dlc_sample *ph,
 	}
 	if (how == DLC_END_HANDOFF) {
 		list_for_each_entry(w, &ph->waiters, link) {
-			if (!w->att->may_write)
+			if (!dlc_wait_may_fill(w))
 				continue;
 			list_del_init(&w->link);
 			dlc_fill_give(ph, w->att);
@@ -435,6 +444,7 @@ static void dlc_op_get(struct dlc_session *sess, struct dlc_attachment *att,
 	struct dlc_dataset *ds = att->ds;
 	u32 cflags = w ? DLCACHE_CQE_F_WAITED : 0;
 	bool ahead = sqe->flags & DLCACHE_SQE_F_AHEAD;
+	bool may_fill = att->may_write && !ahead;
 	struct dlc_sample *s, *ph;
 	struct iov_iter iter;
 	unsigned long lease;
@@ -486,12 +496,12 @@ static void dlc_op_get(struct dlc_session *sess, struct dlc_attachment *att,
 		/*
 		 * The fill outlived its lease (the lease work runs only for
 		 * fills with parked GETs). Those GETs come first: one may
-		 * take the fill. Else this GET takes it, when it may write,
+		 * take the fill. Else this GET takes it, when it may fill,
 		 * instead of parking on a fill that may never end.
 		 */
 		dlc_fill_expire(ds, s);
 		if (s->filler != att && dlc_fill_expired(s, lease)) {
-			if (!att->may_write || att->nfills >= DLC_MAX_FILLS) {
+			if (!may_fill || att->nfills >= DLC_MAX_FILLS) {
 				mutex_unlock(&ds->lock);
 				dlc_post(sess, sqe, -ETIMEDOUT, cflags, 0);
 				goto free_wait;
@@ -505,7 +515,7 @@ static void dlc_op_get(struct dlc_session *sess, struct dlc_attachment *att,
 		if (s->filler == att) {
 			mutex_unlock(&ds->lock);
 			dlc_post(sess, sqe, -ENOENT,
-				 cflags | DLCACHE_CQE_F_FILL, 0);
+				 cflags | (ahead ? 0 : DLCACHE_CQE_F_FILL), 0);
 			goto free_wait;
 		}
 		if (!w) {
@@ -526,9 +536,21 @@ static void dlc_op_get(struct dlc_session *sess, struct dlc_attachment *att,
 		return;
 	}
 
+	/*
+	 * Ahead: a miss, and nothing more (the use counts and fills); with
+	 * F_AT, whether an earlier use of the sample comes first.
+	 */
+	if (ahead) {
+		if ((sqe->flags & DLCACHE_SQE_F_AT) &&
+		    dlc_store_used_before(ds, &att->member, sqe->sample, sqe))
+			cflags |= DLCACHE_CQE_F_SOONER;
+		mutex_unlock(&ds->lock);
+		dlc_post(sess, sqe, -ENOENT, cflags, 0);
+		goto free_wait;
+	}
 	/* Miss: take the fill when this attachment may PUT. */
 	ds->st.misses++;
-	if (att->may_write && att->nfills < DLC_MAX_FILLS) {
+	if (may_fill && att->nfills < DLC_MAX_FILLS) {
 		/* Charged: up to DLC_MAX_FILLS per attachment. */
 		ph = dlc_sample_placeholder(sqe->sample, GFP_KERNEL_ACCOUNT);
 		if (ph && !dlc_store_set_filling(ds, ph)) {

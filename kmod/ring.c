@@ -161,10 +161,6 @@ int dlc_sqe_check(const struct dlcache_sqe *sqe)
 		allowed = DLCACHE_SQE_F_AT | DLCACHE_SQE_F_AHEAD;
 		if (!sqe->addr && sqe->len)
 			return -EINVAL;
-		/* A use at a position, or a look-up ahead of it: not both. */
-		if ((sqe->flags & DLCACHE_SQE_F_AT) &&
-		    (sqe->flags & DLCACHE_SQE_F_AHEAD))
-			return -EINVAL;
 		break;
 	case DLCACHE_OP_PUT:
 		if (!sqe->addr || !sqe->len || sqe->len > DLC_MAX_SAMPLE_SIZE)

@@ -484,6 +484,25 @@ u32 dlc_store_line(const struct dlc_member *m)
 	return m && m->cons ? m->cons->line : 0;
 }
 
+/*
+ * A look-up ahead of the use at (@sqe->epoch, @sqe->index) of @m's line:
+ * whether sample @id is used before it there or on another line, so that
+ * reading it now would likely duplicate that earlier use's read.
+ */
+bool dlc_store_used_before(struct dlc_dataset *ds, struct dlc_member *m,
+			   u32 id, const struct dlcache_sqe *sqe)
+{
+	struct dlc_policy *p = &ds->policy;
+	u32 line = dlc_store_line(m);
+	u64 pos;
+
+	lockdep_assert_held(&ds->lock);
+	if (dlc_policy_position(p, line, sqe->epoch, sqe->index, &pos) ||
+	    dlc_policy_sample_at(p, line, pos) != id)
+		return false;
+	return dlc_policy_used_before(p, line, pos, id);
+}
+
 int dlc_store_set_order(struct dlc_dataset *ds, struct dlc_member *m,
 			u32 epoch, const u32 *ids, u32 len)
 {

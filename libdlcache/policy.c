@@ -576,6 +576,30 @@ uint64_t dlc_policy_next_use(const struct dlc_policy *p, uint32_t c,
 	return L->next_use[id];
 }
 
+int dlc_policy_used_before(const struct dlc_policy *p, uint32_t c,
+			   uint64_t pos, uint32_t id)
+{
+	const struct dlc_policy_line *L = get_line(p, c);
+	uint64_t mine;
+	uint32_t o;
+
+	if (!L || id >= p->nsamples)
+		return 0;
+	if (L->next_use[id] < pos)
+		return 1;
+	mine = line_time(L, pos);
+	for (o = 0; o < DLC_POLICY_MAX_CONSUMERS; o++) {
+		const struct dlc_policy_line *O = &p->line[o];
+
+		if (o == c || !O->used || !O->active ||
+		    O->next_use[id] == DLC_POLICY_NEVER)
+			continue;
+		if (line_time(O, O->next_use[id]) < mine)
+			return 1;
+	}
+	return 0;
+}
+
 uint64_t dlc_policy_key(const struct dlc_policy *p, uint32_t id)
 {
 	if (id >= p->nsamples)

@@ -220,6 +220,16 @@ uint32_t dlc_policy_expire(struct dlc_policy *p, uint64_t now,
 uint64_t dlc_policy_next_use(const struct dlc_policy *p, uint32_t c,
 			     uint32_t id);
 
+/*
+ * Whether sample @id is used before position @pos of line @c: at an
+ * earlier position of @c (its next use there is below @pos), or on
+ * another active line at an earlier predicted time. A read of @id made
+ * now for the use at @pos would then likely be made, and PUT, by that
+ * earlier use first. 0 for a bad ID or consumer.
+ */
+int dlc_policy_used_before(const struct dlc_policy *p, uint32_t c,
+			   uint64_t pos, uint32_t id);
+
 /* Merged key of sample @id (cached or not), or DLC_POLICY_NEVER. */
 uint64_t dlc_policy_key(const struct dlc_policy *p, uint32_t id);
 

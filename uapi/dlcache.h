@@ -108,7 +108,7 @@
 #define DLCACHE_FEAT_DRAIN	(1ULL << 9)
 /*
  * GET takes DLCACHE_SQE_F_AHEAD: a read-ahead's look-up, which is not a
- * use and copies nothing (see the flag).
+ * use, copies nothing and never fills (see the flag).
  */
 #define DLCACHE_FEAT_GET_AHEAD	(1ULL << 10)
 
@@ -239,12 +239,16 @@ enum {
 /*
  * GET (DLCACHE_FEAT_GET_AHEAD): a look-up made ahead of the use, by a
  * client that reads the misses of its order before it reaches them. It
- * is not a use: no time line's cursor moves, and the sample's next use
- * stays where the order puts it. A hit copies nothing and is not counted:
- * res is the sample's size (cqe.size too), and addr and len may be 0. A
- * miss is counted and takes the fill like any GET (DLCACHE_CQE_F_FILL:
- * PUT or ABORT it), so that other sessions wait for this read instead of
- * making their own. Not with DLCACHE_SQE_F_AT (-EINVAL).
+ * is not a use (no time line's cursor moves), copies nothing, counts
+ * nothing and never takes a fill: res is the sample's size on a hit
+ * (cqe.size too; addr and len may be 0), -ENOENT on a miss. A sample
+ * another session fills parks it, like any GET, until the fill ends. The
+ * use is a later GET with DLCACHE_SQE_F_AT, which counts and fills as
+ * always (with len 0 it copies nothing), and the PUT after it offers the
+ * bytes read ahead for the sample's next use. With DLCACHE_SQE_F_AT the
+ * look-up names the use it is made for, (epoch, index), and is still not
+ * a use: a miss then has DLCACHE_CQE_F_SOONER when the sample is used
+ * before that, by this time line or, in the module's estimate, another.
  */
 #define DLCACHE_SQE_F_AHEAD	(1U << 2)
 
@@ -269,6 +273,12 @@ struct dlcache_sqe {
 #define DLCACHE_CQE_F_FILL	(1U << 1)
 /* GET: completed after waiting for another session's fill. */
 #define DLCACHE_CQE_F_WAITED	(1U << 2)
+/*
+ * GET F_AHEAD | F_AT, a miss: the sample is used before the use looked up
+ * for (on this time line, or another's use predicted sooner), which will
+ * likely read and PUT it first: reading it now may be for nothing.
+ */
+#define DLCACHE_CQE_F_SOONER	(1U << 3)
 
 struct dlcache_cqe {
 	__u64 user_data;	/* kernel: the SQE's user_data */

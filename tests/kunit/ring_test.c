@@ -207,7 +207,7 @@ static void ring_sqe_check(struct kunit *test)
 	s = good_get();
 	s.flags = DLCACHE_SQE_F_FAIL;
 	KUNIT_EXPECT_EQ(test, dlc_sqe_check(&s), -EINVAL);
-	/* A look-up ahead: no buffer needed, and never with a position. */
+	/* A look-up ahead: no buffer needed; a position only with F_AT. */
 	s = good_get();
 	s.flags = DLCACHE_SQE_F_AHEAD;
 	KUNIT_EXPECT_EQ(test, dlc_sqe_check(&s), 0);
@@ -215,9 +215,9 @@ static void ring_sqe_check(struct kunit *test)
 	s.len = 0;
 	KUNIT_EXPECT_EQ(test, dlc_sqe_check(&s), 0);
 	s.flags = DLCACHE_SQE_F_AHEAD | DLCACHE_SQE_F_AT;
-	KUNIT_EXPECT_EQ(test, dlc_sqe_check(&s), -EINVAL);
 	s.epoch = 1;
-	KUNIT_EXPECT_EQ(test, dlc_sqe_check(&s), -EINVAL);
+	s.index = 4;
+	KUNIT_EXPECT_EQ(test, dlc_sqe_check(&s), 0);
 	s = good_get();
 	s.flags = DLCACHE_SQE_F_AHEAD;
 	s.epoch = 1;	/* a position without F_AT */

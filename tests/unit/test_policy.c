@@ -505,6 +505,60 @@ static void test_consumer_slots(void)
 }
 
 /*
+ * dlc_policy_used_before(): line 0 uses 0..7 in epoch 0 and 7..0 in epoch
+ * 1, line 1 7..0, at the same pace: each line's late samples are the
+ * other's early ones, and line 0's epoch-1 uses come after its epoch-0
+ * ones; an inactive line counts for nothing; bad arguments say 0.
+ */
+static void test_used_before(void)
+{
+	uint32_t fwd[8], rev[8], i;
+	struct dlc_policy *p;
+	void *mem, *lm;
+	size_t sz;
+	int c1;
+
+	p = policy_new(8, 64, &mem);
+	lm = line_mem(p, &sz);
+	c1 = dlc_policy_add_consumer(p, lm, sz, 0);
+	CHECK(c1 == 1, "consumer 1: %d", c1);
+	for (i = 0; i < 8; i++) {
+		fwd[i] = i;
+		rev[i] = 7 - i;
+	}
+	CHECK(dlc_policy_add_epoch(p, 0, 0, fwd, 8) == 0 &&
+	      dlc_policy_add_epoch(p, 0, 1, rev, 8) == 0 &&
+	      dlc_policy_add_epoch(p, 1, 0, rev, 8) == 0, "epochs");
+	dlc_policy_advance(p, 0, 0, 0);
+	dlc_policy_advance(p, 1, 0, 0);
+	/* Line 0 uses i at i; line 1 uses i at 7 - i. */
+	CHECK(dlc_policy_used_before(p, 0, 7, 7) == 1 &&
+	      dlc_policy_used_before(p, 1, 0, 7) == 0, "sample 7");
+	CHECK(dlc_policy_used_before(p, 0, 0, 0) == 0 &&
+	      dlc_policy_used_before(p, 1, 7, 0) == 1, "sample 0");
+	CHECK(dlc_policy_used_before(p, 0, 3, 3) == 0 &&
+	      dlc_policy_used_before(p, 1, 4, 3) == 1, "sample 3 (3 vs 4)");
+	/* Line 0's epoch 1 (positions 8..15): sample 7 at 8, 0 at 15. */
+	CHECK(dlc_policy_used_before(p, 0, 15, 0) == 1 &&
+	      dlc_policy_used_before(p, 0, 8, 7) == 1,
+	      "epoch 1's uses come after epoch 0's");
+	CHECK(dlc_policy_used_before(p, 0, 8, 8) == 0 &&
+	      dlc_policy_used_before(p, 0, 8, 9) == 0 &&
+	      dlc_policy_used_before(p, 2, 7, 7) == 0 &&
+	      dlc_policy_used_before(p, DLC_POLICY_MAX_CONSUMERS, 7, 7) == 0,
+	      "a bad sample, a free line, consumer MAX");
+	/* Line 1 stalls: its uses hold nothing, so they come sooner nowhere. */
+	CHECK(dlc_policy_expire(p, 1000000000, 1000) >= 1, "line 1 expired");
+	dlc_policy_advance(p, 0, 0, 1000000000);
+	CHECK(p->line[0].active && !p->line[1].active, "line 0 active, 1 not");
+	CHECK(dlc_policy_used_before(p, 0, 7, 7) == 0,
+	      "an inactive line's use counted");
+	free(lm);
+	free(mem);
+	free(p);
+}
+
+/*
  * Rate measurement: at a steady rate the first span sets the cost within
  * 1 %, and no later span re-anchors; a new rate re-anchors (counted in
  * rebuilds) and the cost follows it.
@@ -910,6 +964,7 @@ int main(void)
 	T_RUN(test_against_belady);
 	T_RUN(test_steady_state_ratio);
 	T_RUN(test_consumer_slots);
+	T_RUN(test_used_before);
 	T_RUN(test_rate);
 	T_RUN(test_multi_brute);
 	if (t_failures) {

@@ -5,13 +5,20 @@
  * 1. GET_INFO advertises DLCACHE_FEAT_GET_AHEAD.
  * 2. On a hit it returns the size and copies nothing (a buffer keeps its
  *    bytes; addr 0 and len 0 work too), and counts no hit.
- * 3. On a miss it takes the fill (-ENOENT, F_FILL) and counts the miss;
- *    the PUT that ends the fill caches the bytes.
+ * 3. On a miss it is -ENOENT, takes no fill and counts nothing.
  * 4. It is not a use: ds_cursor stays where the uses left it, whatever
- *    it looked up, and a use (F_AT) afterwards still moves it.
- * 5. F_AHEAD with F_AT, with a position, or on ABORT is -EINVAL.
+ *    it looked up, and a use (F_AT) afterwards still moves it. The use of
+ *    a miss takes the fill; a look-up of our own fill takes nothing; the
+ *    PUT after the use caches the bytes.
+ * 5. With F_AT it names the use it is for and is still not a use; a miss
+ *    used before that position (here: in epoch 1, looked up for epoch 2)
+ *    has F_SOONER, one looked up for its own next use, or at a position
+ *    of another sample, has not. A position without F_AT, or F_AHEAD on
+ *    ABORT, is -EINVAL.
  * 6. A look-up ahead of a sample another session fills waits for that
  *    fill and then completes as a hit (size, F_WAITED, nothing copied).
+ * 7. One waiting on a fill that is ABORTed is never handed the fill: it
+ *    completes -ENOENT without F_FILL.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -39,16 +46,6 @@ static long get_ahead(struct t_ring *r, uint32_t h, uint32_t sample, void *buf,
 	return ret < 0 ? ret : cqe->res;
 }
 
-static struct dlcache_stats stats_of(int fd, uint32_t h)
-{
-	struct dlcache_stats st;
-	long ret = t_stats(fd, h, &st);
-
-	if (ret < 0)
-		FATAL("STATS: %s", t_errname(ret));
-	return st;
-}
-
 static bool all(const uint8_t *p, size_t len, uint8_t v)
 {
 	for (size_t i = 0; i < len; i++)
@@ -73,9 +70,9 @@ int main(void)
 	t_key("ahead", key);
 	fd = t_open();
 	CHECK_ERR(t_get_info(fd, &info), 0, "GET_INFO");
-	if (!(info.features & DLCACHE_FEAT_GET_AHEAD))
-		FATAL("GET_INFO: no DLCACHE_FEAT_GET_AHEAD in features %#llx",
-		      (unsigned long long)info.features);
+	if (!(info.supported & DLCACHE_FEAT_GET_AHEAD))
+		FATAL("GET_INFO: no DLCACHE_FEAT_GET_AHEAD in supported %#llx",
+		      (unsigned long long)info.supported);
 	h = t_attach(fd, key, N, 0600, 0, NULL);
 	if (h < 0 || t_ring_init(&r, fd, 8, 0) < 0)
 		FATAL("ATTACH or ring: %s", t_errname(h));
@@ -86,7 +83,7 @@ int main(void)
 		t_pattern(buf, SZ, key[0], s);
 		CHECK_EQ(t_put(&r, (uint32_t)h, s, buf, SZ, &cqe), SZ, "PUT");
 	}
-	st0 = stats_of(fd, (uint32_t)h);
+	st0 = t_stats_of(fd, (uint32_t)h);
 	CHECK_EQ(st0.ds_cursor, 0, "ds_cursor before any use");
 
 	/* 2. A hit: the size, nothing copied, no hit counted. */
@@ -96,43 +93,74 @@ int main(void)
 	CHECK_EQ(cqe.flags & DLCACHE_CQE_F_FILL, 0, "a hit's look-up took a fill");
 	CHECK(all(buf, SZ, 0x5a), "GET F_AHEAD of a hit wrote the buffer");
 	CHECK_EQ(get_ahead(&r, (uint32_t)h, 6, NULL, 0, &cqe), SZ, "GET F_AHEAD, addr 0, len 0");
-	/* 3. A miss takes the fill; again, still ours; PUT caches it. */
+	/* 3. A miss: -ENOENT, no fill, nothing counted. */
 	CHECK_EQ(get_ahead(&r, (uint32_t)h, 12, NULL, 0, &cqe), -ENOENT, "GET F_AHEAD of a miss");
-	CHECK(cqe.flags & DLCACHE_CQE_F_FILL, "a miss's look-up did not take the fill");
+	CHECK_EQ(cqe.flags & DLCACHE_CQE_F_FILL, 0, "a miss's look-up took the fill");
+	CHECK_EQ(get_ahead(&r, (uint32_t)h, 12, NULL, 0, &cqe), -ENOENT, "GET F_AHEAD of a miss again");
+	CHECK_EQ(cqe.flags & DLCACHE_CQE_F_FILL, 0, "the second look-up took the fill");
+	st = t_stats_of(fd, (uint32_t)h);
+	CHECK_EQ(st.dataset.hits, st0.dataset.hits, "hits after look-ups ahead");
+	CHECK_EQ(st.dataset.misses, st0.dataset.misses, "misses after look-ups ahead");
+
+	/* 4. Not a use: the cursor moves only with the use at (1, 3). */
+	st = t_stats_of(fd, (uint32_t)h);
+	CHECK_EQ(st.ds_cursor, 0, "ds_cursor after look-ups ahead");
+	CHECK_EQ(t_get_at(&r, (uint32_t)h, 3, 1, 3, buf, SZ, &cqe), SZ, "GET F_AT (1, 3)");
+	st = t_stats_of(fd, (uint32_t)h);
+	CHECK_EQ(st.ds_cursor, 4, "ds_cursor after the use at (1, 3)");
+	CHECK_EQ(get_ahead(&r, (uint32_t)h, 7, NULL, 0, &cqe), SZ, "GET F_AHEAD of sample 7");
+	st = t_stats_of(fd, (uint32_t)h);
+	CHECK_EQ(st.ds_cursor, 4, "ds_cursor after a look-up ahead of (1, 7)");
+	/* The use of the miss takes the fill; a look-up of it does not. */
+	CHECK_EQ(t_get_at(&r, (uint32_t)h, 12, 1, 12, NULL, 0, &cqe), -ENOENT,
+		 "GET F_AT (1, 12), len 0, of the miss");
+	CHECK(cqe.flags & DLCACHE_CQE_F_FILL, "the use of a miss took no fill");
 	CHECK_EQ(get_ahead(&r, (uint32_t)h, 12, NULL, 0, &cqe), -ENOENT, "GET F_AHEAD of our own fill");
-	st = stats_of(fd, (uint32_t)h);
-	CHECK_EQ(st.hits, st0.hits, "hits after look-ups ahead");
-	CHECK(st.misses > st0.misses, "misses after a look-up ahead of a miss: %llu, before %llu",
-	      (unsigned long long)st.misses, (unsigned long long)st0.misses);
+	CHECK_EQ(cqe.flags & DLCACHE_CQE_F_FILL, 0, "a look-up of our own fill says F_FILL");
+	st = t_stats_of(fd, (uint32_t)h);
+	CHECK_EQ(st.ds_cursor, 13, "ds_cursor after the use at (1, 12)");
 	t_pattern(buf, SZ, key[0], 12);
 	CHECK_EQ(t_put(&r, (uint32_t)h, 12, buf, SZ, &cqe), SZ, "PUT of the fill");
 	CHECK(cqe.flags & DLCACHE_CQE_F_CACHED, "the fill's PUT was not cached");
 	CHECK_EQ(get_ahead(&r, (uint32_t)h, 12, NULL, 0, &cqe), SZ, "GET F_AHEAD after the PUT");
-
-	/* 4. Not a use: the cursor moves only with the use at (1, 3). */
-	st = stats_of(fd, (uint32_t)h);
-	CHECK_EQ(st.ds_cursor, 0, "ds_cursor after look-ups ahead");
-	CHECK_EQ(t_get_at(&r, (uint32_t)h, 3, 1, 3, buf, SZ, &cqe), SZ, "GET F_AT (1, 3)");
-	st = stats_of(fd, (uint32_t)h);
-	CHECK_EQ(st.ds_cursor, 4, "ds_cursor after the use at (1, 3)");
-	CHECK_EQ(get_ahead(&r, (uint32_t)h, 7, NULL, 0, &cqe), SZ, "GET F_AHEAD of sample 7");
-	st = stats_of(fd, (uint32_t)h);
-	CHECK_EQ(st.ds_cursor, 4, "ds_cursor after a look-up ahead of (1, 7)");
-	/* The fill's bytes, by their use. */
 	memset(buf, 0, SZ);
-	CHECK_EQ(t_get_at(&r, (uint32_t)h, 12, 1, 12, buf, SZ, &cqe), SZ, "GET F_AT (1, 12)");
+	CHECK_EQ(t_get(&r, (uint32_t)h, 12, buf, SZ, &cqe), SZ, "GET of the PUT bytes");
 	t_pattern_ok(buf, SZ, key[0], 12);
 
-	/* 5. Bad combinations. */
+	/* 5. F_AT: the use looked up for; epoch 2 is 15..0 (14 at index 1). */
+	{
+		uint32_t rev[N];
+
+		for (uint32_t i = 0; i < N; i++)
+			rev[i] = N - 1 - i;
+		CHECK_ERR(t_set_order(fd, (uint32_t)h, 2, rev, N), 0, "SET_ORDER epoch 2");
+	}
 	memset(&sqe, 0, sizeof(sqe));
 	sqe.opcode = DLCACHE_OP_GET;
 	sqe.handle = (uint32_t)h;
-	sqe.sample = 1;
 	sqe.flags = DLCACHE_SQE_F_AHEAD | DLCACHE_SQE_F_AT;
-	sqe.epoch = 1;
+	sqe.sample = 14;
+	sqe.epoch = 2;
 	sqe.index = 1;
 	ret = t_do(&r, &sqe, &cqe);
-	CHECK_EQ(ret < 0 ? ret : cqe.res, -EINVAL, "GET F_AHEAD | F_AT");
+	CHECK_EQ(ret < 0 ? ret : cqe.res, -ENOENT, "GET F_AHEAD | F_AT (2, 1) of 14");
+	CHECK(cqe.flags & DLCACHE_CQE_F_SOONER, "14 is used at (1, 14) first: no F_SOONER");
+	CHECK_EQ(cqe.flags & DLCACHE_CQE_F_FILL, 0, "a look-up with F_AT took the fill");
+	sqe.epoch = 1;
+	sqe.index = 14;
+	ret = t_do(&r, &sqe, &cqe);
+	CHECK_EQ(ret < 0 ? ret : cqe.res, -ENOENT, "GET F_AHEAD | F_AT (1, 14) of 14");
+	CHECK_EQ(cqe.flags & DLCACHE_CQE_F_SOONER, 0, "F_SOONER for 14's own next use");
+	sqe.sample = 15;
+	sqe.epoch = 2;
+	sqe.index = 1;
+	ret = t_do(&r, &sqe, &cqe);
+	CHECK_EQ(ret < 0 ? ret : cqe.res, -ENOENT, "GET F_AHEAD | F_AT (2, 1) of 15");
+	CHECK_EQ(cqe.flags & DLCACHE_CQE_F_SOONER, 0, "F_SOONER at another sample's position");
+	st = t_stats_of(fd, (uint32_t)h);
+	CHECK_EQ(st.ds_cursor, 13, "ds_cursor after look-ups with F_AT");
+	/* Bad combinations. */
+	sqe.sample = 1;
 	sqe.flags = DLCACHE_SQE_F_AHEAD;
 	ret = t_do(&r, &sqe, &cqe);
 	CHECK_EQ(ret < 0 ? ret : cqe.res, -EINVAL, "GET F_AHEAD with a position");
@@ -180,6 +208,26 @@ int main(void)
 		CHECK(all(buf, SZ, 0x77), "the waited look-up wrote the buffer");
 	} else {
 		FAIL("the waited look-up never completed");
+	}
+
+	/* 7. The fill of 14 is ABORTed under a waiting look-up: no hand-off. */
+	CHECK_EQ(t_get(&r2, (uint32_t)h2, 14, buf, SZ, &cqe), -ENOENT, "the filler's GET of 14");
+	CHECK(cqe.flags & DLCACHE_CQE_F_FILL, "the filler's GET of 14 took no fill");
+	sqe.sample = 14;
+	sqe.user_data = 0x14;
+	CHECK(t_push(&r, &sqe), "SQ full");
+	CHECK_EQ(t_enter(&r, 1, 0, 0, 0), 1, "ENTER of the look-up of 14");
+	CHECK_EQ(t_cq_ready(&r), 0, "a look-up of 14, being filled, completed at once");
+	CHECK_EQ(t_abort(&r2, (uint32_t)h2, 14, 0, &cqe), 0, "the filler's ABORT");
+	ret = t_enter(&r, 0, 1, DLCACHE_ENTER_F_GETEVENTS | DLCACHE_ENTER_F_TIMEOUT,
+		      10000000000ULL);
+	CHECK(ret >= 0, "ENTER waiting for the look-up of 14: %s", t_errname(ret));
+	if (t_reap(&r, &cqe)) {
+		CHECK_EQ(cqe.user_data, 0x14, "user_data of the look-up of 14");
+		CHECK_EQ(cqe.res, -ENOENT, "res of a look-up whose fill was aborted");
+		CHECK_EQ(cqe.flags & DLCACHE_CQE_F_FILL, 0, "a look-up was handed the fill");
+	} else {
+		FAIL("the look-up of 14 never completed");
 	}
 	t_ring_unmap(&r2);
 	close(fd2);

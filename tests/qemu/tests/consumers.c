@@ -69,16 +69,6 @@ static long get_at(struct t_ring *r, uint32_t h, uint32_t sample,
 	return res;
 }
 
-static struct dlcache_stats stats_of(int fd, uint32_t h)
-{
-	struct dlcache_stats st;
-	long ret = t_stats(fd, h, &st);
-
-	if (ret < 0)
-		FATAL("STATS: %s", t_errname(ret));
-	return st;
-}
-
 static void test_info(int fd)
 {
 	struct dlcache_info info;
@@ -168,7 +158,7 @@ static void test_two_jobs(void)
 		FATAL("probe ATTACH: %s", t_errname(hp));
 	CHECK_EQ(t_wait(t_start_user(READER, reader), 30), 0, "reader");
 
-	st = stats_of(fa, (uint32_t)ha);
+	st = t_stats_of(fa, (uint32_t)ha);
 	CHECK_EQ(st.ds_consumers, 2, "ds_consumers with two jobs");
 	CHECK_EQ(st.ds_members, 2, "ds_members of job A");
 
@@ -181,7 +171,7 @@ static void test_two_jobs(void)
 		  "job B SET_ORDER epoch 1 (its own time line)");
 	CHECK_ERR(t_set_order(fc, (uint32_t)hc, 1, oa, N), -EINVAL,
 		  "job A's second rank uploads epoch 1 again");
-	st = stats_of(fb, (uint32_t)hb);
+	st = t_stats_of(fb, (uint32_t)hb);
 	CHECK(st.ds_cursor == 0 && st.ds_end == N, "job B's line: cursor %llu end %llu",
 	      (unsigned long long)st.ds_cursor, (unsigned long long)st.ds_end);
 
@@ -219,7 +209,7 @@ static void test_two_jobs(void)
 
 	/* Job B leaves: its consumer goes, job A's stays. */
 	close(fb);
-	st = stats_of(fa, (uint32_t)ha);
+	st = t_stats_of(fa, (uint32_t)ha);
 	CHECK_EQ(st.ds_consumers, 1, "ds_consumers after job B's only member left");
 	t_ring_unmap(&ra);
 	t_ring_unmap(&rp);
@@ -265,28 +255,28 @@ static void test_ranks(void)
 	for (uint32_t i = 0; i <= 8; i += 2)
 		get_at(&r[0], (uint32_t)h[0], order[i], 1, i);
 	get_at(&r[1], (uint32_t)h[1], order[1], 1, 1);
-	st = stats_of(fd[0], (uint32_t)h[0]);
+	st = t_stats_of(fd[0], (uint32_t)h[0]);
 	CHECK_EQ(st.ds_cursor, 2, "cursor after rank 0 at 8 and rank 1 at 1 (the slowest)");
 	get_at(&r[1], (uint32_t)h[1], order[3], 1, 3);
-	st = stats_of(fd[0], (uint32_t)h[0]);
+	st = t_stats_of(fd[0], (uint32_t)h[0]);
 	CHECK_EQ(st.ds_cursor, 4, "cursor after rank 1 moved to 3");
 	/* A stalled rank stops holding the cursor back. */
 	CHECK_ERR(t_param_set("consumer_stall_ms", 300), 0, "consumer_stall_ms=300");
 	t_msleep(400);
 	get_at(&r[0], (uint32_t)h[0], order[10], 1, 10);
-	st = stats_of(fd[0], (uint32_t)h[0]);
+	st = t_stats_of(fd[0], (uint32_t)h[0]);
 	CHECK_EQ(st.ds_cursor, 11, "cursor once rank 1 stalled for longer than consumer_stall_ms");
 	CHECK_ERR(t_param_set("consumer_stall_ms", 30000), 0, "consumer_stall_ms=30000");
 	/* Rank 1 is back at 5 (fresh again): the cursor does not go back. */
 	get_at(&r[1], (uint32_t)h[1], order[5], 1, 5);
-	st = stats_of(fd[0], (uint32_t)h[0]);
+	st = t_stats_of(fd[0], (uint32_t)h[0]);
 	CHECK_EQ(st.ds_cursor, 11, "the cursor never moves back");
 	/* Rank 1 detaches while behind: rank 0 alone moves it. */
 	get_at(&r[0], (uint32_t)h[0], order[12], 1, 12);
 	/* The mapping holds the file too: unmap, then close, to detach. */
 	t_ring_unmap(&r[1]);
 	close(fd[1]);
-	st = stats_of(fd[0], (uint32_t)h[0]);
+	st = t_stats_of(fd[0], (uint32_t)h[0]);
 	CHECK_EQ(st.ds_cursor, 13, "cursor after the slow rank detached");
 	CHECK_EQ(st.ds_members, 1, "ds_members after a detach");
 	t_ring_unmap(&r[0]);
@@ -316,10 +306,10 @@ static void test_stall(void)
 	get_at(&r[1], (uint32_t)h[1], 0, 1, 0);
 	t_pattern(buf, SZ, k[0], 1);
 	t_put(&r[1], (uint32_t)h[1], 1, buf, SZ, &cqe);
-	st = stats_of(fd[1], (uint32_t)h[1]);
+	st = t_stats_of(fd[1], (uint32_t)h[1]);
 	CHECK_EQ(st.ds_consumers, 1, "ds_consumers once job A stalled");
 	get_at(&r[0], (uint32_t)h[0], 0, 1, 0);
-	st = stats_of(fd[0], (uint32_t)h[0]);
+	st = t_stats_of(fd[0], (uint32_t)h[0]);
 	CHECK_EQ(st.ds_consumers, 2, "ds_consumers once job A used a sample again");
 	CHECK_ERR(t_param_set("consumer_stall_ms", 30000), 0, "consumer_stall_ms=30000");
 	CHECK_ERR(t_param_set("consumer_stall_ms", 0), -EINVAL, "consumer_stall_ms=0");

@@ -315,6 +315,16 @@ long t_stats(int fd, uint32_t handle, struct dlcache_stats *st)
 	return t_ioctl(fd, DLCACHE_IOC_STATS, st);
 }
 
+struct dlcache_stats t_stats_of(int fd, uint32_t handle)
+{
+	struct dlcache_stats st;
+	long ret = t_stats(fd, handle, &st);
+
+	if (ret < 0)
+		FATAL("STATS: %s", t_errname(ret));
+	return st;
+}
+
 long t_set_capacity(int fd, uint64_t bytes, uint64_t *old)
 {
 	struct dlcache_capacity c;

@@ -113,6 +113,8 @@ long t_set_order(int fd, uint32_t handle, uint32_t epoch, const uint32_t *ids,
 		 uint32_t len);
 /* STATS; @handle 0 means global only. */
 long t_stats(int fd, uint32_t handle, struct dlcache_stats *st);
+/* t_stats() that must work: a failure is FATAL. */
+struct dlcache_stats t_stats_of(int fd, uint32_t handle);
 long t_set_capacity(int fd, uint64_t bytes, uint64_t *old);
 /* DROP all data sets (@key NULL) or one. */
 long t_drop(int fd, const uint64_t *key, uint64_t *dropped);
