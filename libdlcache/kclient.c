@@ -98,7 +98,8 @@ int dlc_kclient_open(const char *dev, const uint64_t key[2],
 	memset(&k->info, 0, sizeof(k->info));
 	k->info.features = DLCACHE_FEAT_RING | DLCACHE_FEAT_POLL |
 			   DLCACHE_FEAT_GET_AT | DLCACHE_FEAT_FILL_WAIT |
-			   DLCACHE_FEAT_OWNER | DLCACHE_FEAT_CONSUMERS;
+			   DLCACHE_FEAT_OWNER | DLCACHE_FEAT_CONSUMERS |
+			   DLCACHE_FEAT_GET_AHEAD;
 	if (ioctl(k->fd, DLCACHE_IOC_GET_INFO, &k->info)) {
 		ret = -errno;
 		*why = "GET_INFO failed";
@@ -239,6 +240,11 @@ int dlc_kclient_joined(const struct dlc_kclient *k)
 int dlc_kclient_job_refused(const struct dlc_kclient *k)
 {
 	return k->job_refused;
+}
+
+int dlc_kclient_has(const struct dlc_kclient *k, uint64_t feature)
+{
+	return (k->info.features & feature) == feature;
 }
 
 int dlc_kclient_may_write(const struct dlc_kclient *k)

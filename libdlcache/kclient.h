@@ -50,6 +50,8 @@ int dlc_kclient_joined(const struct dlc_kclient *k);
  * own time line and dlc_kclient_open() attached to the shared one; else 0.
  */
 int dlc_kclient_job_refused(const struct dlc_kclient *k);
+/* Whether the module offers (and so granted) DLCACHE_FEAT_* @feature. */
+int dlc_kclient_has(const struct dlc_kclient *k, uint64_t feature);
 /* Whether this session may PUT (and so fill). */
 int dlc_kclient_may_write(const struct dlc_kclient *k);
 uint64_t dlc_kclient_capacity(const struct dlc_kclient *k);

@@ -146,6 +146,15 @@ struct dlc_loader {
 	uint32_t kread_head, kread_len;
 	uint32_t kgets;			/* GETs without a CQE yet */
 	struct dlcache_cqe *kcqes;
+	/*
+	 * Read-ahead on the module (DLCACHE_FEAT_GET_AHEAD): look-ups ahead
+	 * without a CQE yet, and the virtual positions they found missing,
+	 * waiting for reader room (a ring of queue_depth).
+	 */
+	int k_ahead;
+	uint32_t kprobes;
+	uint64_t *kahead;
+	uint32_t kahead_head, kahead_len;
 	uint32_t kfallback;		/* enum dlc_kernel_fallback, after env */
 	/*
 	 * I/O thread: a failure of the kernel backend to fall back from at
@@ -271,7 +280,7 @@ static int check_config(const struct dlc_config *c, const struct dlc_logger *log
 		BAD("readahead_bytes", "at most %llu (1 TiB) or DLC_READAHEAD_OFF, got %llu",
 		    (unsigned long long)DLC_READAHEAD_MAX,
 		    (unsigned long long)c->readahead_bytes);
-	if (c->pad)
+	if (c->pad || c->pad1)
 		BAD("pad", "must be zero");
 	for (i = 0; i < sizeof(c->reserved) / sizeof(c->reserved[0]); i++)
 		if (c->reserved[i])
@@ -818,6 +827,12 @@ static void drop_sample(struct dlc_loader *l, struct dlc_buf *buf)
 
 static void kernel_end_fill(struct dlc_loader *l, uint32_t pos,
 			    struct dlc_buf *buf);
+static void kernel_fill_done(struct dlc_loader *l, uint32_t id, uint64_t tag,
+			     struct dlc_buf *buf);
+static int take_readahead(struct dlc_loader *l, uint32_t epoch,
+			  const struct item *it);
+static void kernel_use(struct dlc_loader *l, uint32_t pos, uint32_t epoch,
+		       struct dlc_buf *buf);
 
 static uint64_t vpos(const struct dlc_loader *l, uint32_t epoch, uint32_t pos)
 {
@@ -911,6 +926,9 @@ static void readahead_done(struct dlc_loader *l, struct dlc_read_done *d)
 		dlc_ra_release(e);
 	} else if (e->claimed) {
 		dlc_ra_release(e);
+		kernel_use(l, pos,
+			   (uint32_t)(DLC_RA_TAG_G(d->tag) / l->epoch_len),
+			   d->err ? NULL : d->buf);
 		finish_read(l, id, pos, d->buf, d->err, d->why);
 	} else {
 		dlc_ra_done(e, d->buf, d->err, d->why);
@@ -961,7 +979,15 @@ static void hand_over(struct dlc_loader *l, struct dlc_read_done *done,
 /* watched from the reader's io_uring so that the thread wakes.        */
 /* ------------------------------------------------------------------ */
 
-enum { KTAG_GET = 1, KTAG_PUT = 2, KTAG_ABORT = 3 };
+/* KTAG_AHEAD: a look-up ahead, (virtual position << 2) | 0. */
+enum { KTAG_AHEAD = 0, KTAG_GET = 1, KTAG_PUT = 2, KTAG_ABORT = 3 };
+/*
+ * With KTAG_ABORT: kernel_use()'s GET, whose completion matters only when
+ * it took a fill (F_FILL, which no ABORT's completion has) and no PUT of
+ * ours followed it (KTAG_USE_PUT). Its position is below 2^32.
+ */
+#define KTAG_USE	(1ULL << 63)
+#define KTAG_USE_PUT	(1ULL << 62)
 #define KTAG(ud)	((ud) & 3)
 
 /* Every rank's positions: global position g holds perm[g % n]. */
@@ -1057,6 +1083,15 @@ static struct dlcache_sqe *kernel_sqe(struct dlc_loader *l)
 	return dlc_kclient_sqe(l->kc);
 }
 
+/* F_AT: the use is at @pos of @epoch, on our own time line or the shared one. */
+static void kernel_at(const struct dlc_loader *l, struct dlcache_sqe *sqe,
+		      uint32_t pos, uint32_t epoch)
+{
+	sqe->flags = DLCACHE_SQE_F_AT;
+	sqe->epoch = epoch;
+	sqe->index = l->k_own_line ? pos : l->cfg.rank + pos * l->cfg.world;
+}
+
 static void kernel_get(struct dlc_loader *l, uint32_t pos, uint32_t epoch,
 		       uint64_t size, int at)
 {
@@ -1080,30 +1115,60 @@ static void kernel_get(struct dlc_loader *l, uint32_t pos, uint32_t epoch,
 	sqe->len = (uint32_t)size;
 	sqe->addr = (uint64_t)(uintptr_t)b->data;
 	sqe->user_data = ((uint64_t)pos << 2) | KTAG_GET;
-	if (at) {
-		sqe->flags = DLCACHE_SQE_F_AT;
-		sqe->epoch = epoch;
-		sqe->index = l->k_own_line ? pos :
-			     l->cfg.rank + pos * l->cfg.world;
-	}
+	if (at)
+		kernel_at(l, sqe, pos, epoch);
 	l->kgets++;
 }
 
-/* A read for @pos ended: PUT the bytes if we own the fill, or ABORT. */
-static void kernel_end_fill(struct dlc_loader *l, uint32_t pos,
-			    struct dlc_buf *buf)
+/*
+ * The use of @pos in @epoch, whose bytes @buf (NULL: the read failed) were
+ * read ahead: what a claim's GET and a miss's PUT would have told the
+ * module. A GET F_AT that copies nothing moves the policy's cursor past
+ * the use, then a PUT offers the bytes for the sample's next use, as
+ * after any miss (a PUT before the use would be weighed for this very
+ * use, which the read-ahead serves already, and evict for nothing). The
+ * PUT ends the fill the GET may take; without bytes, that fill is handed
+ * back at the GET's completion.
+ */
+static void kernel_use(struct dlc_loader *l, uint32_t pos, uint32_t epoch,
+		       struct dlc_buf *buf)
 {
-	uint32_t slot = pos % l->cfg.window;
+	uint32_t id = l->order[pos];
 	struct dlcache_sqe *sqe;
 
-	if (!l->kfill[slot])
+	if (!l->kc || !dlc_kclient_may_write(l->kc))
 		return;
-	l->kfill[slot] = 0;
+	/* Under verify=all no bytes the index denies go to the module. */
+	if (buf && (!buf->len || buf->len > INT32_MAX ||
+		    (l->verify == DLC_VERIFY_ALL &&
+		     !sample_ok(l, id, buf->data, buf->len, NULL))))
+		buf = NULL;
 	sqe = kernel_sqe(l);
 	if (!sqe)
 		return;
+	sqe->opcode = DLCACHE_OP_GET;
 	sqe->handle = dlc_kclient_handle(l->kc);
-	sqe->sample = l->order[pos];
+	sqe->sample = id;
+	sqe->user_data = KTAG_USE | (buf ? KTAG_USE_PUT : 0) |
+			 ((uint64_t)pos << 2) | KTAG_ABORT;
+	kernel_at(l, sqe, pos, epoch);
+	if (buf)
+		kernel_fill_done(l, id, pos, buf);
+}
+
+/*
+ * Our fill of sample @id ended: PUT @buf's bytes, or ABORT (no bytes: the
+ * read failed) with @tag, so that other processes waiting for it go on.
+ */
+static void kernel_fill_done(struct dlc_loader *l, uint32_t id, uint64_t tag,
+			     struct dlc_buf *buf)
+{
+	struct dlcache_sqe *sqe = kernel_sqe(l);
+
+	if (!sqe)
+		return;
+	sqe->handle = dlc_kclient_handle(l->kc);
+	sqe->sample = id;
 	if (buf && buf->len && buf->len <= INT32_MAX) {
 		sqe->opcode = DLCACHE_OP_PUT;
 		sqe->len = (uint32_t)buf->len;
@@ -1113,9 +1178,25 @@ static void kernel_end_fill(struct dlc_loader *l, uint32_t pos,
 	} else {
 		/* Hand the fill to a waiter: it reads and reports for itself. */
 		sqe->opcode = DLCACHE_OP_ABORT;
-		sqe->user_data = ((uint64_t)pos << 2) | KTAG_ABORT;
+		sqe->user_data = (tag << 2) | KTAG_ABORT;
 	}
 }
+
+/* A read for @pos ended: PUT the bytes if we own the fill, or ABORT. */
+static void kernel_end_fill(struct dlc_loader *l, uint32_t pos,
+			    struct dlc_buf *buf)
+{
+	uint32_t slot = pos % l->cfg.window;
+
+	if (!l->kfill[slot])
+		return;
+	l->kfill[slot] = 0;
+	kernel_fill_done(l, l->order[pos], pos, buf);
+}
+
+static void kernel_ahead_done(struct dlc_loader *l,
+			      const struct dlcache_cqe *c);
+static void kernel_ahead_switch(struct dlc_loader *l);
 
 static void kernel_completion(struct dlc_loader *l, const struct dlcache_cqe *c,
 			      uint32_t epoch)
@@ -1126,6 +1207,17 @@ static void kernel_completion(struct dlc_loader *l, const struct dlcache_cqe *c,
 
 	if (KTAG(c->user_data) == KTAG_PUT) {
 		dlc_buf_put((struct dlc_buf *)(uintptr_t)(c->user_data & ~3ULL));
+		return;
+	}
+	if (KTAG(c->user_data) == KTAG_AHEAD) {
+		kernel_ahead_done(l, c);
+		return;
+	}
+	if (c->user_data & KTAG_USE) {
+		/* A use took the fill and we have no bytes: hand it back. */
+		if (!(c->user_data & KTAG_USE_PUT) && c->res == -ENOENT &&
+		    (c->flags & DLCACHE_CQE_F_FILL))
+			kernel_fill_done(l, c->sample, pos, NULL);
 		return;
 	}
 	if (KTAG(c->user_data) != KTAG_GET)
@@ -1243,10 +1335,16 @@ static int kernel_round(struct dlc_loader *l, uint32_t epoch, char *path,
 	       dlc_kclient_unsubmitted(l->kc) < l->cfg.window) {
 		claim_next(l, &it);
 		pthread_mutex_unlock(&l->lock);
+		progressed = 1;
+		/* Read ahead (or being read): no GET, no fill of ours here. */
+		l->kfill[it.pos % l->cfg.window] = 0;
+		if (take_readahead(l, epoch, &it)) {
+			pthread_mutex_lock(&l->lock);
+			continue;
+		}
 		size = dlc_index_size(l->idx, it.sample);
 		kernel_get(l, it.pos, epoch,
 			   size < INT32_MAX ? size + 1 : UINT64_MAX, 1);
-		progressed = 1;
 		pthread_mutex_lock(&l->lock);
 	}
 	pthread_mutex_unlock(&l->lock);
@@ -1316,6 +1414,7 @@ static void kernel_switch(struct dlc_loader *l)
 		for (i = 0; i < n; i++)
 			kernel_completion(l, &l->kcqes[i], epoch);
 	kernel_put_unsubmitted(l);
+	kernel_ahead_switch(l);
 	/* Every GET without a completion: its bytes come from the file. */
 	pthread_mutex_lock(&l->lock);
 	next = l->next_pos;
@@ -1374,9 +1473,13 @@ static uint32_t run_end(const struct dlc_loader *l)
 
 /*
  * Called with l->lock held, after start_epoch's gen was taken: keep what
- * was read ahead for the positions from (epoch, start) on, and note where
- * each sample is last used in this epoch (from l->order, which start_epoch
- * writes under the lock).
+ * was read ahead for the positions from (epoch, start) on, and note when
+ * each sample is last used in this epoch, as a position of ours: from
+ * l->order (which start_epoch writes under the lock), or, on dlcache.ko,
+ * whose cache every rank shares, from every rank's order (global position
+ * g is a rank's position g / world, the ranks going in step), so that no
+ * rank reads ahead for the next epoch a sample another rank is still to
+ * read, and PUT, in this one.
  */
 static void readahead_rebase(struct dlc_loader *l, uint32_t epoch,
 			     uint32_t start)
@@ -1387,8 +1490,13 @@ static void readahead_rebase(struct dlc_loader *l, uint32_t epoch,
 	dlc_ra_retain(l->ra, cur, cur + dlc_ra_slots(l->ra));
 	l->ra_g = cur;
 	memset(l->last_pos, 0xff, sizeof(*l->last_pos) * l->n);
-	for (p = 0; p < l->epoch_len; p++)
-		l->last_pos[l->order[p]] = p;
+	if (l->kc && l->cfg.world > 1 && !fill_global(l, epoch)) {
+		for (p = 0; p < l->glen; p++)
+			l->last_pos[l->gorder[p]] = p / l->cfg.world;
+	} else {
+		for (p = 0; p < l->epoch_len; p++)
+			l->last_pos[l->order[p]] = p;
+	}
 	publish_readahead(l);
 }
 
@@ -1398,16 +1506,18 @@ static void readahead_rebase(struct dlc_loader *l, uint32_t epoch,
  * holds now, and, for the next epoch, a sample this epoch has still to
  * claim or may still be reading (claimed within the last window): it
  * comes from storage or the cache then, and the cache decides whether it
- * stays for the next epoch, as it would without read-ahead.
+ * stays for the next epoch, as it would without read-ahead. With
+ * dlcache.ko the same next-epoch rule (what the module holds, its
+ * look-up ahead tells).
  */
 static int readahead_needless(const struct dlc_loader *l, uint32_t epoch,
 			      uint32_t id)
 {
 	uint32_t last;
 
-	if (!l->cache)
+	if (!l->cache && !l->kc)
 		return 0;
-	if (dlc_cache_contains(l->cache, id))
+	if (l->cache && dlc_cache_contains(l->cache, id))
 		return 1;
 	last = l->last_pos[id];
 	return epoch != l->epoch && last != UINT32_MAX &&
@@ -1438,6 +1548,9 @@ static int readahead_next(struct dlc_loader *l, uint64_t my_gen,
 			return -EAGAIN;
 		ep = (uint32_t)(v / l->epoch_len);
 		p = (uint32_t)(v % l->epoch_len);
+		/* The job's last epoch is known: nothing past it. */
+		if (l->cfg.epochs && ep >= l->cfg.epochs)
+			return -EAGAIN;
 		if (ep == l->epoch && p >= l->end) {
 			/* This run ends here: the next epoch starts at 0. */
 			l->ra_g = vpos(l, ep + 1, 0) - 1;
@@ -1469,6 +1582,209 @@ static int readahead_next(struct dlc_loader *l, uint64_t my_gen,
 }
 
 /*
+ * The next position to read ahead (readahead_next()) when its bytes fit
+ * the budget, charged as the pool's blocks are (whole pages): 0, or
+ * -EAGAIN for none now.
+ */
+static int readahead_pick(struct dlc_loader *l, uint64_t my_gen, uint64_t *g,
+			  uint32_t *id, uint64_t *bytes)
+{
+	int ret;
+
+	pthread_mutex_lock(&l->lock);
+	ret = readahead_next(l, my_gen, g, id);
+	pthread_mutex_unlock(&l->lock);
+	if (ret)
+		return ret;
+	*bytes = (dlc_index_size(l->idx, *id) + 4095) & ~4095ULL;
+	return dlc_ra_room(l->ra, *bytes) ? 0 : -EAGAIN;
+}
+
+/*
+ * Read-ahead on dlcache.ko. A GET is the use of a sample and the claim of
+ * its fill at once, so the read-ahead asks the module first with a look-up
+ * that is neither (GET with DLCACHE_SQE_F_AHEAD, which also never fills): a
+ * sample the module holds is left to the claim's GET, a miss is read into
+ * the table. A claim that finds its position there decodes those bytes,
+ * and tells the module what a GET and a miss's PUT would have: the use,
+ * then the bytes for the next use (kernel_use()).
+ */
+
+/* Queue a read-ahead read of entry @g, which the module does not hold. */
+static int kernel_ahead_read(struct dlc_loader *l, uint64_t g, char *path,
+			     size_t len)
+{
+	struct dlc_ra_entry *e = dlc_ra_at(l->ra, g);
+	struct dlc_read_done d = { .tag = DLC_RA_TAG(g), .why = "queue" };
+
+	if (e->abandoned) {
+		dlc_ra_release(e);
+		return 0;
+	}
+	d.err = dlc_source_queue(l->src, l->reader, e->id, DLC_RA_TAG(g), path,
+				 len);
+	if (d.err)
+		readahead_done(l, &d);
+	return 1;
+}
+
+/*
+ * A look-up ahead completed. The module holds the sample (res, its size),
+ * or an earlier use of it comes first (F_SOONER: another rank or job, or
+ * this rank's own earlier position, will read and PUT it): nothing to
+ * read; a claim already made of its position GETs it now. Otherwise (a
+ * miss, or a fill of another session's that failed or outlived its
+ * lease) the sample is read, once the reader has room.
+ */
+static void kernel_ahead_done(struct dlc_loader *l, const struct dlcache_cqe *c)
+{
+	uint64_t g = c->user_data >> 2;
+	struct dlc_ra_entry *e;
+	uint32_t pos, epoch;
+
+	/* Only our own look-ups carry this tag: anything else is ignored. */
+	if (!l->ra || !l->kprobes)
+		return;
+	e = dlc_ra_at(l->ra, g);
+	if (e->state != DLC_RA_IN_FLIGHT || !e->probing || e->g != g)
+		return;
+	l->kprobes--;
+	e->probing = 0;
+	if (e->abandoned) {
+		dlc_ra_release(e);
+		return;
+	}
+	if (c->res >= 0 ||
+	    (c->res == -ENOENT && (c->flags & DLCACHE_CQE_F_SOONER))) {
+		uint64_t size;
+
+		if (!e->claimed) {
+			dlc_ra_cancel(l->ra, e);
+			return;
+		}
+		pos = e->pos;
+		epoch = (uint32_t)(g / l->epoch_len);
+		size = dlc_index_size(l->idx, e->id);
+		dlc_ra_cancel(l->ra, e);
+		kernel_get(l, pos, epoch, size < INT32_MAX ? size + 1 : UINT64_MAX,
+			   1);
+		return;
+	}
+	l->kahead[(l->kahead_head + l->kahead_len++) % l->cfg.queue_depth] = g;
+}
+
+/* Called with l->lock held: every batch slot is ready or held. */
+static int consumer_behind(const struct dlc_loader *l)
+{
+	uint32_t i;
+
+	for (i = 0; i < l->cfg.nbatches; i++)
+		if (l->slots[i].state != SLOT_READY &&
+		    l->slots[i].state != SLOT_HELD)
+			return 0;
+	return 1;
+}
+
+/*
+ * Read-ahead with dlcache.ko: first the misses the look-ups found, as far
+ * as the reader has room, then more look-ups, within the budget, at most
+ * queue_depth of them and their misses waiting. Returns whether it did
+ * anything.
+ *
+ * New look-ups only while storage may be what the pipeline waits for:
+ * decode is not behind (the controller's test: no more samples queued
+ * than decoders) and the consumer is not (some batch slot is neither
+ * ready nor held). A look-up's answer is as good as the module's guess of
+ * who uses the sample first, and the further ahead the worse; when decode
+ * or the consumer sets the pace, the window's claims keep storage busy.
+ */
+static int kernel_read_ahead(struct dlc_loader *l, uint64_t my_gen, char *path,
+			     size_t len)
+{
+	uint32_t qd = l->cfg.queue_depth;
+	struct dlcache_sqe *sqe;
+	struct dlc_ra_entry *e;
+	uint64_t g, bytes;
+	int issued = 0, ret, behind;
+	uint32_t id;
+
+	while (l->kahead_len && dlc_reader_inflight(l->reader) < qd) {
+		g = l->kahead[l->kahead_head];
+		l->kahead_head = (l->kahead_head + 1) % qd;
+		l->kahead_len--;
+		issued |= kernel_ahead_read(l, g, path, len);
+	}
+	pthread_mutex_lock(&l->lock);
+	behind = l->qlen > l->ndecode || consumer_behind(l);
+	pthread_mutex_unlock(&l->lock);
+	while (!behind && l->kprobes + l->kahead_len < qd &&
+	       dlc_kclient_unsubmitted(l->kc) < l->cfg.window &&
+	       !readahead_pick(l, my_gen, &g, &id, &bytes)) {
+		sqe = kernel_sqe(l);
+		if (!sqe)
+			break;
+		e = dlc_ra_at(l->ra, g);
+		dlc_ra_begin(l->ra, e, g, id, bytes);
+		e->probing = 1;
+		sqe->opcode = DLCACHE_OP_GET;
+		sqe->handle = dlc_kclient_handle(l->kc);
+		sqe->sample = id;
+		sqe->user_data = (g << 2) | KTAG_AHEAD;
+		/* For the use at g: the module says if an earlier one comes. */
+		kernel_at(l, sqe, (uint32_t)(g % l->epoch_len),
+			  (uint32_t)(g / l->epoch_len));
+		sqe->flags |= DLCACHE_SQE_F_AHEAD;
+		l->kprobes++;
+		l->ra_g = g + 1;
+		issued = 1;
+	}
+	if (issued && dlc_kclient_unsubmitted(l->kc)) {
+		ret = dlc_kclient_enter(l->kc);
+		if (ret < 0)
+			kernel_fail(l, ret, "ENTER");
+	}
+	if (issued)
+		publish_readahead(l);
+	return issued;
+}
+
+/*
+ * kernel_switch(): the module's fd is going, and with it every look-up
+ * still out. A claimed position waiting on one (or on reader room after
+ * it) is read from its file; the rest of those entries are dropped. Reads
+ * in flight go on (their entries keep the bytes).
+ */
+static void kernel_ahead_forget(struct dlc_loader *l, struct dlc_ra_entry *e)
+{
+	uint32_t w = l->cfg.window;
+
+	if (e->claimed)
+		l->kread[(l->kread_head + l->kread_len++) % w] = e->pos;
+	dlc_ra_cancel(l->ra, e);
+}
+
+static void kernel_ahead_switch(struct dlc_loader *l)
+{
+	struct dlc_ra_entry *e;
+	uint32_t i;
+
+	if (!l->ra)
+		return;
+	for (; l->kahead_len; l->kahead_len--) {
+		e = dlc_ra_at(l->ra, l->kahead[l->kahead_head]);
+		l->kahead_head = (l->kahead_head + 1) % l->cfg.queue_depth;
+		kernel_ahead_forget(l, e);
+	}
+	for (i = 0; i < dlc_ra_slots(l->ra); i++) {
+		e = dlc_ra_slot(l->ra, i);
+		if (e->state == DLC_RA_IN_FLIGHT && e->probing)
+			kernel_ahead_forget(l, e);
+	}
+	l->kprobes = 0;
+	publish_readahead(l);
+}
+
+/*
  * Queue reads of the order's next misses while the reader has room and
  * the budget allows. Returns whether any was queued.
  */
@@ -1477,7 +1793,12 @@ static int read_ahead(struct dlc_loader *l, uint64_t my_gen, char *path,
 {
 	int issued = 0;
 
-	if (!l->ra || l->kc || l->kread_len)
+	if (!l->ra)
+		return 0;
+	if (l->kc)
+		return l->k_ahead && !l->kerr ?
+		       kernel_read_ahead(l, my_gen, path, len) : 0;
+	if (l->kread_len)
 		return 0;
 	while (dlc_reader_inflight(l->reader) < l->cfg.queue_depth) {
 		struct dlc_ra_entry *e;
@@ -1485,14 +1806,7 @@ static int read_ahead(struct dlc_loader *l, uint64_t my_gen, char *path,
 		uint32_t id;
 		int ret;
 
-		pthread_mutex_lock(&l->lock);
-		ret = readahead_next(l, my_gen, &g, &id);
-		pthread_mutex_unlock(&l->lock);
-		if (ret)
-			break;
-		/* Charged as the pool's blocks are: whole pages. */
-		bytes = (dlc_index_size(l->idx, id) + 4095) & ~4095ULL;
-		if (!dlc_ra_room(l->ra, bytes))
+		if (readahead_pick(l, my_gen, &g, &id, &bytes))
 			break;
 		e = dlc_ra_at(l->ra, g);
 		dlc_ra_begin(l->ra, e, g, id, bytes);
@@ -1531,6 +1845,7 @@ static int take_readahead(struct dlc_loader *l, uint32_t epoch,
 	why = e->why;
 	if (e->state == DLC_RA_READY) {
 		dlc_ra_take(l->ra, e, it->pos);
+		kernel_use(l, it->pos, epoch, err ? NULL : buf);
 		finish_read(l, it->sample, it->pos, buf, err, why);
 	} else {
 		dlc_ra_take(l->ra, e, it->pos);
@@ -1700,7 +2015,8 @@ static void *io_main(void *arg)
 		    (issuable(l) && (l->kc ?
 			l->kgets + l->kread_len < l->cfg.window :
 			claim_room(l))) ||
-		    (l->kread_len && dlc_reader_inflight(l->reader) < qd))
+		    ((l->kread_len || l->kahead_len) &&
+		     dlc_reader_inflight(l->reader) < qd))
 			continue;
 		/*
 		 * Nothing to do: sleep until a read completes or a wake, or,
@@ -2004,9 +2320,12 @@ static int open_backend(struct dlc_loader *l)
 	l->kdone = calloc(l->cfg.window, 1);
 	l->kread = calloc(l->cfg.window, sizeof(*l->kread));
 	l->kcqes = calloc(64, sizeof(*l->kcqes));
+	l->kahead = calloc(l->cfg.queue_depth, sizeof(*l->kahead));
 	if (!l->gorder || !l->kbuf || !l->kfill || !l->kdone || !l->kread ||
-	    !l->kcqes)
+	    !l->kcqes || !l->kahead)
 		return -ENOMEM;
+	/* An older module has no look-up ahead: no read-ahead on it. */
+	l->k_ahead = dlc_kclient_has(l->kc, DLCACHE_FEAT_GET_AHEAD);
 	l->k_last_epoch = -1;
 	l->backend = DLC_BACKEND_KERNEL;
 	l->stats.cache_capacity = dlc_kclient_capacity(l->kc);
@@ -2045,6 +2364,7 @@ static void close_backend(struct dlc_loader *l)
 	free(l->kdone);
 	free(l->kread);
 	free(l->kcqes);
+	free(l->kahead);
 	free(l->gorder);
 }
 

@@ -54,6 +54,11 @@ uint32_t dlc_ra_slots(const struct dlc_ra *ra)
 	return ra->slots;
 }
 
+struct dlc_ra_entry *dlc_ra_slot(struct dlc_ra *ra, uint32_t i)
+{
+	return &ra->e[i % ra->slots];
+}
+
 struct dlc_ra_entry *dlc_ra_at(struct dlc_ra *ra, uint64_t g)
 {
 	return &ra->e[g % ra->slots];
@@ -120,7 +125,17 @@ void dlc_ra_release(struct dlc_ra_entry *e)
 	e->state = DLC_RA_FREE;
 	e->claimed = 0;
 	e->abandoned = 0;
+	e->probing = 0;
 	e->buf = NULL;
+}
+
+void dlc_ra_cancel(struct dlc_ra *ra, struct dlc_ra_entry *e)
+{
+	if (!e->claimed && !e->abandoned) {
+		uncharge(ra, e);
+		ra->c.reads--;
+	}
+	dlc_ra_release(e);
 }
 
 void dlc_ra_retain(struct dlc_ra *ra, uint64_t lo, uint64_t hi)

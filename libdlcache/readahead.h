@@ -18,6 +18,10 @@
  * completion is dropped). An IN_FLIGHT entry is never reused, so a
  * completion's tag always finds its own entry.
  *
+ * With dlcache.ko an entry's IN_FLIGHT starts with a look-up (a GET with
+ * DLCACHE_SQE_F_AHEAD, ->probing): a sample the module holds is not read
+ * (dlc_ra_cancel(): FREE again, as if never begun), a miss is.
+ *
  * The table belongs to the loader's I/O thread: no locking.
  */
 #ifndef DLC_READAHEAD_H
@@ -40,10 +44,11 @@ struct dlc_ra_entry {
 	uint8_t state;		/* enum dlc_ra_state */
 	uint8_t claimed;	/* IN_FLIGHT: the pipeline took it */
 	uint8_t abandoned;	/* IN_FLIGHT: drop it on completion */
+	uint8_t probing;	/* IN_FLIGHT: the module's look-up is out */
 };
 
 struct dlc_ra_counters {
-	uint64_t reads;		/* dlc_ra_begin() calls */
+	uint64_t reads;		/* dlc_ra_begin() calls, less dlc_ra_cancel()s */
 	uint64_t used;		/* taken by the pipeline */
 	uint64_t dropped;	/* dropped unused */
 	uint64_t held;		/* bytes charged now */
@@ -64,6 +69,8 @@ int dlc_ra_create(uint32_t slots, uint64_t budget, struct dlc_ra **out);
 /* Puts the buffers of READY entries. IN_FLIGHT ones are the reader's. */
 void dlc_ra_destroy(struct dlc_ra *ra);
 uint32_t dlc_ra_slots(const struct dlc_ra *ra);
+/* The entry in slot @i (< dlc_ra_slots()), for a walk over all of them. */
+struct dlc_ra_entry *dlc_ra_slot(struct dlc_ra *ra, uint32_t i);
 /* The entry at @g's slot: check ->state and ->g before using it. */
 struct dlc_ra_entry *dlc_ra_at(struct dlc_ra *ra, uint64_t g);
 /* The entry read for @g, READY or IN_FLIGHT and not abandoned, or NULL. */
@@ -85,6 +92,12 @@ void dlc_ra_done(struct dlc_ra_entry *e, struct dlc_buf *buf, int err,
 void dlc_ra_take(struct dlc_ra *ra, struct dlc_ra_entry *e, uint32_t pos);
 /* A claimed or abandoned IN_FLIGHT entry's read ended: FREE it. */
 void dlc_ra_release(struct dlc_ra_entry *e);
+/*
+ * An IN_FLIGHT entry turned out to need no read (the module holds the
+ * sample): FREE it, its charge and its dlc_ra_begin() undone. A claimed
+ * or abandoned one has no charge left, so this is dlc_ra_release() then.
+ */
+void dlc_ra_cancel(struct dlc_ra *ra, struct dlc_ra_entry *e);
 /*
  * Keep what was read for [@lo, @hi): READY entries outside are dropped
  * (buffers put), IN_FLIGHT unclaimed ones marked abandoned.

@@ -587,11 +587,19 @@ struct dlc_config {
 	 * default) is DLC_READAHEAD_DEFAULT, lowered to 1/32 of the memory
 	 * this process may use (its memory cgroup's limit, or the machine's
 	 * RAM); DLC_READAHEAD_OFF turns it off; otherwise at most
-	 * DLC_READAHEAD_MAX. The in-process backend only: with dlcache.ko
-	 * every read is a fill the module arbitrates (see library.md).
+	 * DLC_READAHEAD_MAX. With dlcache.ko (DLCACHE_FEAT_GET_AHEAD) the
+	 * module is asked first, and only its misses are read (library.md).
 	 */
 	uint64_t readahead_bytes;
-	uint64_t reserved[6];	/* must be zero: room for new fields */
+	/*
+	 * The epochs the job runs, 0 .. epochs - 1, when known; 0 (the
+	 * default): not known. The read-ahead reads nothing for epoch
+	 * @epochs or later, so that the last epoch's end reads no epoch that
+	 * never comes. Nothing else changes: later epochs still run.
+	 */
+	uint32_t epochs;
+	uint32_t pad1;		/* must be zero */
+	uint64_t reserved[5];	/* must be zero: room for new fields */
 };
 
 /* dlc_config.readahead_bytes: 0 means this, or less on a small machine. */

@@ -80,7 +80,9 @@ class Config(ctypes.Structure):
         ("validate", ctypes.c_uint32),
         ("kernel_fallback", ctypes.c_uint32),
         ("readahead_bytes", ctypes.c_uint64),
-        ("reserved", ctypes.c_uint64 * 6),
+        ("epochs", ctypes.c_uint32),
+        ("pad1", ctypes.c_uint32),
+        ("reserved", ctypes.c_uint64 * 5),
     ]
 
 

@@ -181,6 +181,18 @@ class RawBatch:
                  "out_h", "__weakref__")
 
 
+def _epochs(epochs):
+    """DataLoader's epochs= as dlc_config.epochs (0: not known)."""
+    if epochs is None:
+        return 0
+    if (isinstance(epochs, bool) or not isinstance(epochs, int)
+            or not 1 <= epochs <= 0xffffffff):
+        raise ValueError("epochs must be None (not known) or the number of "
+                         "epochs the job runs, an int >= 1, got %r"
+                         % (epochs,))
+    return epochs
+
+
 def _readahead_bytes(readahead):
     """DataLoader's readahead= as dlc_config.readahead_bytes."""
     if readahead is None:
@@ -203,7 +215,8 @@ class Loader:
 
     def __init__(self, index, batch_size, train, size, seed, shuffle,
                  drop_last, rank, world, cache, on_error, layout, threads,
-                 nbatches, exact=False, pad_shards=True, readahead=None):
+                 nbatches, exact=False, pad_shards=True, readahead=None,
+                 epochs=None):
         self.index = index
         self._pid = os.getpid()
         self._sink = _Sink()
@@ -275,6 +288,7 @@ class Loader:
             cfg.backend = _lib.BACKEND["inprocess"]
             cfg.cache_bytes = nbytes
         cfg.readahead_bytes = _readahead_bytes(readahead)
+        cfg.epochs = _epochs(epochs)
         cfg.log = _log_fn
         cfg.log_arg = self._sink.id
         cfg.log_level = (_lib.LOG_INFO if log.isEnabledFor(logging.INFO)

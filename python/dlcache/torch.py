@@ -99,8 +99,11 @@ class DataLoader:
                    ceil(n / world) samples, wrapping around; False: floor
       root         with an index file: the data set is at this directory
       readahead    bytes read from storage ahead of the batches, across
-                   epoch ends (in-process cache only): None: 64M, less in
-                   a small memory cgroup; "off"; or a size (int or "256M")
+                   epoch ends: None: 64M, less in a small memory cgroup;
+                   "off"; or a size (int or "256M")
+      epochs       the epochs the job runs (epochs 0 .. epochs - 1), when
+                   known: the read-ahead reads nothing past the last one;
+                   None: not known
     """
 
     def __init__(self, source, batch_size=256, train=True, size=224, seed=0,
@@ -108,7 +111,7 @@ class DataLoader:
                  on_error="skip", device="cpu", normalize=None,
                  channels_last=False, threads=None, shuffle=None, exact=False,
                  return_ids=False, pad_shards=True, root=None,
-                 readahead=None):
+                 readahead=None, epochs=None):
         try:
             self.device = torch.device(device)
         except (RuntimeError, TypeError) as e:
@@ -151,7 +154,7 @@ class DataLoader:
             on_error=on_error,
             layout=_lib.LAYOUT_NHWC if channels_last else _lib.LAYOUT_NCHW,
             threads=threads, nbatches=_NBATCHES, exact=exact,
-            pad_shards=pad_shards, readahead=readahead)
+            pad_shards=pad_shards, readahead=readahead, epochs=epochs)
         self._loader = Loader(self.index, **self._loader_args)
         self.epoch = 0
         self._next_batch = 0	# grid position to start or resume at

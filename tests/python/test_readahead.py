@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: MIT
 """DataLoader(readahead=...): the batches are those without read-ahead
 (sample IDs, labels, pixels), over epochs, with a cache and without, and
-after a resume; the budget and counters are in stats(); bad values are a
-ValueError naming the option."""
+after a resume; the budget and counters are in stats(); epochs= stops it
+at the job's last epoch; bad values are a ValueError naming the option."""
 
 import hashlib
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dlctest  # noqa: E402
@@ -65,6 +66,29 @@ def resumed(root):
     check(head + rest == full[1], "resumed epoch 1 differs")
 
 
+def last_epoch(root):
+    """epochs=2: after epoch 1 nothing is read for epoch 2; unknown: it is."""
+    for n, reads_past in ((2, False), (None, True)):
+        loader = DataLoader(root, **dict(KW, cache=0, epochs=n))
+        for _ in range(2):
+            for _b in loader:
+                pass
+        time.sleep(0.3)	# room for the read-ahead to read epoch 2
+        st = loader.stats()
+        past = st["readahead_reads"] - st["readahead_used"]
+        check((past > 0) == reads_past,
+              "epochs=%r: %d reads ahead never used after the last epoch"
+              % (n, past))
+        loader.close()
+    for bad in (0, -1, 1.5, "2", True):
+        try:
+            DataLoader(root, **dict(KW, epochs=bad))
+        except ValueError as e:
+            check("epochs" in str(e), "the error does not name epochs: %s" % e)
+        else:
+            check(False, "epochs=%r was accepted" % (bad,))
+
+
 def bad_values(root):
     for bad in (-1, "2T", "lots", True, 1.5):
         try:
@@ -85,6 +109,7 @@ def main():
     dlctest.gen_dataset(root, images=120, classes=3, seed=4)
     dlctest.run("same_batches", same_batches, root)
     dlctest.run("resumed", resumed, root)
+    dlctest.run("last_epoch", last_epoch, root)
     dlctest.run("bad_values", bad_values, root)
     dlctest.done()
 

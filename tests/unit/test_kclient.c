@@ -16,7 +16,12 @@
  *    valid JPEG, a truncated copy, bytes larger than indexed) are counted
  *    in checksum_errors, logged once per sample with the path, read from
  *    their files, and the batches equal those of a run without the kernel
- *    backend; with verification off the wrong bytes do reach the batch.
+ *    backend; with verification off the wrong bytes do reach the batch;
+ *  - read-ahead (DLCACHE_FEAT_GET_AHEAD, on in every test as in the real
+ *    module): look-ups ahead, the misses read and PUT after their use,
+ *    each use still one GET F_AT, the batches those of the in-process
+ *    backend, also when the module goes away mid-run at any of 30 points;
+ *    none without the bit.
  *
  * Exit 0 pass, 1 fail.
  */
@@ -56,6 +61,16 @@ static struct {
 	/* seen */
 	uint32_t attach_calls, attach_flags, attach_owner;
 	uint32_t setup_calls, gets, puts;
+	/* GETs with F_AHEAD, of them hits, and any sent without the feature */
+	uint32_t aheads, ahead_hits, ahead_unasked;
+	uint32_t at_gets;		/* GETs with F_AT: the uses */
+	uint8_t used[N];		/* a GET F_AT of the sample came in */
+	int sooner;			/* F_AHEAD | F_AT misses say F_SOONER */
+	uint32_t ahead_at;		/* look-ups ahead that named their use */
+	uint32_t bare_uses;		/* GETs F_AT of length 0: read-ahead's uses */
+	uint32_t put_before_use;	/* PUTs of a sample never used yet */
+	/* ENTERs so far; from the fail_enter-th on ENTER fails -ENXIO (0: never) */
+	uint32_t enters, fail_enter;
 	/* the rings */
 	dev_t dev;
 	ino_t ino;
@@ -109,6 +124,22 @@ static void fake_post(const struct dlcache_sqe *s, int32_t res, uint32_t flags,
 
 static void fake_get(const struct dlcache_sqe *s)
 {
+	if (s->flags & DLCACHE_SQE_F_AHEAD) {
+		/* A look-up ahead: the size on a hit, nothing copied, no fill. */
+		fk.aheads++;
+		fk.ahead_at += !!(s->flags & DLCACHE_SQE_F_AT);
+		if (!(fk.supported & DLCACHE_FEAT_GET_AHEAD))
+			fk.ahead_unasked++;
+		if (s->sample >= N || !fk.store[s->sample]) {
+			fake_post(s, -ENOENT, fk.sooner && (s->flags & DLCACHE_SQE_F_AT) ?
+				  DLCACHE_CQE_F_SOONER : 0, 0);
+		} else {
+			fk.ahead_hits++;
+			fake_post(s, (int32_t)fk.store_len[s->sample], 0,
+				  fk.store_len[s->sample]);
+		}
+		return;
+	}
 	if (s->sample >= N || !fk.store[s->sample])
 		fake_post(s, -ENOENT, DLCACHE_CQE_F_FILL, 0);
 	else if (s->len < fk.store_len[s->sample])
@@ -125,6 +156,12 @@ static int fake_enter(struct dlcache_enter *e)
 {
 	uint32_t head = *U32(fk.sq, 0), n = 0;
 	uint32_t tail = __atomic_load_n(U32(fk.sq, 4), __ATOMIC_ACQUIRE);
+
+	/* A drained module: what it posted stays, nothing more runs. */
+	if (fk.fail_enter && ++fk.enters >= fk.fail_enter) {
+		errno = ENXIO;
+		return -1;
+	}
 
 	/*
 	 * A parked GET (another process's fill in progress) completes when
@@ -147,6 +184,17 @@ static int fake_enter(struct dlcache_enter *e)
 		switch (s->opcode) {
 		case DLCACHE_OP_GET:
 			fk.gets++;
+			/* A look-up ahead, with or without F_AT, is no use. */
+			if (s->flags & DLCACHE_SQE_F_AHEAD) {
+				fake_get(s);
+				break;
+			}
+			if (s->flags & DLCACHE_SQE_F_AT) {
+				fk.at_gets++;
+				fk.bare_uses += !s->len;
+				if (s->sample < N)
+					fk.used[s->sample] = 1;
+			}
 			if ((s->flags & DLCACHE_SQE_F_AT) && s->epoch == 0 &&
 			    s->index > fk.max_get_index)
 				fk.max_get_index = s->index;
@@ -161,6 +209,7 @@ static int fake_enter(struct dlcache_enter *e)
 			break;
 		case DLCACHE_OP_PUT:
 			fk.puts++;
+			fk.put_before_use += s->sample < N && !fk.used[s->sample];
 			if (s->sample < N && !fk.store[s->sample])
 				store_set(s->sample, (void *)(uintptr_t)s->addr, s->len);
 			fake_post(s, (int32_t)s->len, DLCACHE_CQE_F_CACHED, 0);
@@ -279,15 +328,23 @@ static void fake_reset(void)
 		fk.store_len[i] = 0;
 	}
 	fk.abi = DLCACHE_ABI_VERSION;
+	/* As dlcache.ko now: every test runs with the look-ups ahead. */
 	fk.supported = DLCACHE_FEAT_RING | DLCACHE_FEAT_POLL |
 		       DLCACHE_FEAT_GET_AT | DLCACHE_FEAT_FILL_WAIT |
-		       DLCACHE_FEAT_SHRINKER | DLCACHE_FEAT_OWNER;
+		       DLCACHE_FEAT_SHRINKER | DLCACHE_FEAT_OWNER |
+		       DLCACHE_FEAT_GET_AHEAD;
 	fk.owner_reply = -1;
 	fk.attach_err = 0;
 	fk.park_index = -1;
 	fk.parked = 0;
 	fk.park_enters = fk.max_get_index = 0;
 	fk.attach_calls = fk.setup_calls = fk.gets = fk.puts = 0;
+	fk.aheads = fk.ahead_hits = fk.ahead_unasked = fk.at_gets = 0;
+	fk.put_before_use = 0;
+	fk.sooner = 0;
+	fk.ahead_at = fk.bare_uses = 0;
+	memset(fk.used, 0, sizeof(fk.used));
+	fk.enters = fk.fail_enter = 0;
 	fk.attach_flags = fk.attach_owner = 0xdeadbeef;
 }
 
@@ -706,6 +763,105 @@ static void test_destroy_mid_epoch(void)
 	fake_reset();
 }
 
+/*
+ * Read-ahead on the module: with DLCACHE_FEAT_GET_AHEAD the loader looks
+ * samples up ahead (GET F_AHEAD), reads the misses, PUTs the fills it
+ * took, and the batches are those of the in-process backend without
+ * read-ahead; epoch 1's look-ups find every sample cached. Without the
+ * feature no F_AHEAD is ever sent.
+ */
+static void test_read_ahead(void)
+{
+	uint64_t want[64], got[64];
+	uint32_t nw = 0, ng = 0, i, fell = 0;
+	struct dlc_config cfg;
+	struct dlc_stats st;
+
+	config(&cfg, DLC_BACKEND_INPROCESS);
+	cfg.readahead_bytes = DLC_READAHEAD_OFF;
+	CHECK_EQ(run(&cfg, want, &nw, NULL), 0);
+
+	fake_reset();
+	config(&cfg, DLC_BACKEND_KERNEL);
+	CHECK_EQ(run(&cfg, got, &ng, &st), 0);
+	CHECK(ng == nw, "%u batches, want %u", ng, nw);
+	for (i = 0; i < nw && i < ng; i++)
+		CHECK(got[i] == want[i], "batch %u differs with read-ahead on the module", i);
+	CHECK(fk.aheads > 0 && st.readahead_reads > 0 && st.readahead_used > 0,
+	      "look-ups %u, read ahead %llu, used %llu", fk.aheads,
+	      (unsigned long long)st.readahead_reads,
+	      (unsigned long long)st.readahead_used);
+	CHECK(fk.ahead_hits > 0, "no look-up ahead found a sample cached");
+	CHECK(st.readahead_used + st.readahead_dropped <= st.readahead_reads,
+	      "used %llu + dropped %llu > read %llu",
+	      (unsigned long long)st.readahead_used,
+	      (unsigned long long)st.readahead_dropped,
+	      (unsigned long long)st.readahead_reads);
+	/* Look-ups into epoch 2 may be out still: charged, within budget. */
+	CHECK(st.readahead_held <= st.readahead_budget, "held %llu of %llu",
+	      (unsigned long long)st.readahead_held,
+	      (unsigned long long)st.readahead_budget);
+	/* Every miss read (ahead or not) was PUT: the fake holds them all. */
+	for (i = 0; i < N; i++)
+		CHECK(fk.store[i] && fk.store_len[i] == file_len[i] &&
+		      !memcmp(fk.store[i], files[i], file_len[i]),
+		      "sample %u not PUT as its file", i);
+	CHECK(st.misses == N, "%llu misses, want %u (each sample read once)",
+	      (unsigned long long)st.misses, N);
+	/* The module saw every use, read ahead or not, once. */
+	CHECK(fk.at_gets == 2 * N, "%u uses (GET F_AT), want %u", fk.at_gets, 2 * N);
+	/* Bytes read ahead are offered after their use, for the next one. */
+	CHECK_EQ(fk.put_before_use, 0);
+	CHECK(fk.ahead_at == fk.aheads, "%u of %u look-ups named their use",
+	      fk.ahead_at, fk.aheads);
+	CHECK(fk.bare_uses > 0, "no sample read ahead was used");
+
+	/* Every miss used sooner elsewhere: nothing is read ahead. */
+	fake_reset();
+	fk.sooner = 1;
+	config(&cfg, DLC_BACKEND_KERNEL);
+	CHECK_EQ(run(&cfg, got, &ng, &st), 0);
+	for (i = 0; i < nw && i < ng; i++)
+		CHECK(got[i] == want[i], "F_SOONER: batch %u differs", i);
+	CHECK(fk.aheads > 0 && fk.bare_uses == 0,
+	      "F_SOONER: %u look-ups, %u samples read ahead used", fk.aheads,
+	      fk.bare_uses);
+	CHECK(st.misses == N, "F_SOONER: %llu misses, want %u",
+	      (unsigned long long)st.misses, N);
+
+	/*
+	 * The module goes away mid-run, wherever the look-ups and reads are:
+	 * the loader falls back and the batches stay the same.
+	 */
+	for (uint32_t f = 1; f <= 30; f++) {
+		fake_reset();
+		fk.fail_enter = f;
+		config(&cfg, DLC_BACKEND_KERNEL);
+		log_clear();
+		CHECK_EQ(run(&cfg, got, &ng, &st), 0);
+		CHECK(ng == nw, "ENTER failing from %u: %u batches, want %u", f, ng, nw);
+		for (i = 0; i < nw && i < ng; i++)
+			CHECK(got[i] == want[i], "ENTER failing from %u: batch %u differs",
+			      f, i);
+		CHECK(st.kernel_fallbacks <= 1, "ENTER failing from %u: %llu fallbacks",
+		      f, (unsigned long long)st.kernel_fallbacks);
+		fell += st.kernel_fallbacks == 1;
+	}
+	CHECK(fell >= 5, "only %u of 30 runs fell back", fell);
+
+	/* A module without the feature never sees the flag. */
+	fake_reset();
+	fk.supported &= ~DLCACHE_FEAT_GET_AHEAD;
+	config(&cfg, DLC_BACKEND_KERNEL);
+	CHECK_EQ(run(&cfg, got, &ng, &st), 0);
+	CHECK_EQ(fk.aheads, 0);
+	CHECK_EQ(fk.ahead_unasked, 0);
+	CHECK_EQ(st.readahead_reads, 0);
+	for (i = 0; i < nw && i < ng; i++)
+		CHECK(got[i] == want[i], "batch %u differs without read-ahead", i);
+	fake_reset();
+}
+
 int main(void)
 {
 	char devpath[4096], path[4096];
@@ -753,6 +909,7 @@ int main(void)
 	T_RUN(test_shard_drop_last);
 	T_RUN(test_parked_span);
 	T_RUN(test_destroy_mid_epoch);
+	T_RUN(test_read_ahead);
 
 	fake_reset();
 	for (i = 0; i < N; i++)

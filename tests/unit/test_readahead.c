@@ -5,7 +5,8 @@
  * cache, DDP shards, drop_last, small budgets), resume mid-epoch is exact,
  * a jump elsewhere drops what was read for positions never claimed, the
  * bytes held never pass the budget, the next epoch is read while this one
- * ends, a cached sample is not read twice, and the config is checked.
+ * ends but not past the job's last epoch (dlc_config.epochs), a cached
+ * sample is not read twice, and the config is checked.
  * The reference is always a loader of the same config with
  * DLC_READAHEAD_OFF: the path every other loader test checks against
  * decoding each sample alone.
@@ -221,6 +222,49 @@ static void budget_and_next_epoch(void)
 	dlc_loader_destroy(l);
 }
 
+/*
+ * dlc_config.epochs: idle after the last epoch, nothing is read for the
+ * one after; with epochs 0 (not known) it is.
+ */
+static void last_epoch(void)
+{
+	static const uint32_t known[] = { EPOCHS - 1, 0 };
+	struct dlc_loader *l = NULL;
+	struct dlc_config cfg;
+	struct dlc_stats st;
+	uint64_t h = T_FNV_INIT;
+	uint32_t e;
+	size_t k;
+
+	for (k = 0; k < 2; k++) {
+		config(&cfg, 0, 0);
+		cfg.epochs = known[k];
+		CHECK_EQ(dlc_loader_create(&cfg, g_idx, &l), 0);
+		if (!l)
+			return;
+		for (e = 0; e < EPOCHS - 1; e++)
+			run(l, e, 0, 0, 0, &h);
+		sleep_ms(200);
+		CHECK_EQ(dlc_loader_stats(l, &st, sizeof(st)), 0);
+		if (known[k])
+			CHECK(st.readahead_held == 0 &&
+			      st.readahead_reads == st.readahead_used,
+			      "epochs %u: %llu bytes held, %llu read, %llu used after the last",
+			      known[k], (unsigned long long)st.readahead_held,
+			      (unsigned long long)st.readahead_reads,
+			      (unsigned long long)st.readahead_used);
+		else
+			CHECK(st.readahead_held > 0,
+			      "epochs unknown: nothing read for the next epoch");
+		dlc_loader_destroy(l);
+		l = NULL;
+	}
+	/* pad1 is checked like every padding field. */
+	config(&cfg, 0, 0);
+	cfg.pad1 = 1;
+	CHECK_EQ(dlc_loader_create(&cfg, g_idx, &l), -EINVAL);
+}
+
 /* With the whole data set cached, every sample is read once, ever. */
 static void cached_not_read_ahead(void)
 {
@@ -295,6 +339,7 @@ int main(void)
 	T_RUN(same_batches);
 	T_RUN(resume_and_jump);
 	T_RUN(budget_and_next_epoch);
+	T_RUN(last_epoch);
 	T_RUN(cached_not_read_ahead);
 	T_RUN(config_checks);
 

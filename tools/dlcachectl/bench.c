@@ -604,6 +604,8 @@ int cmd_bench(int argc, char **argv)
 		goto out;
 	}
 
+	/* The run's last epoch is known: the read-ahead stops at its end. */
+	cfg.epochs = start + epochs;
 	ret = dlc_loader_create(&cfg, idx, &l);
 	if (ret) {
 		fail("bench", "cannot start the loader: %s", strerror(-ret));
