@@ -138,7 +138,7 @@ struct dlc_wait {
 
 /*
  * Whether parked GET @w may be handed a fill: its attachment may write,
- * and it is not a look-up ahead (DLCACHE_SQE_F_AHEAD never fills).
+ * and it is not a look-up ahead (a fill goes to a use, not a guess).
  */
 static bool dlc_wait_may_fill(const struct dlc_wait *w)
 {
@@ -513,9 +513,10 @@ static void dlc_op_get(struct dlc_session *sess, struct dlc_attachment *att,
 	if (s) {
 		/* FILLING (a fill just taken over included). */
 		if (s->filler == att) {
+			/* Ahead: this session reads it already, for a use before. */
 			mutex_unlock(&ds->lock);
-			dlc_post(sess, sqe, -ENOENT,
-				 cflags | (ahead ? 0 : DLCACHE_CQE_F_FILL), 0);
+			dlc_post(sess, sqe, -ENOENT, cflags | (ahead ?
+				 DLCACHE_CQE_F_SOONER : DLCACHE_CQE_F_FILL), 0);
 			goto free_wait;
 		}
 		if (!w) {
@@ -537,20 +538,20 @@ static void dlc_op_get(struct dlc_session *sess, struct dlc_attachment *att,
 	}
 
 	/*
-	 * Ahead: a miss, and nothing more (the use counts and fills); with
-	 * F_AT, whether an earlier use of the sample comes first.
+	 * Ahead, with F_AT: an earlier use of the sample comes first, and
+	 * reads it; nothing taken, nothing counted. Otherwise a look-up's
+	 * miss is a miss: it counts, and takes the fill, so that others wait
+	 * for this read (the look-up's session PUTs after its use).
 	 */
-	if (ahead) {
-		if ((sqe->flags & DLCACHE_SQE_F_AT) &&
-		    dlc_store_used_before(ds, &att->member, sqe->sample, sqe))
-			cflags |= DLCACHE_CQE_F_SOONER;
+	if (ahead && (sqe->flags & DLCACHE_SQE_F_AT) &&
+	    dlc_store_used_before(ds, &att->member, sqe->sample, sqe)) {
 		mutex_unlock(&ds->lock);
-		dlc_post(sess, sqe, -ENOENT, cflags, 0);
+		dlc_post(sess, sqe, -ENOENT, cflags | DLCACHE_CQE_F_SOONER, 0);
 		goto free_wait;
 	}
 	/* Miss: take the fill when this attachment may PUT. */
 	ds->st.misses++;
-	if (may_fill && att->nfills < DLC_MAX_FILLS) {
+	if (att->may_write && att->nfills < DLC_MAX_FILLS) {
 		/* Charged: up to DLC_MAX_FILLS per attachment. */
 		ph = dlc_sample_placeholder(sqe->sample, GFP_KERNEL_ACCOUNT);
 		if (ph && !dlc_store_set_filling(ds, ph)) {

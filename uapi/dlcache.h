@@ -108,7 +108,7 @@
 #define DLCACHE_FEAT_DRAIN	(1ULL << 9)
 /*
  * GET takes DLCACHE_SQE_F_AHEAD: a read-ahead's look-up, which is not a
- * use, copies nothing and never fills (see the flag).
+ * use and copies nothing (see the flag).
  */
 #define DLCACHE_FEAT_GET_AHEAD	(1ULL << 10)
 
@@ -239,16 +239,18 @@ enum {
 /*
  * GET (DLCACHE_FEAT_GET_AHEAD): a look-up made ahead of the use, by a
  * client that reads the misses of its order before it reaches them. It
- * is not a use (no time line's cursor moves), copies nothing, counts
- * nothing and never takes a fill: res is the sample's size on a hit
- * (cqe.size too; addr and len may be 0), -ENOENT on a miss. A sample
- * another session fills parks it, like any GET, until the fill ends. The
- * use is a later GET with DLCACHE_SQE_F_AT, which counts and fills as
- * always (with len 0 it copies nothing), and the PUT after it offers the
- * bytes read ahead for the sample's next use. With DLCACHE_SQE_F_AT the
- * look-up names the use it is made for, (epoch, index), and is still not
- * a use: a miss then has DLCACHE_CQE_F_SOONER when the sample is used
- * before that, by this time line or, in the module's estimate, another.
+ * is not a use (no time line's cursor moves) and copies nothing: res is
+ * the sample's size on a hit (cqe.size too; addr and len may be 0), which
+ * is not counted. With DLCACHE_SQE_F_AT it names the use it is made for,
+ * (epoch, index): a sample used before that (on this time line, or on
+ * another by the module's estimate), or one this session fills already,
+ * is -ENOENT with DLCACHE_CQE_F_SOONER, nothing taken or counted: the
+ * earlier use reads it. Any other miss counts and takes the fill like a
+ * GET (DLCACHE_CQE_F_FILL), so that other sessions wait for this read;
+ * the look-up's session then makes the use (a GET with F_AT, len 0: it
+ * finds its own fill) and PUTs the bytes after it, weighed for the next
+ * use, or ABORTs. A sample another session fills parks the look-up, like
+ * any GET, until the fill ends; a hand-over never goes to a look-up.
  */
 #define DLCACHE_SQE_F_AHEAD	(1U << 2)
 
@@ -275,8 +277,8 @@ struct dlcache_sqe {
 #define DLCACHE_CQE_F_WAITED	(1U << 2)
 /*
  * GET F_AHEAD | F_AT, a miss: the sample is used before the use looked up
- * for (on this time line, or another's use predicted sooner), which will
- * likely read and PUT it first: reading it now may be for nothing.
+ * for (on this time line, or another's use predicted sooner), or this
+ * session fills it already: that earlier use reads it; nothing was taken.
  */
 #define DLCACHE_CQE_F_SOONER	(1U << 3)
 
