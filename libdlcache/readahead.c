@@ -126,6 +126,7 @@ void dlc_ra_release(struct dlc_ra_entry *e)
 	e->claimed = 0;
 	e->abandoned = 0;
 	e->probing = 0;
+	e->fill = 0;
 	e->buf = NULL;
 }
 
@@ -158,6 +159,23 @@ void dlc_ra_retain(struct dlc_ra *ra, uint64_t lo, uint64_t hi)
 			dlc_buf_put(e->buf);
 		e->buf = NULL;
 		e->state = DLC_RA_FREE;
+	}
+}
+
+void dlc_ra_retain_fills(struct dlc_ra *ra, uint64_t lo, uint64_t hi,
+			 void (*end)(void *arg, struct dlc_ra_entry *e),
+			 void *arg)
+{
+	uint32_t i;
+
+	for (i = 0; i < ra->slots; i++) {
+		struct dlc_ra_entry *e = &ra->e[i];
+
+		if (e->state != DLC_RA_READY || !e->fill ||
+		    (e->g >= lo && e->g < hi))
+			continue;
+		end(arg, e);
+		e->fill = 0;
 	}
 }
 

@@ -20,7 +20,11 @@
  *
  * With dlcache.ko an entry's IN_FLIGHT starts with a look-up (a GET with
  * DLCACHE_SQE_F_AHEAD, ->probing): a sample the module holds is not read
- * (dlc_ra_cancel(): FREE again, as if never begun), a miss is.
+ * (dlc_ra_cancel(): FREE again, as if never begun), a miss is, and when
+ * the look-up took the sample's fill (->fill) the loader must end it: a
+ * PUT after the use, or an ABORT when the entry is dropped. The table
+ * never ends fills itself: dlc_ra_retain() leaves READY entries with a
+ * fill to the caller (dlc_ra_retain_fills()).
  *
  * The table belongs to the loader's I/O thread: no locking.
  */
@@ -45,6 +49,7 @@ struct dlc_ra_entry {
 	uint8_t claimed;	/* IN_FLIGHT: the pipeline took it */
 	uint8_t abandoned;	/* IN_FLIGHT: drop it on completion */
 	uint8_t probing;	/* IN_FLIGHT: the module's look-up is out */
+	uint8_t fill;		/* the look-up took the module's fill: ours to end */
 };
 
 struct dlc_ra_counters {
@@ -103,6 +108,14 @@ void dlc_ra_cancel(struct dlc_ra *ra, struct dlc_ra_entry *e);
  * (buffers put), IN_FLIGHT unclaimed ones marked abandoned.
  */
 void dlc_ra_retain(struct dlc_ra *ra, uint64_t lo, uint64_t hi);
+/*
+ * Before dlc_ra_retain(@lo, @hi): call @end for each READY entry it would
+ * drop that holds a fill, and clear its ->fill. IN_FLIGHT ones keep
+ * theirs: their completion, abandoned, ends it.
+ */
+void dlc_ra_retain_fills(struct dlc_ra *ra, uint64_t lo, uint64_t hi,
+			 void (*end)(void *arg, struct dlc_ra_entry *e),
+			 void *arg);
 void dlc_ra_counters(const struct dlc_ra *ra, struct dlc_ra_counters *out);
 
 #endif /* DLC_READAHEAD_H */

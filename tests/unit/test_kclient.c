@@ -125,14 +125,14 @@ static void fake_post(const struct dlcache_sqe *s, int32_t res, uint32_t flags,
 static void fake_get(const struct dlcache_sqe *s)
 {
 	if (s->flags & DLCACHE_SQE_F_AHEAD) {
-		/* A look-up ahead: the size on a hit, nothing copied, no fill. */
+		/* A look-up ahead: the size on a hit, nothing copied; a miss fills. */
 		fk.aheads++;
 		fk.ahead_at += !!(s->flags & DLCACHE_SQE_F_AT);
 		if (!(fk.supported & DLCACHE_FEAT_GET_AHEAD))
 			fk.ahead_unasked++;
 		if (s->sample >= N || !fk.store[s->sample]) {
 			fake_post(s, -ENOENT, fk.sooner && (s->flags & DLCACHE_SQE_F_AT) ?
-				  DLCACHE_CQE_F_SOONER : 0, 0);
+				  DLCACHE_CQE_F_SOONER : DLCACHE_CQE_F_FILL, 0);
 		} else {
 			fk.ahead_hits++;
 			fake_post(s, (int32_t)fk.store_len[s->sample], 0,
