@@ -20,11 +20,13 @@ echo 20 > /proc/sys/kernel/hung_task_timeout_secs 2>/dev/null
 CAP_MB=10
 EPOCHS=3
 NOKERNEL=0
+STORAGE_KBPS=0
 for arg in $(cat /proc/cmdline); do
 	case "$arg" in
 	dlcint.cap_mb=*) CAP_MB=${arg#*=} ;;
 	dlcint.epochs=*) EPOCHS=${arg#*=} ;;
 	dlcint.nokernel=*) NOKERNEL=${arg#*=} ;;
+	dlcint.storage_kbps=*) STORAGE_KBPS=${arg#*=} ;;
 	esac
 done
 
@@ -1053,5 +1055,55 @@ else
 fi
 jobs_pair s --backend inprocess --cache-fraction 0.5
 jobs_pair p --backend inprocess --cache 0 --no-direct --readahead off
+
+# ---- storage-bound: the disk's reads throttled -------------------------------
+# One rank, cache = half the set, every read of /dev/vda limited to
+# STORAGE_KBPS kB/s by the io controller (cgroup v2 io.max rbps), the page
+# cache dropped before each run: dlcache.ko and the in-process cache, each
+# with the read-ahead and with --readahead off, then, unthrottled, the
+# in-process cache holding the whole set (the decode side's own rate).
+# The window is 32 samples, a ninth of this small set's epoch: on a real
+# one (a million samples) the default 256 is a far smaller part of it,
+# and the window alone cannot keep storage busy across an epoch's end.
+# integration.sh measures the steady epochs against their limit and
+# checks dlcache.ko's read-ahead (storage-kernel-readahead).
+storage_run() {	# tag, then bench options
+	_t=$1
+	shift
+	sync
+	echo 3 > /proc/sys/vm/drop_caches
+	_s0=$(vda_sectors)
+	if ! sh -c "echo 0 > $CG/sb/cgroup.procs; exec $CTL bench $IDX --epochs $EPOCHS \
+		--json --window 32 $* $BENCH" > /tmp/sb_$_t.json 2> /tmp/sb_$_t.err; then
+		result FAIL storage-run-$_t
+		show /tmp/sb_$_t.err
+		return 1
+	fi
+	data storage_${_t}_disk $(( ($(vda_sectors) - _s0) * 512 ))
+	data storage_$_t "$(cat /tmp/sb_$_t.json)"
+}
+storage_section() {
+	echo +io > $CG/cgroup.subtree_control 2>/dev/null
+	mkdir -p $CG/sb
+	if ! echo "$(cat /sys/block/vda/dev) rbps=$((STORAGE_KBPS * 1000))" \
+		> $CG/sb/io.max 2> /tmp/iomax.err; then
+		result skip storage-kernel-readahead "(no io.max: $(cat /tmp/iomax.err))"
+		return
+	fi
+	data storage_bps $((STORAGE_KBPS * 1000))
+	if [ "$NOKERNEL" != 1 ] && load_dlcache; then
+		storage_run kra --backend kernel
+		storage_run knora --backend kernel --readahead off
+		unload_dlcache || result FAIL storage-rmmod "(a reference leaked)"
+	fi
+	storage_run ira --backend inprocess --cache-fraction 0.5
+	storage_run inora --backend inprocess --cache-fraction 0.5 --readahead off
+	echo max > $CG/sb/io.max 2>/dev/null
+	echo "$(cat /sys/block/vda/dev) rbps=max" > $CG/sb/io.max 2>/dev/null
+	storage_run decode --backend inprocess --cache-fraction 1
+}
+if [ "$STORAGE_KBPS" -gt 0 ]; then
+	storage_section
+fi
 
 finish

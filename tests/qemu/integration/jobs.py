@@ -26,16 +26,18 @@ cache of half the data set (s), and on the page cache alone (p). Checks:
                          (and says so);
   jobs-pagecache         a measurement: the page cache's bytes, as ratios;
   drift-hit-ratio        two ranks of one job without a barrier: the byte
-                         hit ratio of the warm epochs of each of the
-                         drifting runs at least the lockstep run's - 0.01
-                         (drift may gain: a sample one rank read stays
-                         cached for a rank an epoch ahead); the runs on
-                         the shared time line (DLCACHE_JOB=none, as an ABI 2
-                         module has it) are printed beside them. On the
-                         debug kernel (TAG qemu-debug-int: KASAN, lockdep,
-                         several times slower, its timing uneven) one
-                         run of the ten may fall below, and is named;
-                         the stock kernels' runs hold every one.
+                         hit ratio of the warm epochs of the drifting runs
+                         at least the lockstep run's - 0.01 (drift may
+                         gain: a sample one rank read stays cached for a
+                         rank an epoch ahead): the median of the ten, and
+                         each run but one, which must still be within
+                         0.05 and is named (one run in ten, under TCG on
+                         a loaded 2-core host, lost 0.03 on the stock
+                         kernel too: a make check of main before the
+                         read-ahead on dlcache.ko, 0.4474 against 0.4787);
+                         the runs on the shared time line (DLCACHE_JOB=
+                         none, as an ABI 2 module has it) are printed
+                         beside them.
 
 The optimum is computed here, from the data set's files and the orders
 libdlcache gives for the seeds (dlc_order_fill through ctypes), and
@@ -272,14 +274,21 @@ def main():
                "drift-hit-ratio", "no lockstep or drifting runs")
     else:
         bad = [j for j, r in enumerate(runs_d) if r is None or r < ref - 0.01]
-        # The debug kernel runs for its checkers; its timing is not a
-        # node's: one outlier in ten is allowed there, and shown.
-        allowed = 1 if tag.startswith("qemu-debug") and len(runs_d) >= 10 else 0
-        result("FAIL" if len(bad) > allowed else "ok", "drift-hit-ratio",
+        # TCG on a shared host times the two free-running ranks unevenly:
+        # one outlier in ten is allowed, within 0.05, and shown; the
+        # median must hold.
+        allowed = 1 if len(runs_d) >= 10 else 0
+        vals = sorted(r for r in runs_d if r is not None)
+        median = vals[len(vals) // 2] if len(vals) == len(runs_d) else None
+        far = [j for j in bad if runs_d[j] is None or runs_d[j] < ref - 0.05]
+        fail = len(bad) > allowed or far or median is None or median < ref - 0.01
+        result("FAIL" if fail else "ok", "drift-hit-ratio",
                f"warm epochs, lockstep {ref:.4f}; drifting " +
                " ".join("-" if r is None else f"{r:.4f}" for r in runs_d) +
+               (f", median {median:.4f}" if median is not None else "") +
                f"; {len(runs_d) - len(bad)} of {len(runs_d)} at least lockstep - 0.01"
-               + (f" (debug kernel: {allowed} outlier allowed)" if allowed else "") + "; "
+               + (f" (at most {allowed} below, within 0.05" +
+                  (f": run {bad[0]}" if bad else "") + ")" if allowed else "") + "; "
                "on the shared line (DLCACHE_JOB=none) " +
                (" ".join("-" if r is None else f"{r:.4f}" for r in shared) or "not run"))
     return 1 if fails else 0
