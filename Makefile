@@ -147,9 +147,14 @@ $(BUILD)/bench/rstbench: tests/perf/rstbench.c libdlcache/internal.h libdlcache/
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_ALL) $(CFLAGS) $(WARNINGS) -o $@ $< $(BUILD)/release/libdlcache.a $(LIBS)
 
-.PHONY: bench
+.PHONY: bench bench-storage
 bench: deps lib tools $(BENCH_PROGS)
 	@tests/perf/bench.sh $(BUILD) $(BENCH_SIZE) $(BENCH_REPEATS)
+
+# The storage-bound section alone: a throttled loop device (storage.sh).
+BENCH_STORAGE_IMAGES ?= 4000
+bench-storage: deps lib tools
+	@tests/perf/storage.sh $(BUILD) $(BENCH_STORAGE_IMAGES) $(BENCH_REPEATS)
 
 # ---- tests ----------------------------------------------------------------
 check: deps

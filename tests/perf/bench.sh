@@ -13,6 +13,8 @@
 #   6. dlcache on the pack (.dlp) of the same set, cache = half, and the
 #      same and dlcache on the originals with cache = the whole set
 #   7. dlcachectl decodebench on the pack: the MCU-exact decode limit
+# and after the rounds the storage-bound section (tests/perf/storage.sh:
+# a throttled loop device at 40 and 100 MB/s; BENCH_STORAGE_IMAGES).
 # (the page cache is dropped before 1, 2, 3, 5 and 6, so epoch 1 is cold).
 # The pack is made (and timed) once per run, before the rounds. Then, on
 # real photographs (Debian's wallpapers, multi-megapixel): the decode
@@ -206,6 +208,13 @@ if command -v perf >/dev/null; then
 	perf report -i "$raw/perf.data" --stdio --no-children --sort dso,sym \
 		--dsos dlcachectl,'[kernel.kallsyms]',libc.so.6 --percent-limit 0.3 \
 		-g none 2>/dev/null | grep -v '^#' | grep -v '^$' > "$raw/perf.comm.txt" || true
+fi
+
+# Storage-bound epochs: a throttled loop device, at 40 and 100 MB/s.
+rm -f "$out/storage.md"
+if ! "$here/storage.sh" "$build" "${BENCH_STORAGE_IMAGES:-4000}" "$repeats" >&2; then
+	log "storage-bound section failed (see above); the report goes without it"
+	rm -f "$out/storage.md"
 fi
 
 $py "$here/report.py" "$raw" "$out"

@@ -306,6 +306,11 @@ if os.path.exists(perf) and os.path.getsize(perf):
         L.extend(l.rstrip() for l in open(comm).read().splitlines()[:14])
         L.append("```")
     L.append("")
+# The storage-bound section (storage.sh, run after this report's rounds).
+storage_md = os.path.join(out, "storage.md")
+if os.path.exists(storage_md):
+    L.extend(open(storage_md).read().rstrip().splitlines())
+    L.append("")
 with open(os.path.join(out, "report.md"), "w") as f:
     f.write("\n".join(L) + "\n")
 
