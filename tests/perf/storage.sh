@@ -76,7 +76,7 @@ log "device $loop ($majmin, ext4, direct I/O to $img); $images images"
 "$ctl" gen "$data" --images "$images" --classes 100 --seed 7 >&2
 "$ctl" index "$data" -o "$idx" >/dev/null
 sync
-dev_read() { awk '{print $3 * 512}' /sys/block/$dev/stat; }
+dev_read() { awk '{printf "%.0f\n", $3 * 512}' /sys/block/$dev/stat; }
 
 # ---- the cgroups: one block cgroup, one memory cgroup -------------------
 if [ -d /sys/fs/cgroup/blkio ] && [ -e /sys/fs/cgroup/blkio/blkio.throttle.read_bps_device ]; then
