@@ -66,10 +66,16 @@ static void check_config(void)
 		 offsetof(struct dlc_config, validate) + 4);
 	CHECK_EQ(offsetof(struct dlc_config, readahead_bytes),
 		 offsetof(struct dlc_config, kernel_fallback) + 4);
-	CHECK_EQ(offsetof(struct dlc_config, reserved),
+	CHECK_EQ(offsetof(struct dlc_config, epochs),
 		 offsetof(struct dlc_config, readahead_bytes) + 8);
+	CHECK_EQ(offsetof(struct dlc_config, pad1),
+		 offsetof(struct dlc_config, epochs) + 4);
+	CHECK_EQ(offsetof(struct dlc_config, reserved),
+		 offsetof(struct dlc_config, pad1) + 4);
 	CHECK_EQ(sizeof(struct dlc_config),
-		 offsetof(struct dlc_config, reserved) + 6 * 8);
+		 offsetof(struct dlc_config, reserved) + 5 * 8);
+	/* The size of the config before readahead_bytes and epochs came. */
+	CHECK_EQ(sizeof(struct dlc_config), 240);
 
 	CHECK_EQ(create(&cfg), 0);
 	cfg.kernel_fallback = DLC_KERNEL_FALLBACK_FAIL;

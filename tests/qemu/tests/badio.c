@@ -426,7 +426,10 @@ static void sqe_table(void)
 		s = base; s.resv[i] = 1ULL << 63; sqe_case(s, true, -EINVAL, -EINVAL, "resv[i]");
 	}
 	s = base; s.flags = 1U << 15; sqe_case(s, true, -EINVAL, -EINVAL, "flag 1 << 15");
-	s = base; s.flags = 1U << 2; sqe_case(s, true, -EINVAL, -EINVAL, "flag 1 << 2");
+	/* 1 << 2 is DLCACHE_SQE_F_AHEAD now: the first flag no op takes. */
+	s = base; s.flags = 1U << 3; sqe_case(s, true, -EINVAL, -EINVAL, "flag 1 << 3");
+	s = base; s.opcode = DLCACHE_OP_PUT; s.flags = DLCACHE_SQE_F_AHEAD;
+	sqe_case(s, true, -EINVAL, -EINVAL, "PUT with F_AHEAD");
 	s = base; s.flags = DLCACHE_SQE_F_FAIL; sqe_case(s, true, -EINVAL, -EINVAL, "GET with F_FAIL");
 	s = base; s.opcode = DLCACHE_OP_PUT; s.flags = DLCACHE_SQE_F_AT;
 	sqe_case(s, true, -EINVAL, -EINVAL, "PUT with F_AT");
