@@ -17,8 +17,8 @@ CFLAGS ?= $(OPT) -g
 WARNINGS := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wstrict-prototypes \
 	-Wmissing-prototypes -Wformat=2 -Wvla
 CPPFLAGS_ALL := -D_GNU_SOURCE -Ilibdlcache/include -Ilibdlcache -Iuapi
-LIBS := -luring -ljpeg -lpthread -lm
-TOOL_LIBS := -lpng
+LIBS := -luring -lnvme -ljpeg -lpthread -lm
+TOOL_LIBS := -lpng -lblkid
 
 VERSION := 0.1.0
 SOVERSION := 0

@@ -182,6 +182,12 @@ struct dlc_reader_opts {
 	uint32_t max_read_bytes; /* split reads, 0: DLC_READ_CHUNK_MAX */
 	uint64_t max_file_bytes; /* larger files fail with -EFBIG, 0: no limit */
 	uint32_t slot_bytes;	/* unused: reads land in pooled buffers */
+	/*
+	 * 1: the ring has 128-byte SQEs and 32-byte CQEs, which NVMe
+	 * passthrough (dlc_reader_queue_nvme) needs; creating it fails with
+	 * the kernel's -EINVAL where io_uring has neither (before 5.19).
+	 */
+	uint32_t passthru;
 	const struct dlc_logger *log;
 	struct dlc_stats *stats; /* counters to add to (atomics) */
 	/*
@@ -234,6 +240,33 @@ int dlc_reader_queue_range(struct dlc_reader *r, int fd, uint64_t off,
 /* The why of a range read whose O_DIRECT read was refused (-EINVAL). */
 extern const char dlc_read_direct_refused[];
 
+/* An NVMe namespace read with Read commands through io_uring (nvme.h). */
+struct dlc_nvme_target {
+	int fd;			/* its generic character device, the caller's */
+	uint32_t nsid;
+	uint32_t lba_shift;	/* log2 of its LBA bytes: 9..12 */
+	uint32_t max_xfer;	/* bytes a command moves at most: LBA multiple */
+};
+
+/*
+ * Queue a read of bytes [@off, @off + @len) of namespace @t (copied) as
+ * NVMe Read commands, IORING_OP_URING_CMD on t->fd, each at most
+ * t->max_xfer bytes, into a pooled buffer whose data starts at @off (the
+ * LBA-aligned superset is read, as with O_DIRECT). The reader must have
+ * been created with passthru (else -EINVAL). A completion status other
+ * than success is retried twice unless it has Do Not Retry, then fails
+ * with -EIO and a why that names the status (dlc_nvme_status_str()). A
+ * kernel or device that refuses the command itself (-EACCES, -EPERM:
+ * passthrough asks CAP_SYS_ADMIN on 6.1; -EOPNOTSUPP, -EINVAL, -ENOTTY)
+ * fails it with that errno and why dlc_read_passthru_refused: the caller
+ * reads it another way. Returns 0, -EBUSY when queue_depth reads are in
+ * flight, -EINVAL for a bad target or range.
+ */
+int dlc_reader_queue_nvme(struct dlc_reader *r, const struct dlc_nvme_target *t,
+			  uint64_t off, uint32_t len, uint64_t tag);
+/* The why of an NVMe read that the kernel or device refused to send. */
+extern const char dlc_read_passthru_refused[];
+
 /* Hand queued reads to the kernel. */
 int dlc_reader_submit(struct dlc_reader *r);
 
@@ -273,6 +306,17 @@ struct dlc_rst_geom;
 int dlc_source_open(const struct dlc_index *idx, int direct,
 		    struct dlc_source **out);
 void dlc_source_close(struct dlc_source *s);
+/*
+ * When @s is a pack on an NVMe namespace with a generic character device
+ * this process may open, read its samples through NVMe passthrough
+ * (dlc_reader_queue_nvme: the reader must be created with passthru) and
+ * return 1; else 0, logged on @log (kept for later messages) when the
+ * namespace could have been. Only with O_DIRECT (the dlc_source_open()
+ * @direct): passthrough bypasses the page cache just the same.
+ */
+int dlc_source_passthru(struct dlc_source *s, const struct dlc_logger *log);
+/* Stop passthrough, logging @why once: O_DIRECT on the block device. */
+void dlc_source_passthru_off(struct dlc_source *s, const char *why);
 /* The pack, or NULL for a tree of files. */
 const struct dlc_pack *dlc_source_pack(const struct dlc_source *s);
 /* "ROOT/RELPATH", or "RELPATH in PACK": what messages call sample @id. */
@@ -285,7 +329,9 @@ int dlc_source_queue(struct dlc_source *s, struct dlc_reader *r,
  * A read of sample @id that @d reports done: when it is a pack's O_DIRECT
  * read the file system refused, every read from now on is buffered and
  * this one is queued again (returns 1: @d is not done after all; 2 the
- * first time, for the caller to log it once). Else 0.
+ * first time, for the caller to log it once); when it is an NVMe command
+ * the kernel refused, every read from now on is O_DIRECT (logged here
+ * once) and this one is queued again (1). Else 0.
  */
 int dlc_source_requeue(struct dlc_source *s, struct dlc_reader *r,
 		       uint32_t id, const struct dlc_read_done *d);

@@ -288,7 +288,10 @@ static int check_config(const struct dlc_config *c, const struct dlc_logger *log
 		BAD("readahead_bytes", "at most %llu (1 TiB) or DLC_READAHEAD_OFF, got %llu",
 		    (unsigned long long)DLC_READAHEAD_MAX,
 		    (unsigned long long)c->readahead_bytes);
-	if (c->pad || c->pad1)
+	if (c->nvme_passthru > DLC_PASSTHRU_OFF)
+		BAD("nvme_passthru", "must be DLC_PASSTHRU_AUTO or _OFF, got %u",
+		    c->nvme_passthru);
+	if (c->pad)
 		BAD("pad", "must be zero");
 	for (i = 0; i < sizeof(c->reserved) / sizeof(c->reserved[0]); i++)
 		if (c->reserved[i])
@@ -2677,7 +2680,15 @@ int dlc_loader_create(const struct dlc_config *ucfg,
 	ro.slot_bytes = 256 << 10;
 	ro.log = &l->log;
 	ro.stats = &l->stats;
+	if (cfg->nvme_passthru == DLC_PASSTHRU_AUTO)
+		ro.passthru = (uint32_t)dlc_source_passthru(l->src, &l->log);
 	ret = dlc_reader_create(&ro, &l->reader);
+	if (ret && ro.passthru) {
+		/* io_uring before 5.19 has no 128-byte SQEs. */
+		dlc_source_passthru_off(l->src, "io_uring without 128-byte SQEs");
+		ro.passthru = 0;
+		ret = dlc_reader_create(&ro, &l->reader);
+	}
 	if (ret) {
 		dlc_logf(&l->log, DLC_LOG_ERROR, "io_uring setup failed: %s",
 			 strerror(-ret));

@@ -12,11 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "crc32c.h"
 #include "internal.h"
+#include "nvme.h"
 #include "pack.h"
 #include "packfmt.h"
 
@@ -38,6 +41,7 @@ struct dlc_pack {
 	uint64_t strings_len;
 	uint32_t *class_off;	/* into meta */
 	uint64_t key[2];
+	uint32_t flags;		/* PK_FLAG_* */
 };
 
 static int why_set(char *why, size_t why_len, const char *fmt, ...)
@@ -56,18 +60,41 @@ static int why_set(char *why, size_t why_len, const char *fmt, ...)
 	return -EBADMSG;
 }
 
+/*
+ * The file to open for @path: a namespace named by its identifier or by
+ * its generic character device is read through its block device.
+ */
+static int pack_target(const char *path, char *buf, size_t len,
+		       const char **out)
+{
+	struct dlc_nvme_ns ns;
+	int ret = dlc_nvme_probe(path, &ns, NULL, 0);
+
+	*out = path;
+	if (ret < 0)
+		return ret;
+	if (ret > 0) {
+		snprintf(buf, len, "%s", ns.blk);
+		*out = buf;
+	}
+	return 0;
+}
+
 int dlc_pack_sniff(const char *path)
 {
-	char magic[8];
+	char magic[8], dev[80];
 	struct stat st;
 	ssize_t n;
-	int fd;
+	int fd, ret;
 
+	ret = pack_target(path, dev, sizeof(dev), &path);
+	if (ret)
+		return ret;
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
-	/* Only a regular file is a pack (a directory, a FIFO are not). */
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+	/* A regular file or a block device (a directory, a FIFO are not). */
+	if (fstat(fd, &st) || !(S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))) {
 		close(fd);
 		return 0;
 	}
@@ -121,6 +148,10 @@ static int check_header(struct dlc_pack *p, uint64_t fsize, char *why,
 		return -EPROTO;
 	}
 	crc = dlc_crc32c(0, h, PK_HDR_CRC);
+	/* The placeholder the writer starts with: no pack yet. */
+	if (!pk_get32(h + PK_HDR_CRC) && !pk_get32(h + PK_HDR_HDRLEN))
+		return why_set(why, wl, "an unfinished pack (its writer was "
+			       "interrupted or failed)");
 	if (crc != pk_get32(h + PK_HDR_CRC))
 		return why_set(why, wl, "header: crc32c %08x, computed %08x",
 			       pk_get32(h + PK_HDR_CRC), crc);
@@ -128,12 +159,35 @@ static int check_header(struct dlc_pack *p, uint64_t fsize, char *why,
 	if (hlen != PK_HDR_LEN)
 		return why_set(why, wl, "header: header length %u", hlen);
 	flags = pk_get32(h + PK_HDR_FLAGS);
-	if (flags)
-		return why_set(why, wl, "header: unknown flags %#x", flags);
+	if (flags & ~PK_FLAGS_KNOWN)
+		return why_set(why, wl, "header: unknown flags %#x",
+			       flags & ~PK_FLAGS_KNOWN);
+	p->flags = flags;
 	if (pk_get32(h + PK_HDR_RESERVED0))
 		return why_set(why, wl, "header: reserved word at %d not zero",
 			       PK_HDR_RESERVED0);
-	for (i = PK_HDR_RESERVED; i < PK_HDR_CRC; i++)
+	if (flags & PK_FLAG_DEVICE) {
+		uint32_t lba = pk_get32(h + PK_HDR_DEV_LBA);
+		uint64_t len = pk_get64(h + PK_HDR_DEV_PACK_LEN);
+
+		if (lba < 512 || lba > 4096 || (lba & (lba - 1)))
+			return why_set(why, wl, "header: device LBA size %u",
+				       lba);
+		if (pk_get32(h + PK_HDR_DEV_RESERVED))
+			return why_set(why, wl, "header: reserved word at %d "
+				       "not zero", PK_HDR_DEV_RESERVED);
+		if (len > fsize || len > pk_get64(h + PK_HDR_DEV_LEN))
+			return why_set(why, wl, "header: the pack's %llu bytes "
+				       "do not fit the device's %llu (%llu when "
+				       "written)", (unsigned long long)len,
+				       (unsigned long long)fsize,
+				       (unsigned long long)
+				       pk_get64(h + PK_HDR_DEV_LEN));
+		/* The pack ends where it says, not at the device's end. */
+		fsize = len;
+	}
+	for (i = flags & PK_FLAG_DEVICE ? PK_HDR_DEV_END : PK_HDR_RESERVED;
+	     i < PK_HDR_CRC; i++)
 		if (h[i])
 			return why_set(why, wl,
 				       "header: reserved byte %zu not zero", i);
@@ -169,11 +223,14 @@ static int check_header(struct dlc_pack *p, uint64_t fsize, char *why,
 	if (p->meta_len < PK_META_LEN || p->meta_len > fsize - meta_off ||
 	    meta_off + p->meta_len != fsize)
 		return why_set(why, wl, "header: metadata [%llu, +%llu) does "
-			       "not end at the file's end (%llu bytes: "
-			       "truncated?)",
+			       "not end at the %s end (%llu bytes: %s)",
 			       (unsigned long long)meta_off,
 			       (unsigned long long)p->meta_len,
-			       (unsigned long long)fsize);
+			       flags & PK_FLAG_DEVICE ? "pack's" : "file's",
+			       (unsigned long long)fsize,
+			       flags & PK_FLAG_DEVICE ? "a bad record" :
+			       "truncated, or a file's pack copied onto a device "
+			       "(dlcachectl pack --to writes one)");
 	return 0;
 }
 
@@ -445,9 +502,11 @@ int dlc_pack_open(const char *path, struct dlc_pack **out, char *why,
 		  size_t why_len)
 {
 	const void *parts[2];
+	uint64_t fsize;
 	size_t lens[2];
 	struct dlc_pack *p;
 	struct stat st;
+	char dev[80];
 	uint32_t crc;
 	int fd, ret;
 
@@ -456,6 +515,9 @@ int dlc_pack_open(const char *path, struct dlc_pack **out, char *why,
 	if (!path || !out)
 		return -EINVAL;
 	*out = NULL;
+	ret = pack_target(path, dev, sizeof(dev), &path);
+	if (ret)
+		return ret;
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return -errno;
@@ -468,20 +530,28 @@ int dlc_pack_open(const char *path, struct dlc_pack **out, char *why,
 		ret = -errno;
 		goto out;
 	}
-	if (!S_ISREG(st.st_mode)) {
-		ret = why_set(why, why_len, "not a regular file");
+	if (S_ISBLK(st.st_mode)) {
+		/* A pack written onto a device: its size is the device's. */
+		if (ioctl(fd, BLKGETSIZE64, &fsize)) {
+			ret = -errno;
+			goto out;
+		}
+	} else if (S_ISREG(st.st_mode)) {
+		fsize = (uint64_t)st.st_size;
+	} else {
+		ret = why_set(why, why_len, "not a regular file or block device");
 		goto out;
 	}
-	if ((uint64_t)st.st_size < PK_HDR_LEN) {
-		ret = why_set(why, why_len, "header: truncated (%lld bytes)",
-			      (long long)st.st_size);
+	if (fsize < PK_HDR_LEN) {
+		ret = why_set(why, why_len, "header: truncated (%llu bytes)",
+			      (unsigned long long)fsize);
 		goto out;
 	}
 	ret = pread_full(fd, p->hdr, PK_HDR_LEN, 0);
 	if (ret == -EBADMSG)
 		why_set(why, why_len, "header: truncated while read");
 	if (!ret)
-		ret = check_header(p, (uint64_t)st.st_size, why, why_len);
+		ret = check_header(p, fsize, why, why_len);
 	if (ret)
 		goto out;
 	p->meta = malloc(p->meta_len);
@@ -608,4 +678,20 @@ void dlc_pack_key(const struct dlc_pack *p, uint64_t key[2])
 {
 	key[0] = p->key[0];
 	key[1] = p->key[1];
+}
+
+int dlc_pack_device(const struct dlc_pack *p, struct dlc_pack_device *d)
+{
+	const uint8_t *h = p->hdr;
+
+	memset(d, 0, sizeof(*d));
+	if (!(p->flags & PK_FLAG_DEVICE))
+		return 0;
+	d->lba_bytes = pk_get32(h + PK_HDR_DEV_LBA);
+	d->pack_bytes = pk_get64(h + PK_HDR_DEV_PACK_LEN);
+	d->dev_bytes = pk_get64(h + PK_HDR_DEV_LEN);
+	memcpy(d->nguid, h + PK_HDR_DEV_NGUID, sizeof(d->nguid));
+	memcpy(d->eui64, h + PK_HDR_DEV_EUI64, sizeof(d->eui64));
+	d->nsid = pk_get32(h + PK_HDR_DEV_NSID);
+	return 1;
 }

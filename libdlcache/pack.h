@@ -58,7 +58,11 @@ struct dlc_pack_entry {
 int dlc_pack_sniff(const char *path);
 
 /*
- * Open and check the pack at @path. -ENOENT/-EACCES/... from open,
+ * Open and check the pack at @path: a file, or a device a pack was
+ * written onto (dlc_pack_device(); an NVMe namespace may also be named by
+ * its generic character device or as "nvme:<NGUID|EUI-64>", nvme.h, and
+ * is then read through its block device, which dlc_pack_path() names).
+ * -ENOENT/-EACCES/... from open,
  * -EBADMSG for a file that is not a well-formed pack (with @why, naming
  * the field or sample), -EPROTO for a version this library does not
  * read, -ENOMEM.
@@ -83,6 +87,19 @@ int dlc_pack_entry(const struct dlc_pack *p, uint32_t id,
  * a plain sample. (Checked at open: increasing, inside the sample.)
  */
 int dlc_pack_rows(const struct dlc_pack *p, uint32_t id, uint32_t *rows);
+
+/* What the header of a pack written onto a device records of it. */
+struct dlc_pack_device {
+	uint32_t lba_bytes;	/* the namespace's LBA size when written */
+	uint32_t nsid;		/* its namespace ID; 0: not an NVMe namespace */
+	uint64_t pack_bytes;	/* the pack's bytes, from the device's start */
+	uint64_t dev_bytes;	/* the device's bytes when written */
+	uint8_t nguid[16];	/* zeros: none */
+	uint8_t eui64[8];	/* zeros: none */
+};
+
+/* 1 and @d filled for a pack written onto a device (PK_FLAG_DEVICE), else 0. */
+int dlc_pack_device(const struct dlc_pack *p, struct dlc_pack_device *d);
 
 /* A 128-bit key of the pack's content (header and metadata). */
 void dlc_pack_key(const struct dlc_pack *p, uint64_t key[2]);

@@ -10,7 +10,8 @@
  *   [data_off, +data_len)   sample bytes, each at a multiple of align
  *   [meta_off, +meta_len)   metadata: preamble, class names, records,
  *                           row tables, strings; meta_off + meta_len is
- *                           the file's size
+ *                           the file's size (PK_FLAG_DEVICE: the pack's,
+ *                           at most the device's)
  */
 #ifndef DLC_PACKFMT_H
 #define DLC_PACKFMT_H
@@ -27,7 +28,7 @@
 #define PK_HDR_HDRLEN		12	/* u32: 4096 */
 #define PK_HDR_COUNT		16	/* u32: samples */
 #define PK_HDR_NCLASSES		20	/* u32 */
-#define PK_HDR_FLAGS		24	/* u32: none defined, 0 */
+#define PK_HDR_FLAGS		24	/* u32: PK_FLAG_* */
 #define PK_HDR_INTERVAL		28	/* u32: restart interval asked, 0: row */
 #define PK_HDR_MAX_SIDE		32	/* u32: 0 lossless */
 #define PK_HDR_QUALITY		36	/* u32: re-encode quality, 0 lossless */
@@ -39,6 +40,23 @@
 #define PK_HDR_META_LEN		72	/* u64 */
 #define PK_HDR_META_CRC		80	/* u32: CRC-32C of the metadata */
 #define PK_HDR_RESERVED		84	/* up to PK_HDR_CRC: 0 */
+/*
+ * With PK_FLAG_DEVICE (written onto a device, which may be larger than
+ * the pack), the device record takes [PK_HDR_RESERVED, PK_HDR_DEV_END)
+ * and the reserved bytes start at PK_HDR_DEV_END.
+ */
+#define PK_HDR_DEV_LBA		84	/* u32: the namespace's LBA bytes */
+#define PK_HDR_DEV_PACK_LEN	88	/* u64: the pack's bytes, meta_off + meta_len */
+#define PK_HDR_DEV_LEN		96	/* u64: the device's bytes when written */
+#define PK_HDR_DEV_NGUID	104	/* 16: its NGUID, zeros: none */
+#define PK_HDR_DEV_EUI64	120	/* 8: its EUI-64, zeros: none */
+#define PK_HDR_DEV_NSID		128	/* u32: its namespace ID, 0: not NVMe */
+#define PK_HDR_DEV_RESERVED	132	/* u32: 0 */
+#define PK_HDR_DEV_END		136
+
+/* Header flags; a reader refuses a pack with a flag it does not know. */
+#define PK_FLAG_DEVICE		(1U << 0)	/* on a device: the record above */
+#define PK_FLAGS_KNOWN		PK_FLAG_DEVICE
 #define PK_HDR_CRC		4092	/* u32: CRC-32C of bytes [0, 4092) */
 
 /* Metadata preamble: the section lengths, in their order. */

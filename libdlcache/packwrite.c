@@ -16,11 +16,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "crc32c.h"
 #include "internal.h"
+#include "nvme.h"
 #include "packfmt.h"
 #include "packwrite.h"
 
@@ -29,6 +32,9 @@ struct dlc_packw {
 	char *part;
 	int fd;
 	int created;		/* PATH.part is ours: abort removes it */
+	uint64_t dev_bytes;	/* onto a device: its size (0: a file) */
+	uint32_t dev_lba;	/* and its logical block size */
+	struct dlc_nvme_ns ns;	/* and, when an NVMe namespace, what it is */
 	const struct dlc_index *idx;
 	struct dlc_packw_opts o;
 	uint32_t count;
@@ -110,6 +116,66 @@ static int remove_stale_part(const char *part, char *why, size_t why_len)
 	return -EEXIST;
 }
 
+/*
+ * Open the device at w->path for writing, exclusively, and learn its size;
+ * an NVMe namespace (named any way nvme.h takes) is written through its
+ * block device, and w->ns says what it is.
+ */
+static int open_device(struct dlc_packw *w, char *why, size_t why_len)
+{
+	int ret, lba = 0;
+	struct stat st;
+
+	ret = dlc_nvme_probe(w->path, &w->ns, why, why_len);
+	if (ret < 0)
+		return ret;
+	if (ret > 0) {
+		char *blk = strdup(w->ns.blk);
+
+		if (!blk)
+			return -ENOMEM;
+		free(w->path);
+		w->path = blk;
+	}
+	w->fd = open(w->path, O_WRONLY | O_EXCL | O_CLOEXEC);
+	if (w->fd < 0) {
+		ret = -errno;
+		say(why, why_len, "%s: %s%s", w->path, strerror(errno),
+		    errno == EBUSY ? " (mounted, or held by another user)" : "");
+		return ret;
+	}
+	if (fstat(w->fd, &st) || !S_ISBLK(st.st_mode)) {
+		say(why, why_len, "%s: not a block device", w->path);
+		return -ENOTBLK;
+	}
+	if (ioctl(w->fd, BLKGETSIZE64, &w->dev_bytes) ||
+	    ioctl(w->fd, BLKSSZGET, &lba)) {
+		ret = -errno;
+		say(why, why_len, "%s: size: %s", w->path, strerror(errno));
+		return ret;
+	}
+	w->dev_lba = (uint32_t)lba;
+	if (w->dev_lba < 512 || w->dev_lba > 4096 ||
+	    (w->dev_lba & (w->dev_lba - 1))) {
+		say(why, why_len, "%s: logical block size %u", w->path,
+		    w->dev_lba);
+		return -EINVAL;
+	}
+	if (w->dev_bytes < 2 * PK_HDR_LEN) {
+		say(why, why_len, "%s holds %llu bytes: too small for a pack",
+		    w->path, (unsigned long long)w->dev_bytes);
+		return -ENOSPC;
+	}
+	return 0;
+}
+
+/* Onto a device, [@off, @off + @len) must lie inside it. */
+static int fits(const struct dlc_packw *w, uint64_t off, uint64_t len)
+{
+	return !w->dev_bytes || (off <= w->dev_bytes &&
+				 len <= w->dev_bytes - off);
+}
+
 int dlc_packw_create(const char *path, const struct dlc_index *idx,
 		     const struct dlc_packw_opts *o, struct dlc_packw **out,
 		     char *why, size_t why_len)
@@ -156,16 +222,23 @@ int dlc_packw_create(const char *path, const struct dlc_index *idx,
 		ret = -ENOMEM;
 		goto err;
 	}
-	ret = remove_stale_part(w->part, why, why_len);
-	if (ret)
-		goto err;
-	w->fd = open(w->part, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-	if (w->fd < 0) {
-		ret = -errno;
-		say(why, why_len, "%s: %s", w->part, strerror(errno));
-		goto err;
+	if (w->o.device) {
+		ret = open_device(w, why, why_len);
+		if (ret)
+			goto err;
+	} else {
+		ret = remove_stale_part(w->part, why, why_len);
+		if (ret)
+			goto err;
+		w->fd = open(w->part, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+			     0666);
+		if (w->fd < 0) {
+			ret = -errno;
+			say(why, why_len, "%s: %s", w->part, strerror(errno));
+			goto err;
+		}
+		w->created = 1;
 	}
-	w->created = 1;
 	/* A placeholder: ours to remove if we die, never a valid pack. */
 	memcpy(hdr + PK_HDR_MAGIC, DLC_PACK_MAGIC, 8);
 	pk_put32(hdr + PK_HDR_VERSION, PK_VERSION);
@@ -240,6 +313,11 @@ int dlc_packw_add(struct dlc_packw *w, uint32_t id, uint32_t kind,
 		return ret;
 	}
 	off = (w->end + w->o.align - 1) & ~(uint64_t)(w->o.align - 1);
+	if (!fits(w, off, len)) {
+		w->err = -ENOSPC;
+		pthread_mutex_unlock(&w->lock);
+		return -ENOSPC;
+	}
 	w->end = off + len;
 	w->added[id] = 1;
 	r = w->recs + (size_t)id * PK_REC_LEN;
@@ -315,6 +393,11 @@ int dlc_packw_add_source(struct dlc_packw *w, uint32_t id, const uint8_t *src,
 	}
 	ret = dlc_packw_add(w, id, DLC_PACK_PLAIN, src, len, len, NULL, NULL);
 	return ret ? ret : DLC_PACK_PLAIN;
+}
+
+uint64_t dlc_packw_device_bytes(const struct dlc_packw *w)
+{
+	return w->dev_bytes;
 }
 
 uint64_t dlc_packw_bytes(const struct dlc_packw *w)
@@ -395,6 +478,37 @@ static void sync_dir_of(const char *path)
 	free(dir);
 }
 
+/*
+ * Onto a device: the metadata, a flush, then the header with the device's
+ * record, a flush. Until the header lands, the device's first 4 KiB are
+ * the placeholder create wrote: never a pack.
+ */
+static int device_finish(struct dlc_packw *w, uint8_t *hdr,
+			 const uint8_t *meta, size_t meta_len)
+{
+	int ret;
+
+	pk_put32(hdr + PK_HDR_FLAGS, PK_FLAG_DEVICE);
+	pk_put32(hdr + PK_HDR_DEV_LBA, w->dev_lba);
+	pk_put64(hdr + PK_HDR_DEV_PACK_LEN, w->end + meta_len);
+	pk_put64(hdr + PK_HDR_DEV_LEN, w->dev_bytes);
+	memcpy(hdr + PK_HDR_DEV_NGUID, w->ns.nguid, sizeof(w->ns.nguid));
+	memcpy(hdr + PK_HDR_DEV_EUI64, w->ns.eui64, sizeof(w->ns.eui64));
+	pk_put32(hdr + PK_HDR_DEV_NSID, w->ns.nsid);
+	pk_put32(hdr + PK_HDR_CRC, dlc_crc32c(0, hdr, PK_HDR_CRC));
+	ret = pwrite_full(w->fd, meta, meta_len, w->end);
+	if (!ret && fsync(w->fd))
+		ret = -errno;
+	if (!ret)
+		ret = pwrite_full(w->fd, hdr, PK_HDR_LEN, 0);
+	if (!ret && fsync(w->fd))
+		ret = -errno;
+	if (close(w->fd) && !ret)
+		ret = -errno;
+	w->fd = -1;
+	return ret;
+}
+
 int dlc_packw_finish(struct dlc_packw *w, char *why, size_t why_len)
 {
 	uint8_t hdr[PK_HDR_LEN] = { 0 }, *meta = NULL;
@@ -405,8 +519,16 @@ int dlc_packw_finish(struct dlc_packw *w, char *why, size_t why_len)
 	if (why && why_len)
 		why[0] = '\0';
 	ret = w->err;
+	if (ret == -ENOSPC && w->dev_bytes) {
+		say(why, why_len, "%s holds %llu bytes: the pack needs more "
+		    "(%llu of sample data written, samples left)", w->path,
+		    (unsigned long long)w->dev_bytes,
+		    (unsigned long long)(w->end - PK_HDR_LEN));
+		goto out;
+	}
 	if (ret) {
-		say(why, why_len, "%s: %s", w->part, strerror(-ret));
+		say(why, why_len, "%s: %s", w->dev_bytes ? w->path : w->part,
+		    strerror(-ret));
 		goto out;
 	}
 	for (i = 0; i < w->count; i++)
@@ -437,6 +559,19 @@ int dlc_packw_finish(struct dlc_packw *w, char *why, size_t why_len)
 	pk_put64(hdr + PK_HDR_META_OFF, w->end);
 	pk_put64(hdr + PK_HDR_META_LEN, meta_len);
 	pk_put32(hdr + PK_HDR_META_CRC, dlc_crc32c(0, meta, meta_len));
+	if (w->dev_bytes) {
+		if (!fits(w, w->end, meta_len)) {
+			ret = -ENOSPC;
+			say(why, why_len, "%s holds %llu bytes: the pack needs "
+			    "%llu", w->path, (unsigned long long)w->dev_bytes,
+			    (unsigned long long)(w->end + meta_len));
+			goto out;
+		}
+		ret = device_finish(w, hdr, meta, meta_len);
+		if (ret)
+			say(why, why_len, "%s: %s", w->path, strerror(-ret));
+		goto out;
+	}
 	pk_put32(hdr + PK_HDR_CRC, dlc_crc32c(0, hdr, PK_HDR_CRC));
 	ret = pwrite_full(w->fd, meta, meta_len, w->end);
 	/* A file a previous, longer writer left cannot exist (O_EXCL). */

@@ -8,6 +8,16 @@
  * leaves no PATH (and the next dlc_packw_create() of PATH removes the
  * stale PATH.part). Sample bytes are appended as they come, each at a
  * multiple of the alignment; the metadata and the header go last.
+ *
+ * Onto a device (dlc_packw_opts.device): PATH is a block device, or an
+ * NVMe namespace as nvme.h names one, opened O_EXCL (a mounted file
+ * system or another exclusive user refuses it: -EBUSY). Its first 4 KiB
+ * are overwritten at once with a header that is never a valid pack, so
+ * that an interrupted writer leaves no pack (old or half new) to read;
+ * the complete header, with PK_FLAG_DEVICE and the device's record, is
+ * written after everything else is on the device. A pack that would not
+ * fit fails with -ENOSPC. Whether the device held something else (a file
+ * system, a partition table) is the caller's to check first.
  */
 #ifndef DLC_PACKWRITE_H
 #define DLC_PACKWRITE_H
@@ -27,6 +37,7 @@ struct dlc_packw_opts {
 	uint32_t align;		/* sample alignment: power of 2 <= 4096; 0: 512 */
 	struct dlc_rst_opts rst;	/* dlc_packw_add_source()'s transcode */
 	uint64_t max_pixels;	/* transcode cap; 0: DLC_DEFAULT_MAX_PIXELS */
+	uint32_t device;	/* 1: PATH is a device to write onto (above) */
 };
 
 /*
@@ -63,7 +74,7 @@ int dlc_packw_add_source(struct dlc_packw *w, uint32_t id, const uint8_t *src,
 
 /*
  * Write the metadata and the header, fsync, rename PATH.part to PATH
- * (replacing it) and free @w. Every sample must have been added (else
+ * (replacing it; onto a device: fsync, the header, fsync) and free @w. Every sample must have been added (else
  * -EINVAL naming the first missing one). On error PATH.part is removed
  * and @w freed too.
  */
@@ -74,5 +85,7 @@ void dlc_packw_abort(struct dlc_packw *w);
 
 /* Bytes of sample data appended so far (with alignment padding). */
 uint64_t dlc_packw_bytes(const struct dlc_packw *w);
+/* Onto a device: its bytes (else 0). */
+uint64_t dlc_packw_device_bytes(const struct dlc_packw *w);
 
 #endif /* DLC_PACKWRITE_H */

@@ -26,12 +26,19 @@
  * A range read (dlc_reader_queue_range) reads part of a file the caller
  * holds open: one READ (or a few), no open, statx or close.
  *
+ * An NVMe read (dlc_reader_queue_nvme) reads part of a namespace with
+ * NVMe Read commands sent as IORING_OP_URING_CMD on its generic character
+ * device, bypassing the file system and the block layer; the ring then
+ * has 128-byte SQEs (the command is in the SQE) and 32-byte CQEs. The
+ * completion's res is the NVMe status (0: success) or -errno.
+ *
  * A second eventfd read sits on the ring at all times, so that another
  * thread can wake the owner out of io_uring_wait_cqe() by writing to it.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <liburing.h>
+#include <linux/nvme_ioctl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,13 +47,18 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "nvme.h"
 
 #define DIO_ALIGN	4096U
 #define WAKE_TAG	0ULL	/* user_data of the eventfd read */
 #define WATCH_TAG	UINT64_MAX /* user_data of the watched fd's poll */
 #define CLOSE_TAG	(UINT64_MAX - 1) /* a close: its completion is dropped */
 
-enum req_state { RQ_OPEN, RQ_STATX, RQ_READ };
+enum req_state { RQ_OPEN, RQ_STATX, RQ_READ, RQ_NVME };
+
+#define NVME_CMD_READ	0x02	/* NVM command set: Read */
+#define NVME_SC_DNR	0x4000	/* status: Do Not Retry */
+#define NVME_TRIES	3	/* a retryable status: sent this often at most */
 
 struct dlc_read_req {
 	int fd;
@@ -64,6 +76,10 @@ struct dlc_read_req {
 	uint64_t t0;
 	char *path;		/* a copy: io_uring reads it at submit */
 	struct statx stx;
+	/* RQ_NVME: the namespace, the bytes asked for, sends of this chunk */
+	struct dlc_nvme_target nvme;
+	uint32_t want;
+	uint32_t tries;
 };
 
 struct dlc_reader {
@@ -149,7 +165,8 @@ int dlc_reader_create(const struct dlc_reader_opts *o, struct dlc_reader **out)
 	 * One operation per request, a close per request just released,
 	 * the wake-up read and a watched fd's poll.
 	 */
-	ret = io_uring_queue_init(2 * qd + 2, &r->ring, 0);
+	ret = io_uring_queue_init(2 * qd + 2, &r->ring, o->passthru ?
+				  IORING_SETUP_SQE128 | IORING_SETUP_CQE32 : 0);
 	if (ret)
 		goto err_free_ret;
 	ret = arm_wake(r);
@@ -340,6 +357,37 @@ static int prep_read(struct dlc_reader *r, struct dlc_read_req *q)
 	return 0;
 }
 
+/* Prepare the next NVMe Read command of @q; the caller submits. */
+static int prep_nvme(struct dlc_reader *r, struct dlc_read_req *q)
+{
+	struct io_uring_sqe *sqe = get_sqe(r);
+	const struct dlc_nvme_target *t = &q->nvme;
+	uint64_t len = q->size - q->done, slba;
+	struct nvme_uring_cmd *c;
+
+	if (!sqe)
+		return -EBUSY;
+	if (len > t->max_xfer)
+		len = t->max_xfer;
+	slba = (q->start + q->done) >> t->lba_shift;
+	/* The whole 128-byte entry: the command lives in its second half. */
+	memset(sqe, 0, 2 * sizeof(*sqe));
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = t->fd;
+	sqe->cmd_op = NVME_URING_CMD_IO;
+	c = (struct nvme_uring_cmd *)sqe->cmd;
+	c->opcode = NVME_CMD_READ;
+	c->nsid = t->nsid;
+	c->addr = (uint64_t)(uintptr_t)(q->out->data - q->lead + q->done);
+	c->data_len = (uint32_t)len;
+	c->cdw10 = (uint32_t)slba;
+	c->cdw11 = (uint32_t)(slba >> 32);
+	c->cdw12 = (uint32_t)(len >> t->lba_shift) - 1;	/* 0's based */
+	q->asked = (uint32_t)len;
+	io_uring_sqe_set_data64(sqe, (uint64_t)(q - r->req) + 1);
+	return 0;
+}
+
 /* Prepare @q's operation in its state; the caller submits. */
 static int prep_op(struct dlc_reader *r, struct dlc_read_req *q)
 {
@@ -347,6 +395,8 @@ static int prep_op(struct dlc_reader *r, struct dlc_read_req *q)
 
 	if (q->state == RQ_READ)
 		return prep_read(r, q);
+	if (q->state == RQ_NVME)
+		return prep_nvme(r, q);
 	sqe = get_sqe(r);
 	if (!sqe)
 		return -EBUSY;
@@ -474,6 +524,43 @@ int dlc_reader_queue_range(struct dlc_reader *r, int fd, uint64_t off,
 	return launch(r, q, q->out != NULL);
 }
 
+int dlc_reader_queue_nvme(struct dlc_reader *r, const struct dlc_nvme_target *t,
+			  uint64_t off, uint32_t len, uint64_t tag)
+{
+	uint32_t lead = (uint32_t)(off % DIO_ALIGN), lba;
+	struct dlc_read_req *q;
+
+	if (!r->o.passthru || !t || t->fd < 0 || t->lba_shift < 9 ||
+	    t->lba_shift > 12 || off > UINT64_MAX - len - DIO_ALIGN)
+		return -EINVAL;
+	lba = 1U << t->lba_shift;
+	if (t->max_xfer < lba || t->max_xfer % lba)
+		return -EINVAL;
+	if (!r->nfree || r->nearly + r->inflight >= r->o.queue_depth)
+		return -EBUSY;
+	if (!len) {
+		struct dlc_buf *b = dlc_buf_alloc(0);
+
+		fail_early(r, tag, b ? 0 : -ENOMEM, b ? NULL : "allocate", b);
+		return 0;
+	}
+	q = claim(r, tag);
+	q->range = 1;
+	q->direct = 0;
+	q->state = RQ_NVME;
+	q->nvme = *t;
+	/* NLB is 16 bits: at most 65536 blocks a command. */
+	if (q->nvme.max_xfer >> t->lba_shift > 65536)
+		q->nvme.max_xfer = 65536U << t->lba_shift;
+	q->tries = 0;
+	q->want = len;
+	q->start = off - lead;	/* 4 KiB aligned, so LBA aligned */
+	q->lead = lead;
+	q->size = align_up((uint64_t)lead + len, lba);
+	q->out = dlc_buf_alloc_io(len, lead);
+	return launch(r, q, q->out != NULL);
+}
+
 int dlc_reader_submit(struct dlc_reader *r)
 {
 	int ret;
@@ -573,6 +660,39 @@ static int range_read(struct dlc_reader *r, struct dlc_read_req *q, int res,
 	return prep_read(r, q) ? finish_err(d, -EIO, "resubmit") : 0;
 }
 
+const char dlc_read_passthru_refused[] =
+	"NVMe passthrough refused (read it through the block device)";
+
+/* An NVMe Read of @q completed with @res: its status, or -errno. */
+static int nvme_read(struct dlc_reader *r, struct dlc_read_req *q, int res,
+		     struct dlc_read_done *d)
+{
+	if (res == -EACCES || res == -EPERM || res == -EOPNOTSUPP ||
+	    res == -EINVAL || res == -ENOTTY)
+		return finish_err(d, res, dlc_read_passthru_refused);
+	if (res < 0)
+		return finish_err(d, res, "NVMe passthrough read");
+	if (res > 0) {
+		dlc_logf(r->o.log, DLC_LOG_WARN,
+			 "NVMe Read of LBA %llu (+%u bytes) on %d: status %#x%s",
+			 (unsigned long long)((q->start + q->done) >>
+					      q->nvme.lba_shift),
+			 q->asked, q->nvme.fd, res,
+			 res & NVME_SC_DNR ? " (do not retry)" : "");
+		if (!(res & NVME_SC_DNR) && ++q->tries < NVME_TRIES) {
+			dlc_stat_add(r->o.stats->retries, 1);
+			return prep_nvme(r, q) ? finish_err(d, -EIO, "resubmit") : 0;
+		}
+		return finish_err(d, -EIO, dlc_nvme_status_str((uint32_t)res));
+	}
+	dlc_stat_add(r->o.stats->passthru_reads, 1);
+	q->tries = 0;
+	q->done += q->asked;
+	if (q->done >= q->size)
+		return finish_ok(r, q, d, q->want);
+	return prep_nvme(r, q) ? finish_err(d, -EIO, "resubmit") : 0;
+}
+
 /* Handle one completion of @q; returns 1 when @q finished into @d. */
 static int complete(struct dlc_reader *r, struct dlc_read_req *q, int res,
 		    struct dlc_read_done *d)
@@ -583,6 +703,8 @@ static int complete(struct dlc_reader *r, struct dlc_read_req *q, int res,
 		dlc_stat_add(st->retries, 1);
 		return prep_op(r, q) ? finish_err(d, -EIO, "resubmit") : 0;
 	}
+	if (q->state == RQ_NVME)
+		return nvme_read(r, q, res, d);
 	if (q->state != RQ_READ)
 		return opened(r, q, res, d);
 	if (q->range)

@@ -6,6 +6,13 @@
  * recorded offsets with no per-sample open). The loader asks for reads,
  * blocking reads (substitutes) and names (messages) through here, and
  * never needs to know which it has.
+ *
+ * A pack written onto an NVMe namespace is opened through its block
+ * device (metadata, blocking reads, and the O_DIRECT reads of the
+ * fallback); once dlc_source_passthru() found the namespace's generic
+ * character device usable, samples are read with NVMe commands through
+ * io_uring instead (reader.c), until the kernel refuses one: then every
+ * read goes back to O_DIRECT on the block device, said once in the log.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +22,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "nvme.h"
 #include "pack.h"
 
 struct dlc_source {
@@ -28,6 +36,17 @@ struct dlc_source {
 	 * still be in flight. I/O thread only.
 	 */
 	int refused;
+	/*
+	 * NVMe passthrough: the namespace's generic character device
+	 * (nvme.fd, -1 when not used), its name for messages, and whether
+	 * the kernel refused a command (then O_DIRECT on dfd from then on;
+	 * nvme.fd stays open while reads on it may be in flight). I/O thread
+	 * only, after dlc_source_passthru().
+	 */
+	struct dlc_nvme_target nvme;
+	char ng[80];
+	int nvme_refused;
+	const struct dlc_logger *log;
 };
 
 int dlc_source_open(const struct dlc_index *idx, int direct,
@@ -41,6 +60,7 @@ int dlc_source_open(const struct dlc_index *idx, int direct,
 	s->pack = dlc_index_pack(idx);
 	s->fd = -1;
 	s->dfd = -1;
+	s->nvme.fd = -1;
 	if (s->pack) {
 		s->fd = open(dlc_pack_path(s->pack), O_RDONLY | O_CLOEXEC);
 		if (s->fd < 0) {
@@ -62,11 +82,67 @@ void dlc_source_close(struct dlc_source *s)
 {
 	if (!s)
 		return;
+	if (s->nvme.fd >= 0)
+		close(s->nvme.fd);
 	if (s->dfd >= 0)
 		close(s->dfd);
 	if (s->fd >= 0)
 		close(s->fd);
 	free(s);
+}
+
+int dlc_source_passthru(struct dlc_source *s, const struct dlc_logger *log)
+{
+	struct dlc_nvme_ns ns;
+	char why[160];
+	int ret, fd;
+
+	s->log = log;
+	if (!s->pack || s->dfd < 0)
+		return 0;
+	ret = dlc_nvme_probe(dlc_pack_path(s->pack), &ns, why, sizeof(why));
+	if (ret <= 0)
+		return 0;
+	if (!ns.ng[0]) {
+		dlc_logf(log, DLC_LOG_WARN,
+			 "%s: the kernel gives namespace %s no generic character device (ngXnY); reading it with O_DIRECT",
+			 dlc_pack_path(s->pack), ns.name);
+		return 0;
+	}
+	if (ns.meta_bytes) {
+		dlc_logf(log, DLC_LOG_WARN,
+			 "%s: the LBA format carries %u bytes of metadata; reading it with O_DIRECT, not passthrough",
+			 dlc_pack_path(s->pack), ns.meta_bytes);
+		return 0;
+	}
+	fd = open(ns.ng, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		dlc_logf(log, DLC_LOG_WARN,
+			 "%s: no NVMe passthrough (open %s: %s); reading it with O_DIRECT",
+			 dlc_pack_path(s->pack), ns.ng, strerror(errno));
+		return 0;
+	}
+	s->nvme.fd = fd;
+	s->nvme.nsid = ns.nsid;
+	s->nvme.lba_shift = (uint32_t)__builtin_ctz(ns.lba_bytes);
+	s->nvme.max_xfer = ns.max_xfer;
+	snprintf(s->ng, sizeof(s->ng), "%s", ns.ng);
+	dlc_logf(log, DLC_LOG_INFO,
+		 "%s: NVMe namespace %u, %u-byte LBAs, up to %u KiB a command%s: reading samples through io_uring passthrough on %s",
+		 dlc_pack_path(s->pack), ns.nsid, ns.lba_bytes,
+		 ns.max_xfer >> 10, ns.identified ? "" : " (from sysfs)",
+		 ns.ng);
+	return 1;
+}
+
+void dlc_source_passthru_off(struct dlc_source *s, const char *why)
+{
+	if (s->nvme.fd < 0 || s->nvme_refused)
+		return;
+	s->nvme_refused = 1;
+	dlc_logf(s->log, DLC_LOG_WARN,
+		 "%s: NVMe passthrough on %s refused (%s); reading it with O_DIRECT from now on",
+		 dlc_pack_path(s->pack), s->ng, why);
 }
 
 const struct dlc_pack *dlc_source_pack(const struct dlc_source *s)
@@ -98,6 +174,8 @@ int dlc_source_queue(struct dlc_source *s, struct dlc_reader *r,
 	ret = dlc_pack_entry(s->pack, id, &e);
 	if (ret)
 		return ret;
+	if (s->nvme.fd >= 0 && !s->nvme_refused)
+		return dlc_reader_queue_nvme(r, &s->nvme, e.off, e.len, tag);
 	return dlc_reader_queue_range(r, s->dfd >= 0 && !s->refused ? s->dfd :
 				      s->fd, e.off, e.len,
 				      s->dfd >= 0 && !s->refused, tag);
@@ -109,6 +187,11 @@ int dlc_source_requeue(struct dlc_source *s, struct dlc_reader *r,
 	int first = !s->refused;
 	char unused[1];
 
+	if (s->pack && d->why == dlc_read_passthru_refused) {
+		dlc_source_passthru_off(s, strerror(-d->err));
+		return dlc_source_queue(s, r, id, d->tag, unused,
+					sizeof(unused)) ? 0 : 1;
+	}
 	if (!s->pack || d->err != -EINVAL || d->why != dlc_read_direct_refused)
 		return 0;
 	s->refused = 1;

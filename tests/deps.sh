@@ -13,7 +13,8 @@ set -euo pipefail
 
 pkgs=(
 	# library, tools and host tests
-	gcc make pkg-config liburing-dev libjpeg62-turbo-dev libpng-dev
+	gcc make pkg-config liburing-dev libnvme-dev libjpeg62-turbo-dev libpng-dev
+	libblkid-dev
 	libjpeg-turbo-progs
 	# module, KUnit (UML) and QEMU tests
 	linux-headers-amd64 linux-image-amd64 linux-source-6.1 qemu-system-x86

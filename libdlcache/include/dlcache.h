@@ -598,9 +598,20 @@ struct dlc_config {
 	 * never comes. Nothing else changes: later epochs still run.
 	 */
 	uint32_t epochs;
-	uint32_t pad1;		/* must be zero */
+	/*
+	 * A pack written onto an NVMe namespace (dlcachectl pack --to) is
+	 * read with NVMe commands through io_uring passthrough on its
+	 * generic character device (/dev/ngXnY) where the kernel allows it,
+	 * else with O_DIRECT on its block device (one log line says why).
+	 * DLC_PASSTHRU_AUTO (0): so; DLC_PASSTHRU_OFF: always O_DIRECT.
+	 */
+	uint32_t nvme_passthru;
 	uint64_t reserved[5];	/* must be zero: room for new fields */
 };
+
+/* dlc_config.nvme_passthru */
+#define DLC_PASSTHRU_AUTO	0U
+#define DLC_PASSTHRU_OFF	1U
 
 /* dlc_config.readahead_bytes: 0 means this, or less on a small machine. */
 #define DLC_READAHEAD_DEFAULT	(64ULL << 20)
@@ -816,6 +827,12 @@ struct dlc_stats {
 	uint64_t readahead_dropped;	/* dropped unused (a start_epoch elsewhere) */
 	uint64_t readahead_held;	/* bytes read ahead or in flight now */
 	uint64_t readahead_budget;	/* the budget in bytes, 0 when off */
+	/*
+	 * NVMe Read commands sent through io_uring passthrough and
+	 * completed (a pack on a namespace, dlc_config.nvme_passthru); a
+	 * sample larger than one command's limit takes several.
+	 */
+	uint64_t passthru_reads;
 };
 
 /*

@@ -81,7 +81,7 @@ class Config(ctypes.Structure):
         ("kernel_fallback", ctypes.c_uint32),
         ("readahead_bytes", ctypes.c_uint64),
         ("epochs", ctypes.c_uint32),
-        ("pad1", ctypes.c_uint32),
+        ("nvme_passthru", ctypes.c_uint32),
         ("reserved", ctypes.c_uint64 * 5),
     ]
 
@@ -113,7 +113,7 @@ STATS_FIELDS = [
     "validated", "kernel_fallbacks",
     "io_busy_ns", "reads_inflight",
     "readahead_reads", "readahead_used", "readahead_dropped",
-    "readahead_held", "readahead_budget",
+    "readahead_held", "readahead_budget", "passthru_reads",
 ]
 
 

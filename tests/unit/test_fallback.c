@@ -68,10 +68,10 @@ static void check_config(void)
 		 offsetof(struct dlc_config, kernel_fallback) + 4);
 	CHECK_EQ(offsetof(struct dlc_config, epochs),
 		 offsetof(struct dlc_config, readahead_bytes) + 8);
-	CHECK_EQ(offsetof(struct dlc_config, pad1),
+	CHECK_EQ(offsetof(struct dlc_config, nvme_passthru),
 		 offsetof(struct dlc_config, epochs) + 4);
 	CHECK_EQ(offsetof(struct dlc_config, reserved),
-		 offsetof(struct dlc_config, pad1) + 4);
+		 offsetof(struct dlc_config, nvme_passthru) + 4);
 	CHECK_EQ(sizeof(struct dlc_config),
 		 offsetof(struct dlc_config, reserved) + 5 * 8);
 	/* The size of the config before readahead_bytes and epochs came. */
@@ -122,8 +122,10 @@ static void check_stats(void)
 		 offsetof(struct dlc_stats, validated) + 8);
 	CHECK_EQ(offsetof(struct dlc_stats, io_busy_ns),
 		 offsetof(struct dlc_stats, kernel_fallbacks) + 8);
-	CHECK_EQ(sizeof(struct dlc_stats),
+	CHECK_EQ(offsetof(struct dlc_stats, passthru_reads),
 		 offsetof(struct dlc_stats, readahead_budget) + 8);
+	CHECK_EQ(sizeof(struct dlc_stats),
+		 offsetof(struct dlc_stats, passthru_reads) + 8);
 	config(&cfg);
 	cfg.cache_bytes = 1 << 20;
 	CHECK_EQ(dlc_loader_create(&cfg, g_idx, &l), 0);

@@ -259,9 +259,9 @@ static void last_epoch(void)
 		dlc_loader_destroy(l);
 		l = NULL;
 	}
-	/* pad1 is checked like every padding field. */
+	/* nvme_passthru (after epochs) is 0 or 1. */
 	config(&cfg, 0, 0);
-	cfg.pad1 = 1;
+	cfg.nvme_passthru = 2;
 	CHECK_EQ(dlc_loader_create(&cfg, g_idx, &l), -EINVAL);
 }
 

@@ -64,6 +64,8 @@ static void help(void)
 	       "                       absent or empty at the start)\n"
 	       "  --on-error skip|substitute|fail   what a bad sample does (default skip)\n"
 	       "  --no-direct          buffered reads instead of O_DIRECT\n"
+	       "  --no-passthru        a pack on an NVMe namespace: O_DIRECT on its block\n"
+	       "                       device, not io_uring NVMe passthrough on /dev/ngXnY\n"
 	       "  --drop-caches        drop the page cache before the first epoch (root)\n"
 	       "  --json               one JSON object on stdout instead of the table\n"
 	       "  --digest             a hash per epoch of every batch's pixels, labels and IDs\n"
@@ -417,6 +419,7 @@ int cmd_bench(int argc, char **argv)
 		{ "world", required_argument, NULL, 'W' },
 		{ "on-error", required_argument, NULL, 'o' },
 		{ "no-direct", no_argument, NULL, 'D' },
+		{ "no-passthru", no_argument, NULL, 'N' },
 		{ "lockstep", required_argument, NULL, 'K' },
 		{ "step-ms", required_argument, NULL, 'T' },
 		{ "drop-caches", no_argument, NULL, 'C' },
@@ -548,6 +551,9 @@ int cmd_bench(int argc, char **argv)
 			break;
 		case 'D':
 			cfg.direct_io = 0;
+			break;
+		case 'N':
+			cfg.nvme_passthru = DLC_PASSTHRU_OFF;
 			break;
 		case 'K':
 			lockstep_path = optarg;
@@ -711,7 +717,9 @@ int cmd_bench(int argc, char **argv)
 			       "\"read_mb_per_s\": %.2f, \"io_busy_s\": %.4f, "
 			       "\"io_busy_fraction\": %.4f, \"readahead_reads\": %llu, "
 			       "\"readahead_used\": %llu, \"readahead_dropped\": %llu, "
-			       "\"readahead_budget\": %llu",
+			       "\"readahead_budget\": %llu, \"reads\": %llu, "
+			       "\"direct_reads\": %llu, \"passthru_reads\": %llu, "
+			       "\"read_ns\": %llu",
 			       e ? ", " : "", res[e].epoch,
 			       (double)res[e].images / res[e].seconds, hit_ratio(d),
 			       (double)d->wait_ns / 1e9,
@@ -734,7 +742,11 @@ int cmd_bench(int argc, char **argv)
 			       (unsigned long long)d->readahead_reads,
 			       (unsigned long long)d->readahead_used,
 			       (unsigned long long)d->readahead_dropped,
-			       (unsigned long long)d->readahead_budget);
+			       (unsigned long long)d->readahead_budget,
+			       (unsigned long long)d->reads,
+			       (unsigned long long)d->direct_reads,
+			       (unsigned long long)d->passthru_reads,
+			       (unsigned long long)d->read_ns);
 			if (digest)
 				printf(", \"digest\": \"%016llx\"",
 				       (unsigned long long)res[e].digest);

@@ -23,6 +23,7 @@ int cmd_decode(int argc, char **argv);
 int cmd_preview(int argc, char **argv);
 int cmd_sample(int argc, char **argv);
 int cmd_decodebench(int argc, char **argv);
+int cmd_readbench(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
 int cmd_datasets(int argc, char **argv);

@@ -20,6 +20,7 @@ static const struct command {
 	{ "preview", cmd_preview, "contact sheet of one batch as the model sees it" },
 	{ "sample", cmd_sample, "one transformed sample and its crop box, to check by hand" },
 	{ "decodebench", cmd_decodebench, "decode limits: full and crop-first, from memory" },
+	{ "readbench", cmd_readbench, "the read path alone: a pack's samples, reads/s and CPU a read" },
 	{ "stats", cmd_stats, "counters of the node's cache (/dev/dlcache)" },
 	{ "watch", cmd_watch, "live rates of the node's cache" },
 	{ "datasets", cmd_datasets, "list the data sets the node's cache holds" },

@@ -5,7 +5,14 @@
  * that the loader decodes only a crop's MCUs (Documentation/pack.md).
  * Workers on every usable CPU read and transcode; the library's writer
  * appends their results in whatever order they finish.
+ *
+ * dlcachectl pack DIR|INDEX --to DEVICE writes the pack onto a block
+ * device instead, typically a dedicated NVMe namespace, from its first
+ * byte: no file system below it. libblkid looks for a file system or a
+ * partition table there first, and finding one refuses the device unless
+ * --force is given.
  */
+#include <blkid/blkid.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -22,10 +29,11 @@
 #include "crc32c.h"
 #include "dlcache.h"
 #include "internal.h"
+#include "nvme.h"
 #include "packwrite.h"
 
 static const char pack_usage[] =
-	"usage: dlcachectl pack DIR|INDEX -o FILE.dlp [--threads N]\n"
+	"usage: dlcachectl pack DIR|INDEX -o FILE.dlp | --to DEVICE [--threads N]\n"
 	"                       [--interval MCUS|row] [--max-side N [--quality Q]]\n"
 	"                       [--align BYTES] [--force] [--json]\n"
 	"\n"
@@ -38,6 +46,10 @@ static const char pack_usage[] =
 	"modified; FILE.dlp appears only once complete.\n"
 	"\n"
 	"  -o, --output FILE   pack to write (FILE.part while writing)\n"
+	"  --to DEVICE         write the pack onto a block device or NVMe\n"
+	"                      namespace (/dev/nvme0n1, /dev/ng0n1 or\n"
+	"                      nvme:NGUID|EUI64), from its first byte; the\n"
+	"                      loader reads it by that name\n"
 	"  --threads N         workers (default: every usable CPU)\n"
 	"  --interval MCUS     MCUs per restart interval, or 'row' (default 4)\n"
 	"  --max-side N        resize images whose longer side is above N\n"
@@ -45,7 +57,8 @@ static const char pack_usage[] =
 	"  --quality Q         JPEG quality of those re-encodes (1..100, 90)\n"
 	"  --align BYTES       alignment of each sample (power of 2, 1..4096;\n"
 	"                      default 512)\n"
-	"  --force             replace FILE if it exists\n"
+	"  --force             replace FILE if it exists; with --to, write over\n"
+	"                      a file system or partition table found there\n"
 	"  --json              the summary as one JSON object on stdout\n"
 	"  -h, --help          show this help\n";
 
@@ -124,6 +137,13 @@ static int pack_one(struct pack_job *job, uint32_t id)
 	}
 	ret = dlc_packw_add_source(job->w, id, buf, len, why, sizeof(why));
 	free(buf);
+	if (ret == -ENOSPC && dlc_packw_device_bytes(job->w)) {
+		job_fail(job, "the device holds %llu bytes: too few for this "
+			 "pack (full at sample %u, %s)",
+			 (unsigned long long)dlc_packw_device_bytes(job->w),
+			 id, rel);
+		return -1;
+	}
 	if (ret < 0) {
 		job_fail(job, "%s: %s", path, strerror(-ret));
 		return -1;
@@ -182,6 +202,13 @@ static int parse_pack_args(int argc, char **argv, struct pack_args *a,
 			if (a->out)
 				return usage_error("pack", "more than one output");
 			a->out = argv[++i];
+		} else if (opts && !strcmp(s, "--to")) {
+			if (!v)
+				return usage_error("pack", "--to needs a device");
+			if (a->out)
+				return usage_error("pack", "more than one output");
+			a->out = argv[++i];
+			a->o.device = 1;
 		} else if (opts && !strcmp(s, "--threads")) {
 			if (parse_u32(v, 1, 1024, &a->threads))
 				return usage_error("pack", "--threads wants 1..1024");
@@ -225,7 +252,8 @@ static int parse_pack_args(int argc, char **argv, struct pack_args *a,
 	if (!a->src || !*a->src)
 		return usage_error("pack", "missing DIR or INDEX (try --help)");
 	if (!a->out || !*a->out)
-		return usage_error("pack", "missing -o FILE (try --help)");
+		return usage_error("pack", "missing -o FILE or --to DEVICE "
+				   "(try --help)");
 	if (a->o.rst.quality && !a->o.rst.max_side)
 		return usage_error("pack", "--quality needs --max-side");
 	return 0;
@@ -263,6 +291,66 @@ static int out_in_source(const char *out, const char *src, const char *root)
 	return in;
 }
 
+/*
+ * --to: @dev (resolved into @blk) must be a block device holding neither
+ * a file system nor a partition table (unless @force), and large enough
+ * for what the samples of @idx need at least.
+ */
+static int check_device(const char *dev, const struct dlc_index *idx,
+			int force, char *blk, size_t blk_len)
+{
+	uint64_t need = 4096, size = 0, total = 0;
+	const char *type = NULL, *what = "a file system";
+	struct dlc_nvme_ns ns;
+	blkid_probe pr;
+	char why[256];
+	struct stat st;
+	uint32_t i, n = dlc_index_count(idx);
+	int ret;
+
+	ret = dlc_nvme_probe(dev, &ns, why, sizeof(why));
+	if (ret < 0)
+		return fail("pack", "%s", why[0] ? why : strerror(-ret));
+	snprintf(blk, blk_len, "%s", ret ? ns.blk : dev);
+	if (stat(blk, &st))
+		return fail("pack", "%s: %s", blk, strerror(errno));
+	if (!S_ISBLK(st.st_mode))
+		return fail("pack", "%s: not a block device (-o writes a file)",
+			    blk);
+	pr = blkid_new_probe_from_filename(blk);
+	if (!pr)
+		return fail("pack", "%s: cannot probe it: %s", blk,
+			    strerror(errno ? errno : EIO));
+	blkid_probe_enable_superblocks(pr, 1);
+	blkid_probe_enable_partitions(pr, 1);
+	blkid_probe_set_partitions_flags(pr, BLKID_PARTS_MAGIC);
+	size = (uint64_t)blkid_probe_get_size(pr);
+	ret = blkid_do_safeprobe(pr);
+	if (ret == 0 && blkid_probe_lookup_value(pr, "TYPE", &type, NULL) &&
+	    !blkid_probe_lookup_value(pr, "PTTYPE", &type, NULL))
+		what = "a partition table";
+	if (ret == -2)
+		type = "more than one signature";
+	if (type && !force) {
+		ret = fail("pack", "%s holds %s (%s): --force writes the pack "
+			   "over it", blk, what, type);
+		blkid_free_probe(pr);
+		return ret;
+	}
+	blkid_free_probe(pr);
+	/* Transcoding never shrinks a set by a fifth: it cannot fit. */
+	for (i = 0; i < n; i++) {
+		need += dlc_index_size(idx, i) / 5 * 4;
+		total += dlc_index_size(idx, i);
+	}
+	if (size && need > size)
+		return fail("pack", "%s holds %llu bytes; the %u samples hold "
+			    "%llu, too many for it", blk,
+			    (unsigned long long)size, n,
+			    (unsigned long long)total);
+	return 0;
+}
+
 static uint32_t default_threads(void)
 {
 	return dlc_cpu_usable(dlc_cpu_affinity(),
@@ -280,6 +368,27 @@ static void progress(const struct pack_job *job, uint32_t n, uint64_t t0)
 		(double)atomic_load(&job->src_bytes) / 1e6);
 }
 
+/* --to: read the pack back, as the loader will, and say what it records. */
+static int device_summary(const char *blk, struct dlc_pack_device *dev,
+			  char *id, size_t id_len)
+{
+	struct dlc_nvme_ns ns = { 0 };
+	struct dlc_pack *p;
+	char why[256];
+	int ret;
+
+	ret = dlc_pack_open(blk, &p, why, sizeof(why));
+	if (ret)
+		return fail("pack", "%s: the pack written does not read back: "
+			    "%s", blk, why[0] ? why : strerror(-ret));
+	dlc_pack_device(p, dev);
+	dlc_pack_close(p);
+	memcpy(ns.nguid, dev->nguid, sizeof(ns.nguid));
+	memcpy(ns.eui64, dev->eui64, sizeof(ns.eui64));
+	dlc_nvme_id_string(&ns, id, id_len);
+	return 0;
+}
+
 int cmd_pack(int argc, char **argv)
 {
 	struct pack_args a = { 0 };
@@ -288,7 +397,8 @@ int cmd_pack(int argc, char **argv)
 	pthread_t *tid = NULL;
 	uint32_t n, k, started = 0;
 	uint64_t t0, packed, src;
-	char why[PATH_MAX + 256];
+	char why[PATH_MAX + 256], blk[PATH_MAX], id[64] = "";
+	struct dlc_pack_device dev = { 0 };
 	struct stat st;
 	int help = 0, ret, tty;
 	double secs;
@@ -300,7 +410,7 @@ int cmd_pack(int argc, char **argv)
 		fputs(pack_usage, stdout);
 		return 0;
 	}
-	if (!a.force && !lstat(a.out, &st))
+	if (!a.o.device && !a.force && !lstat(a.out, &st))
 		return fail("pack", "%s exists (--force replaces it)", a.out);
 	t0 = now_ns();
 	ret = open_index(a.src, &job.idx);
@@ -310,7 +420,13 @@ int cmd_pack(int argc, char **argv)
 		dlc_index_free(job.idx);
 		return fail("pack", "%s is a pack already", a.src);
 	}
-	if (out_in_source(a.out, a.src, dlc_index_root(job.idx))) {
+	if (a.o.device) {
+		ret = check_device(a.out, job.idx, a.force, blk, sizeof(blk));
+		if (ret) {
+			dlc_index_free(job.idx);
+			return ret;
+		}
+	} else if (out_in_source(a.out, a.src, dlc_index_root(job.idx))) {
 		ret = fail("pack", "%s: inside the source data set %s (the "
 			   "source is never modified)", a.out,
 			   dlc_index_root(job.idx));
@@ -370,7 +486,9 @@ int cmd_pack(int argc, char **argv)
 			raise(ret);
 			return 1;
 		}
-		ret = fail("pack", "%s (%s not written)", job.err, a.out);
+		ret = fail("pack", "%s (%s)", job.err, a.o.device ?
+			   "no pack on the device: its header is invalid" :
+			   "not written");
 		goto out;
 	}
 	packed = dlc_packw_bytes(job.w);
@@ -382,26 +500,44 @@ int cmd_pack(int argc, char **argv)
 		fail("pack", "%s", why[0] ? why : strerror(-ret));
 		goto out;
 	}
-	if (!stat(a.out, &st))
+	if (a.o.device) {
+		ret = device_summary(blk, &dev, id, sizeof(id));
+		if (ret)
+			goto out;
+		packed = dev.pack_bytes;
+	} else if (!stat(a.out, &st)) {
 		packed = (uint64_t)st.st_size;
+	}
 	secs = (double)(now_ns() - t0) / 1e9;
 	src = atomic_load(&job.src_bytes);
 	if (a.json) {
 		printf("{\"pack\":\"%s\",\"samples\":%u,\"seconds\":%.3f,"
 		       "\"images_per_s\":%.1f,\"threads\":%u,"
 		       "\"source_bytes\":%llu,\"pack_bytes\":%llu,"
-		       "\"overhead\":%.5f,\"transcoded\":%u,\"kept\":%u}\n",
-		       a.out, n, secs, secs > 0 ? n / secs : 0.0, a.threads,
+		       "\"overhead\":%.5f,\"transcoded\":%u,\"kept\":%u",
+		       a.o.device ? blk : a.out, n, secs,
+		       secs > 0 ? n / secs : 0.0, a.threads,
 		       (unsigned long long)src, (unsigned long long)packed,
 		       src ? ((double)packed - (double)src) / (double)src : 0.0,
 		       atomic_load(&job.rst), atomic_load(&job.plain));
+		if (a.o.device)
+			printf(",\"device_bytes\":%llu,\"nsid\":%u,"
+			       "\"nvme_id\":\"%s\"",
+			       (unsigned long long)dev.dev_bytes, dev.nsid, id);
+		printf("}\n");
 		ret = 0;
 		goto out;
 	}
+	if (a.o.device)
+		printf("%s: a pack of %llu bytes from its first byte (the device "
+		       "holds %llu)%s%s\n", blk,
+		       (unsigned long long)dev.pack_bytes,
+		       (unsigned long long)dev.dev_bytes,
+		       id[0] ? "; the loader also finds it as " : "", id);
 	printf("%s: %u samples in %.2f s (%.0f images/s, %u thread%s): "
 	       "source %llu bytes, pack %llu bytes (%+.2f %%); "
 	       "%u transcoded, %u kept as is\n",
-	       a.out, n, secs, secs > 0 ? n / secs : 0.0, a.threads,
+	       a.o.device ? blk : a.out, n, secs, secs > 0 ? n / secs : 0.0, a.threads,
 	       a.threads == 1 ? "" : "s",
 	       (unsigned long long)src, (unsigned long long)packed,
 	       src ? 100.0 * ((double)packed - (double)src) / (double)src : 0.0,

@@ -170,7 +170,7 @@ for src in tools/dlcachectl/*.c; do
 	objs+=("$BUILD/release/${src%.c}.o")
 done
 if ! gcc -static -o "$OUT/bin/dlcachectl" "${objs[@]}" "$BUILD/release/libdlcache.a" \
-		-luring -ljpeg -lpng -lz -lpthread -lm > "$OUT/link.log" 2>&1; then
+		-luring -lnvme -ljpeg -lpng -lblkid -lz -lpthread -lm > "$OUT/link.log" 2>&1; then
 	sed 's/^/# /' "$OUT/link.log" | tail -n 30
 	result FAIL build "(static link of dlcachectl failed: liburing-dev, libjpeg62-turbo-dev, libpng-dev, zlib1g-dev?)"
 	exit 1
