@@ -128,21 +128,49 @@ static int ns_name(const char *name)
 	return *p == '\0';
 }
 
+/*
+ * Namespace @name's NGUID (@n 16) or EUI-64 (8) into @out: from sysfs,
+ * else from Identify Namespace (a kernel with NVME_QUIRK_BOGUS_NID for the
+ * controller, QEMU's among them, shows none in sysfs).
+ */
+static int ns_id(const char *name, int n, uint8_t *out)
+{
+	char dir[PATH_MAX], buf[128];
+	struct nvme_id_ns id;
+	uint32_t nsid;
+	int fd, ret;
+
+	snprintf(dir, sizeof(dir), "/sys/block/%s", name);
+	if (!sys_read(dir, n == 16 ? "nguid" : "eui", buf, sizeof(buf)) &&
+	    !parse_hex(buf, out, (size_t)n))
+		return 0;
+	snprintf(dir, sizeof(dir), "/dev/%s", name);
+	fd = open(dir, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = nvme_get_nsid(fd, &nsid);
+	if (!ret)
+		ret = nvme_identify_ns(fd, nsid, &id);
+	close(fd);
+	if (ret)
+		return ret < 0 ? -errno : -EIO;
+	memcpy(out, n == 16 ? id.nguid : id.eui64, (size_t)n);
+	return 0;
+}
+
 /* The namespace whose NGUID or EUI-64 is the hex @id, by its name. */
 static int resolve_id(const char *id, char *name, size_t len, char *why,
 		      size_t wl)
 {
 	uint8_t want[16], have[16];
-	size_t idlen = 0;
 	struct dirent *de;
-	char dir[PATH_MAX], buf[128];
-	const char *attr;
+	int idlen = 0;
 	DIR *d;
 
 	if (!parse_hex(id, want, 16))
-		idlen = 16, attr = "nguid";
+		idlen = 16;
 	else if (!parse_hex(id, want, 8))
-		idlen = 8, attr = "eui";
+		idlen = 8;
 	else
 		return why_set(why, wl, -EINVAL, "%s%s: not an NGUID (32 hex "
 			       "digits) or EUI-64 (16)", DLC_NVME_PREFIX, id);
@@ -151,12 +179,9 @@ static int resolve_id(const char *id, char *name, size_t len, char *why,
 		return why_set(why, wl, -errno, "/sys/block: %s",
 			       strerror(errno));
 	while ((de = readdir(d))) {
-		if (!ns_name(de->d_name))
-			continue;
-		snprintf(dir, sizeof(dir), "/sys/block/%s", de->d_name);
-		if (strlen(de->d_name) >= len ||
-		    sys_read(dir, attr, buf, sizeof(buf)) ||
-		    parse_hex(buf, have, idlen) || memcmp(have, want, idlen))
+		if (!ns_name(de->d_name) || strlen(de->d_name) >= len ||
+		    ns_id(de->d_name, idlen, have) ||
+		    memcmp(have, want, (size_t)idlen))
 			continue;
 		memcpy(name, de->d_name, strlen(de->d_name) + 1);
 		closedir(d);

@@ -7,6 +7,11 @@
 #                                      every test; lines "ok qemu-6.1:basic"
 #   make qemu-test KERNELS=6.12        only some kernels
 #   make qemu-test QEMU_ONLY=hit_miss  run only some tests (comma separated)
+#                                      then, per kernel, packs on an emulated
+#                                      NVMe namespace read through io_uring
+#                                      passthrough (tests/qemu/nvme/nvme.sh,
+#                                      "ok qemu-nvme-6.1:...")
+#   make qemu-nvme KERNELS=6.12        only those
 #   make qemu-smoke                    check the harness alone (no module)
 #   make qemu-debug                    the whole suite again, and the
 #                                      integration test, on the debug kernel
@@ -29,7 +34,7 @@
 # line (make deps installs both kernels); under CI=true it is one FAIL
 # (tests/skip-required.sh).
 
-.PHONY: qemu-test qemu-smoke qemu-debug debug-kernel
+.PHONY: qemu-test qemu-smoke qemu-debug debug-kernel qemu-nvme
 
 # Slower than Debian's kernel under TCG (KASAN, lockdep): longer limits.
 QEMU_DEBUG_TIMEOUT ?= 1500
@@ -48,11 +53,21 @@ qemu-test:
 		fi; \
 		BUILD=$(BUILD) QEMU_KVER="$$r" QEMU_TAG="qemu-$$k" \
 			tests/qemu/run.sh $(if $(QEMU_ONLY),--only $(QEMU_ONLY)) || rc=1; \
+		BUILD=$(BUILD) NVME_KVER="$$k" DLCACHE_KO=$(BUILD)/kmod-$$r/dlcache.ko \
+			tests/qemu/nvme/nvme.sh || rc=1; \
 	done; exit $$rc
 	@BUILD=$(BUILD) tests/qemu/integration/integration.sh
 
 qemu-smoke:
 	@BUILD=$(BUILD) tests/qemu/run.sh --smoke
+
+qemu-nvme:
+	@rc=0; for k in $(KERNELS); do \
+		r=$$(tools/build/kver.sh "$$k"); \
+		[ -z "$$r" ] || $(MAKE) --no-print-directory module KVER="$$r" || rc=1; \
+		BUILD=$(BUILD) NVME_KVER="$$k" DLCACHE_KO=$(BUILD)/kmod-$$r/dlcache.ko \
+			tests/qemu/nvme/nvme.sh || rc=1; \
+	done; exit $$rc
 
 # The debug kernel alone: built once, then reused (one result line).
 debug-kernel:

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "dlcache.h"
+#include "nvme.h"
 
 #include "cli.h"
 #include "pack.h"
@@ -107,9 +108,12 @@ int open_index_at(const char *path, const char *root, struct dlc_index **out)
 	char why[512];
 	int ret;
 
-	if (stat(path, &st))
+	/* "nvme:ID" names a namespace, not a path (nvme.h). */
+	if (strncmp(path, DLC_NVME_PREFIX, strlen(DLC_NVME_PREFIX)) &&
+	    stat(path, &st))
 		return -errno;
-	if (S_ISDIR(st.st_mode))
+	if (strncmp(path, DLC_NVME_PREFIX, strlen(DLC_NVME_PREFIX)) &&
+	    S_ISDIR(st.st_mode))
 		return root ? -EINVAL : dlc_index_build(path, out);
 	ret = dlc_index_load_at(path, root, out);
 	/* dlc_index_load() has no words: a pack says what is wrong with it */
