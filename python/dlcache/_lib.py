@@ -26,6 +26,8 @@ ERR_KINDS = 9
 OWNER_SELF = 0xFFFFFFFF
 READAHEAD_OFF = 0xFFFFFFFFFFFFFFFF
 READAHEAD_MAX = 1 << 40
+PASSTHRU_AUTO = 0          # dlc_config.nvme_passthru
+PASSTHRU_OFF = 1
 CONFIG_SIZE_VER0 = 172
 
 LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p)

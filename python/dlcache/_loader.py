@@ -216,7 +216,7 @@ class Loader:
     def __init__(self, index, batch_size, train, size, seed, shuffle,
                  drop_last, rank, world, cache, on_error, layout, threads,
                  nbatches, exact=False, pad_shards=True, readahead=None,
-                 epochs=None):
+                 epochs=None, nvme_passthru=True):
         self.index = index
         self._pid = os.getpid()
         self._sink = _Sink()
@@ -289,6 +289,11 @@ class Loader:
             cfg.cache_bytes = nbytes
         cfg.readahead_bytes = _readahead_bytes(readahead)
         cfg.epochs = _epochs(epochs)
+        if not isinstance(nvme_passthru, bool):
+            raise ValueError("nvme_passthru must be True or False, got %r"
+                             % (nvme_passthru,))
+        cfg.nvme_passthru = (_lib.PASSTHRU_AUTO if nvme_passthru
+                             else _lib.PASSTHRU_OFF)
         cfg.log = _log_fn
         cfg.log_arg = self._sink.id
         cfg.log_level = (_lib.LOG_INFO if log.isEnabledFor(logging.INFO)

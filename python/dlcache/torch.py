@@ -73,7 +73,10 @@ class DataLoader:
     """Batches of decoded, augmented images and their labels.
 
     Arguments (all but the first keyword-only in spirit):
-      source       an ImageFolder root, or an index file (`dlcachectl index`)
+      source       an ImageFolder root, an index file (`dlcachectl index`), a
+                   pack (`dlcachectl pack`), or a device a pack was written
+                   onto (`dlcachectl pack --to`): /dev/nvme0n1, /dev/ng0n1
+                   or "nvme:<EUI-64 or NGUID>"
       batch_size   samples per batch
       train        True: RandomResizedCrop + horizontal flip, shuffled;
                    False: Resize(size * 256 / 224) + CenterCrop(size), in order
@@ -104,6 +107,9 @@ class DataLoader:
       epochs       the epochs the job runs (epochs 0 .. epochs - 1), when
                    known: the read-ahead reads nothing past the last one;
                    None: not known
+      nvme_passthru  a pack on an NVMe namespace: True (the default) reads
+                   it with NVMe commands through io_uring passthrough where
+                   the kernel allows it; False: O_DIRECT on its block device
     """
 
     def __init__(self, source, batch_size=256, train=True, size=224, seed=0,
@@ -111,7 +117,7 @@ class DataLoader:
                  on_error="skip", device="cpu", normalize=None,
                  channels_last=False, threads=None, shuffle=None, exact=False,
                  return_ids=False, pad_shards=True, root=None,
-                 readahead=None, epochs=None):
+                 readahead=None, epochs=None, nvme_passthru=True):
         try:
             self.device = torch.device(device)
         except (RuntimeError, TypeError) as e:
@@ -154,7 +160,8 @@ class DataLoader:
             on_error=on_error,
             layout=_lib.LAYOUT_NHWC if channels_last else _lib.LAYOUT_NCHW,
             threads=threads, nbatches=_NBATCHES, exact=exact,
-            pad_shards=pad_shards, readahead=readahead, epochs=epochs)
+            pad_shards=pad_shards, readahead=readahead, epochs=epochs,
+            nvme_passthru=nvme_passthru)
         self._loader = Loader(self.index, **self._loader_args)
         self.epoch = 0
         self._next_batch = 0	# grid position to start or resume at
