@@ -784,6 +784,130 @@ static void test_corrupt(void)
 	good = NULL;
 }
 
+/*
+ * A pack as dlcachectl pack --to leaves it on a device: the file's pack,
+ * then whatever the device held (here @tail zero bytes), with
+ * PK_FLAG_DEVICE and the device record. @mut damages it after the record
+ * is filled; the header is resealed unless @mut is the placeholder.
+ */
+enum dev_mut { DEV_GOOD, DEV_PACK_LEN, DEV_DEV_LEN, DEV_LBA, DEV_RESERVED,
+	       DEV_RESERVED_AFTER, DEV_UNKNOWN_FLAG, DEV_NO_FLAG, DEV_PLACEHOLDER };
+
+static int open_device_like(const uint8_t *pack, size_t len, size_t tail,
+			    enum dev_mut mut, char *why, size_t wl)
+{
+	size_t total = len + tail;
+	uint8_t *b = calloc(1, total);
+	int ret;
+
+	if (!b)
+		return -ENOMEM;
+	memcpy(b, pack, len);
+	pk_put32(b + PK_HDR_FLAGS, PK_FLAG_DEVICE);
+	pk_put32(b + PK_HDR_DEV_LBA, 512);
+	pk_put64(b + PK_HDR_DEV_PACK_LEN, len);
+	pk_put64(b + PK_HDR_DEV_LEN, total);
+	memset(b + PK_HDR_DEV_EUI64, 0xa5, 8);
+	pk_put32(b + PK_HDR_DEV_NSID, 1);
+	switch (mut) {
+	case DEV_GOOD:
+		break;
+	case DEV_PACK_LEN:	/* the pack would end inside its metadata */
+		pk_put64(b + PK_HDR_DEV_PACK_LEN, len - 1);
+		break;
+	case DEV_DEV_LEN:	/* larger than the device it was written on */
+		pk_put64(b + PK_HDR_DEV_LEN, len - 1);
+		break;
+	case DEV_LBA:
+		pk_put32(b + PK_HDR_DEV_LBA, 3000);
+		break;
+	case DEV_RESERVED:
+		pk_put32(b + PK_HDR_DEV_RESERVED, 1);
+		break;
+	case DEV_RESERVED_AFTER:
+		b[PK_HDR_DEV_END + 10] = 1;
+		break;
+	case DEV_UNKNOWN_FLAG:
+		pk_put32(b + PK_HDR_FLAGS, PK_FLAG_DEVICE | 2);
+		break;
+	case DEV_NO_FLAG:	/* a record without the flag: reserved bytes */
+		pk_put32(b + PK_HDR_FLAGS, 0);
+		break;
+	case DEV_PLACEHOLDER:	/* what the writer leaves until the end */
+		memset(b, 0, PK_HDR_LEN);
+		memcpy(b, DLC_PACK_MAGIC, 8);
+		pk_put32(b + PK_HDR_VERSION, PK_VERSION);
+		break;
+	}
+	if (mut != DEV_PLACEHOLDER)
+		pk_put32(b + PK_HDR_CRC, dlc_crc32c(0, b, PK_HDR_CRC));
+	ret = open_bytes(b, total, why, wl);
+	free(b);
+	return ret;
+}
+
+static void test_device_header(void)
+{
+	static const struct {
+		enum dev_mut mut;
+		const char *want;
+	} bad[] = {
+		{ DEV_PACK_LEN, "does not end at the pack's end" },
+		{ DEV_DEV_LEN, "do not fit the device" },
+		{ DEV_LBA, "device LBA size 3000" },
+		{ DEV_RESERVED, "reserved word at 132" },
+		{ DEV_RESERVED_AFTER, "reserved byte 146" },
+		{ DEV_UNKNOWN_FLAG, "unknown flags 0x2" },
+		{ DEV_NO_FLAG, "reserved byte 85" },	/* 512, LE */
+		{ DEV_PLACEHOLDER, "an unfinished pack" },
+	};
+	struct dlc_pack_device d;
+	struct dlc_pack *p = NULL;
+	char why[512];
+	uint8_t *pack;
+	size_t len, i;
+	int ret;
+
+	if (pack_fake(at("dev.dlp")))
+		return;
+	pack = t_read_file(at("dev.dlp"), &len);
+	CHECK(pack);
+	if (!pack)
+		return;
+	/* Good: it opens, and says what the record holds. */
+	CHECK_EQ(open_device_like(pack, len, 65536, DEV_GOOD, why,
+				  sizeof(why)), 0);
+	CHECK_EQ(dlc_pack_open(at("bad.dlp"), &p, why, sizeof(why)), 0);
+	if (p) {
+		CHECK_EQ(dlc_pack_device(p, &d), 1);
+		CHECK_EQ(d.pack_bytes, len);
+		CHECK_EQ(d.dev_bytes, len + 65536);
+		CHECK_EQ(d.lba_bytes, 512);
+		CHECK_EQ(d.nsid, 1);
+		CHECK_EQ(d.eui64[7], 0xa5);
+		dlc_pack_close(p);
+		p = NULL;
+	}
+	/* A file's pack has no record. */
+	CHECK_EQ(dlc_pack_open(at("dev.dlp"), &p, why, sizeof(why)), 0);
+	if (p) {
+		CHECK_EQ(dlc_pack_device(p, &d), 0);
+		dlc_pack_close(p);
+	}
+	/* Nothing after the pack: pack_bytes is the whole file. */
+	CHECK_EQ(open_device_like(pack, len, 0, DEV_GOOD, why, sizeof(why)), 0);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		why[0] = '\0';
+		ret = open_device_like(pack, len, 65536, bad[i].mut, why,
+				       sizeof(why));
+		if (ret != -EBADMSG || !strstr(why, bad[i].want))
+			t_fail(__FILE__, __LINE__, "device header",
+			       "case %zu: got %d \"%s\", want -EBADMSG \"%s\"",
+			       i, ret, why, bad[i].want);
+	}
+	free(pack);
+}
+
 int main(void)
 {
 	int ret;
@@ -809,6 +933,7 @@ int main(void)
 	T_RUN(test_threads);
 	T_RUN(test_as_index);
 	T_RUN(test_corrupt);
+	T_RUN(test_device_header);
 	dlc_index_free(src_idx);
 	t_rmtree(tmp);
 	return t_done("test_pack");

@@ -681,6 +681,101 @@ static void test_range_no_direct(void)
 	free(dir);
 }
 
+/*
+ * NVMe passthrough without an NVMe device (tests/qemu/nvme has one): the
+ * arguments are checked; a ring of 128-byte SQEs works with every other
+ * request (a range read on it); and a URING_CMD on a file that has no
+ * such command (a regular file, a pipe) comes back as
+ * dlc_read_passthru_refused with the kernel's errno, so the source can
+ * fall back. (Not /dev/null: since 6.0 it completes any URING_CMD with
+ * 0, for io_uring's own tests. The source only ever sends to a
+ * namespace's generic character device.)
+ */
+static void test_nvme_refused(const char *dir)
+{
+	struct dlc_stats st;
+	struct dlc_reader_opts o = {
+		.queue_depth = 4, .direct = 1, .stats = &st, .passthru = 1,
+	};
+	struct dlc_nvme_target t = {
+		.nsid = 1, .lba_shift = 9, .max_xfer = 64 << 10,
+	};
+	struct dlc_reader *plain, *r = NULL;
+	struct dlc_read_done d;
+	char path[600];
+	const char *why;
+	int fds[2], pipefd[2] = { -1, -1 }, i, ret;
+
+	memset(&st, 0, sizeof(st));
+	plain = reader(4, 0, NULL, &st);
+	snprintf(path, sizeof(path), "%s/nvme-range", dir);
+	write_range_file(path);
+	fds[0] = open(path, O_RDONLY | O_CLOEXEC);
+	fds[1] = pipe2(pipefd, O_CLOEXEC) ? -1 : pipefd[0];
+	CHECK(fds[0] >= 0 && fds[1] >= 0, "open the files");
+	t.fd = fds[0];
+	/* A reader without passthru takes no NVMe read. */
+	if (plain)
+		CHECK_EQ(dlc_reader_queue_nvme(plain, &t, 0, 100, 1), -EINVAL);
+	ret = dlc_reader_create(&o, &r);
+	if (ret == -EINVAL) {
+		/* io_uring before 5.19: the loader falls back the same way. */
+		printf("# no 128-byte SQEs on this kernel: %s\n", strerror(-ret));
+		goto out;
+	}
+	CHECK_EQ(ret, 0);
+	if (!r || fds[0] < 0 || fds[1] < 0)
+		goto out;
+	/* Bad targets. */
+	CHECK_EQ(dlc_reader_queue_nvme(r, NULL, 0, 100, 1), -EINVAL);
+	t.lba_shift = 8;
+	CHECK_EQ(dlc_reader_queue_nvme(r, &t, 0, 100, 1), -EINVAL);
+	t.lba_shift = 13;
+	CHECK_EQ(dlc_reader_queue_nvme(r, &t, 0, 100, 1), -EINVAL);
+	t.lba_shift = 12;
+	t.max_xfer = 6000;	/* not a multiple of the LBA */
+	CHECK_EQ(dlc_reader_queue_nvme(r, &t, 0, 100, 1), -EINVAL);
+	t.lba_shift = 9;
+	t.max_xfer = 64 << 10;
+	t.fd = -1;
+	CHECK_EQ(dlc_reader_queue_nvme(r, &t, 0, 100, 1), -EINVAL);
+	CHECK_EQ(dlc_reader_queue_nvme(r, &(struct dlc_nvme_target){
+		.fd = fds[0], .lba_shift = 9, .max_xfer = 512 },
+		UINT64_MAX - 10, 100, 1), -EINVAL);
+	/* The big ring still does plain range reads. */
+	ret = range_one(r, fds[0], 4000, 9000, 0, &why);
+	CHECK(ret == 0, "range read on a passthru ring: %d (%s)", ret, why);
+	/* Length 0: an empty buffer, as a range read. */
+	t.fd = fds[0];
+	CHECK_EQ(dlc_reader_queue_nvme(r, &t, 0, 0, 7), 0);
+	d = reap_one(r);
+	CHECK(d.tag == 7 && d.err == 0 && d.buf && d.buf->len == 0,
+	      "empty NVMe read: tag %llu err %d", (unsigned long long)d.tag,
+	      d.err);
+	dlc_buf_put(d.buf);
+	for (i = 0; i < 2; i++) {
+		t.fd = fds[i];
+		CHECK_EQ(dlc_reader_queue_nvme(r, &t, 4096, 70000, 20 + i), 0);
+		CHECK_EQ(dlc_reader_submit(r), 0);
+		d = reap_one(r);
+		CHECK(d.tag == (uint64_t)(20 + i), "tag %llu",
+		      (unsigned long long)d.tag);
+		CHECK(d.err < 0 && d.why == dlc_read_passthru_refused && !d.buf,
+		      "URING_CMD on %s: err %d why %s", i ? "a pipe" : path,
+		      d.err, d.why ? d.why : "(none)");
+		dlc_buf_put(d.buf);
+	}
+	CHECK_EQ(st.passthru_reads, 0);
+out:
+	dlc_reader_destroy(r);
+	dlc_reader_destroy(plain);
+	if (fds[0] >= 0)
+		close(fds[0]);
+	for (i = 0; i < 2; i++)
+		if (pipefd[i] >= 0)
+			close(pipefd[i]);
+}
+
 int main(void)
 {
 	char *dir = t_mkdtemp(NULL);
@@ -698,6 +793,7 @@ int main(void)
 	T_RUN(test_huge_file, dir);
 	T_RUN(test_range_disk);
 	T_RUN(test_range_no_direct);
+	T_RUN(test_nvme_refused, dir);
 	t_rmtree(dir);
 	free(dir);
 	return t_done("test_reader");
