@@ -3,7 +3,8 @@
 # passthrough path is tests/qemu/nvme): the pack is written from the
 # device's first byte and the loader reads it by the device's name, the
 # batches equal to those from the files and from a .dlp file of the same
-# set; a device holding ext4 is refused without --force; a device too
+# set, every sample byte for byte that file's, and a copy of the device in
+# a file reads the same; a device holding ext4 is refused without --force; a device too
 # small is refused up front, or, when the estimate passes, the write stops
 # with ENOSPC and leaves an invalid header, never a pack; --to a regular
 # file is refused. Root only (losetup).
@@ -60,8 +61,14 @@ ref=$(digest "$tmp/ds")
 [ "$(digest "$tmp/ds.dlp")" = "$ref" ] || fail "batches from the .dlp differ"
 "$ctl" bench "$dev" --epochs 1 --verify all --json 2>&1 | grep -q '"checksum_errors": 0' ||
 	fail "verify all on $dev"
-rb=$("$ctl" readbench "$dev" --reads 500 2>&1) || fail "readbench: $rb"
-echo "$rb" | grep -q "all matching their crc32c" || fail "readbench: $rb"
+rb=$("$ctl" readbench "$dev" --reads 500 --against "$tmp/ds.dlp" 2>&1) ||
+	fail "readbench: $rb"
+echo "$rb" | grep -q "all matching their crc32c and the other pack's bytes" ||
+	fail "readbench: $rb"
+# The same pack copied into a file (more than its bytes, as dd of the
+# whole device gives) reads as a file: O_DIRECT through the file system.
+dd if="$dev" of="$tmp/copy.dlp" bs=1M status=none || fail "dd"
+[ "$(digest "$tmp/copy.dlp")" = "$ref" ] || fail "batches from a copy of $dev differ"
 # Written again over itself (a pack is not a file system): no --force.
 "$ctl" pack "$tmp/ds" --to "$dev" > /dev/null 2>&1 || fail "pack over a pack wants --force"
 end

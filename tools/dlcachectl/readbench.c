@@ -10,10 +10,12 @@
  * is meant to save.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "crc32c.h"
@@ -23,7 +25,7 @@
 
 static const char readbench_usage[] =
 	"usage: dlcachectl readbench PACK [--reads N] [--queue-depth Q]\n"
-	"                            [--no-passthru] [--json]\n"
+	"                            [--no-passthru] [--against FILE.dlp] [--json]\n"
 	"\n"
 	"Read the samples of PACK (a .dlp file, or a pack written onto a device\n"
 	"with dlcachectl pack --to) in shuffled order until N reads, Q at a\n"
@@ -34,6 +36,9 @@ static const char readbench_usage[] =
 	"  --queue-depth Q    reads in flight (default 32)\n"
 	"  --no-passthru      a pack on an NVMe namespace: O_DIRECT on its block\n"
 	"                     device, not io_uring NVMe passthrough\n"
+	"  --against FILE     also compare every read, byte for byte, with the\n"
+	"                     same sample of another pack of the same data set\n"
+	"                     (read with pread: not the path under test)\n"
 	"  --json             one JSON object on stdout\n"
 	"  -h, --help         show this help\n";
 
@@ -53,7 +58,31 @@ struct rb {
 	const struct dlc_index *idx;
 	uint32_t *order, n;
 	uint64_t reads, want, queued, bytes, bad;
+	/* --against: the other pack, its fd, and reads that differ from it */
+	struct dlc_pack *ref;
+	int ref_fd;
+	uint8_t *ref_buf;
+	uint64_t differ;
 };
+
+/* Whether @buf is sample @id's bytes in the reference pack. */
+static int same_as_ref(struct rb *b, uint32_t id, const struct dlc_buf *buf)
+{
+	struct dlc_pack_entry e;
+	uint64_t done = 0;
+	ssize_t n;
+
+	if (dlc_pack_entry(b->ref, id, &e) || e.len != buf->len)
+		return 0;
+	while (done < e.len) {
+		n = pread(b->ref_fd, b->ref_buf + done, e.len - done,
+			  (off_t)(e.off + done));
+		if (n <= 0)
+			return 0;
+		done += (uint64_t)n;
+	}
+	return !memcmp(b->ref_buf, buf->data, e.len);
+}
 
 /* Queue reads until the reader is full or every read is queued. */
 static int fill(struct rb *b)
@@ -105,6 +134,8 @@ static int run(struct rb *b)
 			if (d[i].buf->len != e.len ||
 			    dlc_crc32c(0, d[i].buf->data, e.len) != e.crc)
 				b->bad++;
+			if (b->ref && !same_as_ref(b, id, d[i].buf))
+				b->differ++;
 			b->bytes += d[i].buf->len;
 			b->reads++;
 			dlc_buf_put(d[i].buf);
@@ -122,7 +153,8 @@ int cmd_readbench(int argc, char **argv)
 	uint32_t qd = 32, nreads = 0, i;
 	int json = 0, passthru = 1, ret;
 	struct rb b = { 0 };
-	const char *path = NULL;
+	const char *path = NULL, *against = NULL;
+	char why[256];
 	double t0, c0, secs, cpu;
 	uint64_t x = 0x9e3779b97f4a7c15ULL;
 
@@ -143,6 +175,10 @@ int cmd_readbench(int argc, char **argv)
 			i++;
 		} else if (!strcmp(s, "--no-passthru")) {
 			passthru = 0;
+		} else if (!strcmp(s, "--against")) {
+			if (!v)
+				return usage_error("readbench", "--against needs a pack");
+			against = argv[++i];
 		} else if (!strcmp(s, "--json")) {
 			json = 1;
 		} else if (s[0] == '-' && s[1]) {
@@ -176,6 +212,33 @@ int cmd_readbench(int argc, char **argv)
 		goto out;
 	}
 	b.idx = idx;
+	b.ref_fd = -1;
+	if (against) {
+		struct dlc_pack_entry e;
+		uint32_t max = 0;
+
+		ret = dlc_pack_open(against, &b.ref, why, sizeof(why));
+		if (ret) {
+			ret = fail("readbench", "%s: %s", against,
+				   why[0] ? why : strerror(-ret));
+			goto out;
+		}
+		if (dlc_pack_count(b.ref) != b.n) {
+			ret = fail("readbench", "%s has %u samples, %s %u",
+				   against, dlc_pack_count(b.ref), path, b.n);
+			goto out;
+		}
+		for (i = 0; i < b.n; i++)
+			if (!dlc_pack_entry(b.ref, i, &e) && e.len > max)
+				max = e.len;
+		b.ref_fd = open(dlc_pack_path(b.ref), O_RDONLY | O_CLOEXEC);
+		b.ref_buf = malloc(max ? max : 1);
+		if (b.ref_fd < 0 || !b.ref_buf) {
+			ret = fail("readbench", "%s: %s", against,
+				   strerror(b.ref_fd < 0 ? errno : ENOMEM));
+			goto out;
+		}
+	}
 	/* A fixed shuffle (xorshift64, Fisher-Yates): runs compare. */
 	for (i = 0; i < b.n; i++)
 		b.order[i] = i;
@@ -214,31 +277,45 @@ int cmd_readbench(int argc, char **argv)
 			   "crc32c", path, (unsigned long long)b.bad);
 		goto out;
 	}
+	if (b.differ) {
+		ret = fail("readbench", "%s: %llu of %llu reads differ from the "
+			   "same samples of %s", path,
+			   (unsigned long long)b.differ,
+			   (unsigned long long)b.reads, against);
+		goto out;
+	}
 	if (json)
 		printf("{\"pack\": \"%s\", \"mode\": \"%s\", \"reads\": %llu, "
 		       "\"bytes\": %llu, \"seconds\": %.4f, \"reads_per_s\": %.1f, "
 		       "\"mb_per_s\": %.2f, \"cpu_us_per_read\": %.2f, "
 		       "\"passthru_commands\": %llu, \"direct_reads\": %llu, "
-		       "\"queue_depth\": %u}\n", dlc_pack_path(b.pack),
+		       "\"queue_depth\": %u, \"compared\": %s}\n",
+		       dlc_pack_path(b.pack),
 		       st.passthru_reads ? "passthru" :
 		       st.direct_reads ? "direct" : "buffered",
 		       (unsigned long long)b.reads, (unsigned long long)b.bytes,
 		       secs, b.reads / secs, b.bytes / secs / 1e6,
 		       cpu * 1e6 / (double)b.reads,
 		       (unsigned long long)st.passthru_reads,
-		       (unsigned long long)st.direct_reads, qd);
+		       (unsigned long long)st.direct_reads, qd,
+		       b.ref ? "true" : "false");
 	else
 		printf("%s: %llu reads (%s) in %.2f s: %.0f reads/s, %.1f MB/s, "
-		       "%.1f us of CPU a read, all matching their crc32c\n",
+		       "%.1f us of CPU a read, all matching their crc32c%s\n",
 		       dlc_pack_path(b.pack), (unsigned long long)b.reads,
 		       st.passthru_reads ? "NVMe passthrough" :
 		       st.direct_reads ? "O_DIRECT" : "buffered", secs,
 		       b.reads / secs, b.bytes / secs / 1e6,
-		       cpu * 1e6 / (double)b.reads);
+		       cpu * 1e6 / (double)b.reads,
+		       b.ref ? " and the other pack's bytes" : "");
 	ret = 0;
 out:
 	dlc_reader_destroy(b.r);
 	dlc_source_close(b.src);
+	if (b.ref_fd >= 0)
+		close(b.ref_fd);
+	free(b.ref_buf);
+	dlc_pack_close(b.ref);
 	free(b.order);
 	dlc_index_free(idx);
 	return ret ? 1 : 0;

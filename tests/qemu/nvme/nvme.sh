@@ -21,7 +21,7 @@
 #
 # Environment: BUILD (build), NVME_KVER (6.1: a release or a series),
 # DLCACHE_KO (default $BUILD/kmod-<release>/dlcache.ko), NVME_TAG (prefix,
-# qemu-nvme-<series>), NVME_TIMEOUT (seconds for the guest, 900),
+# qemu-nvme-<series>), NVME_TIMEOUT (seconds for the guest, 600),
 # NVME_IMAGES (200), QEMU (qemu-system-x86_64).
 set -euo pipefail
 
@@ -34,7 +34,7 @@ TAG=${NVME_TAG:-qemu-nvme-$KSERIES}
 OUT="$BUILD/$TAG"
 SRC="$ROOT/tests/qemu/nvme"
 QEMU=${QEMU:-qemu-system-x86_64}
-TIMEOUT=${NVME_TIMEOUT:-900}
+TIMEOUT=${NVME_TIMEOUT:-600}
 IMAGES=${NVME_IMAGES:-200}
 BUSYBOX=${BUSYBOX:-/bin/busybox}
 PY=/usr/bin/python3
