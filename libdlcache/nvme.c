@@ -299,7 +299,7 @@ int dlc_nvme_probe(const char *path, struct dlc_nvme_ns *ns, char *why,
 	snprintf(dir, sizeof(dir), "/sys/block/%s", name);
 	if (sys_u64(dir, "size", &sectors) ||
 	    sys_u64(dir, "queue/logical_block_size", &lbs) ||
-	    lbs < 512 || lbs > 4096 || (lbs & (lbs - 1)))
+	    lbs < 512 || lbs > 65536 || (lbs & (lbs - 1)))
 		return why_set(why, why_len, -ENODEV,
 			       "%s: no size or block size in sysfs", ns->blk);
 	ns->lba_bytes = (uint32_t)lbs;

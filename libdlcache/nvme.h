@@ -24,7 +24,7 @@ struct dlc_nvme_ns {
 	char blk[80];		/* "/dev/nvme0n1" */
 	char ng[80];		/* "/dev/ng0n1", "" when the kernel has none */
 	uint32_t nsid;
-	uint32_t lba_bytes;	/* the LBA format's data size: 512..4096 */
+	uint32_t lba_bytes;	/* the LBA format's data size: 512..65536 */
 	uint64_t bytes;		/* the namespace's size */
 	/*
 	 * Bytes one Read command may move: the controller's MDTS, the

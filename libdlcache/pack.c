@@ -170,7 +170,7 @@ static int check_header(struct dlc_pack *p, uint64_t fsize, char *why,
 		uint32_t lba = pk_get32(h + PK_HDR_DEV_LBA);
 		uint64_t len = pk_get64(h + PK_HDR_DEV_PACK_LEN);
 
-		if (lba < 512 || lba > 4096 || (lba & (lba - 1)))
+		if (lba < 512 || lba > 65536 || (lba & (lba - 1)))
 			return why_set(why, wl, "header: device LBA size %u",
 				       lba);
 		if (pk_get32(h + PK_HDR_DEV_RESERVED))

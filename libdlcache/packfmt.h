@@ -45,7 +45,7 @@
  * the pack), the device record takes [PK_HDR_RESERVED, PK_HDR_DEV_END)
  * and the reserved bytes start at PK_HDR_DEV_END.
  */
-#define PK_HDR_DEV_LBA		84	/* u32: the namespace's LBA bytes */
+#define PK_HDR_DEV_LBA		84	/* u32: its LBA bytes, 512..65536 */
 #define PK_HDR_DEV_PACK_LEN	88	/* u64: the pack's bytes, meta_off + meta_len */
 #define PK_HDR_DEV_LEN		96	/* u64: the device's bytes when written */
 #define PK_HDR_DEV_NGUID	104	/* 16: its NGUID, zeros: none */

@@ -155,7 +155,7 @@ static int open_device(struct dlc_packw *w, char *why, size_t why_len)
 		return ret;
 	}
 	w->dev_lba = (uint32_t)lba;
-	if (w->dev_lba < 512 || w->dev_lba > 4096 ||
+	if (w->dev_lba < 512 || w->dev_lba > 65536 ||
 	    (w->dev_lba & (w->dev_lba - 1))) {
 		say(why, why_len, "%s: logical block size %u", w->path,
 		    w->dev_lba);

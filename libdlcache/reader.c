@@ -496,6 +496,15 @@ int dlc_reader_queue(struct dlc_reader *r, const char *path, uint64_t tag)
 	return launch(r, q, q->path != NULL);
 }
 
+/* A read of 0 bytes: an empty buffer at the next reap, nothing on the ring. */
+static int queue_empty(struct dlc_reader *r, uint64_t tag)
+{
+	struct dlc_buf *b = dlc_buf_alloc(0);
+
+	fail_early(r, tag, b ? 0 : -ENOMEM, b ? NULL : "allocate", b);
+	return 0;
+}
+
 int dlc_reader_queue_range(struct dlc_reader *r, int fd, uint64_t off,
 			   uint32_t len, int direct, uint64_t tag)
 {
@@ -506,12 +515,8 @@ int dlc_reader_queue_range(struct dlc_reader *r, int fd, uint64_t off,
 		return -EINVAL;
 	if (!r->nfree || r->nearly + r->inflight >= r->o.queue_depth)
 		return -EBUSY;
-	if (!len) {
-		struct dlc_buf *b = dlc_buf_alloc(0);
-
-		fail_early(r, tag, b ? 0 : -ENOMEM, b ? NULL : "allocate", b);
-		return 0;
-	}
+	if (!len)
+		return queue_empty(r, tag);
 	q = claim(r, tag);
 	q->fd = fd;
 	q->range = 1;
@@ -538,12 +543,8 @@ int dlc_reader_queue_nvme(struct dlc_reader *r, const struct dlc_nvme_target *t,
 		return -EINVAL;
 	if (!r->nfree || r->nearly + r->inflight >= r->o.queue_depth)
 		return -EBUSY;
-	if (!len) {
-		struct dlc_buf *b = dlc_buf_alloc(0);
-
-		fail_early(r, tag, b ? 0 : -ENOMEM, b ? NULL : "allocate", b);
-		return 0;
-	}
+	if (!len)
+		return queue_empty(r, tag);
 	q = claim(r, tag);
 	q->range = 1;
 	q->direct = 0;

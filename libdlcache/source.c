@@ -109,6 +109,13 @@ int dlc_source_passthru(struct dlc_source *s, const struct dlc_logger *log)
 			 dlc_pack_path(s->pack), ns.name);
 		return 0;
 	}
+	if (ns.lba_bytes > 4096) {
+		/* The pool's buffers are 4 KiB aligned: reads must start there. */
+		dlc_logf(log, DLC_LOG_WARN,
+			 "%s: %u-byte LBAs; reading it with O_DIRECT, not passthrough",
+			 dlc_pack_path(s->pack), ns.lba_bytes);
+		return 0;
+	}
 	if (ns.meta_bytes) {
 		dlc_logf(log, DLC_LOG_WARN,
 			 "%s: the LBA format carries %u bytes of metadata; reading it with O_DIRECT, not passthrough",

@@ -5,23 +5,17 @@ passthrough): the batches equal those from the ImageFolder over two
 epochs, with nvme_passthru on and off; an unfinished pack on a device is a
 clean error naming it; nvme_passthru takes only booleans."""
 
-import hashlib
 import os
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dlctest  # noqa: E402
-from dlctest import check  # noqa: E402
+from dlctest import check, fingerprint  # noqa: E402
 
 from dlcache.torch import DataLoader  # noqa: E402
 
 KW = dict(batch_size=16, size=32, seed=3, return_ids=True, cache="1M")
-
-
-def fingerprint(images, labels, ids):
-    return (tuple(ids.tolist()), tuple(labels.tolist()),
-            hashlib.sha1(images.contiguous().numpy().tobytes()).hexdigest())
 
 
 def epochs(source, n, **kw):

@@ -4,23 +4,17 @@
 after a resume; the budget and counters are in stats(); epochs= stops it
 at the job's last epoch; bad values are a ValueError naming the option."""
 
-import hashlib
 import os
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dlctest  # noqa: E402
-from dlctest import check  # noqa: E402
+from dlctest import check, fingerprint  # noqa: E402
 
 from dlcache.torch import DataLoader  # noqa: E402
 
 KW = dict(batch_size=16, size=32, seed=5, return_ids=True)
-
-
-def fingerprint(images, labels, ids):
-    return (tuple(ids.tolist()), tuple(labels.tolist()),
-            hashlib.sha1(images.contiguous().numpy().tobytes()).hexdigest())
 
 
 def epochs(root, n, **kw):

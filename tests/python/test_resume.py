@@ -2,23 +2,17 @@
 """state_dict() / load_state_dict(): a resumed epoch is the rest of the
 uninterrupted one, batch for batch (sample IDs, labels and pixels)."""
 
-import hashlib
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dlctest  # noqa: E402
-from dlctest import check  # noqa: E402
+from dlctest import check, fingerprint  # noqa: E402
 
 import torch  # noqa: E402
 from dlcache.torch import DataLoader  # noqa: E402
 
 KW = dict(batch_size=16, size=32, seed=11, return_ids=True, cache=0)
-
-
-def fingerprint(images, labels, ids):
-    return (tuple(ids.tolist()), tuple(labels.tolist()),
-            hashlib.sha1(images.contiguous().numpy().tobytes()).hexdigest())
 
 
 def epoch_batches(root, epoch, **kw):

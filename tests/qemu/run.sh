@@ -200,18 +200,8 @@ fi
 # ---- initramfs -------------------------------------------------------------
 if newer_than "$STAGE/bin/busybox" "$BUSYBOX"; then
 	rm -rf "$STAGE"
-	mkdir -p "$STAGE"/{bin,dev,proc,sys,tmp,root,etc,tests}
-	cp "$BUSYBOX" "$STAGE/bin/busybox"
-	for applet in $("$BUSYBOX" --list); do
-		[ "$applet" = busybox ] || ln -sf busybox "$STAGE/bin/$applet"
-	done
-	ln -sfn bin "$STAGE/sbin"
-	mkdir -p "$STAGE/usr"
-	ln -sfn ../bin "$STAGE/usr/bin"
-	ln -sfn ../bin "$STAGE/usr/sbin"
-	printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' \
-		> "$STAGE/etc/passwd"
-	printf 'root:x:0:\nnogroup:x:65534:\n' > "$STAGE/etc/group"
+	. "$ROOT/tests/qemu/lib.sh"
+	qemu_stage_busybox "$STAGE" "$BUSYBOX" tests
 fi
 install -m 0755 "$SRC/init.sh" "$STAGE/init"
 rm -f "$STAGE"/tests/* "$STAGE/dlcache.ko"

@@ -159,28 +159,17 @@ result() {	# ok|FAIL|skip name [why]
 }
 
 # ---- static binaries -------------------------------------------------------
-if ! make --no-print-directory -s BUILD="${BUILD#$ROOT/}" "${BUILD#$ROOT/}/dlcachectl" \
-		> "$OUT/build.log" 2>&1; then
+. "$ROOT/tests/qemu/lib.sh"
+qemu_static_tools "$BUILD" "$OUT/bin" "$OUT/build.log" || {
+	st=$?
 	sed 's/^/# /' "$OUT/build.log" | tail -n 30
-	result FAIL build "(make dlcachectl failed)"
+	case $st in
+	1) result FAIL build "(make dlcachectl failed)" ;;
+	2) result FAIL build "(static link of dlcachectl failed: liburing-dev, libnvme-dev, libjpeg62-turbo-dev, libpng-dev, libblkid-dev, zlib1g-dev?)" ;;
+	*) result FAIL build "(int_client.c)" ;;
+	esac
 	exit 1
-fi
-objs=()
-for src in tools/dlcachectl/*.c; do
-	objs+=("$BUILD/release/${src%.c}.o")
-done
-if ! gcc -static -o "$OUT/bin/dlcachectl" "${objs[@]}" "$BUILD/release/libdlcache.a" \
-		-luring -lnvme -ljpeg -lpng -lblkid -lz -lpthread -lm > "$OUT/link.log" 2>&1; then
-	sed 's/^/# /' "$OUT/link.log" | tail -n 30
-	result FAIL build "(static link of dlcachectl failed: liburing-dev, libjpeg62-turbo-dev, libpng-dev, zlib1g-dev?)"
-	exit 1
-fi
-if ! gcc -static -O2 -Wall -Wextra -D_GNU_SOURCE -I"$ROOT/uapi" -o "$OUT/bin/int_client" \
-		"$SRC/int_client.c" > "$OUT/link.log" 2>&1; then
-	sed 's/^/# /' "$OUT/link.log"
-	result FAIL build "(int_client.c)"
-	exit 1
-fi
+}
 
 # The library's kernel backend: without it the kernel checks are skipped.
 NOKERNEL=0
@@ -226,18 +215,7 @@ CAP_MB=$(( DS_BYTES / 2 / 1048576 ))
 # ---- initramfs -------------------------------------------------------------
 STAGE="$OUT/root"
 rm -rf "$STAGE"
-mkdir -p "$STAGE"/{bin,dev,proc,sys,tmp,root,etc,mnt,mods}
-cp "$BUSYBOX" "$STAGE/bin/busybox"
-for applet in $("$BUSYBOX" --list); do
-	[ "$applet" = busybox ] || ln -sf busybox "$STAGE/bin/$applet"
-done
-ln -sfn bin "$STAGE/sbin"
-mkdir -p "$STAGE/usr"
-ln -sfn ../bin "$STAGE/usr/bin"
-ln -sfn ../bin "$STAGE/usr/sbin"
-printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' \
-	> "$STAGE/etc/passwd"
-printf 'root:x:0:\nnogroup:x:65534:\n' > "$STAGE/etc/group"
+qemu_stage_busybox "$STAGE" "$BUSYBOX" mnt mods
 install -m 0755 "$SRC/guest.sh" "$STAGE/init"
 install -m 0755 "$OUT/bin/dlcachectl" "$OUT/bin/int_client" "$STAGE/bin/"
 install -m 0644 "$KO" "$STAGE/dlcache.ko"

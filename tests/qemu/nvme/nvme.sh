@@ -63,22 +63,10 @@ result() {	# ok|FAIL|skip name [why]
 }
 
 # ---- static binaries -------------------------------------------------------
-if ! make --no-print-directory -s BUILD="${BUILD#$ROOT/}" "${BUILD#$ROOT/}/dlcachectl" \
-		> "$OUT/build.log" 2>&1; then
+. "$ROOT/tests/qemu/lib.sh"
+if ! qemu_static_tools "$BUILD" "$OUT/bin" "$OUT/build.log"; then
 	sed 's/^/# /' "$OUT/build.log" | tail -n 30
-	result FAIL build "(make dlcachectl failed)"
-	exit 1
-fi
-objs=()
-for src in tools/dlcachectl/*.c; do
-	objs+=("$BUILD/release/${src%.c}.o")
-done
-if ! gcc -static -o "$OUT/bin/dlcachectl" "${objs[@]}" "$BUILD/release/libdlcache.a" \
-		-luring -lnvme -ljpeg -lpng -lblkid -lz -lpthread -lm > "$OUT/link.log" 2>&1 ||
-   ! gcc -static -O2 -Wall -Wextra -D_GNU_SOURCE -I"$ROOT/uapi" -o "$OUT/bin/int_client" \
-		"$ROOT/tests/qemu/integration/int_client.c" >> "$OUT/link.log" 2>&1; then
-	sed 's/^/# /' "$OUT/link.log" | tail -n 30
-	result FAIL build "(static link of dlcachectl or int_client failed)"
+	result FAIL build "(make, or the static link of dlcachectl or int_client, failed)"
 	exit 1
 fi
 
@@ -123,14 +111,7 @@ EOF
 # ---- initramfs -------------------------------------------------------------
 STAGE="$OUT/root"
 rm -rf "$STAGE"
-mkdir -p "$STAGE"/{bin,dev,proc,sys,tmp,etc,mnt,mods}
-cp "$BUSYBOX" "$STAGE/bin/busybox"
-for applet in $("$BUSYBOX" --list); do
-	[ "$applet" = busybox ] || ln -sf busybox "$STAGE/bin/$applet"
-done
-ln -sfn bin "$STAGE/sbin"
-printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' \
-	> "$STAGE/etc/passwd"
+qemu_stage_busybox "$STAGE" "$BUSYBOX" mnt mods
 install -m 0755 "$SRC/guest.sh" "$STAGE/init"
 install -m 0755 "$OUT/bin/dlcachectl" "$OUT/bin/int_client" "$STAGE/bin/"
 [ -f "$KO" ] && install -m 0644 "$KO" "$STAGE/dlcache.ko"

@@ -1,0 +1,44 @@
+# Sourced by the QEMU suites (tests/qemu/run.sh,
+# tests/qemu/integration/integration.sh, tests/qemu/nvme/nvme.sh), from
+# the repository root: what their guests have in common. Not a test.
+
+# qemu_stage_busybox STAGE BUSYBOX [DIR...]: a root file system at STAGE
+# holding a static busybox and its applet links in /bin (and /sbin,
+# /usr/bin, /usr/sbin), root and nobody (65534) in /etc/passwd and
+# /etc/group, the usual mount points, and the directories DIR... (relative).
+qemu_stage_busybox() {
+	local stage=$1 busybox=$2 applet d
+	shift 2
+	mkdir -p "$stage"/{bin,dev,proc,sys,tmp,root,etc,usr}
+	for d in "$@"; do
+		mkdir -p "$stage/$d"
+	done
+	cp "$busybox" "$stage/bin/busybox"
+	for applet in $("$busybox" --list); do
+		[ "$applet" = busybox ] || ln -sf busybox "$stage/bin/$applet"
+	done
+	ln -sfn bin "$stage/sbin"
+	ln -sfn ../bin "$stage/usr/bin"
+	ln -sfn ../bin "$stage/usr/sbin"
+	printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' \
+		> "$stage/etc/passwd"
+	printf 'root:x:0:\nnogroup:x:65534:\n' > "$stage/etc/group"
+}
+
+# qemu_static_tools BUILD OUT LOG: build dlcachectl's objects (make) and
+# link them statically, and tests/qemu/integration/int_client.c, into
+# OUT/dlcachectl and OUT/int_client, the output in LOG. Returns 0, or 1
+# when make failed, 2 when the static link of dlcachectl failed, 3 for
+# int_client.
+qemu_static_tools() {
+	local build=$1 out=$2 log=$3 src objs=()
+	make --no-print-directory -s BUILD="${build#$PWD/}" "${build#$PWD/}/dlcachectl" \
+		> "$log" 2>&1 || return 1
+	for src in tools/dlcachectl/*.c; do
+		objs+=("$build/release/${src%.c}.o")
+	done
+	gcc -static -o "$out/dlcachectl" "${objs[@]}" "$build/release/libdlcache.a" \
+		-luring -lnvme -ljpeg -lpng -lblkid -lz -lpthread -lm >> "$log" 2>&1 || return 2
+	gcc -static -O2 -Wall -Wextra -D_GNU_SOURCE -Iuapi -o "$out/int_client" \
+		tests/qemu/integration/int_client.c >> "$log" 2>&1 || return 3
+}
