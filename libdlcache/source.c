@@ -109,6 +109,12 @@ int dlc_source_passthru(struct dlc_source *s, const struct dlc_logger *log)
 			 dlc_pack_path(s->pack), ns.name);
 		return 0;
 	}
+	if (!ns.nsid) {
+		dlc_logf(log, DLC_LOG_WARN,
+			 "%s: no namespace ID for %s in sysfs or from Identify; reading it with O_DIRECT",
+			 dlc_pack_path(s->pack), ns.name);
+		return 0;
+	}
 	if (ns.lba_bytes > 4096) {
 		/* The pool's buffers are 4 KiB aligned: reads must start there. */
 		dlc_logf(log, DLC_LOG_WARN,
