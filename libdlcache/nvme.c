@@ -254,46 +254,54 @@ static int identify(struct dlc_nvme_ns *ns)
 	return 0;
 }
 
-int dlc_nvme_probe(const char *path, struct dlc_nvme_ns *ns, char *why,
-		   size_t why_len)
+int dlc_nvme_name(const char *path, char *name, size_t len, char *why,
+		  size_t why_len)
 {
-	char name[64], dir[PATH_MAX], buf[128], ngdir[PATH_MAX];
-	uint64_t v, sectors, lbs, kb, segs;
+	char dir[PATH_MAX];
 	struct stat st;
 	int ret;
 
 	if (why && why_len)
 		why[0] = '\0';
-	memset(ns, 0, sizeof(*ns));
 	if (!strncmp(path, DLC_NVME_PREFIX, strlen(DLC_NVME_PREFIX))) {
-		ret = resolve_id(path + strlen(DLC_NVME_PREFIX), name,
-				 sizeof(name), why, why_len);
-		if (ret)
-			return ret;
-	} else {
-		if (stat(path, &st))
-			return 0;	/* the caller's open says why */
-		if (!S_ISBLK(st.st_mode) && !S_ISCHR(st.st_mode))
-			return 0;
-		if (dev_name(&st, name, sizeof(name)))
-			return 0;
-		if (S_ISCHR(st.st_mode)) {
-			/* ngXnY is the character device of nvmeXnY. */
-			if (strncmp(name, "ng", 2))
-				return 0;
-			memmove(name + 4, name + 2, strlen(name + 2) + 1);
-			memcpy(name, "nvme", 4);
-		}
-		if (!ns_name(name)) {
-			snprintf(dir, sizeof(dir), "/sys/class/block/%s/partition",
-				 name);
-			if (!strncmp(name, "nvme", 4) && !access(dir, F_OK))
-				return why_set(why, why_len, -ENOTBLK,
-					       "%s is a partition: a pack takes a whole namespace",
-					       path);
-			return 0;
-		}
+		ret = resolve_id(path + strlen(DLC_NVME_PREFIX), name, len, why,
+				 why_len);
+		return ret ? ret : 1;
 	}
+	if (stat(path, &st))
+		return 0;	/* the caller's open says why */
+	if (!S_ISBLK(st.st_mode) && !S_ISCHR(st.st_mode))
+		return 0;
+	if (dev_name(&st, name, len))
+		return 0;
+	if (S_ISCHR(st.st_mode)) {
+		/* ngXnY is the character device of nvmeXnY. */
+		if (strncmp(name, "ng", 2) || strlen(name) + 2 >= len)
+			return 0;
+		memmove(name + 4, name + 2, strlen(name + 2) + 1);
+		memcpy(name, "nvme", 4);
+	}
+	if (ns_name(name))
+		return 1;
+	snprintf(dir, sizeof(dir), "/sys/class/block/%s/partition", name);
+	if (!strncmp(name, "nvme", 4) && !access(dir, F_OK))
+		return why_set(why, why_len, -ENOTBLK,
+			       "%s is a partition: a pack takes a whole namespace",
+			       path);
+	return 0;
+}
+
+int dlc_nvme_probe(const char *path, struct dlc_nvme_ns *ns, char *why,
+		   size_t why_len)
+{
+	char name[64], dir[PATH_MAX], buf[128], ngdir[PATH_MAX];
+	uint64_t v, sectors, lbs, kb, segs;
+	int ret;
+
+	memset(ns, 0, sizeof(*ns));
+	ret = dlc_nvme_name(path, name, sizeof(name), why, why_len);
+	if (ret <= 0)
+		return ret;
 	snprintf(ns->name, sizeof(ns->name), "%s", name);
 	snprintf(ns->blk, sizeof(ns->blk), "/dev/%s", name);
 	snprintf(dir, sizeof(dir), "/sys/block/%s", name);
@@ -329,14 +337,15 @@ int dlc_nvme_probe(const char *path, struct dlc_nvme_ns *ns, char *why,
 	return 1;
 }
 
-void dlc_nvme_id_string(const struct dlc_nvme_ns *ns, char *buf, size_t len)
+void dlc_nvme_id_string(const uint8_t nguid[16], const uint8_t eui64[8],
+			char *buf, size_t len)
 {
-	const uint8_t *id = ns->nguid;
-	size_t n = sizeof(ns->nguid), i, at;
+	const uint8_t *id = nguid;
+	size_t n = 16, i, at;
 
-	if (all_zero(ns->nguid, sizeof(ns->nguid))) {
-		id = ns->eui64;
-		n = sizeof(ns->eui64);
+	if (all_zero(nguid, 16)) {
+		id = eui64;
+		n = 8;
 	}
 	if (!len)
 		return;

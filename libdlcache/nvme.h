@@ -42,15 +42,26 @@ struct dlc_nvme_ns {
  * Whether @path names an NVMe namespace: a block device nvmeXnY (not a
  * partition), its generic character device ngXnY, or DLC_NVME_PREFIX and
  * the NGUID (32 hex digits, dashes allowed) or EUI-64 (16) of one.
- * Returns 1 and fills @ns, 0 when @path is something else (a regular
- * file, another device), or -errno: -ENOENT when no namespace has the
- * identifier, -ENOTBLK for a partition. @why (may be NULL) words it.
+ * Returns 1 with its block device's name ("nvme0n1") in @name of @len,
+ * 0 when @path is something else (a regular file, another device), or
+ * -errno: -ENOENT when no namespace has the identifier, -ENOTBLK for a
+ * partition. @why (may be NULL) words it. Only sysfs, and Identify
+ * Namespace for an identifier that sysfs does not show.
+ */
+int dlc_nvme_name(const char *path, char *name, size_t len, char *why,
+		  size_t why_len);
+
+/*
+ * dlc_nvme_name(), then all of the namespace into @ns: sysfs, Identify
+ * Controller and Identify Namespace. The same returns.
  */
 int dlc_nvme_probe(const char *path, struct dlc_nvme_ns *ns, char *why,
 		   size_t why_len);
 
-/* @ns's identifier as DLC_NVME_PREFIX + hex (NGUID, else EUI-64), or "". */
-void dlc_nvme_id_string(const struct dlc_nvme_ns *ns, char *buf, size_t len);
+/* An identifier as DLC_NVME_PREFIX + hex (the NGUID, else the EUI-64; "":
+ * both zero). */
+void dlc_nvme_id_string(const uint8_t nguid[16], const uint8_t eui64[8],
+			char *buf, size_t len);
 
 /*
  * Words of an NVMe completion status (the 15-bit status field without the

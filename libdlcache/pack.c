@@ -67,14 +67,14 @@ static int why_set(char *why, size_t why_len, const char *fmt, ...)
 static int pack_target(const char *path, char *buf, size_t len,
 		       const char **out)
 {
-	struct dlc_nvme_ns ns;
-	int ret = dlc_nvme_probe(path, &ns, NULL, 0);
+	char name[64];
+	int ret = dlc_nvme_name(path, name, sizeof(name), NULL, 0);
 
 	*out = path;
 	if (ret < 0)
 		return ret;
 	if (ret > 0) {
-		snprintf(buf, len, "%s", ns.blk);
+		snprintf(buf, len, "/dev/%s", name);
 		*out = buf;
 	}
 	return 0;

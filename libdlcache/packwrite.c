@@ -478,16 +478,10 @@ static void sync_dir_of(const char *path)
 	free(dir);
 }
 
-/*
- * Onto a device: the metadata, a flush, then the header with the device's
- * record, a flush. Until the header lands, the device's first 4 KiB are
- * the placeholder create wrote: never a pack.
- */
-static int device_finish(struct dlc_packw *w, uint8_t *hdr,
-			 const uint8_t *meta, size_t meta_len)
+/* Onto a device: the flag and the device's record in the header. */
+static void device_record(const struct dlc_packw *w, uint8_t *hdr,
+			  size_t meta_len)
 {
-	int ret;
-
 	pk_put32(hdr + PK_HDR_FLAGS, PK_FLAG_DEVICE);
 	pk_put32(hdr + PK_HDR_DEV_LBA, w->dev_lba);
 	pk_put64(hdr + PK_HDR_DEV_PACK_LEN, w->end + meta_len);
@@ -495,18 +489,6 @@ static int device_finish(struct dlc_packw *w, uint8_t *hdr,
 	memcpy(hdr + PK_HDR_DEV_NGUID, w->ns.nguid, sizeof(w->ns.nguid));
 	memcpy(hdr + PK_HDR_DEV_EUI64, w->ns.eui64, sizeof(w->ns.eui64));
 	pk_put32(hdr + PK_HDR_DEV_NSID, w->ns.nsid);
-	pk_put32(hdr + PK_HDR_CRC, dlc_crc32c(0, hdr, PK_HDR_CRC));
-	ret = pwrite_full(w->fd, meta, meta_len, w->end);
-	if (!ret && fsync(w->fd))
-		ret = -errno;
-	if (!ret)
-		ret = pwrite_full(w->fd, hdr, PK_HDR_LEN, 0);
-	if (!ret && fsync(w->fd))
-		ret = -errno;
-	if (close(w->fd) && !ret)
-		ret = -errno;
-	w->fd = -1;
-	return ret;
 }
 
 int dlc_packw_finish(struct dlc_packw *w, char *why, size_t why_len)
@@ -567,25 +549,32 @@ int dlc_packw_finish(struct dlc_packw *w, char *why, size_t why_len)
 			    (unsigned long long)(w->end + meta_len));
 			goto out;
 		}
-		ret = device_finish(w, hdr, meta, meta_len);
-		if (ret)
-			say(why, why_len, "%s: %s", w->path, strerror(-ret));
-		goto out;
+		device_record(w, hdr, meta_len);
 	}
 	pk_put32(hdr + PK_HDR_CRC, dlc_crc32c(0, hdr, PK_HDR_CRC));
 	ret = pwrite_full(w->fd, meta, meta_len, w->end);
-	/* A file a previous, longer writer left cannot exist (O_EXCL). */
+	/*
+	 * A file is nobody's pack until the rename; on a device the header
+	 * itself makes the pack, so it may land only after the rest: until
+	 * then the first 4 KiB are the placeholder create wrote. (A file a
+	 * previous, longer writer left cannot exist: O_EXCL.)
+	 */
+	if (!ret && w->dev_bytes && fsync(w->fd))
+		ret = -errno;
 	if (!ret)
 		ret = pwrite_full(w->fd, hdr, sizeof(hdr), 0);
 	if (!ret && fsync(w->fd))
 		ret = -errno;
-	if (!ret && close(w->fd))
+	if (close(w->fd) && !ret)
 		ret = -errno;
 	w->fd = -1;
 	if (ret) {
-		say(why, why_len, "%s: %s", w->part, strerror(-ret));
+		say(why, why_len, "%s: %s", w->dev_bytes ? w->path : w->part,
+		    strerror(-ret));
 		goto out;
 	}
+	if (w->dev_bytes)
+		goto out;	/* written in place: nothing to rename */
 	if (rename(w->part, w->path)) {
 		ret = -errno;
 		say(why, why_len, "rename %s to %s: %s", w->part, w->path,

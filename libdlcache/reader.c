@@ -505,6 +505,27 @@ static int queue_empty(struct dlc_reader *r, uint64_t tag)
 	return 0;
 }
 
+/*
+ * A request for bytes [@off, @off + @len) read from @off - @lead into a
+ * pooled buffer whose data starts at @off; q->out is NULL when it could
+ * not be allocated (launch() reports that).
+ */
+static struct dlc_read_req *claim_range(struct dlc_reader *r, uint64_t tag,
+					enum req_state state, uint64_t off,
+					uint32_t len, uint32_t lead)
+{
+	struct dlc_read_req *q = claim(r, tag);
+
+	q->range = 1;
+	q->direct = 0;
+	q->state = state;
+	q->start = off - lead;
+	q->lead = lead;
+	q->size = (uint64_t)lead + len;
+	q->out = dlc_buf_alloc_io(len, lead);
+	return q;
+}
+
 int dlc_reader_queue_range(struct dlc_reader *r, int fd, uint64_t off,
 			   uint32_t len, int direct, uint64_t tag)
 {
@@ -517,15 +538,9 @@ int dlc_reader_queue_range(struct dlc_reader *r, int fd, uint64_t off,
 		return -EBUSY;
 	if (!len)
 		return queue_empty(r, tag);
-	q = claim(r, tag);
+	q = claim_range(r, tag, RQ_READ, off, len, lead);
 	q->fd = fd;
-	q->range = 1;
 	q->direct = !!direct;
-	q->state = RQ_READ;
-	q->start = off - lead;
-	q->lead = lead;
-	q->size = (uint64_t)lead + len;
-	q->out = dlc_buf_alloc_io(len, lead);
 	return launch(r, q, q->out != NULL);
 }
 
@@ -545,20 +560,15 @@ int dlc_reader_queue_nvme(struct dlc_reader *r, const struct dlc_nvme_target *t,
 		return -EBUSY;
 	if (!len)
 		return queue_empty(r, tag);
-	q = claim(r, tag);
-	q->range = 1;
-	q->direct = 0;
-	q->state = RQ_NVME;
+	/* From a 4 KiB boundary, so from an LBA's. */
+	q = claim_range(r, tag, RQ_NVME, off, len, lead);
 	q->nvme = *t;
 	/* NLB is 16 bits: at most 65536 blocks a command. */
 	if (q->nvme.max_xfer >> t->lba_shift > 65536)
 		q->nvme.max_xfer = 65536U << t->lba_shift;
 	q->tries = 0;
 	q->want = len;
-	q->start = off - lead;	/* 4 KiB aligned, so LBA aligned */
-	q->lead = lead;
-	q->size = align_up((uint64_t)lead + len, lba);
-	q->out = dlc_buf_alloc_io(len, lead);
+	q->size = align_up(q->size, lba);	/* whole LBAs */
 	return launch(r, q, q->out != NULL);
 }
 

@@ -62,14 +62,14 @@ static void test_id_string(void)
 	char buf[64];
 
 	memset(&ns, 0, sizeof(ns));
-	dlc_nvme_id_string(&ns, buf, sizeof(buf));
+	dlc_nvme_id_string(ns.nguid, ns.eui64, buf, sizeof(buf));
 	CHECK(!strcmp(buf, ""), "no IDs: \"%s\"", buf);
 	memcpy(ns.eui64, "\x00\x11\x33\x44\x55\x66\x77\xa1", 8);
-	dlc_nvme_id_string(&ns, buf, sizeof(buf));
+	dlc_nvme_id_string(ns.nguid, ns.eui64, buf, sizeof(buf));
 	CHECK(!strcmp(buf, "nvme:00113344556677a1"), "EUI-64: \"%s\"", buf);
 	/* The NGUID, when there is one, names it. */
 	ns.nguid[15] = 0x42;
-	dlc_nvme_id_string(&ns, buf, sizeof(buf));
+	dlc_nvme_id_string(ns.nguid, ns.eui64, buf, sizeof(buf));
 	CHECK(!strcmp(buf, "nvme:00000000000000000000000000000042"),
 	      "NGUID: \"%s\"", buf);
 }

@@ -301,17 +301,19 @@ static int check_device(const char *dev, const struct dlc_index *idx,
 {
 	uint64_t need = 4096, size = 0, total = 0;
 	const char *type = NULL, *what = "a file system";
-	struct dlc_nvme_ns ns;
 	blkid_probe pr;
-	char why[256];
+	char why[256], name[64];
 	struct stat st;
 	uint32_t i, n = dlc_index_count(idx);
 	int ret;
 
-	ret = dlc_nvme_probe(dev, &ns, why, sizeof(why));
+	ret = dlc_nvme_name(dev, name, sizeof(name), why, sizeof(why));
 	if (ret < 0)
 		return fail("pack", "%s", why[0] ? why : strerror(-ret));
-	snprintf(blk, blk_len, "%s", ret ? ns.blk : dev);
+	if (ret)
+		snprintf(blk, blk_len, "/dev/%s", name);
+	else
+		snprintf(blk, blk_len, "%s", dev);
 	if (stat(blk, &st))
 		return fail("pack", "%s: %s", blk, strerror(errno));
 	if (!S_ISBLK(st.st_mode))
@@ -372,7 +374,6 @@ static void progress(const struct pack_job *job, uint32_t n, uint64_t t0)
 static int device_summary(const char *blk, struct dlc_pack_device *dev,
 			  char *id, size_t id_len)
 {
-	struct dlc_nvme_ns ns = { 0 };
 	struct dlc_pack *p;
 	char why[256];
 	int ret;
@@ -383,9 +384,7 @@ static int device_summary(const char *blk, struct dlc_pack_device *dev,
 			    "%s", blk, why[0] ? why : strerror(-ret));
 	dlc_pack_device(p, dev);
 	dlc_pack_close(p);
-	memcpy(ns.nguid, dev->nguid, sizeof(ns.nguid));
-	memcpy(ns.eui64, dev->eui64, sizeof(ns.eui64));
-	dlc_nvme_id_string(&ns, id, id_len);
+	dlc_nvme_id_string(dev->nguid, dev->eui64, id, id_len);
 	return 0;
 }
 
