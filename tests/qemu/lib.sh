@@ -42,3 +42,20 @@ qemu_static_tools() {
 	gcc -static -O2 -Wall -Wextra -D_GNU_SOURCE -Iuapi -o "$out/int_client" \
 		tests/qemu/integration/int_client.c >> "$log" 2>&1 || return 3
 }
+
+# qemu_guest_done LOG MARKER QRC TIMEOUT: 0 when the guest's console LOG
+# has its last line, ^MARKER; else the reason in QEMU_GUEST_WHY (QEMU's
+# exit status QRC, or the time limit of TIMEOUT s), "# " lines saying so
+# and the end of the console, and 1.
+qemu_guest_done() {
+	local log=$1 marker=$2 qrc=$3 timeout=$4
+
+	grep -q "^$marker" "$log" && return 0
+	QEMU_GUEST_WHY="qemu exited with $qrc"
+	if [ "$qrc" -eq 124 ] || [ "$qrc" -eq 137 ]; then
+		QEMU_GUEST_WHY="time limit of ${timeout}s hit"
+	fi
+	echo "# no $marker line ($QEMU_GUEST_WHY); the console log ends with:"
+	grep -vE '^(RESULT|DATA) |^# ' "$log" | tail -n 30 | sed 's/^/#   /'
+	return 1
+}

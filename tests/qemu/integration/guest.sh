@@ -36,7 +36,9 @@ CG=/sys/fs/cgroup
 # Small output and one decode thread per process: the cache and the disk
 # are under test here, not the decoder, and TCG is slow.
 BENCH="--batch-size 16 --size 64 --threads 1"
-SPLAT_RE='WARNING:|BUG:|kernel BUG|Oops|general protection|lockdep|possible circular|possible recursive|inconsistent lock|hung_task|blocked for more than|UBSAN|KASAN|Call Trace|RIP: |list_add corruption|list_del corruption|refcount_t|scheduling while atomic|sleeping function called|bad page|Bad page|stack-protector|double free|use-after-free|soft lockup|rcu_sched self-detected|rcu: INFO'
+# What fails a run in the kernel log (tests/qemu/splats.ere, installed
+# by integration.sh).
+SPLAT_RE=$(cat /splats.ere)
 
 result() {	# ok|FAIL|skip name [why]
 	echo "RESULT $*"

@@ -217,6 +217,7 @@ STAGE="$OUT/root"
 rm -rf "$STAGE"
 qemu_stage_busybox "$STAGE" "$BUSYBOX" mnt mods
 install -m 0755 "$SRC/guest.sh" "$STAGE/init"
+install -m 0644 "$ROOT/tests/qemu/splats.ere" "$STAGE/splats.ere"
 install -m 0755 "$OUT/bin/dlcachectl" "$OUT/bin/int_client" "$STAGE/bin/"
 install -m 0644 "$KO" "$STAGE/dlcache.ko"
 # ext4 on virtio-blk, in modules.dep order; the ones built in are skipped.
@@ -270,13 +271,8 @@ elapsed=$(( $(date +%s) - start ))
 echo "# $TAG: the guest took ${elapsed}s"
 
 FAILS=$(grep -c '^RESULT FAIL' "$LOG" || true)
-if ! grep -q '^INT-DONE' "$LOG"; then
-	why="qemu exited with $qrc"
-	[ "$qrc" -eq 124 ] || [ "$qrc" -eq 137 ] && why="time limit of ${TIMEOUT}s hit"
-	echo "# no INT-DONE line ($why); the console log ends with:"
-	grep -vE '^(RESULT|DATA) |^# ' "$LOG" | tail -n 30 | sed 's/^/#   /'
-	result FAIL guest "($why)"
-fi
+qemu_guest_done "$LOG" INT-DONE "$qrc" "$TIMEOUT" ||
+	result FAIL guest "($QEMU_GUEST_WHY)"
 
 # ---- the numbers -----------------------------------------------------------
 set +e

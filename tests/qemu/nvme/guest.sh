@@ -237,5 +237,12 @@ for how in passthru blockdev ext4file; do
 	fi
 done
 umount /mnt
+# The kernel's log of everything above (the console shows only the worst):
+# a splat fails the run; the injected media errors are not splats.
+if dmesg | grep -E "$(cat /splats.ere)" > /tmp/splats; then
+	result FAIL dmesg "$(head -n 5 /tmp/splats | tr '\n' ' ')"
+else
+	result ok dmesg "no splat in the kernel log"
+fi
 echo NVME-DONE
 poweroff -f

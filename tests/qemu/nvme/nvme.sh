@@ -113,6 +113,7 @@ STAGE="$OUT/root"
 rm -rf "$STAGE"
 qemu_stage_busybox "$STAGE" "$BUSYBOX" mnt mods
 install -m 0755 "$SRC/guest.sh" "$STAGE/init"
+install -m 0644 "$ROOT/tests/qemu/splats.ere" "$STAGE/splats.ere"
 install -m 0755 "$OUT/bin/dlcachectl" "$OUT/bin/int_client" "$STAGE/bin/"
 [ -f "$KO" ] && install -m 0644 "$KO" "$STAGE/dlcache.ko"
 # The nvme and ext4 modules and what they need, dependencies first.
@@ -167,17 +168,8 @@ set -e
 echo "# $TAG: the guest took $(( $(date +%s) - start ))s"
 rc=0
 grep -q '^RESULT FAIL' "$LOG" && rc=1
-if ! grep -q '^NVME-DONE' "$LOG"; then
-	why="qemu exited with $qrc"
-	[ "$qrc" -eq 124 ] || [ "$qrc" -eq 137 ] && why="time limit of ${TIMEOUT}s hit"
-	echo "# no NVME-DONE line ($why); the console log ends with:"
-	grep -vE '^(RESULT|DATA) |^# ' "$LOG" | tail -n 30 | sed 's/^/#   /'
-	result FAIL guest "($why)"
-	rc=1
-fi
-if grep -E 'BUG:|WARNING:|Oops|general protection|Call Trace' "$LOG" > "$OUT/splats" 2>/dev/null; then
-	sed 's/^/#   /' "$OUT/splats" | head -n 20
-	result FAIL dmesg "(a kernel splat on the console)"
+if ! qemu_guest_done "$LOG" NVME-DONE "$qrc" "$TIMEOUT"; then
+	result FAIL guest "($QEMU_GUEST_WHY)"
 	rc=1
 fi
 
