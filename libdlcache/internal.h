@@ -206,6 +206,8 @@ struct dlc_read_done {
 	int err;		/* 0 or negative errno */
 	struct dlc_buf *buf;	/* reference owned by the caller when err == 0 */
 	const char *why;	/* static text for err, e.g. "open" or "read" */
+	/* The loader's: the read was of a staged copy (DLC_STAGE_TAG_BIT). */
+	int staged;
 };
 
 int dlc_reader_create(const struct dlc_reader_opts *o, struct dlc_reader **out);
@@ -322,9 +324,20 @@ const struct dlc_pack *dlc_source_pack(const struct dlc_source *s);
 /* "ROOT/RELPATH", or "RELPATH in PACK": what messages call sample @id. */
 void dlc_source_name(const struct dlc_source *s, uint32_t id, char *buf,
 		     size_t len);
-/* Queue a read of sample @id's bytes on @r, tagged @tag (@scratch: path). */
+/*
+ * Queue a read of sample @id's bytes on @r, tagged @tag (@scratch: path):
+ * of its staged copy when the staging tier holds one (the tag then has
+ * DLC_STAGE_TAG_BIT, stage.h), else of the origin.
+ */
 int dlc_source_queue(struct dlc_source *s, struct dlc_reader *r,
 		     uint32_t id, uint64_t tag, char *scratch, size_t len);
+/* The same, of the origin only. */
+int dlc_source_queue_origin(struct dlc_source *s, struct dlc_reader *r,
+			    uint32_t id, uint64_t tag, char *scratch,
+			    size_t len);
+/* Reads ask the staging tier @st first (NULL: none). */
+struct dlc_stage;
+void dlc_source_stage(struct dlc_source *s, struct dlc_stage *st);
 /*
  * A read of sample @id that @d reports done: when it is a pack's O_DIRECT
  * read the file system refused, every read from now on is buffered and

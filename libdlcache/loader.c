@@ -44,6 +44,7 @@
 #include "jpegrst.h"
 #include "kclient.h"
 #include "readahead.h"
+#include "stage.h"
 
 enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_HELD };
 
@@ -171,6 +172,9 @@ struct dlc_loader {
 	int kerr;
 	const char *kwhat;
 	struct dlc_reader *reader;	/* I/O thread only */
+	/* The staging tier (stage.h), or NULL; its own lock. */
+	struct dlc_stage *stage;
+	char *staging_dir;		/* cfg.staging_dir points here */
 	/* Read-ahead: all of it I/O thread only. */
 	struct dlc_ra *ra;		/* NULL when off */
 	uint64_t ra_g;			/* next virtual position to look at */
@@ -293,6 +297,11 @@ static int check_config(const struct dlc_config *c, const struct dlc_logger *log
 		    c->nvme_passthru);
 	if (c->pad)
 		BAD("pad", "must be zero");
+	if (c->staging_dir && (!c->staging_dir[0] ||
+			       strlen(c->staging_dir) > 3072))
+		BAD("staging_dir", "must be a directory's path of 1..3072 bytes");
+	if (c->staging_bytes && !c->staging_dir)
+		BAD("staging_bytes", "set without staging_dir");
 	for (i = 0; i < sizeof(c->reserved) / sizeof(c->reserved[0]); i++)
 		if (c->reserved[i])
 			BAD("reserved", "reserved[%zu] must be zero, got %#llx",
@@ -300,6 +309,8 @@ static int check_config(const struct dlc_config *c, const struct dlc_logger *log
 	return 0;
 }
 
+/* staging_dir takes a u64 slot of reserved[]: 64-bit pointers only. */
+_Static_assert(sizeof(void *) == 8, "64-bit");
 _Static_assert(offsetof(struct dlc_config, shard_drop_last) ==
 	       DLC_CONFIG_SIZE_VER0, "DLC_CONFIG_SIZE_VER0");
 
@@ -808,6 +819,10 @@ static void claim_next(struct dlc_loader *l, struct item *it)
 	}
 	s->b.ids[it->index] = it->sample;
 	s->b.labels[it->index] = dlc_index_label(l->idx, it->sample);
+	/* The consumer found its batch ready, or decode is behind. */
+	if (l->stage)
+		dlc_stage_advance(l->stage, l->epoch, l->next_pos,
+				  !l->consumer_waited || l->qlen > l->ndecode);
 	l->next_pos++;
 	l->outstanding++;
 }
@@ -856,7 +871,20 @@ static uint64_t vpos(const struct dlc_loader *l, uint32_t epoch, uint32_t pos)
  */
 static int requeued(struct dlc_loader *l, uint32_t id, struct dlc_read_done *d)
 {
-	int again = dlc_source_requeue(l->src, l->reader, id, d);
+	char path[4096];
+	int again;
+
+	if (d->staged) {
+		d->staged = 0;
+		if (!dlc_stage_served(l->stage, id, d))
+			return 0;
+		/* Not a good copy (now removed): the origin's bytes. */
+		d->err = dlc_source_queue_origin(l->src, l->reader, id, d->tag,
+						 path, sizeof(path));
+		d->why = "queue";
+		return !d->err;
+	}
+	again = dlc_source_requeue(l->src, l->reader, id, d);
 
 	if (again == 2)
 		dlc_logf(&l->log, DLC_LOG_INFO,
@@ -889,6 +917,8 @@ static void finish_read(struct dlc_loader *l, uint32_t id, uint32_t pos,
 		dlc_stat_add(l->stats.miss_bytes, buf->len);
 		if (l->cache && buf->len)
 			dlc_cache_offer(l->cache, id, buf);
+		if (l->stage)
+			dlc_stage_offer(l->stage, id, buf);
 	}
 	if (l->kc)
 		kernel_end_fill(l, pos, buf);
@@ -957,7 +987,12 @@ static void hand_over(struct dlc_loader *l, struct dlc_read_done *done,
 
 	for (i = 0; i < n; i++) {
 		struct dlc_read_done *d = &done[i];
-		uint32_t pos = (uint32_t)d->tag;
+		uint32_t pos;
+
+		/* A staged copy's read: requeued() checks it. */
+		d->staged = !!(d->tag & DLC_STAGE_TAG_BIT);
+		d->tag &= ~DLC_STAGE_TAG_BIT;
+		pos = (uint32_t)d->tag;
 
 		if (d->tag & DLC_RA_TAG_BIT) {
 			readahead_done(l, d);
@@ -1263,6 +1298,8 @@ static void kernel_completion(struct dlc_loader *l, const struct dlcache_cqe *c,
 		}
 		dlc_stat_add(l->stats.hits, 1);
 		dlc_stat_add(l->stats.hit_bytes, b->len);
+		if (l->stage)
+			dlc_stage_hit_above(l->stage, b->len);
 		pthread_mutex_lock(&l->lock);
 		kernel_pos_done(l, pos);
 		if (l->active) {
@@ -1961,7 +1998,7 @@ static void *io_main(void *arg)
 		struct item it;
 
 		if (l->active && l->gen != my_gen) {
-			uint32_t epoch = l->epoch;
+			uint32_t epoch = l->epoch, start = l->start;
 			int ret = 0;
 
 			my_gen = l->gen;
@@ -1973,6 +2010,11 @@ static void *io_main(void *arg)
 							      fill_order, l);
 			if (l->kc)
 				kernel_prepare_epoch(l, epoch);
+			if (l->stage &&
+			    dlc_stage_prepare_epoch(l->stage, epoch, start))
+				dlc_logf(&l->log, DLC_LOG_WARN,
+					 "staging: cannot take the order of epoch %u; nothing new is staged",
+					 epoch);
 			pthread_mutex_lock(&l->lock);
 			if (ret) {
 				dlc_logf(&l->log, DLC_LOG_ERROR,
@@ -2003,6 +2045,8 @@ static void *io_main(void *arg)
 				it.buf = hit;
 				dlc_stat_add(l->stats.hits, 1);
 				dlc_stat_add(l->stats.hit_bytes, hit->len);
+				if (l->stage)
+					dlc_stage_hit_above(l->stage, hit->len);
 			} else {
 				/* There is reader room, so this should queue. */
 				it.err = dlc_source_queue(l->src, l->reader,
@@ -2510,6 +2554,40 @@ static int readahead_setup(struct dlc_loader *l)
 	return 0;
 }
 
+/*
+ * The staging tier, when configured: a failure to open it fails the
+ * loader, as the caller asked for it. The stager reads from the origin
+ * only beyond the positions the pipeline reads itself: its window and
+ * the read-ahead's reach.
+ */
+static int staging_setup(struct dlc_loader *l)
+{
+	struct dlc_stage_opts o = {
+		.budget = l->cfg.staging_bytes, .idx = l->idx, .src = l->src,
+		.log = &l->log, .epoch_len = l->epoch_len,
+		.epochs = l->cfg.epochs, .max_file_bytes = l->cfg.max_file_bytes,
+		.fill_order = fill_order, .order_arg = l,
+	};
+	uint64_t lead = l->cfg.window;
+	int ret;
+
+	if (!l->cfg.staging_dir)
+		return 0;
+	l->staging_dir = strdup(l->cfg.staging_dir);
+	if (!l->staging_dir)
+		return -ENOMEM;
+	l->cfg.staging_dir = l->staging_dir;
+	o.dir = l->staging_dir;
+	if (l->ra)
+		lead += dlc_ra_slots(l->ra);
+	o.lead = lead < l->epoch_len ? (uint32_t)lead : l->epoch_len;
+	ret = dlc_stage_open(&o, &l->stage);
+	if (ret)
+		return ret;
+	dlc_source_stage(l->src, l->stage);
+	return 0;
+}
+
 void dlc_loader_destroy(struct dlc_loader *l)
 {
 	uint32_t i;
@@ -2527,6 +2605,9 @@ void dlc_loader_destroy(struct dlc_loader *l)
 	free(l->last_pos);
 	dlc_cache_destroy(l->cache);
 	close_backend(l);
+	/* Before the source: the stager reads the origin through it. */
+	dlc_stage_close(l->stage);
+	free(l->staging_dir);
 	dlc_source_close(l->src);
 	/* Nothing of ours is in flight now: give the idle blocks back. */
 	dlc_buf_pool_trim();
@@ -2670,6 +2751,8 @@ int dlc_loader_create(const struct dlc_config *ucfg,
 	}
 
 	ret = readahead_setup(l);
+	if (!ret)
+		ret = staging_setup(l);
 	if (ret)
 		goto err;
 
@@ -3119,6 +3202,20 @@ int dlc_loader_stats(struct dlc_loader *l, struct dlc_stats *out, size_t size)
 		}
 	}
 	pthread_mutex_unlock(&l->lock);
+	if (l->stage) {
+		struct dlc_stage_counters sc;
+
+		dlc_stage_counters(l->stage, &sc);
+		st.staging_hits = sc.hits;
+		st.staging_hit_bytes = sc.hit_bytes;
+		st.staging_writes = sc.writes;
+		st.staging_prefetched = sc.prefetched;
+		st.staging_prefetch_bytes = sc.prefetch_bytes;
+		st.staging_evictions = sc.evictions;
+		st.staging_invalid = sc.invalid;
+		st.staging_used = sc.used;
+		st.staging_budget = sc.budget;
+	}
 	/* A newer caller's counters we do not know read as zero. */
 	memcpy(out, &st, size < sizeof(st) ? size : sizeof(st));
 	if (size > sizeof(st))

@@ -24,6 +24,7 @@
 #include "internal.h"
 #include "nvme.h"
 #include "pack.h"
+#include "stage.h"
 
 struct dlc_source {
 	const struct dlc_index *idx;
@@ -47,6 +48,7 @@ struct dlc_source {
 	char ng[80];
 	int nvme_refused;
 	const struct dlc_logger *log;
+	struct dlc_stage *stage;	/* the staging tier, or NULL */
 };
 
 int dlc_source_open(const struct dlc_index *idx, int direct,
@@ -174,8 +176,22 @@ void dlc_source_name(const struct dlc_source *s, uint32_t id, char *buf,
 			 dlc_index_relpath(s->idx, id));
 }
 
+void dlc_source_stage(struct dlc_source *s, struct dlc_stage *st)
+{
+	s->stage = st;
+}
+
 int dlc_source_queue(struct dlc_source *s, struct dlc_reader *r,
 		     uint32_t id, uint64_t tag, char *scratch, size_t len)
+{
+	if (s->stage && dlc_stage_path(s->stage, id, scratch, len))
+		return dlc_reader_queue(r, scratch, tag | DLC_STAGE_TAG_BIT);
+	return dlc_source_queue_origin(s, r, id, tag, scratch, len);
+}
+
+int dlc_source_queue_origin(struct dlc_source *s, struct dlc_reader *r,
+			    uint32_t id, uint64_t tag, char *scratch,
+			    size_t len)
 {
 	struct dlc_pack_entry e;
 	int ret;
@@ -202,13 +218,14 @@ int dlc_source_requeue(struct dlc_source *s, struct dlc_reader *r,
 
 	if (s->pack && d->why == dlc_read_passthru_refused) {
 		dlc_source_passthru_off(s, strerror(-d->err));
-		return dlc_source_queue(s, r, id, d->tag, unused,
+		return dlc_source_queue_origin(s, r, id, d->tag, unused,
 					sizeof(unused)) ? 0 : 1;
 	}
 	if (!s->pack || d->err != -EINVAL || d->why != dlc_read_direct_refused)
 		return 0;
 	s->refused = 1;
-	if (dlc_source_queue(s, r, id, d->tag, unused, sizeof(unused)))
+	if (dlc_source_queue_origin(s, r, id, d->tag, unused,
+				     sizeof(unused)))
 		return 0;
 	return first ? 2 : 1;
 }

@@ -606,7 +606,23 @@ struct dlc_config {
 	 * DLC_PASSTHRU_AUTO (0): so; DLC_PASSTHRU_OFF: always O_DIRECT.
 	 */
 	uint32_t nvme_passthru;
-	uint64_t reserved[5];	/* must be zero: room for new fields */
+	/*
+	 * The staging tier: a directory on node-local disk (NULL, the
+	 * default: none) where samples are copied from the data set's
+	 * storage in the order they will be used, across epochs, and read
+	 * from in later epochs (library.md, "Staging"). The loader stages
+	 * under @staging_dir/dlcache-UID/KEY (made 0700; refused unless this
+	 * user's and 0700), which any number of this user's processes share.
+	 * The string is copied by dlc_loader_create().
+	 */
+	const char *staging_dir;
+	/*
+	 * The bytes the staging tier may hold, in whole 4 KiB blocks; 0 (the
+	 * default): half of the free space in @staging_dir when the loader
+	 * is created.
+	 */
+	uint64_t staging_bytes;
+	uint64_t reserved[3];	/* must be zero: room for new fields */
 };
 
 /* dlc_config.nvme_passthru */
@@ -833,6 +849,19 @@ struct dlc_stats {
 	 * sample larger than one command's limit takes several.
 	 */
 	uint64_t passthru_reads;
+	/*
+	 * The staging tier (dlc_config.staging_dir). Its hits are also
+	 * misses above: samples read from local disk, not the origin.
+	 */
+	uint64_t staging_hits;		/* samples read from a staged copy */
+	uint64_t staging_hit_bytes;
+	uint64_t staging_writes;	/* copies written */
+	uint64_t staging_prefetched;	/* of those, read from the origin ahead */
+	uint64_t staging_prefetch_bytes;
+	uint64_t staging_evictions;	/* copies removed for a sooner use */
+	uint64_t staging_invalid;	/* copies found stale, torn or corrupt */
+	uint64_t staging_used;		/* bytes the copies hold now */
+	uint64_t staging_budget;	/* dlc_config.staging_bytes, as taken */
 };
 
 /*

@@ -1,0 +1,801 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The staging tier: samples copied from a slow origin to node-local disk,
+ * in order of upcoming use and across epoch boundaries, within a budget
+ * in bytes, evicted by next use (stage.h says the layout and threads).
+ *
+ * Copies come two ways. The pipeline's own reads of the origin are
+ * offered (dlc_stage_offer()) and written by the stager: that costs the
+ * origin nothing. And the stager reads ahead of the pipeline from the
+ * origin itself, beyond the positions the pipeline reads (its lead), one
+ * sample at a time, while the budget admits the sample: so a pipeline
+ * that decodes or trains slower than the origin delivers finds later
+ * samples local, and every epoch after the first reads the origin only
+ * for what the budget cannot hold.
+ *
+ * Admission and eviction are by next use, over this rank's order of the
+ * epoch now and of the next: a sample is admitted when there is room, or
+ * when a staged sample's next use is later than its own (that one is
+ * evicted); else it is not. A sample not in either order is used last.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "crc32c.h"
+#include "pack.h"
+#include "stage.h"
+
+#define NONE		UINT32_MAX
+#define FAR		UINT64_MAX
+#define OFFERS		64	/* offered samples waiting to be written */
+
+/* Per sample, st->state: */
+enum {
+	ST_ABSENT,	/* no copy of ours */
+	ST_WRITING,	/* the stager is writing (or reading) it */
+	ST_STAGED,	/* a copy in place, counted in used */
+};
+/* With ST_STAGED: the pipeline read this copy; its next offer is no origin read. */
+#define ST_SERVED	0x80
+
+struct offer {
+	uint32_t id;
+	struct dlc_buf *buf;
+};
+
+struct dlc_stage {
+	const struct dlc_index *idx;
+	struct dlc_source *src;
+	const struct dlc_logger *log;
+	uint32_t n, len, lead, epochs;
+	uint64_t budget, max_file_bytes;
+	int (*fill_order)(void *arg, uint32_t epoch, uint32_t *ids,
+			  uint32_t len);
+	void *order_arg;
+	int dfd;			/* DIR/dlcache-UID/KEY */
+	char dir[4096];			/* its path, for copies' paths */
+	struct dlc_stage_shared *shared; /* KEY/counters, mmap()ed; or NULL */
+
+	pthread_mutex_t lock;
+	pthread_cond_t cv;		/* an offer, a move, or stop */
+	int stop;
+	pthread_t thread;
+	int started;
+	/* Under lock. */
+	uint8_t *state;			/* per sample: ST_* */
+	uint32_t *staged;		/* the staged samples, in no order */
+	uint32_t *slot;			/* per sample: its index in staged */
+	uint32_t nstaged;
+	uint64_t used;
+	/*
+	 * The orders of epoch cur_epoch (0) and the next (1), and where
+	 * each sample is first used in them (NONE: not by this rank).
+	 * Valid once prepared.
+	 */
+	uint32_t *order[2];
+	uint32_t *first[2];
+	int prepared;
+	uint32_t cur_epoch, cur_pos;
+	uint64_t ahead;			/* next virtual position to read ahead */
+	uint64_t stuck_at;		/* the cursor when the budget said no */
+	int stuck;
+	/*
+	 * The pipeline is not waiting on storage (dlc_stage_advance()): the
+	 * origin has time for the stager's reads ahead.
+	 */
+	int origin_spare;
+	struct offer offers[OFFERS];
+	uint32_t ohead, olen;
+
+	struct dlc_stage_counters c;	/* under lock */
+};
+
+static uint64_t blocks(uint64_t bytes)
+{
+	return (bytes + 4095) & ~4095ULL;
+}
+
+#define shared_add(st, field, v)					\
+	do {								\
+		if ((st)->shared)					\
+			__atomic_fetch_add(&(st)->shared->field, (v),	\
+					   __ATOMIC_RELAXED);		\
+	} while (0)
+
+/* Called with st->lock held: the virtual position of @id's next use. */
+static uint64_t next_use(const struct dlc_stage *st, uint32_t id)
+{
+	uint32_t p;
+
+	if (!st->prepared)
+		return FAR;
+	p = st->first[0][id];
+	if (p != NONE && p >= st->cur_pos)
+		return (uint64_t)st->cur_epoch * st->len + p;
+	if (st->epochs && st->cur_epoch + 1 >= st->epochs)
+		return FAR;
+	p = st->first[1][id];
+	if (p != NONE)
+		return (uint64_t)(st->cur_epoch + 1) * st->len + p;
+	return FAR;
+}
+
+static void copy_name(uint32_t id, char *buf, size_t len)
+{
+	snprintf(buf, len, "%" PRIu32, id);
+}
+
+/* Called with st->lock held. */
+static void add_staged(struct dlc_stage *st, uint32_t id, uint64_t size)
+{
+	st->state[id] = ST_STAGED;
+	st->slot[id] = st->nstaged;
+	st->staged[st->nstaged++] = id;
+	st->used += blocks(size);
+	st->c.used = st->used;
+}
+
+/* Called with st->lock held: forget @id's copy, and remove its file. */
+static void drop_staged(struct dlc_stage *st, uint32_t id, int unlink_it)
+{
+	uint32_t i = st->slot[id], last = st->staged[--st->nstaged];
+	char name[16];
+
+	st->staged[i] = last;
+	st->slot[last] = i;
+	st->state[id] = ST_ABSENT;
+	st->used -= blocks(dlc_index_size(st->idx, id));
+	st->c.used = st->used;
+	if (unlink_it) {
+		copy_name(id, name, sizeof(name));
+		unlinkat(st->dfd, name, 0);
+	}
+}
+
+/*
+ * Called with st->lock held: evict the copy used last, when its next use
+ * is after @use. 1 when one went, 0 when none is used later.
+ */
+static int evict_after(struct dlc_stage *st, uint64_t use)
+{
+	uint32_t i, victim = NONE;
+	uint64_t far = 0, u;
+
+	for (i = 0; i < st->nstaged; i++) {
+		u = next_use(st, st->staged[i]);
+		if (u > far || victim == NONE) {
+			far = u;
+			victim = st->staged[i];
+		}
+	}
+	if (victim == NONE || far <= use)
+		return 0;
+	drop_staged(st, victim, 1);
+	st->c.evictions++;
+	shared_add(st, evictions, 1);
+	return 1;
+}
+
+/*
+ * Called with st->lock held: make room for @size bytes of a sample whose
+ * next use is @use, evicting later-used copies. 1 when it fits now, 0
+ * when it does not (then no copy used sooner than it was evicted).
+ */
+static int admit(struct dlc_stage *st, uint64_t size, uint64_t use)
+{
+	uint64_t need = blocks(size);
+
+	if (need > st->budget || use == FAR)
+		return 0;
+	while (st->used + need > st->budget)
+		if (!evict_after(st, use))
+			return 0;
+	return 1;
+}
+
+/* The origin's mtime of sample @id: its file's, or its pack's. */
+static int origin_mtime(struct dlc_stage *st, uint32_t id, struct timespec *t)
+{
+	const struct dlc_pack *pack = dlc_source_pack(st->src);
+	char path[4096];
+	struct stat sb;
+
+	if (pack)
+		snprintf(path, sizeof(path), "%s", dlc_pack_path(pack));
+	else
+		dlc_source_name(st->src, id, path, sizeof(path));
+	if (stat(path, &sb))
+		return -errno;
+	*t = sb.st_mtim;
+	return 0;
+}
+
+/*
+ * Write @b as sample @id's copy: a temporary file, the origin's mtime,
+ * then the rename into place (an fdatasync first when the index has no
+ * crc32c to tell a torn copy by after a crash). Stager thread, unlocked.
+ */
+static int write_copy(struct dlc_stage *st, uint32_t id, const struct dlc_buf *b)
+{
+	struct timespec times[2];
+	char tmp[64], name[16];
+	uint32_t crc;
+	size_t done = 0;
+	ssize_t w;
+	int fd, ret;
+
+	ret = origin_mtime(st, id, &times[1]);
+	if (ret)
+		return ret;
+	times[0] = times[1];
+	snprintf(tmp, sizeof(tmp), ".tmp.%d.%" PRIu32, (int)getpid(), id);
+	fd = openat(st->dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+		    0600);
+	if (fd < 0)
+		return -errno;
+	while (done < b->len) {
+		w = write(fd, b->data + done, b->len - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			ret = w < 0 ? -errno : -EIO;
+			goto err_unlink;
+		}
+		done += (size_t)w;
+	}
+	if (futimens(fd, times) ||
+	    (dlc_index_crc32c(st->idx, id, &crc) && fdatasync(fd))) {
+		ret = -errno;
+		goto err_unlink;
+	}
+	if (close(fd)) {
+		fd = -1;
+		ret = -errno;
+		goto err_unlink;
+	}
+	copy_name(id, name, sizeof(name));
+	if (renameat(st->dfd, tmp, st->dfd, name)) {
+		ret = -errno;
+		unlinkat(st->dfd, tmp, 0);
+		return ret;
+	}
+	return 0;
+err_unlink:
+	if (fd >= 0)
+		close(fd);
+	unlinkat(st->dfd, tmp, 0);
+	return ret;
+}
+
+/*
+ * A copy of @id another process made since we looked (same user, same
+ * data set): take it, as its size is the index's. Its bytes are checked
+ * when read.
+ */
+static int found_copy(struct dlc_stage *st, uint32_t id)
+{
+	char name[16];
+	struct stat sb;
+
+	copy_name(id, name, sizeof(name));
+	return !fstatat(st->dfd, name, &sb, AT_SYMLINK_NOFOLLOW) &&
+	       S_ISREG(sb.st_mode) &&
+	       (uint64_t)sb.st_size == dlc_index_size(st->idx, id);
+}
+
+/*
+ * Stage sample @id: its bytes @b (an offer) or, without, read from the
+ * origin. Called with st->lock held and st->state[id] ST_ABSENT; drops
+ * the lock while it works.
+ */
+static void stage_one(struct dlc_stage *st, uint32_t id, struct dlc_buf *b)
+{
+	uint64_t size = dlc_index_size(st->idx, id);
+	struct dlc_buf *own = NULL;
+	int ret, found;
+
+	if (!admit(st, size, next_use(st, id))) {
+		if (!b) {
+			st->stuck = 1;
+			st->stuck_at = (uint64_t)st->cur_epoch * st->len +
+				       st->cur_pos;
+		}
+		return;
+	}
+	st->state[id] = ST_WRITING;
+	st->used += blocks(size);	/* reserved while writing */
+	pthread_mutex_unlock(&st->lock);
+	found = found_copy(st, id);
+	ret = 0;
+	if (!found && !b) {
+		ret = dlc_source_read(st->src, id, st->max_file_bytes, &own);
+		if (!ret && own->len != size) {
+			/* The file changed since it was indexed: not ours to copy. */
+			dlc_buf_put(own);
+			own = NULL;
+			ret = -EBADMSG;
+		}
+		b = own;
+	}
+	if (!found && !ret)
+		ret = write_copy(st, id, b);
+	pthread_mutex_lock(&st->lock);
+	st->used -= blocks(size);
+	if (ret) {
+		st->state[id] = ST_ABSENT;
+		if (ret != -EBADMSG && ret != -ENOENT)
+			dlc_logf(st->log, DLC_LOG_WARN,
+				 "staging: cannot stage sample %u in %s: %s",
+				 id, st->dir, strerror(-ret));
+	} else {
+		add_staged(st, id, size);
+		if (found) {
+			st->c.adopted++;
+		} else {
+			st->c.writes++;
+			st->c.write_bytes += size;
+			shared_add(st, writes, 1);
+		}
+		if (own) {
+			st->c.prefetched++;
+			st->c.prefetch_bytes += size;
+			shared_add(st, prefetched, 1);
+			shared_add(st, prefetch_bytes, size);
+		}
+	}
+	dlc_buf_put(own);
+}
+
+/*
+ * Called with st->lock held: the next sample to read ahead from the
+ * origin, or NONE. Beyond the pipeline's lead, within this epoch and the
+ * next, of the samples with no copy.
+ */
+static uint32_t ahead_pick(struct dlc_stage *st)
+{
+	uint64_t cur = (uint64_t)st->cur_epoch * st->len + st->cur_pos;
+	uint64_t end = (uint64_t)(st->cur_epoch + 2) * st->len, v;
+	uint32_t id;
+
+	if (!st->prepared || st->stuck || !st->origin_spare)
+		return NONE;
+	if (st->epochs && end > (uint64_t)st->epochs * st->len)
+		end = (uint64_t)st->epochs * st->len;
+	if (st->ahead < cur + st->lead)
+		st->ahead = cur + st->lead;
+	for (v = st->ahead; v < end; v++) {
+		id = st->order[v / st->len > st->cur_epoch][v % st->len];
+		if (st->state[id] == ST_ABSENT) {
+			st->ahead = v + 1;
+			return id;
+		}
+	}
+	st->ahead = end;
+	return NONE;
+}
+
+static void *stager_main(void *arg)
+{
+	struct dlc_stage *st = arg;
+	struct offer o;
+	uint32_t id;
+
+	pthread_mutex_lock(&st->lock);
+	while (!st->stop) {
+		if (st->olen) {
+			o = st->offers[st->ohead];
+			st->ohead = (st->ohead + 1) % OFFERS;
+			st->olen--;
+			if (st->state[o.id] == ST_ABSENT)
+				stage_one(st, o.id, o.buf);
+			pthread_mutex_unlock(&st->lock);
+			dlc_buf_put(o.buf);
+			pthread_mutex_lock(&st->lock);
+			continue;
+		}
+		id = ahead_pick(st);
+		if (id != NONE) {
+			stage_one(st, id, NULL);
+			continue;
+		}
+		pthread_cond_wait(&st->cv, &st->lock);
+	}
+	pthread_mutex_unlock(&st->lock);
+	return NULL;
+}
+
+/* DIR/dlcache-UID: made 0700 if missing; it must be ours, 0700, a directory. */
+static int user_dir(const struct dlc_stage_opts *o, char *buf, size_t len)
+{
+	struct stat sb;
+	uid_t uid = getuid();
+
+	snprintf(buf, len, "%s/dlcache-%u", o->dir, (unsigned int)uid);
+	if (mkdir(buf, 0700) && errno != EEXIST)
+		return -errno;
+	if (lstat(buf, &sb))
+		return -errno;
+	if (!S_ISDIR(sb.st_mode) || sb.st_uid != uid || (sb.st_mode & 077)) {
+		dlc_logf(o->log, DLC_LOG_ERROR,
+			 "staging: %s is not a directory of uid %u with mode 0700: refusing to stage there",
+			 buf, (unsigned int)uid);
+		return -EPERM;
+	}
+	return 0;
+}
+
+static void map_counters(struct dlc_stage *st)
+{
+	struct dlc_stage_shared *m;
+	int fd = openat(st->dfd, "counters", O_RDWR | O_CREAT | O_CLOEXEC,
+			0600);
+
+	if (fd < 0)
+		return;
+	if (ftruncate(fd, 4096)) {
+		close(fd);
+		return;
+	}
+	m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return;
+	/* A new file is zeros: the first to map it stamps it. */
+	__atomic_compare_exchange_n(&m->magic, &(uint64_t){ 0 },
+				    DLC_STAGE_COUNTERS_MAGIC, 0,
+				    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	if (m->magic != DLC_STAGE_COUNTERS_MAGIC) {
+		munmap(m, 4096);
+		return;
+	}
+	st->shared = m;
+}
+
+/*
+ * Take the copies in place: a file named by a sample ID whose size is the
+ * index's and whose mtime is the origin's now. Anything else under such
+ * a name is stale, and a temporary file of a process that is gone was
+ * never finished: both are removed.
+ */
+static void scan(struct dlc_stage *st)
+{
+	struct timespec t;
+	struct dirent *de;
+	struct stat sb;
+	char *end;
+	DIR *d;
+	int fd = dup(st->dfd);
+	unsigned long v;
+	long pid;
+
+	if (fd < 0)
+		return;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		if (!strncmp(de->d_name, ".tmp.", 5)) {
+			pid = strtol(de->d_name + 5, &end, 10);
+			if (pid > 0 && kill((pid_t)pid, 0) && errno == ESRCH)
+				unlinkat(st->dfd, de->d_name, 0);
+			continue;
+		}
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		errno = 0;
+		v = strtoul(de->d_name, &end, 10);
+		if (*end || errno || v >= st->n)
+			continue;
+		if (fstatat(st->dfd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) ||
+		    !S_ISREG(sb.st_mode))
+			continue;
+		if ((uint64_t)sb.st_size != dlc_index_size(st->idx, (uint32_t)v) ||
+		    origin_mtime(st, (uint32_t)v, &t) ||
+		    t.tv_sec != sb.st_mtim.tv_sec ||
+		    t.tv_nsec != sb.st_mtim.tv_nsec) {
+			unlinkat(st->dfd, de->d_name, 0);
+			st->c.invalid++;
+			shared_add(st, invalid, 1);
+			continue;
+		}
+		add_staged(st, (uint32_t)v, (uint64_t)sb.st_size);
+		st->c.adopted++;
+	}
+	closedir(d);
+}
+
+static int open_dir(struct dlc_stage *st, const struct dlc_stage_opts *o)
+{
+	uint64_t key[2];
+	char user[4096];
+	int ret, ufd;
+
+	ret = user_dir(o, user, sizeof(user));
+	if (ret)
+		return ret;
+	dlc_index_key(o->idx, key);
+	if ((size_t)snprintf(st->dir, sizeof(st->dir), "%s/%016" PRIx64 "%016" PRIx64,
+			     user, key[0], key[1]) >= sizeof(st->dir))
+		return -ENAMETOOLONG;
+	ufd = open(user, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (ufd < 0)
+		return -errno;
+	if (mkdirat(ufd, st->dir + strlen(user) + 1, 0700) && errno != EEXIST) {
+		ret = -errno;
+		close(ufd);
+		return ret;
+	}
+	st->dfd = openat(ufd, st->dir + strlen(user) + 1,
+			 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	ret = st->dfd < 0 ? -errno : 0;
+	close(ufd);
+	return ret;
+}
+
+int dlc_stage_open(const struct dlc_stage_opts *o, struct dlc_stage **out)
+{
+	struct dlc_stage *st;
+	struct statvfs vfs;
+	uint32_t i;
+	int ret;
+
+	*out = NULL;
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	st->idx = o->idx;
+	st->src = o->src;
+	st->log = o->log;
+	st->n = dlc_index_count(o->idx);
+	st->len = o->epoch_len;
+	st->lead = o->lead;
+	st->epochs = o->epochs;
+	st->max_file_bytes = o->max_file_bytes;
+	st->fill_order = o->fill_order;
+	st->order_arg = o->order_arg;
+	st->dfd = -1;
+	pthread_mutex_init(&st->lock, NULL);
+	pthread_cond_init(&st->cv, NULL);
+	ret = -ENOMEM;
+	st->state = calloc(st->n, 1);
+	st->staged = malloc(sizeof(*st->staged) * st->n);
+	st->slot = malloc(sizeof(*st->slot) * st->n);
+	for (i = 0; i < 2; i++) {
+		st->order[i] = malloc(sizeof(*st->order[i]) * st->len);
+		st->first[i] = malloc(sizeof(*st->first[i]) * st->n);
+		if (!st->order[i] || !st->first[i])
+			goto err;
+	}
+	if (!st->state || !st->staged || !st->slot)
+		goto err;
+	ret = open_dir(st, o);
+	if (ret) {
+		dlc_logf(o->log, DLC_LOG_ERROR, "staging: %s: %s", o->dir,
+			 strerror(-ret));
+		goto err;
+	}
+	st->budget = o->budget;
+	if (!st->budget) {
+		if (fstatvfs(st->dfd, &vfs)) {
+			ret = -errno;
+			goto err;
+		}
+		st->budget = (uint64_t)vfs.f_bavail * vfs.f_frsize / 2;
+	}
+	st->c.budget = st->budget;
+	map_counters(st);
+	scan(st);
+	ret = pthread_create(&st->thread, NULL, stager_main, st);
+	if (ret) {
+		ret = -ret;
+		goto err;
+	}
+	st->started = 1;
+	dlc_logf(o->log, DLC_LOG_INFO,
+		 "staging in %s: %llu MiB, %u copies (%llu MiB) in place",
+		 st->dir, (unsigned long long)(st->budget >> 20), st->nstaged,
+		 (unsigned long long)(st->used >> 20));
+	*out = st;
+	return 0;
+err:
+	dlc_stage_close(st);
+	return ret;
+}
+
+void dlc_stage_close(struct dlc_stage *st)
+{
+	uint32_t i;
+
+	if (!st)
+		return;
+	if (st->started) {
+		pthread_mutex_lock(&st->lock);
+		st->stop = 1;
+		pthread_cond_signal(&st->cv);
+		pthread_mutex_unlock(&st->lock);
+		pthread_join(st->thread, NULL);
+	}
+	for (; st->olen; st->olen--) {
+		dlc_buf_put(st->offers[st->ohead].buf);
+		st->ohead = (st->ohead + 1) % OFFERS;
+	}
+	if (st->shared)
+		munmap(st->shared, 4096);
+	if (st->dfd >= 0)
+		close(st->dfd);
+	for (i = 0; i < 2; i++) {
+		free(st->order[i]);
+		free(st->first[i]);
+	}
+	free(st->state);
+	free(st->staged);
+	free(st->slot);
+	pthread_mutex_destroy(&st->lock);
+	pthread_cond_destroy(&st->cv);
+	free(st);
+}
+
+static void firsts(const uint32_t *order, uint32_t len, uint32_t *first,
+		   uint32_t n)
+{
+	uint32_t p;
+
+	memset(first, 0xff, sizeof(*first) * n);
+	for (p = len; p-- > 0;)
+		first[order[p]] = p;
+}
+
+int dlc_stage_prepare_epoch(struct dlc_stage *st, uint32_t epoch,
+			    uint32_t start)
+{
+	uint32_t *o0 = malloc(sizeof(*o0) * st->len);
+	uint32_t *o1 = malloc(sizeof(*o1) * st->len);
+	uint32_t *tmp;
+	int ret = -ENOMEM;
+
+	if (o0 && o1)
+		ret = st->fill_order(st->order_arg, epoch, o0, st->len);
+	if (!ret)
+		ret = st->fill_order(st->order_arg, epoch + 1, o1, st->len);
+	pthread_mutex_lock(&st->lock);
+	if (!ret) {
+		tmp = st->order[0];
+		st->order[0] = o0;
+		o0 = tmp;
+		tmp = st->order[1];
+		st->order[1] = o1;
+		o1 = tmp;
+		firsts(st->order[0], st->len, st->first[0], st->n);
+		firsts(st->order[1], st->len, st->first[1], st->n);
+		st->cur_epoch = epoch;
+		st->cur_pos = start;
+		st->ahead = 0;
+		st->stuck = 0;
+		st->prepared = 1;
+		/* A smaller budget than the copies in place: the latest go. */
+		while (st->used > st->budget && evict_after(st, 0))
+			;
+		pthread_cond_signal(&st->cv);
+	}
+	pthread_mutex_unlock(&st->lock);
+	free(o0);
+	free(o1);
+	return ret;
+}
+
+void dlc_stage_advance(struct dlc_stage *st, uint32_t epoch, uint32_t pos,
+		       int origin_spare)
+{
+	pthread_mutex_lock(&st->lock);
+	if (origin_spare && !st->origin_spare)
+		pthread_cond_signal(&st->cv);
+	st->origin_spare = origin_spare;
+	if (epoch == st->cur_epoch && pos > st->cur_pos) {
+		st->cur_pos = pos;
+		/* The budget said no: a batch's worth of uses later, ask again. */
+		if (st->stuck && (uint64_t)epoch * st->len + pos >=
+				 st->stuck_at + 64) {
+			st->stuck = 0;
+			pthread_cond_signal(&st->cv);
+		}
+	}
+	pthread_mutex_unlock(&st->lock);
+}
+
+int dlc_stage_path(struct dlc_stage *st, uint32_t id, char *buf, size_t len)
+{
+	int staged;
+
+	pthread_mutex_lock(&st->lock);
+	staged = (st->state[id] & ~ST_SERVED) == ST_STAGED;
+	pthread_mutex_unlock(&st->lock);
+	if (staged)
+		snprintf(buf, len, "%s/%" PRIu32, st->dir, id);
+	return staged;
+}
+
+int dlc_stage_served(struct dlc_stage *st, uint32_t id,
+		     struct dlc_read_done *d)
+{
+	uint32_t want;
+	int err = d->err;
+
+	if (!err && d->buf->len != dlc_index_size(st->idx, id))
+		err = -EBADMSG;
+	if (!err && !dlc_index_crc32c(st->idx, id, &want) &&
+	    !dlc_buf_crc_matches(d->buf, want))
+		err = -EBADMSG;
+	pthread_mutex_lock(&st->lock);
+	if (!err) {
+		st->c.hits++;
+		st->c.hit_bytes += d->buf->len;
+		shared_add(st, hits, 1);
+		shared_add(st, hit_bytes, d->buf->len);
+		if ((st->state[id] & ~ST_SERVED) == ST_STAGED)
+			st->state[id] |= ST_SERVED;
+	} else {
+		/* Torn, not the file, or gone (another process evicted it). */
+		if ((st->state[id] & ~ST_SERVED) == ST_STAGED)
+			drop_staged(st, id, err != -ENOENT);
+		if (err != -ENOENT) {
+			st->c.invalid++;
+			shared_add(st, invalid, 1);
+		}
+	}
+	pthread_mutex_unlock(&st->lock);
+	if (err && err != -ENOENT)
+		dlc_logf(st->log, DLC_LOG_WARN,
+			 "staging: the copy of sample %u in %s is not the indexed file (%s): removed; reading the origin",
+			 id, st->dir, strerror(-err));
+	if (err) {
+		dlc_buf_put(d->buf);
+		d->buf = NULL;
+	}
+	return err;
+}
+
+void dlc_stage_offer(struct dlc_stage *st, uint32_t id, struct dlc_buf *b)
+{
+	pthread_mutex_lock(&st->lock);
+	if (st->state[id] & ST_SERVED) {
+		/* The bytes came from our copy, not the origin. */
+		st->state[id] &= (uint8_t)~ST_SERVED;
+		pthread_mutex_unlock(&st->lock);
+		return;
+	}
+	shared_add(st, origin_reads, 1);
+	shared_add(st, origin_bytes, b->len);
+	if (st->state[id] == ST_ABSENT && st->olen < OFFERS &&
+	    b->len == dlc_index_size(st->idx, id)) {
+		st->offers[(st->ohead + st->olen++) % OFFERS] =
+			(struct offer){ id, dlc_buf_get(b) };
+		pthread_cond_signal(&st->cv);
+	}
+	pthread_mutex_unlock(&st->lock);
+}
+
+void dlc_stage_hit_above(struct dlc_stage *st, uint64_t bytes)
+{
+	shared_add(st, above_hits, 1);
+	shared_add(st, above_bytes, bytes);
+}
+
+void dlc_stage_counters(struct dlc_stage *st, struct dlc_stage_counters *out)
+{
+	pthread_mutex_lock(&st->lock);
+	*out = st->c;
+	pthread_mutex_unlock(&st->lock);
+}

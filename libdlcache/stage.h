@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The staging tier (stage.c): copies of samples on node-local disk, in a
+ * directory of this user's (dlc_config.staging_dir), filled in the order
+ * the samples will be used and evicted by next use, within a byte budget.
+ * Serizawa & Tatebe's staging: the slow shared origin is read once, the
+ * next epochs read the local copy.
+ *
+ * Layout: DIR/dlcache-UID/KEY/ID, one file per sample, where KEY is the
+ * data set's key in hex and ID its sample ID; DIR/dlcache-UID is this
+ * user's (0700, checked), KEY/counters the tier's counters, shared by
+ * every process that stages the data set there. A file is written under a
+ * temporary name (.tmp.PID.ID) and renamed into place, with the origin's
+ * mtime, so no process ever finds a partial file under an ID; its bytes
+ * are checked when read (the index's size and crc32c), and at start every
+ * file's size and mtime against the index and the origin, so a stale copy
+ * is never served.
+ *
+ * Threads: dlc_stage_path(), _served(), _offer(), _hit() and _advance()
+ * are the loader's I/O thread's; the stager thread of its own reads
+ * ahead from the origin and writes copies. Everything shared is under the
+ * stage's lock, which is taken after the loader's, never before.
+ */
+#ifndef DLC_STAGE_H
+#define DLC_STAGE_H
+
+#include <stdint.h>
+
+#include "internal.h"
+
+/* A reader tag bit: the read is of a staged copy (dlc_source_queue()). */
+#define DLC_STAGE_TAG_BIT	(1ULL << 62)
+
+struct dlc_stage;
+
+struct dlc_stage_opts {
+	const char *dir;		/* dlc_config.staging_dir */
+	uint64_t budget;		/* bytes; 0: half the free space there */
+	const struct dlc_index *idx;
+	struct dlc_source *src;		/* the origin, read by the stager */
+	const struct dlc_logger *log;
+	uint32_t epoch_len;		/* this rank's order length */
+	/*
+	 * Positions past the pipeline's that it reads itself (its window and
+	 * read-ahead): the stager reads from the origin only beyond them, so
+	 * that no sample is read twice.
+	 */
+	uint32_t lead;
+	uint32_t epochs;		/* dlc_config.epochs: 0, not known */
+	uint64_t max_file_bytes;	/* dlc_config.max_file_bytes */
+	/* This rank's order of @epoch, as the loader's. */
+	int (*fill_order)(void *arg, uint32_t epoch, uint32_t *ids,
+			  uint32_t len);
+	void *order_arg;
+};
+
+/*
+ * What the tier did since this process opened it (the shared counters
+ * file adds every process's). All in samples but the _bytes.
+ */
+struct dlc_stage_counters {
+	uint64_t hits;		/* reads served from a staged copy */
+	uint64_t hit_bytes;
+	uint64_t writes;	/* copies written */
+	uint64_t write_bytes;
+	uint64_t prefetched;	/* of those, read from the origin by the stager */
+	uint64_t prefetch_bytes;
+	uint64_t evictions;	/* copies removed for a sooner use */
+	uint64_t invalid;	/* copies found stale, torn or corrupt: removed */
+	uint64_t adopted;	/* copies found in place (a restart, another process) */
+	uint64_t used;		/* bytes held now (whole 4 KiB blocks) */
+	uint64_t budget;
+};
+
+/*
+ * Open (creating where needed) the data set's staging directory, take
+ * the copies already there that are still valid, remove the rest, and
+ * start the stager. 0, or -errno with the reason logged.
+ */
+int dlc_stage_open(const struct dlc_stage_opts *o, struct dlc_stage **out);
+/* Stop the stager (a copy being written is finished first) and free. */
+void dlc_stage_close(struct dlc_stage *st);
+
+/* The pipeline starts epoch @epoch at @start: the orders of it and the next. */
+int dlc_stage_prepare_epoch(struct dlc_stage *st, uint32_t epoch,
+			    uint32_t start);
+/*
+ * The pipeline claimed position @pos of @epoch; @origin_spare: it is not
+ * waiting on storage (decode or the consumer sets its pace), so the
+ * stager may read ahead from the origin. While it is, every origin read
+ * is the pipeline's, and the stager only writes what it is offered: a
+ * read ahead then would only slow the reads the pipeline waits for, or
+ * read a sample twice when the pipeline catches up with it.
+ */
+void dlc_stage_advance(struct dlc_stage *st, uint32_t epoch, uint32_t pos,
+		       int origin_spare);
+/* 1 with the copy's path in @buf when sample @id is staged, else 0. */
+int dlc_stage_path(struct dlc_stage *st, uint32_t id, char *buf, size_t len);
+/*
+ * A read of sample @id's staged copy ended (@d, its tag without
+ * DLC_STAGE_TAG_BIT): 0 when its bytes are the sample's (a hit), else
+ * -errno, the copy removed and @d's buffer put: read the origin.
+ */
+int dlc_stage_served(struct dlc_stage *st, uint32_t id,
+		     struct dlc_read_done *d);
+/* The origin's bytes @b of sample @id, for a copy if its next use admits it. */
+void dlc_stage_offer(struct dlc_stage *st, uint32_t id, struct dlc_buf *b);
+/* A tier above (the in-process cache, dlcache.ko) served @bytes of a sample. */
+void dlc_stage_hit_above(struct dlc_stage *st, uint64_t bytes);
+void dlc_stage_counters(struct dlc_stage *st, struct dlc_stage_counters *out);
+
+/*
+ * The counters file every process staging a data set adds to
+ * (KEY/counters): what dlcachectl stats --staging prints.
+ */
+#define DLC_STAGE_COUNTERS_MAGIC	0x31535443434c44ULL	/* "DLCCTS1" */
+
+struct dlc_stage_shared {
+	uint64_t magic;
+	uint64_t above_hits;	/* samples the memory tiers served */
+	uint64_t above_bytes;
+	uint64_t hits;		/* samples the staged copies served */
+	uint64_t hit_bytes;
+	uint64_t origin_reads;	/* samples the pipelines read from the origin */
+	uint64_t origin_bytes;
+	uint64_t prefetched;	/* samples the stagers read from the origin */
+	uint64_t prefetch_bytes;
+	uint64_t writes;
+	uint64_t evictions;
+	uint64_t invalid;
+	uint64_t reserved[4];
+};
+
+#endif
