@@ -64,6 +64,11 @@ struct dlc_buf {
 	uint32_t cls;		/* pool class of mem, or a private marker */
 	uint32_t mapped;	/* mem is an mmap() of cap bytes */
 	uint64_t crc_memo;	/* atomic: 1 << 32 | CRC-32C the bytes matched */
+	/*
+	 * A whole file's read (dlc_reader_queue()): its mtime, in ns since
+	 * the epoch, as the read's statx saw it; 0: not known.
+	 */
+	uint64_t mtime_ns;
 	size_t len;		/* bytes at data */
 	uint8_t *data;		/* the sample's first byte */
 	uint8_t *mem;		/* pooled: the 4 KiB-aligned block */
@@ -223,6 +228,13 @@ uint32_t dlc_reader_inflight(const struct dlc_reader *r);
  * returned here: they come back from dlc_reader_reap() like read errors.
  */
 int dlc_reader_queue(struct dlc_reader *r, const char *path, uint64_t tag);
+/*
+ * A read whose bytes are in memory already: @buf (a reference the reader
+ * takes, put on failure) comes back tagged @tag at the next reap, as a
+ * read's would. Room counts as a read's: -EBUSY when there is none.
+ */
+int dlc_reader_queue_buf(struct dlc_reader *r, struct dlc_buf *buf,
+			 uint64_t tag);
 
 /*
  * Queue a read of bytes [@off, @off + @len) of @fd, which the caller

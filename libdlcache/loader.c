@@ -1569,14 +1569,15 @@ static void readahead_rebase(struct dlc_loader *l, uint32_t epoch,
  * comes from storage or the cache then, and the cache decides whether it
  * stays for the next epoch, as it would without read-ahead. With
  * dlcache.ko the same next-epoch rule (what the module holds, its
- * look-up ahead tells).
+ * look-up ahead tells), and with the staging tier: this epoch's read of
+ * the sample makes its copy, which the next epoch's claim reads.
  */
 static int readahead_needless(const struct dlc_loader *l, uint32_t epoch,
 			      uint32_t id)
 {
 	uint32_t last;
 
-	if (!l->cache && !l->kc)
+	if (!l->cache && !l->kc && !l->stage)
 		return 0;
 	if (l->cache && dlc_cache_contains(l->cache, id))
 		return 1;

@@ -406,7 +406,8 @@ static int prep_op(struct dlc_reader *r, struct dlc_read_req *q)
 				     (q->direct ? O_DIRECT : 0), 0);
 	else
 		io_uring_prep_statx(sqe, q->fd, "", AT_EMPTY_PATH,
-				    STATX_TYPE | STATX_SIZE, &q->stx);
+				    STATX_TYPE | STATX_SIZE | STATX_MTIME,
+				    &q->stx);
 	io_uring_sqe_set_data64(sqe, (uint64_t)(q - r->req) + 1);
 	return 0;
 }
@@ -494,6 +495,17 @@ int dlc_reader_queue(struct dlc_reader *r, const char *path, uint64_t tag)
 	q->state = RQ_OPEN;
 	q->path = strdup(path);
 	return launch(r, q, q->path != NULL);
+}
+
+int dlc_reader_queue_buf(struct dlc_reader *r, struct dlc_buf *buf,
+			 uint64_t tag)
+{
+	if (!r->nfree || r->nearly + r->inflight >= r->o.queue_depth) {
+		dlc_buf_put(buf);
+		return -EBUSY;
+	}
+	fail_early(r, tag, 0, NULL, buf);
+	return 0;
 }
 
 /* A read of 0 bytes: an empty buffer at the next reap, nothing on the ring. */
@@ -633,6 +645,9 @@ static int opened(struct dlc_reader *r, struct dlc_read_req *q, int res,
 	q->out = dlc_buf_alloc_io(q->size, 0);
 	if (!q->out)
 		return finish_err(d, -ENOMEM, "allocate");
+	if (sx->stx_mask & STATX_MTIME)
+		q->out->mtime_ns = (uint64_t)sx->stx_mtime.tv_sec * 1000000000ULL +
+				   sx->stx_mtime.tv_nsec;
 	q->state = RQ_READ;
 	return prep_op(r, q) ? finish_err(d, -EIO, "resubmit") : 0;
 }

@@ -184,8 +184,17 @@ void dlc_source_stage(struct dlc_source *s, struct dlc_stage *st)
 int dlc_source_queue(struct dlc_source *s, struct dlc_reader *r,
 		     uint32_t id, uint64_t tag, char *scratch, size_t len)
 {
-	if (s->stage && dlc_stage_path(s->stage, id, scratch, len))
-		return dlc_reader_queue(r, scratch, tag | DLC_STAGE_TAG_BIT);
+	struct dlc_buf *b;
+
+	if (s->stage) {
+		/* Its copy is being made from these bytes: no read at all. */
+		b = dlc_stage_pending_buf(s->stage, id);
+		if (b)
+			return dlc_reader_queue_buf(r, b, tag | DLC_STAGE_TAG_BIT);
+		if (dlc_stage_path(s->stage, id, scratch, len))
+			return dlc_reader_queue(r, scratch,
+						tag | DLC_STAGE_TAG_BIT);
+	}
 	return dlc_source_queue_origin(s, r, id, tag, scratch, len);
 }
 

@@ -38,16 +38,26 @@
 
 #define NONE		UINT32_MAX
 #define FAR		UINT64_MAX
-#define OFFERS		64	/* offered samples waiting to be written */
+/* Offered samples waiting to be written: at most so many, and so many bytes. */
+#define OFFERS		4096
+#define OFFER_BYTES	(64ULL << 20)
 
 /* Per sample, st->state: */
 enum {
 	ST_ABSENT,	/* no copy of ours */
-	ST_WRITING,	/* the stager is writing (or reading) it */
+	ST_QUEUED,	/* offered: its bytes wait in st->offers */
+	ST_WRITING,	/* the stager reads it (writing_buf NULL) or writes it */
 	ST_STAGED,	/* a copy in place, counted in used */
 };
-/* With ST_STAGED: the pipeline read this copy; its next offer is no origin read. */
+/*
+ * With any of them but ST_ABSENT: the pipeline read this copy (or its
+ * bytes while the copy was being made), so its next offer of the sample
+ * is no origin read.
+ */
 #define ST_SERVED	0x80
+
+#define state_of(st, id)	((st)->state[id] & ~ST_SERVED)
+
 
 struct offer {
 	uint32_t id;
@@ -64,6 +74,7 @@ struct dlc_stage {
 			  uint32_t len);
 	void *order_arg;
 	int dfd;			/* DIR/dlcache-UID/KEY */
+	struct timespec pack_mtime;	/* a pack's, read once; 0: a tree */
 	char dir[4096];			/* its path, for copies' paths */
 	struct dlc_stage_shared *shared; /* KEY/counters, mmap()ed; or NULL */
 
@@ -95,11 +106,21 @@ struct dlc_stage {
 	 * origin has time for the stager's reads ahead.
 	 */
 	int origin_spare;
-	struct offer offers[OFFERS];
+	struct offer *offers;		/* a ring of OFFERS */
 	uint32_t ohead, olen;
+	uint64_t obytes;		/* their bytes */
+	/* The sample stage_one() works on, and its bytes once it has them. */
+	uint32_t writing_id;
+	struct dlc_buf *writing_buf;
 
 	struct dlc_stage_counters c;	/* under lock */
 };
+
+/* Called with st->lock held: move @id to @state, keeping ST_SERVED. */
+static void set_state(struct dlc_stage *st, uint32_t id, uint8_t state)
+{
+	st->state[id] = (uint8_t)((st->state[id] & ST_SERVED) | state);
+}
 
 static uint64_t blocks(uint64_t bytes)
 {
@@ -139,7 +160,7 @@ static void copy_name(uint32_t id, char *buf, size_t len)
 /* Called with st->lock held. */
 static void add_staged(struct dlc_stage *st, uint32_t id, uint64_t size)
 {
-	st->state[id] = ST_STAGED;
+	set_state(st, id, ST_STAGED);
 	st->slot[id] = st->nstaged;
 	st->staged[st->nstaged++] = id;
 	st->used += blocks(size);
@@ -204,17 +225,28 @@ static int admit(struct dlc_stage *st, uint64_t size, uint64_t use)
 	return 1;
 }
 
-/* The origin's mtime of sample @id: its file's, or its pack's. */
-static int origin_mtime(struct dlc_stage *st, uint32_t id, struct timespec *t)
+/*
+ * The origin's mtime of sample @id: its pack's (stat()ed once), or its
+ * file's: @b's, as the pipeline's read of it saw it, else stat()ed (a
+ * metadata read of the origin, which waits behind the pipeline's reads
+ * when they keep a throttled origin busy).
+ */
+static int origin_mtime(struct dlc_stage *st, uint32_t id,
+			const struct dlc_buf *b, struct timespec *t)
 {
-	const struct dlc_pack *pack = dlc_source_pack(st->src);
 	char path[4096];
 	struct stat sb;
 
-	if (pack)
-		snprintf(path, sizeof(path), "%s", dlc_pack_path(pack));
-	else
-		dlc_source_name(st->src, id, path, sizeof(path));
+	if (st->pack_mtime.tv_sec || st->pack_mtime.tv_nsec) {
+		*t = st->pack_mtime;
+		return 0;
+	}
+	if (b && b->mtime_ns) {
+		t->tv_sec = (time_t)(b->mtime_ns / 1000000000ULL);
+		t->tv_nsec = (long)(b->mtime_ns % 1000000000ULL);
+		return 0;
+	}
+	dlc_source_name(st->src, id, path, sizeof(path));
 	if (stat(path, &sb))
 		return -errno;
 	*t = sb.st_mtim;
@@ -235,7 +267,7 @@ static int write_copy(struct dlc_stage *st, uint32_t id, const struct dlc_buf *b
 	ssize_t w;
 	int fd, ret;
 
-	ret = origin_mtime(st, id, &times[1]);
+	ret = origin_mtime(st, id, b, &times[1]);
 	if (ret)
 		return ret;
 	times[0] = times[1];
@@ -313,7 +345,9 @@ static void stage_one(struct dlc_stage *st, uint32_t id, struct dlc_buf *b)
 		}
 		return;
 	}
-	st->state[id] = ST_WRITING;
+	set_state(st, id, ST_WRITING);
+	st->writing_id = id;
+	st->writing_buf = b;
 	st->used += blocks(size);	/* reserved while writing */
 	pthread_mutex_unlock(&st->lock);
 	found = found_copy(st, id);
@@ -327,10 +361,15 @@ static void stage_one(struct dlc_stage *st, uint32_t id, struct dlc_buf *b)
 			ret = -EBADMSG;
 		}
 		b = own;
+		pthread_mutex_lock(&st->lock);
+		st->writing_buf = own;
+		pthread_mutex_unlock(&st->lock);
 	}
 	if (!found && !ret)
 		ret = write_copy(st, id, b);
 	pthread_mutex_lock(&st->lock);
+	st->writing_buf = NULL;
+	st->writing_id = NONE;
 	st->used -= blocks(size);
 	if (ret) {
 		st->state[id] = ST_ABSENT;
@@ -376,7 +415,7 @@ static uint32_t ahead_pick(struct dlc_stage *st)
 		st->ahead = cur + st->lead;
 	for (v = st->ahead; v < end; v++) {
 		id = st->order[v / st->len > st->cur_epoch][v % st->len];
-		if (st->state[id] == ST_ABSENT) {
+		if (state_of(st, id) == ST_ABSENT) {
 			st->ahead = v + 1;
 			return id;
 		}
@@ -392,35 +431,46 @@ static void *stager_main(void *arg)
 	uint32_t id;
 
 	pthread_mutex_lock(&st->lock);
-	while (!st->stop) {
+	/* At stop, the offers still waiting are written first: they are cheap. */
+	while (!st->stop || st->olen) {
 		if (st->olen) {
 			o = st->offers[st->ohead];
 			st->ohead = (st->ohead + 1) % OFFERS;
 			st->olen--;
-			if (st->state[o.id] == ST_ABSENT)
+			st->obytes -= o.buf->len;
+			if (state_of(st, o.id) == ST_QUEUED) {
+				set_state(st, o.id, ST_ABSENT);
 				stage_one(st, o.id, o.buf);
+			}
 			pthread_mutex_unlock(&st->lock);
 			dlc_buf_put(o.buf);
 			pthread_mutex_lock(&st->lock);
 			continue;
 		}
-		id = ahead_pick(st);
+		id = st->stop ? NONE : ahead_pick(st);
 		if (id != NONE) {
 			stage_one(st, id, NULL);
 			continue;
 		}
-		pthread_cond_wait(&st->cv, &st->lock);
+		if (!st->stop)
+			pthread_cond_wait(&st->cv, &st->lock);
 	}
 	pthread_mutex_unlock(&st->lock);
 	return NULL;
 }
 
-/* DIR/dlcache-UID: made 0700 if missing; it must be ours, 0700, a directory. */
+/*
+ * DIR (made 0700 if missing) and DIR/dlcache-UID (made 0700 if missing;
+ * it must be ours, 0700, a directory).
+ */
 static int user_dir(const struct dlc_stage_opts *o, char *buf, size_t len)
 {
 	struct stat sb;
 	uid_t uid = getuid();
 
+	/* The directory itself when missing (its parent must exist). */
+	if (mkdir(o->dir, 0700) && errno != EEXIST)
+		return -errno;
 	snprintf(buf, len, "%s/dlcache-%u", o->dir, (unsigned int)uid);
 	if (mkdir(buf, 0700) && errno != EEXIST)
 		return -errno;
@@ -503,7 +553,7 @@ static void scan(struct dlc_stage *st)
 		    !S_ISREG(sb.st_mode))
 			continue;
 		if ((uint64_t)sb.st_size != dlc_index_size(st->idx, (uint32_t)v) ||
-		    origin_mtime(st, (uint32_t)v, &t) ||
+		    origin_mtime(st, (uint32_t)v, NULL, &t) ||
 		    t.tv_sec != sb.st_mtim.tv_sec ||
 		    t.tv_nsec != sb.st_mtim.tv_nsec) {
 			unlinkat(st->dfd, de->d_name, 0);
@@ -567,19 +617,21 @@ int dlc_stage_open(const struct dlc_stage_opts *o, struct dlc_stage **out)
 	st->fill_order = o->fill_order;
 	st->order_arg = o->order_arg;
 	st->dfd = -1;
+	st->writing_id = NONE;
 	pthread_mutex_init(&st->lock, NULL);
 	pthread_cond_init(&st->cv, NULL);
 	ret = -ENOMEM;
 	st->state = calloc(st->n, 1);
 	st->staged = malloc(sizeof(*st->staged) * st->n);
 	st->slot = malloc(sizeof(*st->slot) * st->n);
+	st->offers = calloc(OFFERS, sizeof(*st->offers));
 	for (i = 0; i < 2; i++) {
 		st->order[i] = malloc(sizeof(*st->order[i]) * st->len);
 		st->first[i] = malloc(sizeof(*st->first[i]) * st->n);
 		if (!st->order[i] || !st->first[i])
 			goto err;
 	}
-	if (!st->state || !st->staged || !st->slot)
+	if (!st->state || !st->staged || !st->slot || !st->offers)
 		goto err;
 	ret = open_dir(st, o);
 	if (ret) {
@@ -596,6 +648,15 @@ int dlc_stage_open(const struct dlc_stage_opts *o, struct dlc_stage **out)
 		st->budget = (uint64_t)vfs.f_bavail * vfs.f_frsize / 2;
 	}
 	st->c.budget = st->budget;
+	if (dlc_source_pack(st->src)) {
+		struct stat sb;
+
+		if (stat(dlc_pack_path(dlc_source_pack(st->src)), &sb)) {
+			ret = -errno;
+			goto err;
+		}
+		st->pack_mtime = sb.st_mtim;
+	}
 	map_counters(st);
 	scan(st);
 	ret = pthread_create(&st->thread, NULL, stager_main, st);
@@ -632,6 +693,7 @@ void dlc_stage_close(struct dlc_stage *st)
 		dlc_buf_put(st->offers[st->ohead].buf);
 		st->ohead = (st->ohead + 1) % OFFERS;
 	}
+	free(st->offers);
 	if (st->shared)
 		munmap(st->shared, 4096);
 	if (st->dfd >= 0)
@@ -720,7 +782,7 @@ int dlc_stage_path(struct dlc_stage *st, uint32_t id, char *buf, size_t len)
 	int staged;
 
 	pthread_mutex_lock(&st->lock);
-	staged = (st->state[id] & ~ST_SERVED) == ST_STAGED;
+	staged = state_of(st, id) == ST_STAGED;
 	pthread_mutex_unlock(&st->lock);
 	if (staged)
 		snprintf(buf, len, "%s/%" PRIu32, st->dir, id);
@@ -744,11 +806,11 @@ int dlc_stage_served(struct dlc_stage *st, uint32_t id,
 		st->c.hit_bytes += d->buf->len;
 		shared_add(st, hits, 1);
 		shared_add(st, hit_bytes, d->buf->len);
-		if ((st->state[id] & ~ST_SERVED) == ST_STAGED)
+		if (state_of(st, id) != ST_ABSENT)
 			st->state[id] |= ST_SERVED;
 	} else {
 		/* Torn, not the file, or gone (another process evicted it). */
-		if ((st->state[id] & ~ST_SERVED) == ST_STAGED)
+		if (state_of(st, id) == ST_STAGED)
 			drop_staged(st, id, err != -ENOENT);
 		if (err != -ENOENT) {
 			st->c.invalid++;
@@ -771,20 +833,45 @@ void dlc_stage_offer(struct dlc_stage *st, uint32_t id, struct dlc_buf *b)
 {
 	pthread_mutex_lock(&st->lock);
 	if (st->state[id] & ST_SERVED) {
-		/* The bytes came from our copy, not the origin. */
+		/* The bytes came from our copy (or its bytes), not the origin. */
 		st->state[id] &= (uint8_t)~ST_SERVED;
 		pthread_mutex_unlock(&st->lock);
 		return;
 	}
 	shared_add(st, origin_reads, 1);
 	shared_add(st, origin_bytes, b->len);
+	/* A full queue drops the offer: the stager is behind the disk. */
 	if (st->state[id] == ST_ABSENT && st->olen < OFFERS &&
+	    st->obytes + b->len <= OFFER_BYTES &&
 	    b->len == dlc_index_size(st->idx, id)) {
 		st->offers[(st->ohead + st->olen++) % OFFERS] =
 			(struct offer){ id, dlc_buf_get(b) };
+		st->obytes += b->len;
+		st->state[id] = ST_QUEUED;
 		pthread_cond_signal(&st->cv);
 	}
 	pthread_mutex_unlock(&st->lock);
+}
+
+struct dlc_buf *dlc_stage_pending_buf(struct dlc_stage *st, uint32_t id)
+{
+	struct dlc_buf *b = NULL;
+	uint32_t i;
+
+	pthread_mutex_lock(&st->lock);
+	if (state_of(st, id) == ST_QUEUED) {
+		for (i = 0; i < st->olen; i++)
+			if (st->offers[(st->ohead + i) % OFFERS].id == id) {
+				b = st->offers[(st->ohead + i) % OFFERS].buf;
+				break;
+			}
+	} else if (state_of(st, id) == ST_WRITING && st->writing_id == id) {
+		b = st->writing_buf;
+	}
+	if (b)
+		dlc_buf_get(b);
+	pthread_mutex_unlock(&st->lock);
+	return b;
 }
 
 void dlc_stage_hit_above(struct dlc_stage *st, uint64_t bytes)

@@ -105,6 +105,11 @@ int dlc_stage_served(struct dlc_stage *st, uint32_t id,
 		     struct dlc_read_done *d);
 /* The origin's bytes @b of sample @id, for a copy if its next use admits it. */
 void dlc_stage_offer(struct dlc_stage *st, uint32_t id, struct dlc_buf *b);
+/*
+ * The bytes of sample @id's copy while it is being made (offered, or
+ * being written), as a new reference; else NULL.
+ */
+struct dlc_buf *dlc_stage_pending_buf(struct dlc_stage *st, uint32_t id);
 /* A tier above (the in-process cache, dlcache.ko) served @bytes of a sample. */
 void dlc_stage_hit_above(struct dlc_stage *st, uint64_t bytes);
 void dlc_stage_counters(struct dlc_stage *st, struct dlc_stage_counters *out);

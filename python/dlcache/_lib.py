@@ -84,7 +84,9 @@ class Config(ctypes.Structure):
         ("readahead_bytes", ctypes.c_uint64),
         ("epochs", ctypes.c_uint32),
         ("nvme_passthru", ctypes.c_uint32),
-        ("reserved", ctypes.c_uint64 * 5),
+        ("staging_dir", ctypes.c_char_p),
+        ("staging_bytes", ctypes.c_uint64),
+        ("reserved", ctypes.c_uint64 * 3),
     ]
 
 
@@ -116,6 +118,9 @@ STATS_FIELDS = [
     "io_busy_ns", "reads_inflight",
     "readahead_reads", "readahead_used", "readahead_dropped",
     "readahead_held", "readahead_budget", "passthru_reads",
+    "staging_hits", "staging_hit_bytes", "staging_writes",
+    "staging_prefetched", "staging_prefetch_bytes", "staging_evictions",
+    "staging_invalid", "staging_used", "staging_budget",
 ]
 
 

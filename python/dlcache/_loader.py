@@ -216,7 +216,8 @@ class Loader:
     def __init__(self, index, batch_size, train, size, seed, shuffle,
                  drop_last, rank, world, cache, on_error, layout, threads,
                  nbatches, exact=False, pad_shards=True, readahead=None,
-                 epochs=None, nvme_passthru=True):
+                 epochs=None, nvme_passthru=True, staging_dir=None,
+                 staging_bytes=None):
         self.index = index
         self._pid = os.getpid()
         self._sink = _Sink()
@@ -294,6 +295,25 @@ class Loader:
                              % (nvme_passthru,))
         cfg.nvme_passthru = (_lib.PASSTHRU_AUTO if nvme_passthru
                              else _lib.PASSTHRU_OFF)
+        if staging_dir is not None:
+            if not isinstance(staging_dir, (str, bytes, os.PathLike)) or \
+                    not os.fspath(staging_dir):
+                raise ValueError("staging_dir must be a directory's path, "
+                                 "got %r" % (staging_dir,))
+            # Kept alive with the config: the library copies it at create.
+            self._staging_dir = os.fsencode(staging_dir)
+            cfg.staging_dir = self._staging_dir
+        if staging_bytes is not None:
+            if staging_dir is None:
+                raise ValueError("staging_bytes needs staging_dir")
+            try:
+                nbytes = _parse_size(staging_bytes)
+            except (TypeError, ValueError):
+                nbytes = -1
+            if isinstance(staging_bytes, bool) or nbytes <= 0:
+                raise ValueError("staging_bytes must be a byte size such as "
+                                 "200G, got %r" % (staging_bytes,))
+            cfg.staging_bytes = nbytes
         cfg.log = _log_fn
         cfg.log_arg = self._sink.id
         cfg.log_level = (_lib.LOG_INFO if log.isEnabledFor(logging.INFO)

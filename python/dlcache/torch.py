@@ -110,6 +110,12 @@ class DataLoader:
       nvme_passthru  a pack on an NVMe namespace: True (the default) reads
                    it with NVMe commands through io_uring passthrough where
                    the kernel allows it; False: O_DIRECT on its block device
+      staging_dir  a directory on node-local disk: samples are copied there
+                   from the data set's (slow, shared) storage in the order
+                   they will be used, and later epochs read the copies;
+                   None: no staging
+      staging_bytes  what the copies may take (int or "200G"); None: half
+                   of the free space in staging_dir
     """
 
     def __init__(self, source, batch_size=256, train=True, size=224, seed=0,
@@ -117,7 +123,8 @@ class DataLoader:
                  on_error="skip", device="cpu", normalize=None,
                  channels_last=False, threads=None, shuffle=None, exact=False,
                  return_ids=False, pad_shards=True, root=None,
-                 readahead=None, epochs=None, nvme_passthru=True):
+                 readahead=None, epochs=None, nvme_passthru=True,
+                 staging_dir=None, staging_bytes=None):
         try:
             self.device = torch.device(device)
         except (RuntimeError, TypeError) as e:
@@ -161,7 +168,8 @@ class DataLoader:
             layout=_lib.LAYOUT_NHWC if channels_last else _lib.LAYOUT_NCHW,
             threads=threads, nbatches=_NBATCHES, exact=exact,
             pad_shards=pad_shards, readahead=readahead, epochs=epochs,
-            nvme_passthru=nvme_passthru)
+            nvme_passthru=nvme_passthru, staging_dir=staging_dir,
+            staging_bytes=staging_bytes)
         self._loader = Loader(self.index, **self._loader_args)
         self.epoch = 0
         self._next_batch = 0	# grid position to start or resume at

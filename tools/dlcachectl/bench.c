@@ -51,6 +51,10 @@ static void help(void)
 	       "  --window W           look-ahead window in samples (default 256)\n"
 	       "  --readahead BYTES|off  read-ahead budget, e.g. 64M (default 0: the library's,\n"
 	       "                       64M at most 1/32 of memory); off: none past the window\n"
+	       "  --staging-dir DIR    stage samples on local disk in DIR (the staging tier):\n"
+	       "                       later epochs read the copies, not the data set's storage\n"
+	       "  --staging-bytes SIZE what the copies may take, e.g. 200G (default: half the\n"
+	       "                       free space in DIR)\n"
 	       "  --size S             output side in pixels (default 224)\n"
 	       "  --layout nchw|nhwc   batch layout (default nchw)\n"
 	       "  --eval               Resize + CenterCrop instead of the train transform\n"
@@ -122,6 +126,8 @@ static void stats_delta(const struct dlc_stats *a, const struct dlc_stats *b,
 	d->reads_inflight = b->reads_inflight;
 	d->readahead_held = b->readahead_held;
 	d->readahead_budget = b->readahead_budget;
+	d->staging_used = b->staging_used;
+	d->staging_budget = b->staging_budget;
 }
 
 /* Bytes read from storage per second of the epoch, in MB (10^6). */
@@ -410,6 +416,8 @@ int cmd_bench(int argc, char **argv)
 		{ "queue-depth", required_argument, NULL, 'q' },
 		{ "window", required_argument, NULL, 'w' },
 		{ "readahead", required_argument, NULL, 'H' },
+		{ "staging-dir", required_argument, NULL, 'g' },
+		{ "staging-bytes", required_argument, NULL, 'Z' },
 		{ "size", required_argument, NULL, 's' },
 		{ "layout", required_argument, NULL, 'L' },
 		{ "eval", no_argument, NULL, 'E' },
@@ -565,6 +573,14 @@ int cmd_bench(int argc, char **argv)
 		case 'R':
 			root = optarg;
 			break;
+		case 'g':
+			cfg.staging_dir = optarg;
+			break;
+		case 'Z':
+			if (parse_size(optarg, &cfg.staging_bytes) ||
+			    !cfg.staging_bytes)
+				return usage_error("bench", "--staging-bytes: want a size like 200G, got '%s'", optarg);
+			break;
 		case 'C':
 			drop = 1;
 			break;
@@ -589,6 +605,8 @@ int cmd_bench(int argc, char **argv)
 		return usage_error("bench", "want exactly one INDEX file or data set DIR (try --help)");
 	if (cfg.rank >= cfg.world)
 		return usage_error("bench", "--rank %u must be below --world %u", cfg.rank, cfg.world);
+	if (cfg.staging_bytes && !cfg.staging_dir)
+		return usage_error("bench", "--staging-bytes needs --staging-dir");
 
 	ret = open_index_at(argv[optind], root, &idx);
 	if (ret == -EINVAL && root)
@@ -685,6 +703,13 @@ int cmd_bench(int argc, char **argv)
 			       read_mbs(d, res[e].seconds),
 			       100 * busy_fraction(d, res[e].seconds),
 			       (unsigned long long)d->errors);
+			if (cfg.staging_dir)
+				printf("      staging: %llu of %llu misses from local copies, %llu written (%llu read ahead), %.1f MB held\n",
+				       (unsigned long long)d->staging_hits,
+				       (unsigned long long)d->misses,
+				       (unsigned long long)d->staging_writes,
+				       (unsigned long long)d->staging_prefetched,
+				       (double)d->staging_used / 1e6);
 			if (digest)
 				printf("      digest %016llx\n",
 				       (unsigned long long)dg);
@@ -719,7 +744,12 @@ int cmd_bench(int argc, char **argv)
 			       "\"readahead_used\": %llu, \"readahead_dropped\": %llu, "
 			       "\"readahead_budget\": %llu, \"reads\": %llu, "
 			       "\"direct_reads\": %llu, \"passthru_reads\": %llu, "
-			       "\"read_ns\": %llu",
+			       "\"read_ns\": %llu, \"staging_hits\": %llu, "
+			       "\"staging_hit_bytes\": %llu, \"staging_writes\": %llu, "
+			       "\"staging_prefetched\": %llu, "
+			       "\"staging_prefetch_bytes\": %llu, "
+			       "\"staging_evictions\": %llu, \"staging_invalid\": %llu, "
+			       "\"staging_used\": %llu, \"staging_budget\": %llu",
 			       e ? ", " : "", res[e].epoch,
 			       (double)res[e].images / res[e].seconds, hit_ratio(d),
 			       (double)d->wait_ns / 1e9,
@@ -746,7 +776,16 @@ int cmd_bench(int argc, char **argv)
 			       (unsigned long long)d->reads,
 			       (unsigned long long)d->direct_reads,
 			       (unsigned long long)d->passthru_reads,
-			       (unsigned long long)d->read_ns);
+			       (unsigned long long)d->read_ns,
+			       (unsigned long long)d->staging_hits,
+			       (unsigned long long)d->staging_hit_bytes,
+			       (unsigned long long)d->staging_writes,
+			       (unsigned long long)d->staging_prefetched,
+			       (unsigned long long)d->staging_prefetch_bytes,
+			       (unsigned long long)d->staging_evictions,
+			       (unsigned long long)d->staging_invalid,
+			       (unsigned long long)d->staging_used,
+			       (unsigned long long)d->staging_budget);
 			if (digest)
 				printf(", \"digest\": \"%016llx\"",
 				       (unsigned long long)res[e].digest);

@@ -25,6 +25,8 @@ int cmd_sample(int argc, char **argv);
 int cmd_decodebench(int argc, char **argv);
 int cmd_readbench(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
+/* dlcachectl stats --staging DIR (staging.c). */
+int cmd_stats_staging(const char *dir, int json);
 int cmd_watch(int argc, char **argv);
 int cmd_datasets(int argc, char **argv);
 int cmd_capacity(int argc, char **argv);

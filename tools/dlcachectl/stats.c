@@ -15,6 +15,7 @@
 static void stats_help(void)
 {
 	printf("usage: dlcachectl stats [--json] [DATASET_KEY]\n"
+	       "       dlcachectl stats --staging DIR [--json]\n"
 	       "\n"
 	       "Print the counters of the node's cache (/dev/dlcache): capacity and\n"
 	       "use, then globally and per data set the hits and misses by count\n"
@@ -27,6 +28,13 @@ static void stats_help(void)
 	       "\n"
 	       "  DATASET_KEY   only this data set: 32 hex digits, as printed by\n"
 	       "                'dlcachectl index' and 'dlcachectl datasets'\n"
+	       "  --staging DIR the staging tier in DIR instead (dlc_config.staging_dir),\n"
+	       "                from the directory alone: per user and data set the\n"
+	       "                copies and their bytes, and the share of samples the\n"
+	       "                memory tiers (in-process cache, dlcache.ko), the staged\n"
+	       "                copies and the origin served; the origin bytes the\n"
+	       "                pipelines and the stagers read; copies written,\n"
+	       "                evicted and found invalid\n"
 	       "  --json        one JSON object on stdout instead of the table\n"
 	       "  -h, --help    show this help\n");
 }
@@ -47,10 +55,12 @@ static void datasets_help(void)
 
 /* Parses [--json] [KEY] for stats and datasets; <0 help done, >0 exit code. */
 static int parse_args(const char *cmd, int argc, char **argv, void (*help)(void),
-		      int allow_key, int *json, const char **key)
+		      int allow_key, int *json, const char **key,
+		      const char **staging)
 {
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
+		{ "staging", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -62,6 +72,11 @@ static int parse_args(const char *cmd, int argc, char **argv, void (*help)(void)
 		switch (c) {
 		case 'j':
 			*json = 1;
+			break;
+		case 's':
+			if (!staging)
+				return usage_error(cmd, "unknown option '--staging' (try --help)");
+			*staging = optarg;
 			break;
 		case 'h':
 			help();
@@ -172,16 +187,22 @@ static void json_dataset(const struct dlcache_stats *d)
 
 int cmd_stats(int argc, char **argv)
 {
-	const char *keyarg = NULL;
+	const char *keyarg = NULL, *staging = NULL;
 	struct admin_snap s;
 	__u64 key[2] = { 0, 0 };
 	uint32_t i, shown = 0;
 	int json = 0, fd, ret;
 	char a[32], b[32];
 
-	ret = parse_args("stats", argc, argv, stats_help, 1, &json, &keyarg);
+	ret = parse_args("stats", argc, argv, stats_help, 1, &json, &keyarg,
+			 &staging);
 	if (ret)
 		return ret < 0 ? 0 : ret;
+	if (staging) {
+		if (keyarg)
+			return usage_error("stats", "--staging takes no DATASET_KEY");
+		return cmd_stats_staging(staging, json);
+	}
 	if (keyarg)
 		admin_key_parse(keyarg, key);
 	fd = admin_open("stats");
@@ -243,7 +264,8 @@ int cmd_datasets(int argc, char **argv)
 	int json = 0, fd, ret;
 	char key[33], mode[8], a[32], idle[16];
 
-	ret = parse_args("datasets", argc, argv, datasets_help, 0, &json, &unused);
+	ret = parse_args("datasets", argc, argv, datasets_help, 0, &json, &unused,
+			 NULL);
 	if (ret)
 		return ret < 0 ? 0 : ret;
 	fd = admin_open("datasets");
