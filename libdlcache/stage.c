@@ -476,12 +476,8 @@ static int user_dir(const struct dlc_stage_opts *o, char *buf, size_t len)
 		return -errno;
 	if (lstat(buf, &sb))
 		return -errno;
-	if (!S_ISDIR(sb.st_mode) || sb.st_uid != uid || (sb.st_mode & 077)) {
-		dlc_logf(o->log, DLC_LOG_ERROR,
-			 "staging: %s is not a directory of uid %u with mode 0700: refusing to stage there",
-			 buf, (unsigned int)uid);
+	if (!S_ISDIR(sb.st_mode) || sb.st_uid != uid || (sb.st_mode & 077))
 		return -EPERM;
-	}
 	return 0;
 }
 
@@ -634,6 +630,12 @@ int dlc_stage_open(const struct dlc_stage_opts *o, struct dlc_stage **out)
 	if (!st->state || !st->staged || !st->slot || !st->offers)
 		goto err;
 	ret = open_dir(st, o);
+	if (ret == -EPERM) {
+		dlc_logf(o->log, DLC_LOG_ERROR,
+			 "staging: %s/dlcache-%u is not a directory of uid %u with mode 0700: refusing to stage there",
+			 o->dir, (unsigned int)getuid(), (unsigned int)getuid());
+		goto err;
+	}
 	if (ret) {
 		dlc_logf(o->log, DLC_LOG_ERROR, "staging: %s: %s", o->dir,
 			 strerror(-ret));
