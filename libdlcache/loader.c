@@ -37,164 +37,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <linux/types.h>
-#include "../uapi/dlcache.h"
 #include "crc32c.h"
 #include "internal.h"
 #include "jpegrst.h"
 #include "kclient.h"
+#include "loader_int.h"
 #include "readahead.h"
 #include "stage.h"
-
-enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_HELD };
-
-struct slot {
-	struct dlc_batch b;	/* first: the consumer's handle */
-	struct dlc_pinned mem;	/* its own buffer, b.data; new after a keep */
-	enum slot_state state;
-	uint32_t pending;	/* samples not yet decoded */
-	uint32_t want;		/* samples the batch holds before skips */
-	uint8_t *skip;		/* per index: dropped under DLC_ON_ERROR_SKIP */
-	int err;		/* first fatal sample error (DLC_ON_ERROR_FAIL) */
-};
-
-/*
- * A hand-out of a batch: what the consumer's pointer points to. Handles
- * come from a ring of DLC_HANDLES, so a released one is not handed out
- * again for that many batches: until then a stale or doubled release is
- * told from a live one without touching the batch now in its slot.
- */
-#define DLC_HANDLES	4096
-
-struct handle {
-	struct dlc_batch b;	/* first: the consumer's pointer */
-	uint32_t slot;		/* the slot it holds */
-	uint32_t live;		/* handed out and not yet released */
-};
-
-struct item {
-	uint32_t slot;
-	uint32_t index;		/* in the batch */
-	uint32_t sample;
-	uint32_t pos;		/* in the epoch order */
-	struct dlc_buf *buf;	/* NULL when the read failed */
-	int err;		/* read error */
-	const char *why;
-};
-
-struct dlc_loader {
-	struct dlc_config cfg;
-	struct dlc_logger log;
-	const struct dlc_index *idx;
-	struct dlc_source *src;		/* where the samples are read from */
-	uint32_t n;			/* samples in the data set */
-	uint32_t epoch_len;		/* this rank's order length */
-	size_t sample_bytes;		/* 3 x out_w x out_h */
-
-	pthread_mutex_t lock;
-	pthread_cond_t work_cv;		/* decode queue got an item, or stop */
-	pthread_cond_t ready_cv;	/* a slot became READY, or stop */
-	pthread_cond_t idle_cv;		/* outstanding reached 0 */
-	int stop;
-
-	/* Epoch state, written by start_epoch while the pipeline is idle. */
-	uint64_t gen;			/* bumps on every start_epoch */
-	int active;
-	uint32_t epoch;
-	uint32_t *order;		/* epoch_len sample IDs */
-	uint32_t start, end;		/* positions this run covers */
-	uint32_t next_pos;		/* next position to issue */
-	uint32_t nbatches_run;		/* batches from start to end */
-	uint64_t base_seq;		/* public seq of the first batch */
-	uint32_t next_local;		/* next batch the consumer gets */
-	uint32_t held;			/* batches the consumer holds */
-	struct handle *handles;		/* DLC_HANDLES, used in turn */
-	uint64_t next_handle;		/* hand-outs so far */
-	int failed;			/* sticky error under ON_ERROR_FAIL */
-	/*
-	 * The consumer's last batch was not ready when asked for (and, at
-	 * the start, 1): the pipeline, not the consumer, sets the pace.
-	 */
-	int consumer_waited;
-	uint32_t outstanding;		/* issued, not yet finished */
-	int io_idle;			/* the I/O thread sleeps in reap */
-
-	struct slot *slots;
-	size_t slot_bytes;		/* a slot's buffer: a whole batch */
-	int pinned, huge;		/* of the ring now: dlc_loader_pinned() */
-
-	struct item *queue;		/* decode queue, a ring of window items */
-	uint32_t qhead, qlen;
-
-	struct dlc_cache *cache;	/* I/O thread only */
-	uint32_t backend;		/* DLC_BACKEND_INPROCESS or _KERNEL */
-	uint32_t verify;		/* enum dlc_verify, after DLCACHE_VERIFY */
-	uint8_t *crc_logged;		/* I/O thread: a bit per sample logged */
-	uint32_t validate;		/* enum dlc_validate, after DLCACHE_VALIDATE */
-	uint8_t *checked;		/* ONCE: a bit per sample decoded whole */
-	/* Kernel backend: all of it I/O thread only, but kc's STATS. */
-	struct dlc_kclient *kc;
-	uint32_t *gorder;		/* every rank's order, for SET_ORDER */
-	uint32_t glen;
-	int64_t k_last_epoch;		/* newest epoch uploaded, -1: none */
-	/*
-	 * This rank has a time line of its own in dlcache.ko (a consumer,
-	 * ABI 3): it uploads its own order and GETs at its own indexes. Else
-	 * the ranks share the data set's line: the global order, F_AT at
-	 * global indexes.
-	 */
-	int k_own_line;
-	struct dlc_buf **kbuf;		/* per pos % window: a GET's buffer */
-	uint8_t *kfill;			/* per pos % window: we own its fill */
-	uint8_t *kdone;			/* per pos % window: handed over */
-	uint32_t klow;			/* lowest position not handed over */
-	uint32_t *kread;		/* misses waiting for reader room */
-	uint32_t kread_head, kread_len;
-	uint32_t kgets;			/* GETs without a CQE yet */
-	struct dlcache_cqe *kcqes;
-	/*
-	 * Read-ahead on the module (DLCACHE_FEAT_GET_AHEAD): look-ups ahead
-	 * without a CQE yet, and the virtual positions they found missing,
-	 * waiting for reader room (a ring of queue_depth).
-	 */
-	int k_ahead;
-	/* Another job's consumer shares the data set, as of k_others_ns. */
-	int k_others;
-	uint64_t k_others_ns;
-	uint32_t kprobes;
-	uint64_t *kahead;
-	uint32_t kahead_head, kahead_len;
-	uint32_t kfallback;		/* enum dlc_kernel_fallback, after env */
-	/*
-	 * I/O thread: a failure of the kernel backend to fall back from at
-	 * the next safe point (kernel_switch()), and what failed.
-	 */
-	int kerr;
-	const char *kwhat;
-	struct dlc_reader *reader;	/* I/O thread only */
-	/* The staging tier (stage.h), or NULL; its own lock. */
-	struct dlc_stage *stage;
-	char *staging_dir;		/* cfg.staging_dir points here */
-	/* Read-ahead: all of it I/O thread only. */
-	struct dlc_ra *ra;		/* NULL when off */
-	uint64_t ra_g;			/* next virtual position to look at */
-	uint32_t *ra_order;		/* the order of epoch ra_order_epoch */
-	int64_t ra_order_epoch;		/* -1: none yet */
-	uint32_t *last_pos;		/* per sample: last position in l->epoch */
-	/* Under l->lock: when the open busy span began (a read in flight), 0: none. */
-	uint64_t busy_since;
-	uint32_t ndecode;
-	pthread_t io_thread;
-	pthread_t *decode_threads;
-	uint32_t nthreads_started;
-	int io_started;
-	uint32_t threads_up;		/* threads past their setup */
-	int thread_err;			/* first setup failure of a thread */
-
-	struct dlc_stats stats;
-	struct dlc_error_info last_err;
-	int have_err;
-};
 
 /* ------------------------------------------------------------------ */
 
@@ -374,7 +223,7 @@ static void sample_path(const struct dlc_loader *l, uint32_t id, char *buf,
  * mismatch is counted; with @what, it is logged the first time for each
  * sample, saying where the bytes came from. I/O thread only.
  */
-static int sample_ok(struct dlc_loader *l, uint32_t id, const void *data,
+int loader_sample_ok(struct dlc_loader *l, uint32_t id, const void *data,
 		     size_t len, const char *what)
 {
 	uint64_t size = dlc_index_size(l->idx, id);
@@ -747,7 +596,7 @@ static void *decode_main(void *arg)
 /* ------------------------------------------------------------------ */
 /* I/O thread                                                          */
 
-static int fill_order(void *arg, uint32_t epoch, uint32_t *ids, uint32_t len)
+int loader_fill_order(void *arg, uint32_t epoch, uint32_t *ids, uint32_t len)
 {
 	struct dlc_loader *l = arg;
 	struct dlc_order_params p = {
@@ -760,7 +609,7 @@ static int fill_order(void *arg, uint32_t epoch, uint32_t *ids, uint32_t len)
 }
 
 /* Called with l->lock held. */
-static void push_item(struct dlc_loader *l, const struct item *it)
+void loader_push_item(struct dlc_loader *l, const struct item *it)
 {
 	l->queue[(l->qhead + l->qlen) % l->cfg.window] = *it;
 	l->qlen++;
@@ -768,7 +617,7 @@ static void push_item(struct dlc_loader *l, const struct item *it)
 }
 
 /* Whether the next position may be issued now. Called with l->lock held. */
-static int issuable(const struct dlc_loader *l)
+int loader_issuable(const struct dlc_loader *l)
 {
 	uint32_t local, si;
 
@@ -776,7 +625,7 @@ static int issuable(const struct dlc_loader *l)
 	    l->outstanding >= l->cfg.window)
 		return 0;
 	/* Kernel state is per pos % window: the span must fit in it. */
-	if (l->kc && l->next_pos - l->klow >= l->cfg.window)
+	if (l->kt.kc && l->next_pos - l->kt.klow >= l->cfg.window)
 		return 0;
 	if ((l->next_pos - l->start) % l->cfg.batch_size)
 		return 1;
@@ -785,7 +634,7 @@ static int issuable(const struct dlc_loader *l)
 	return l->slots[si].state == SLOT_FREE;
 }
 
-static void item_at(const struct dlc_loader *l, uint32_t pos, struct item *it)
+void loader_item_at(const struct dlc_loader *l, uint32_t pos, struct item *it)
 {
 	it->pos = pos;
 	it->sample = l->order[pos];
@@ -796,12 +645,12 @@ static void item_at(const struct dlc_loader *l, uint32_t pos, struct item *it)
 	it->why = NULL;
 }
 
-/* Claim the next position. Called with l->lock held, when issuable(). */
-static void claim_next(struct dlc_loader *l, struct item *it)
+/* Claim the next position. Called with l->lock held, when loader_issuable(). */
+void loader_claim_next(struct dlc_loader *l, struct item *it)
 {
 	struct slot *s;
 
-	item_at(l, l->next_pos, it);
+	loader_item_at(l, l->next_pos, it);
 	s = &l->slots[it->slot];
 	if (it->index == 0) {
 		uint32_t left = l->end - l->next_pos;
@@ -827,23 +676,8 @@ static void claim_next(struct dlc_loader *l, struct item *it)
 	l->outstanding++;
 }
 
-/*
- * Called with l->lock held: @pos no longer needs its kernel state (it is
- * queued for decode or dropped); move the span's low end past it.
- */
-static void kernel_pos_done(struct dlc_loader *l, uint32_t pos)
-{
-	uint32_t w = l->cfg.window;
-
-	l->kdone[pos % w] = 1;
-	while (l->klow < l->next_pos && l->kdone[l->klow % w]) {
-		l->kdone[l->klow % w] = 0;
-		l->klow++;
-	}
-}
-
 /* Called with l->lock held: a sample of an abandoned epoch is dropped. */
-static void drop_sample(struct dlc_loader *l, struct dlc_buf *buf)
+void loader_drop_sample(struct dlc_loader *l, struct dlc_buf *buf)
 {
 	dlc_buf_put(buf);
 	l->outstanding--;
@@ -851,16 +685,7 @@ static void drop_sample(struct dlc_loader *l, struct dlc_buf *buf)
 		pthread_cond_broadcast(&l->idle_cv);
 }
 
-static void kernel_end_fill(struct dlc_loader *l, uint32_t pos,
-			    struct dlc_buf *buf);
-static void kernel_fill_done(struct dlc_loader *l, uint32_t id, uint64_t tag,
-			     struct dlc_buf *buf);
-static int take_readahead(struct dlc_loader *l, uint32_t epoch,
-			  const struct item *it);
-static void kernel_use(struct dlc_loader *l, uint32_t pos, uint32_t epoch,
-		       struct dlc_buf *buf);
-
-static uint64_t vpos(const struct dlc_loader *l, uint32_t epoch, uint32_t pos)
+uint64_t loader_vpos(const struct dlc_loader *l, uint32_t epoch, uint32_t pos)
 {
 	return (uint64_t)epoch * l->epoch_len + pos;
 }
@@ -906,7 +731,7 @@ static void finish_read(struct dlc_loader *l, uint32_t id, uint32_t pos,
 	dlc_stat_add(l->stats.misses, 1);
 	/* The file changed since it was indexed: no cache gets it. */
 	if (buf && l->verify == DLC_VERIFY_ALL &&
-	    !sample_ok(l, id, buf->data, buf->len, NULL)) {
+	    !loader_sample_ok(l, id, buf->data, buf->len, NULL)) {
 		dlc_stat_add(l->stats.miss_bytes, buf->len);
 		dlc_buf_put(buf);
 		buf = NULL;
@@ -920,26 +745,26 @@ static void finish_read(struct dlc_loader *l, uint32_t id, uint32_t pos,
 		if (l->stage)
 			dlc_stage_offer(l->stage, id, buf);
 	}
-	if (l->kc)
-		kernel_end_fill(l, pos, buf);
+	if (l->kt.kc)
+		ktier_end_fill(l, pos, buf);
 	pthread_mutex_lock(&l->lock);
-	if (l->kc)
-		kernel_pos_done(l, pos);
+	if (l->kt.kc)
+		ktier_pos_done(l, pos);
 	if (!l->active) {
-		drop_sample(l, buf);
+		loader_drop_sample(l, buf);
 		pthread_mutex_unlock(&l->lock);
 		return;
 	}
-	item_at(l, pos, &it);
+	loader_item_at(l, pos, &it);
 	it.buf = buf;
 	it.err = err;
 	it.why = why;
-	push_item(l, &it);
+	loader_push_item(l, &it);
 	pthread_mutex_unlock(&l->lock);
 }
 
 /* The read-ahead's counters, into the stats. */
-static void publish_readahead(struct dlc_loader *l)
+void loader_publish_readahead(struct dlc_loader *l)
 {
 	struct dlc_ra_counters c;
 
@@ -955,7 +780,7 @@ static void publish_readahead(struct dlc_loader *l)
  * A read-ahead read ended: kept for its claim, handed over if its position
  * was claimed meanwhile, dropped if abandoned.
  */
-static void readahead_done(struct dlc_loader *l, struct dlc_read_done *d)
+void loader_readahead_done(struct dlc_loader *l, struct dlc_read_done *d)
 {
 	struct dlc_ra_entry *e = dlc_ra_at(l->ra, DLC_RA_TAG_G(d->tag));
 	uint32_t id = e->id, pos = e->pos;
@@ -963,13 +788,13 @@ static void readahead_done(struct dlc_loader *l, struct dlc_read_done *d)
 	if (requeued(l, id, d))
 		return;
 	if (e->abandoned) {
-		if (e->fill && l->kc)
-			kernel_fill_done(l, id, DLC_RA_TAG_G(d->tag), NULL);
+		if (e->fill && l->kt.kc)
+			ktier_fill_done(l, id, DLC_RA_TAG_G(d->tag), NULL);
 		dlc_buf_put(d->buf);
 		dlc_ra_release(e);
 	} else if (e->claimed) {
 		dlc_ra_release(e);
-		kernel_use(l, pos,
+		ktier_use(l, pos,
 			   (uint32_t)(DLC_RA_TAG_G(d->tag) / l->epoch_len),
 			   d->err ? NULL : d->buf);
 		finish_read(l, id, pos, d->buf, d->err, d->why);
@@ -979,7 +804,7 @@ static void readahead_done(struct dlc_loader *l, struct dlc_read_done *d)
 }
 
 /* Finished reads: offer them to the cache and queue them for decode. */
-static void hand_over(struct dlc_loader *l, struct dlc_read_done *done,
+void loader_hand_over(struct dlc_loader *l, struct dlc_read_done *done,
 		      int n)
 {
 	struct dlc_cache_counters cc;
@@ -995,7 +820,7 @@ static void hand_over(struct dlc_loader *l, struct dlc_read_done *done,
 		pos = (uint32_t)d->tag;
 
 		if (d->tag & DLC_RA_TAG_BIT) {
-			readahead_done(l, d);
+			loader_readahead_done(l, d);
 			continue;
 		}
 		if (requeued(l, l->order[pos], d))
@@ -1003,7 +828,7 @@ static void hand_over(struct dlc_loader *l, struct dlc_read_done *done,
 		finish_read(l, l->order[pos], pos, d->buf, d->err, d->why);
 	}
 	if (l->ra && n > 0)
-		publish_readahead(l);
+		loader_publish_readahead(l);
 	if (l->cache && n > 0) {
 		dlc_cache_counters(l->cache, &cc);
 		__atomic_store_n(&l->stats.evictions, cc.evictions,
@@ -1013,508 +838,6 @@ static void hand_over(struct dlc_loader *l, struct dlc_read_done *done,
 		__atomic_store_n(&l->stats.cache_used, cc.used,
 				 __ATOMIC_RELAXED);
 	}
-}
-
-/* ------------------------------------------------------------------ */
-/* Kernel backend: the cache in dlcache.ko, shared by the whole node   */
-/*                                                                     */
-/* Per claimed sample the I/O thread puts a GET on the module's ring,  */
-/* at the sample's exact position in the global order (F_AT). A hit   */
-/* is decoded; a miss that makes us the filler is read with io_uring   */
-/* and PUT back, or ABORTed if the read fails, so that other processes */
-/* waiting for it go on; a miss without the fill is just read. GETs    */
-/* parked on another process's fill complete later: the module's fd is */
-/* watched from the reader's io_uring so that the thread wakes.        */
-/* ------------------------------------------------------------------ */
-
-/* KTAG_AHEAD: a look-up ahead, (virtual position << 2) | 0. */
-enum { KTAG_AHEAD = 0, KTAG_GET = 1, KTAG_PUT = 2, KTAG_ABORT = 3 };
-/*
- * With KTAG_ABORT: kernel_use()'s GET, whose completion matters only when
- * it took a fill (F_FILL, which no ABORT's completion has) and no PUT of
- * ours followed it (KTAG_USE_PUT). Its position is below 2^32.
- */
-#define KTAG_USE	(1ULL << 63)
-#define KTAG_USE_PUT	(1ULL << 62)
-#define KTAG(ud)	((ud) & 3)
-
-/* Every rank's positions: global position g holds perm[g % n]. */
-static int fill_global(struct dlc_loader *l, uint32_t epoch)
-{
-	struct dlc_order_params p = {
-		.seed = l->cfg.seed, .epoch = epoch, .world = 1,
-		.shuffle = l->cfg.shuffle,
-	};
-	uint32_t g;
-	int ret = dlc_order_fill(l->n, &p, l->gorder, l->n);
-
-	for (g = l->n; !ret && g < l->glen; g++)
-		l->gorder[g] = l->gorder[g % l->n];
-	return ret;
-}
-
-static int fill_order(void *arg, uint32_t epoch, uint32_t *ids, uint32_t len);
-
-/*
- * Upload @epoch and @epoch + 1, unless done. With a time line of its own
- * (k_own_line: each rank of each job is a consumer, kernel_job()) a rank
- * uploads its own order, and the module ranks a sample by its soonest
- * use over every rank of every job, each at its own measured pace: ranks
- * that drift apart lose nothing. On the shared line (a module without
- * consumers, or no room for one) the ranks upload the global order;
- * another rank may have been first, and the module then refuses the same
- * epoch (-EINVAL), which is fine since every rank computes the same one.
- * There, another job's order is unknown to the module.
- */
-static void kernel_prepare_epoch(struct dlc_loader *l, uint32_t epoch)
-{
-	uint32_t e, len;
-	int ret;
-
-	for (e = epoch; e <= epoch + 1; e++) {
-		if ((int64_t)e <= l->k_last_epoch)
-			continue;
-		len = l->k_own_line ? l->epoch_len : l->glen;
-		ret = l->k_own_line ? fill_order(l, e, l->gorder, len) :
-				      fill_global(l, e);
-		if (!ret)
-			ret = dlc_kclient_set_order(l->kc, e, l->gorder, len);
-		if (ret && ret != -EINVAL && ret != -EACCES)
-			dlc_logf(&l->log, DLC_LOG_WARN,
-				 "dlcache.ko: cannot upload the order of epoch %u: %s; eviction falls back to no known next use",
-				 e, strerror(-ret));
-		l->k_last_epoch = e;
-	}
-}
-
-/*
- * The kernel backend failed. DLC_KERNEL_FALLBACK_INPROCESS: note it; no
- * SQE is made from now on, and kernel_switch() moves to the in-process
- * cache at the end of the round. DLC_KERNEL_FALLBACK_FAIL: fail the
- * epoch.
- */
-static void kernel_fail(struct dlc_loader *l, int err, const char *what)
-{
-	if (l->kfallback == DLC_KERNEL_FALLBACK_INPROCESS) {
-		if (!l->kerr) {
-			l->kerr = err;
-			l->kwhat = what;
-		}
-		return;
-	}
-	dlc_logf(&l->log, DLC_LOG_ERROR,
-		 "dlcache.ko: %s failed: %s (kernel_fallback is fail)", what,
-		 strerror(-err));
-	pthread_mutex_lock(&l->lock);
-	if (!l->failed)
-		l->failed = err;
-	pthread_cond_broadcast(&l->ready_cv);
-	pthread_mutex_unlock(&l->lock);
-}
-
-/* Get an SQE, entering to make room if the SQ is full. */
-static struct dlcache_sqe *kernel_sqe(struct dlc_loader *l)
-{
-	struct dlcache_sqe *sqe;
-	int ret;
-
-	if (l->kerr)
-		return NULL;
-	sqe = dlc_kclient_sqe(l->kc);
-	if (sqe)
-		return sqe;
-	ret = dlc_kclient_enter(l->kc);
-	if (ret < 0) {
-		kernel_fail(l, ret, "ENTER");
-		return NULL;
-	}
-	return dlc_kclient_sqe(l->kc);
-}
-
-/* F_AT: the use is at @pos of @epoch, on our own time line or the shared one. */
-static void kernel_at(const struct dlc_loader *l, struct dlcache_sqe *sqe,
-		      uint32_t pos, uint32_t epoch)
-{
-	sqe->flags = DLCACHE_SQE_F_AT;
-	sqe->epoch = epoch;
-	sqe->index = l->k_own_line ? pos : l->cfg.rank + pos * l->cfg.world;
-}
-
-static void kernel_get(struct dlc_loader *l, uint32_t pos, uint32_t epoch,
-		       uint64_t size, int at)
-{
-	uint32_t slot = pos % l->cfg.window;
-	struct dlcache_sqe *sqe;
-	/* A GET's length and result are 32-bit: larger samples are read. */
-	struct dlc_buf *b = size <= INT32_MAX ? dlc_buf_alloc_io(size, 0) : NULL;
-
-	sqe = b ? kernel_sqe(l) : NULL;
-	if (!sqe) {
-		/* No room or no memory: read it without the cache. */
-		dlc_buf_put(b);
-		l->kread[(l->kread_head + l->kread_len++) % l->cfg.window] = pos;
-		return;
-	}
-	l->kbuf[slot] = b;
-	l->kfill[slot] = 0;
-	sqe->opcode = DLCACHE_OP_GET;
-	sqe->handle = dlc_kclient_handle(l->kc);
-	sqe->sample = l->order[pos];
-	sqe->len = (uint32_t)size;
-	sqe->addr = (uint64_t)(uintptr_t)b->data;
-	sqe->user_data = ((uint64_t)pos << 2) | KTAG_GET;
-	if (at)
-		kernel_at(l, sqe, pos, epoch);
-	l->kgets++;
-}
-
-/*
- * The use of @pos in @epoch, whose bytes @buf (NULL: the read failed) were
- * read ahead: what a claim's GET and a miss's PUT would have told the
- * module. A GET F_AT that copies nothing moves the policy's cursor past
- * the use, then a PUT offers the bytes for the sample's next use, as
- * after any miss (a PUT before the use would be weighed for this very
- * use, which the read-ahead serves already, and evict for nothing). The
- * PUT ends the fill the GET may take; without bytes, that fill is handed
- * back at the GET's completion.
- */
-static void kernel_use(struct dlc_loader *l, uint32_t pos, uint32_t epoch,
-		       struct dlc_buf *buf)
-{
-	uint32_t id = l->order[pos];
-	struct dlcache_sqe *sqe;
-
-	if (!l->kc || !dlc_kclient_may_write(l->kc))
-		return;
-	/* Under verify=all no bytes the index denies go to the module. */
-	if (buf && (!buf->len || buf->len > INT32_MAX ||
-		    (l->verify == DLC_VERIFY_ALL &&
-		     !sample_ok(l, id, buf->data, buf->len, NULL))))
-		buf = NULL;
-	sqe = kernel_sqe(l);
-	if (!sqe)
-		return;
-	sqe->opcode = DLCACHE_OP_GET;
-	sqe->handle = dlc_kclient_handle(l->kc);
-	sqe->sample = id;
-	sqe->user_data = KTAG_USE | (buf ? KTAG_USE_PUT : 0) |
-			 ((uint64_t)pos << 2) | KTAG_ABORT;
-	kernel_at(l, sqe, pos, epoch);
-	if (buf)
-		kernel_fill_done(l, id, pos, buf);
-}
-
-/*
- * Our fill of sample @id ended: PUT @buf's bytes, or ABORT (no bytes: the
- * read failed) with @tag, so that other processes waiting for it go on.
- */
-static void kernel_fill_done(struct dlc_loader *l, uint32_t id, uint64_t tag,
-			     struct dlc_buf *buf)
-{
-	struct dlcache_sqe *sqe = kernel_sqe(l);
-
-	if (!sqe)
-		return;
-	sqe->handle = dlc_kclient_handle(l->kc);
-	sqe->sample = id;
-	if (buf && buf->len && buf->len <= INT32_MAX) {
-		sqe->opcode = DLCACHE_OP_PUT;
-		sqe->len = (uint32_t)buf->len;
-		sqe->addr = (uint64_t)(uintptr_t)buf->data;
-		/* The bytes must live until the module has copied them. */
-		sqe->user_data = (uint64_t)(uintptr_t)dlc_buf_get(buf) | KTAG_PUT;
-	} else {
-		/* Hand the fill to a waiter: it reads and reports for itself. */
-		sqe->opcode = DLCACHE_OP_ABORT;
-		sqe->user_data = (tag << 2) | KTAG_ABORT;
-	}
-}
-
-/* A read for @pos ended: PUT the bytes if we own the fill, or ABORT. */
-static void kernel_end_fill(struct dlc_loader *l, uint32_t pos,
-			    struct dlc_buf *buf)
-{
-	uint32_t slot = pos % l->cfg.window;
-
-	if (!l->kfill[slot])
-		return;
-	l->kfill[slot] = 0;
-	kernel_fill_done(l, l->order[pos], pos, buf);
-}
-
-static void kernel_ahead_done(struct dlc_loader *l,
-			      const struct dlcache_cqe *c);
-static void kernel_ahead_switch(struct dlc_loader *l);
-
-/* dlc_ra_retain_fills(): a READY entry dropped ends its fill (ABORT). */
-static void kernel_ahead_abort(void *arg, struct dlc_ra_entry *e)
-{
-	struct dlc_loader *l = arg;
-
-	kernel_fill_done(l, e->id, e->g, NULL);
-}
-
-static void kernel_completion(struct dlc_loader *l, const struct dlcache_cqe *c,
-			      uint32_t epoch)
-{
-	uint32_t pos = (uint32_t)(c->user_data >> 2), slot;
-	struct dlc_buf *b;
-	struct item it;
-
-	if (KTAG(c->user_data) == KTAG_PUT) {
-		dlc_buf_put((struct dlc_buf *)(uintptr_t)(c->user_data & ~3ULL));
-		return;
-	}
-	if (KTAG(c->user_data) == KTAG_AHEAD) {
-		kernel_ahead_done(l, c);
-		return;
-	}
-	if (c->user_data & KTAG_USE) {
-		/* A use took the fill and we have no bytes: hand it back. */
-		if (!(c->user_data & KTAG_USE_PUT) && c->res == -ENOENT &&
-		    (c->flags & DLCACHE_CQE_F_FILL))
-			kernel_fill_done(l, c->sample, pos, NULL);
-		return;
-	}
-	if (KTAG(c->user_data) != KTAG_GET)
-		return;
-	slot = pos % l->cfg.window;
-	b = l->kbuf[slot];
-	l->kbuf[slot] = NULL;
-	l->kgets--;
-	if (c->res >= 0 && b && (size_t)c->res <= b->len) {
-		b->len = (size_t)c->res;
-		/*
-		 * Another process wrote these bytes: decode them only if they
-		 * are the file the index describes, else read the file.
-		 */
-		if (l->verify != DLC_VERIFY_OFF &&
-		    !sample_ok(l, l->order[pos], b->data, b->len,
-			       "the bytes dlcache.ko served fail the index's checksum")) {
-			dlc_buf_put(b);
-			l->kfill[slot] = 0;
-			l->kread[(l->kread_head + l->kread_len++) % l->cfg.window] = pos;
-			return;
-		}
-		dlc_stat_add(l->stats.hits, 1);
-		dlc_stat_add(l->stats.hit_bytes, b->len);
-		if (l->stage)
-			dlc_stage_hit_above(l->stage, b->len);
-		pthread_mutex_lock(&l->lock);
-		kernel_pos_done(l, pos);
-		if (l->active) {
-			item_at(l, pos, &it);
-			it.buf = b;
-			push_item(l, &it);
-		} else {
-			drop_sample(l, b);
-		}
-		pthread_mutex_unlock(&l->lock);
-		return;
-	}
-	dlc_buf_put(b);
-	if (c->res == -EMSGSIZE && c->size && l->verify != DLC_VERIFY_OFF &&
-	    !sample_ok(l, l->order[pos], NULL, c->size,
-		       "the bytes dlcache.ko holds fail the index's checksum")) {
-		/* Not the indexed size, so not the indexed bytes. */
-		l->kfill[slot] = 0;
-		l->kread[(l->kread_head + l->kread_len++) % l->cfg.window] = pos;
-		return;
-	}
-	if (c->res == -EMSGSIZE && c->size) {
-		/* Cached bytes larger than the index said: ask again. */
-		kernel_get(l, pos, epoch, c->size, 0);
-		return;
-	}
-	/*
-	 * -EIO: another process's fill failed; -ETIMEDOUT: it outlived the
-	 * module's fill lease (a stalled filler). Both are expected on a
-	 * busy node: read the file, quietly.
-	 */
-	if (c->res != -ENOENT && c->res != -EIO && c->res != -ETIMEDOUT)
-		dlc_logf(&l->log, DLC_LOG_WARN,
-			 "dlcache.ko: GET of sample %u failed: %s; reading it directly",
-			 l->order[pos], strerror(-c->res));
-	l->kfill[slot] = c->res == -ENOENT && (c->flags & DLCACHE_CQE_F_FILL);
-	l->kread[(l->kread_head + l->kread_len++) % l->cfg.window] = pos;
-}
-
-/*
- * Queue the positions waiting in kread (misses, GETs given up) to the
- * reader as far as it has room. Returns whether any was queued.
- */
-static int kernel_read_queued(struct dlc_loader *l, char *path,
-			      size_t path_len)
-{
-	int progressed = 0, ret;
-
-	while (l->kread_len &&
-	       dlc_reader_inflight(l->reader) < l->cfg.queue_depth) {
-		uint32_t pos = l->kread[l->kread_head];
-
-		l->kread_head = (l->kread_head + 1) % l->cfg.window;
-		l->kread_len--;
-		ret = dlc_source_queue(l->src, l->reader, l->order[pos], pos,
-				       path, path_len);
-		if (ret) {
-			struct dlc_read_done d = { .tag = pos, .err = ret,
-						   .why = "queue" };
-
-			hand_over(l, &d, 1);
-		}
-		progressed = 1;
-	}
-	return progressed;
-}
-
-/* One round with the module: GETs out, completions in, misses to read. */
-static int kernel_round(struct dlc_loader *l, uint32_t epoch, char *path,
-			size_t path_len)
-{
-	uint32_t n, i;
-	int progressed = 0, ret;
-	struct item it;
-	uint64_t size;
-
-	/*
-	 * The module hung up (a drain): ENTER says why. An idle loader
-	 * learns of it here, woken by the watch of the fd.
-	 */
-	if (dlc_reader_watch_events(l->reader) & (POLLHUP | POLLERR)) {
-		ret = dlc_kclient_enter(l->kc);
-		if (ret < 0) {
-			kernel_fail(l, ret, "ENTER");
-			/* Falling back: switch now. Failing: nothing to do. */
-			return l->kerr != 0;
-		}
-	}
-	pthread_mutex_lock(&l->lock);
-	while (issuable(l) && l->kgets + l->kread_len < l->cfg.window &&
-	       dlc_kclient_unsubmitted(l->kc) < l->cfg.window) {
-		claim_next(l, &it);
-		pthread_mutex_unlock(&l->lock);
-		progressed = 1;
-		/* Read ahead (or being read): no GET, no fill of ours here. */
-		l->kfill[it.pos % l->cfg.window] = 0;
-		if (take_readahead(l, epoch, &it)) {
-			pthread_mutex_lock(&l->lock);
-			continue;
-		}
-		size = dlc_index_size(l->idx, it.sample);
-		kernel_get(l, it.pos, epoch,
-			   size < INT32_MAX ? size + 1 : UINT64_MAX, 1);
-		pthread_mutex_lock(&l->lock);
-	}
-	pthread_mutex_unlock(&l->lock);
-
-	if (dlc_kclient_unsubmitted(l->kc) || dlc_kclient_pending(l->kc)) {
-		ret = dlc_kclient_enter(l->kc);
-		if (ret < 0) {
-			kernel_fail(l, ret, "ENTER");
-			return l->kerr != 0;
-		}
-	}
-	while ((n = dlc_kclient_reap(l->kc, l->kcqes, 64)) > 0) {
-		for (i = 0; i < n; i++)
-			kernel_completion(l, &l->kcqes[i], epoch);
-		progressed = 1;
-	}
-	if (kernel_read_queued(l, path, path_len))
-		progressed = 1;
-	if (progressed)
-		dlc_reader_submit(l->reader);
-	/* PUTs and ABORTs made by completions go out now. */
-	if (!l->kerr && dlc_kclient_unsubmitted(l->kc)) {
-		ret = dlc_kclient_enter(l->kc);
-		if (ret < 0)
-			kernel_fail(l, ret, "ENTER");
-	}
-	return progressed;
-}
-
-/* Give back the buffer refs of the PUTs not yet consumed by the module. */
-static void kernel_put_unsubmitted(struct dlc_loader *l)
-{
-	uint32_t i, n = dlc_kclient_unsubmitted(l->kc);
-
-	for (i = 0; i < n; i++) {
-		const struct dlcache_sqe *sqe =
-			dlc_kclient_unsubmitted_sqe(l->kc, i);
-
-		if (KTAG(sqe->user_data) == KTAG_PUT)
-			dlc_buf_put((struct dlc_buf *)(uintptr_t)
-				    (sqe->user_data & ~3ULL));
-	}
-}
-
-/*
- * The kernel backend failed (l->kerr) and kernel_fallback says go on:
- * take the completions the module posted, read directly every position
- * whose GET has no completion (parked, or never consumed) and every fill
- * we owned, close the module's fd and go on with an in-process cache.
- * I/O thread, at the end of a round: no SQE or CQE is being handled.
- */
-static void kernel_switch(struct dlc_loader *l)
-{
-	uint32_t w = l->cfg.window, n, i, pos, epoch, next;
-	struct dlc_kclient *kc;
-	int active, ret;
-
-	dlc_logf(&l->log, DLC_LOG_WARN,
-		 "dlcache.ko: %s failed: %s; continuing on the in-process cache (kernel_fallback)",
-		 l->kwhat, strerror(-l->kerr));
-	pthread_mutex_lock(&l->lock);
-	epoch = l->epoch;
-	active = l->active;
-	pthread_mutex_unlock(&l->lock);
-	/* Completions posted before the failure are good. */
-	while ((n = dlc_kclient_reap(l->kc, l->kcqes, 64)) > 0)
-		for (i = 0; i < n; i++)
-			kernel_completion(l, &l->kcqes[i], epoch);
-	kernel_put_unsubmitted(l);
-	kernel_ahead_switch(l);
-	/* Every GET without a completion: its bytes come from the file. */
-	pthread_mutex_lock(&l->lock);
-	next = l->next_pos;
-	pthread_mutex_unlock(&l->lock);
-	for (pos = l->klow; pos != next; pos++) {
-		i = pos % w;
-		l->kfill[i] = 0;
-		if (!l->kbuf[i])
-			continue;
-		dlc_buf_put(l->kbuf[i]);
-		l->kbuf[i] = NULL;
-		l->kgets--;
-		l->kread[(l->kread_head + l->kread_len++) % w] = pos;
-	}
-	/* Let go of the module: nothing of ours holds its file after this. */
-	dlc_reader_unwatch(l->reader);
-	pthread_mutex_lock(&l->lock);
-	kc = l->kc;
-	l->kc = NULL;
-	__atomic_store_n(&l->backend, DLC_BACKEND_INPROCESS, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&l->lock);
-	dlc_kclient_close(kc);
-	l->kerr = 0;
-	dlc_stat_add(l->stats.kernel_fallbacks, 1);
-	__atomic_store_n(&l->stats.cache_capacity, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&l->stats.cache_used, 0, __ATOMIC_RELAXED);
-	if (!l->cfg.cache_bytes)
-		return;
-	ret = dlc_cache_create(l->n, l->epoch_len, l->cfg.cache_bytes,
-			       &l->cache);
-	if (!ret && active)
-		ret = dlc_cache_prepare_epoch(l->cache, epoch, fill_order, l);
-	if (ret) {
-		dlc_logf(&l->log, DLC_LOG_WARN,
-			 "in-process cache over %u samples (%u a rank): %s; going on without a cache",
-			 l->n, l->epoch_len, strerror(-ret));
-		dlc_cache_destroy(l->cache);
-		l->cache = NULL;
-		return;
-	}
-	__atomic_store_n(&l->stats.cache_capacity, l->cfg.cache_bytes,
-			 __ATOMIC_RELAXED);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1542,23 +865,23 @@ static uint32_t run_end(const struct dlc_loader *l)
 static void readahead_rebase(struct dlc_loader *l, uint32_t epoch,
 			     uint32_t start)
 {
-	uint64_t cur = vpos(l, epoch, start);
+	uint64_t cur = loader_vpos(l, epoch, start);
 	uint32_t p;
 
-	if (l->kc)
+	if (l->kt.kc)
 		dlc_ra_retain_fills(l->ra, cur, cur + dlc_ra_slots(l->ra),
-				    kernel_ahead_abort, l);
+				    ktier_ahead_abort, l);
 	dlc_ra_retain(l->ra, cur, cur + dlc_ra_slots(l->ra));
 	l->ra_g = cur;
 	memset(l->last_pos, 0xff, sizeof(*l->last_pos) * l->n);
-	if (l->kc && l->cfg.world > 1 && !fill_global(l, epoch)) {
-		for (p = 0; p < l->glen; p++)
-			l->last_pos[l->gorder[p]] = p / l->cfg.world;
+	if (l->kt.kc && l->cfg.world > 1 && !ktier_fill_global(l, epoch)) {
+		for (p = 0; p < l->kt.glen; p++)
+			l->last_pos[l->kt.gorder[p]] = p / l->cfg.world;
 	} else {
 		for (p = 0; p < l->epoch_len; p++)
 			l->last_pos[l->order[p]] = p;
 	}
-	publish_readahead(l);
+	loader_publish_readahead(l);
 }
 
 /*
@@ -1577,7 +900,7 @@ static int readahead_needless(const struct dlc_loader *l, uint32_t epoch,
 {
 	uint32_t last;
 
-	if (!l->cache && !l->kc && !l->stage)
+	if (!l->cache && !l->kt.kc && !l->stage)
 		return 0;
 	if (l->cache && dlc_cache_contains(l->cache, id))
 		return 1;
@@ -1599,7 +922,7 @@ static int readahead_next(struct dlc_loader *l, uint64_t my_gen,
 
 	if (!l->active || l->failed || l->gen != my_gen)
 		return -EAGAIN;
-	cur = vpos(l, l->epoch, l->next_pos);
+	cur = loader_vpos(l, l->epoch, l->next_pos);
 	if (l->ra_g < cur)
 		l->ra_g = cur;
 	for (;; l->ra_g++) {
@@ -1615,7 +938,7 @@ static int readahead_next(struct dlc_loader *l, uint64_t my_gen,
 			return -EAGAIN;
 		if (ep == l->epoch && p >= l->end) {
 			/* This run ends here: the next epoch starts at 0. */
-			l->ra_g = vpos(l, ep + 1, 0) - 1;
+			l->ra_g = loader_vpos(l, ep + 1, 0) - 1;
 			continue;
 		}
 		if (ep == l->epoch) {
@@ -1624,7 +947,7 @@ static int readahead_next(struct dlc_loader *l, uint64_t my_gen,
 			if (ep != l->epoch + 1 || p >= run_end(l))
 				return -EAGAIN;
 			if (l->ra_order_epoch != ep) {
-				if (fill_order(l, ep, l->ra_order, l->epoch_len))
+				if (loader_fill_order(l, ep, l->ra_order, l->epoch_len))
 					return -EAGAIN;
 				l->ra_order_epoch = ep;
 			}
@@ -1648,7 +971,7 @@ static int readahead_next(struct dlc_loader *l, uint64_t my_gen,
  * the budget, charged as the pool's blocks are (whole pages): 0, or
  * -EAGAIN for none now.
  */
-static int readahead_pick(struct dlc_loader *l, uint64_t my_gen, uint64_t *g,
+int loader_readahead_pick(struct dlc_loader *l, uint64_t my_gen, uint64_t *g,
 			  uint32_t *id, uint64_t *bytes)
 {
 	int ret;
@@ -1663,209 +986,6 @@ static int readahead_pick(struct dlc_loader *l, uint64_t my_gen, uint64_t *g,
 }
 
 /*
- * Read-ahead on dlcache.ko. A GET is the use of a sample and the claim of
- * its fill at once, so the read-ahead asks the module first with a look-up
- * that is neither (GET with DLCACHE_SQE_F_AHEAD, which also never fills): a
- * sample the module holds is left to the claim's GET, a miss is read into
- * the table. A claim that finds its position there decodes those bytes,
- * and tells the module what a GET and a miss's PUT would have: the use,
- * then the bytes for the next use (kernel_use()).
- */
-
-/* Queue a read-ahead read of entry @g, which the module does not hold. */
-static int kernel_ahead_read(struct dlc_loader *l, uint64_t g, char *path,
-			     size_t len)
-{
-	struct dlc_ra_entry *e = dlc_ra_at(l->ra, g);
-	struct dlc_read_done d = { .tag = DLC_RA_TAG(g), .why = "queue" };
-
-	if (e->abandoned) {
-		if (e->fill)
-			kernel_fill_done(l, e->id, g, NULL);
-		dlc_ra_release(e);
-		return 0;
-	}
-	d.err = dlc_source_queue(l->src, l->reader, e->id, DLC_RA_TAG(g), path,
-				 len);
-	if (d.err)
-		readahead_done(l, &d);
-	return 1;
-}
-
-/*
- * A look-up ahead completed. The module holds the sample (res, its size),
- * or an earlier use of it comes first (F_SOONER: another rank or job, or
- * this rank's own earlier position, will read and PUT it): nothing to
- * read; a claim already made of its position GETs it now. Otherwise (a
- * miss, as the filler when F_FILL says so, or a fill of another session's
- * that failed or outlived its lease) the sample is read, once the reader
- * has room.
- */
-static void kernel_ahead_done(struct dlc_loader *l, const struct dlcache_cqe *c)
-{
-	uint64_t g = c->user_data >> 2;
-	struct dlc_ra_entry *e;
-	uint32_t pos, epoch;
-	int fill = c->res == -ENOENT && (c->flags & DLCACHE_CQE_F_FILL);
-
-	/* Only our own look-ups carry this tag: anything else is ignored. */
-	if (!l->ra || !l->kprobes)
-		return;
-	e = dlc_ra_at(l->ra, g);
-	if (e->state != DLC_RA_IN_FLIGHT || !e->probing || e->g != g)
-		return;
-	l->kprobes--;
-	e->probing = 0;
-	if (e->abandoned) {
-		if (fill)
-			kernel_fill_done(l, e->id, g, NULL);
-		dlc_ra_release(e);
-		return;
-	}
-	if (c->res >= 0 ||
-	    (c->res == -ENOENT && (c->flags & DLCACHE_CQE_F_SOONER))) {
-		uint64_t size;
-
-		if (!e->claimed) {
-			dlc_ra_cancel(l->ra, e);
-			return;
-		}
-		pos = e->pos;
-		epoch = (uint32_t)(g / l->epoch_len);
-		size = dlc_index_size(l->idx, e->id);
-		dlc_ra_cancel(l->ra, e);
-		kernel_get(l, pos, epoch, size < INT32_MAX ? size + 1 : UINT64_MAX,
-			   1);
-		return;
-	}
-	/* Our fill, when taken: PUT after the use (kernel_use()), or ABORT. */
-	e->fill = fill;
-	l->kahead[(l->kahead_head + l->kahead_len++) % l->cfg.queue_depth] = g;
-}
-
-/*
- * Whether another job shares the data set (STATS, at most once a second).
- * Then the module's guess of which job reads a sample first rests on two
- * paces, and the two-jobs integration run read 1.09x the optimum's bytes
- * with look-ups ahead against 1.04x without: no new look-ups then, the
- * window's claims alone, as before.
- */
-static int kernel_others(struct dlc_loader *l)
-{
-	struct dlcache_stats st;
-	uint64_t now = dlc_now_ns();
-
-	if (l->k_others_ns && now - l->k_others_ns < 1000000000ULL)
-		return l->k_others;
-	l->k_others_ns = now;
-	/* Each rank of this job is a consumer of its own (kernel_job()). */
-	l->k_others = !dlc_kclient_stats(l->kc, &st) &&
-		      st.ds_consumers > (l->k_own_line ? l->cfg.world : 0);
-	return l->k_others;
-}
-
-/*
- * Read-ahead with dlcache.ko: first the misses the look-ups found, as far
- * as the reader has room, then more look-ups, within the budget, at most
- * queue_depth of them and their misses waiting. Returns whether it did
- * anything.
- *
- * New look-ups only while storage may be what the pipeline waits for:
- * decode is not behind (the controller's test: no more samples queued
- * than decoders) and the consumer is not (its last batch was not ready
- * when it asked). A look-up's answer is as good as the module's guess of
- * who uses the sample first, and the further ahead the worse; when decode
- * or the consumer sets the pace, the window's claims keep storage busy.
- */
-static int kernel_read_ahead(struct dlc_loader *l, uint64_t my_gen, char *path,
-			     size_t len)
-{
-	uint32_t qd = l->cfg.queue_depth;
-	struct dlcache_sqe *sqe;
-	struct dlc_ra_entry *e;
-	uint64_t g, bytes;
-	int issued = 0, ret, behind;
-	uint32_t id;
-
-	while (l->kahead_len && dlc_reader_inflight(l->reader) < qd) {
-		g = l->kahead[l->kahead_head];
-		l->kahead_head = (l->kahead_head + 1) % qd;
-		l->kahead_len--;
-		issued |= kernel_ahead_read(l, g, path, len);
-	}
-	pthread_mutex_lock(&l->lock);
-	behind = l->qlen > l->ndecode || !l->consumer_waited;
-	pthread_mutex_unlock(&l->lock);
-	behind |= kernel_others(l);
-	while (!behind && l->kprobes + l->kahead_len < qd &&
-	       dlc_kclient_unsubmitted(l->kc) < l->cfg.window &&
-	       !readahead_pick(l, my_gen, &g, &id, &bytes)) {
-		sqe = kernel_sqe(l);
-		if (!sqe)
-			break;
-		e = dlc_ra_at(l->ra, g);
-		dlc_ra_begin(l->ra, e, g, id, bytes);
-		e->probing = 1;
-		sqe->opcode = DLCACHE_OP_GET;
-		sqe->handle = dlc_kclient_handle(l->kc);
-		sqe->sample = id;
-		sqe->user_data = (g << 2) | KTAG_AHEAD;
-		/* For the use at g: the module says if an earlier one comes. */
-		kernel_at(l, sqe, (uint32_t)(g % l->epoch_len),
-			  (uint32_t)(g / l->epoch_len));
-		sqe->flags |= DLCACHE_SQE_F_AHEAD;
-		l->kprobes++;
-		l->ra_g = g + 1;
-		issued = 1;
-	}
-	if (issued && dlc_kclient_unsubmitted(l->kc)) {
-		ret = dlc_kclient_enter(l->kc);
-		if (ret < 0)
-			kernel_fail(l, ret, "ENTER");
-	}
-	if (issued)
-		publish_readahead(l);
-	return issued;
-}
-
-/*
- * kernel_switch(): the module's fd is going, and with it every look-up
- * still out. A claimed position waiting on one (or on reader room after
- * it) is read from its file; the rest of those entries are dropped. Reads
- * in flight go on (their entries keep the bytes).
- */
-static void kernel_ahead_forget(struct dlc_loader *l, struct dlc_ra_entry *e)
-{
-	uint32_t w = l->cfg.window;
-
-	if (e->claimed)
-		l->kread[(l->kread_head + l->kread_len++) % w] = e->pos;
-	dlc_ra_cancel(l->ra, e);
-}
-
-static void kernel_ahead_switch(struct dlc_loader *l)
-{
-	struct dlc_ra_entry *e;
-	uint32_t i;
-
-	if (!l->ra)
-		return;
-	for (; l->kahead_len; l->kahead_len--) {
-		e = dlc_ra_at(l->ra, l->kahead[l->kahead_head]);
-		l->kahead_head = (l->kahead_head + 1) % l->cfg.queue_depth;
-		kernel_ahead_forget(l, e);
-	}
-	for (i = 0; i < dlc_ra_slots(l->ra); i++) {
-		e = dlc_ra_slot(l->ra, i);
-		e->fill = 0;	/* the fills end with the session */
-		if (e->state == DLC_RA_IN_FLIGHT && e->probing)
-			kernel_ahead_forget(l, e);
-	}
-	l->kprobes = 0;
-	publish_readahead(l);
-}
-
-/*
  * Queue reads of the order's next misses while the reader has room and
  * the budget allows. Returns whether any was queued.
  */
@@ -1876,10 +996,10 @@ static int read_ahead(struct dlc_loader *l, uint64_t my_gen, char *path,
 
 	if (!l->ra)
 		return 0;
-	if (l->kc)
-		return l->k_ahead && !l->kerr ?
-		       kernel_read_ahead(l, my_gen, path, len) : 0;
-	if (l->kread_len)
+	if (l->kt.kc)
+		return l->kt.k_ahead && !l->kt.kerr ?
+		       ktier_read_ahead(l, my_gen, path, len) : 0;
+	if (l->kt.kread_len)
 		return 0;
 	while (dlc_reader_inflight(l->reader) < l->cfg.queue_depth) {
 		struct dlc_ra_entry *e;
@@ -1887,7 +1007,7 @@ static int read_ahead(struct dlc_loader *l, uint64_t my_gen, char *path,
 		uint32_t id;
 		int ret;
 
-		if (readahead_pick(l, my_gen, &g, &id, &bytes))
+		if (loader_readahead_pick(l, my_gen, &g, &id, &bytes))
 			break;
 		e = dlc_ra_at(l->ra, g);
 		dlc_ra_begin(l->ra, e, g, id, bytes);
@@ -1899,7 +1019,7 @@ static int read_ahead(struct dlc_loader *l, uint64_t my_gen, char *path,
 		issued = 1;
 	}
 	if (issued)
-		publish_readahead(l);
+		loader_publish_readahead(l);
 	return issued;
 }
 
@@ -1908,7 +1028,7 @@ static int read_ahead(struct dlc_loader *l, uint64_t my_gen, char *path,
  * anything: 1 when it did (read, handed over now; in flight, handed over
  * at completion), 0 when the claim reads or looks up as usual.
  */
-static int take_readahead(struct dlc_loader *l, uint32_t epoch,
+int loader_take_readahead(struct dlc_loader *l, uint32_t epoch,
 			  const struct item *it)
 {
 	struct dlc_ra_entry *e;
@@ -1918,7 +1038,7 @@ static int take_readahead(struct dlc_loader *l, uint32_t epoch,
 
 	if (!l->ra)
 		return 0;
-	e = dlc_ra_find(l->ra, vpos(l, epoch, it->pos));
+	e = dlc_ra_find(l->ra, loader_vpos(l, epoch, it->pos));
 	if (!e)
 		return 0;
 	buf = e->buf;
@@ -1926,12 +1046,12 @@ static int take_readahead(struct dlc_loader *l, uint32_t epoch,
 	why = e->why;
 	if (e->state == DLC_RA_READY) {
 		dlc_ra_take(l->ra, e, it->pos);
-		kernel_use(l, it->pos, epoch, err ? NULL : buf);
+		ktier_use(l, it->pos, epoch, err ? NULL : buf);
 		finish_read(l, it->sample, it->pos, buf, err, why);
 	} else {
 		dlc_ra_take(l->ra, e, it->pos);
 	}
-	publish_readahead(l);
+	loader_publish_readahead(l);
 	return 1;
 }
 
@@ -1959,7 +1079,7 @@ static void track_busy(struct dlc_loader *l)
 }
 
 /*
- * Called with l->lock held, when issuable(): whether the next position can
+ * Called with l->lock held, when loader_issuable(): whether the next position can
  * be claimed now. One that needs a read needs the reader's room; one read
  * ahead or cached does not (the read-ahead may hold all of the room).
  */
@@ -1967,7 +1087,7 @@ static int claim_room(const struct dlc_loader *l)
 {
 	if (dlc_reader_inflight(l->reader) < l->cfg.queue_depth)
 		return 1;
-	if (l->ra && dlc_ra_find(l->ra, vpos(l, l->epoch, l->next_pos)))
+	if (l->ra && dlc_ra_find(l->ra, loader_vpos(l, l->epoch, l->next_pos)))
 		return 1;
 	return l->cache && dlc_cache_contains(l->cache, l->order[l->next_pos]);
 }
@@ -2008,9 +1128,9 @@ static void *io_main(void *arg)
 			pthread_mutex_unlock(&l->lock);
 			if (l->cache)
 				ret = dlc_cache_prepare_epoch(l->cache, epoch,
-							      fill_order, l);
-			if (l->kc)
-				kernel_prepare_epoch(l, epoch);
+							      loader_fill_order, l);
+			if (l->kt.kc)
+				ktier_prepare_epoch(l, epoch);
 			if (l->stage &&
 			    dlc_stage_prepare_epoch(l->stage, epoch, start))
 				dlc_logf(&l->log, DLC_LOG_WARN,
@@ -2027,15 +1147,15 @@ static void *io_main(void *arg)
 		}
 
 		/* Issue: hits go straight to decode, misses to io_uring. */
-		while (!l->kc && issuable(l) && claim_room(l)) {
+		while (!l->kt.kc && loader_issuable(l) && claim_room(l)) {
 			struct dlc_buf *hit = NULL;
 			uint32_t epoch = l->epoch;
 
-			claim_next(l, &it);
+			loader_claim_next(l, &it);
 			pthread_mutex_unlock(&l->lock);
 			if (l->cache)
 				dlc_cache_advance(l->cache, epoch, it.pos);
-			if (take_readahead(l, epoch, &it)) {
+			if (loader_take_readahead(l, epoch, &it)) {
 				pthread_mutex_lock(&l->lock);
 				progressed = 1;
 				continue;
@@ -2059,20 +1179,20 @@ static void *io_main(void *arg)
 			if (hit || it.err) {
 				if (it.err)
 					dlc_stat_add(l->stats.misses, 1);
-				push_item(l, &it);
+				loader_push_item(l, &it);
 			}
 			progressed = 1;
 		}
 		cur_epoch = l->epoch;
 		pthread_mutex_unlock(&l->lock);
 
-		if (l->kc && kernel_round(l, cur_epoch, path, sizeof(path)))
+		if (l->kt.kc && ktier_round(l, cur_epoch, path, sizeof(path)))
 			progressed = 1;
-		if (l->kc && l->kerr)
-			kernel_switch(l);
+		if (l->kt.kc && l->kt.kerr)
+			ktier_switch(l);
 		/* After a fallback: what the module did not serve is read. */
-		if (!l->kc && l->kread_len &&
-		    kernel_read_queued(l, path, sizeof(path)))
+		if (!l->kt.kc && l->kt.kread_len &&
+		    ktier_read_queued(l, path, sizeof(path)))
 			progressed = 1;
 		ahead = read_ahead(l, my_gen, path, sizeof(path));
 		if (progressed || ahead)
@@ -2080,7 +1200,7 @@ static void *io_main(void *arg)
 		track_busy(l);
 		n = dlc_reader_reap(l->reader, done, qd, 0);
 		if (n > 0) {
-			hand_over(l, done, n);
+			loader_hand_over(l, done, n);
 			track_busy(l);
 			progressed = 1;
 		}
@@ -2093,17 +1213,17 @@ static void *io_main(void *arg)
 		 */
 		lend = l->qlen > l->ndecode &&
 		       (dlc_reader_inflight(l->reader) >= qd ||
-			(!issuable(l) && !ahead));
+			(!loader_issuable(l) && !ahead));
 		if (lend && pop_and_process(l, dec)) {
 			dlc_stat_add(l->stats.io_thread_decodes, 1);
 			continue;
 		}
 		if (progressed || ahead || l->stop ||
 		    (l->active && l->gen != my_gen) ||
-		    (issuable(l) && (l->kc ?
-			l->kgets + l->kread_len < l->cfg.window :
+		    (loader_issuable(l) && (l->kt.kc ?
+			l->kt.kgets + l->kt.kread_len < l->cfg.window :
 			claim_room(l))) ||
-		    ((l->kread_len || l->kahead_len) &&
+		    ((l->kt.kread_len || l->kt.kahead_len) &&
 		     dlc_reader_inflight(l->reader) < qd))
 			continue;
 		/*
@@ -2118,13 +1238,13 @@ static void *io_main(void *arg)
 		 * module. Not after a failure under kernel_fallback fail:
 		 * the hang-up would wake it at once, again and again.
 		 */
-		watch = l->kc && !l->failed;
+		watch = l->kt.kc && !l->failed;
 		pthread_mutex_unlock(&l->lock);
 		if (watch)
-			dlc_reader_watch(l->reader, dlc_kclient_fd(l->kc));
+			dlc_reader_watch(l->reader, dlc_kclient_fd(l->kt.kc));
 		n = dlc_reader_reap(l->reader, done, qd, 1);
 		if (n > 0) {
-			hand_over(l, done, n);
+			loader_hand_over(l, done, n);
 			track_busy(l);
 		}
 		pthread_mutex_lock(&l->lock);
@@ -2224,10 +1344,10 @@ static int setup_verify(struct dlc_loader *l)
 /* DLCACHE_KERNEL_FALLBACK over cfg.kernel_fallback. */
 static int setup_fallback(struct dlc_loader *l)
 {
-	l->kfallback = l->cfg.kernel_fallback;
+	l->kt.kfallback = l->cfg.kernel_fallback;
 	return env_mode(l, "DLCACHE_KERNEL_FALLBACK", dlc_kernel_fallback_name,
 			DLC_KERNEL_FALLBACK_FAIL, "inprocess or fail",
-			&l->kfallback);
+			&l->kt.kfallback);
 }
 
 /* DLCACHE_VALIDATE over cfg.validate; ONCE's bitmap. */
@@ -2241,219 +1361,6 @@ static int setup_validate(struct dlc_loader *l)
 		return 0;
 	l->checked = calloc((size_t)l->n / 8 + 1, 1);
 	return l->checked ? 0 : -ENOMEM;
-}
-
-/*
- * Positions a new data set's time lines hold: the rest of one epoch and
- * the next two, of the global order (the shared line, as a module
- * without consumers has). A rank's own line needs a world-th of it.
- */
-static uint32_t kernel_window(const struct dlc_loader *l)
-{
-	return 3 * l->glen;
-}
-
-/* 64-bit FNV-1a of @s, never 0 (0 means "no job" to the module). */
-static uint64_t job_hash(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 0x100000001b3ULL;
-	return h ? h : 1;
-}
-
-/*
- * The job key: the ranks of one job name the same consumer in
- * dlcache.ko (one time line, cursor at the slowest rank), two jobs two.
- * DLCACHE_JOB names it ("none": the data set's shared time line, as
- * under ABI 2). Else it is derived from what the ranks of one job share
- * and two jobs do not: the order (seed, world, shard sizes), the
- * launcher's job id when there is one, and for a single process its pid.
- */
-static uint64_t kernel_job(const struct dlc_loader *l)
-{
-	static const char *const ids[] = {
-		"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "SLURM_STEP_ID",
-		"PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid", "MASTER_ADDR",
-		"MASTER_PORT",
-	};
-	static unsigned int instances;
-	const char *env = getenv("DLCACHE_JOB");
-	char buf[512];
-	size_t i, len;
-
-	if (env && !strcmp(env, "none"))
-		return 0;
-	if (env && *env)
-		return job_hash(env);
-	len = (size_t)snprintf(buf, sizeof(buf), "%llu/%u/%u/%u/%u",
-			       (unsigned long long)l->cfg.seed, l->cfg.world,
-			       l->n, l->epoch_len, l->cfg.shuffle);
-	for (i = 0; i < sizeof(ids) / sizeof(ids[0]) && len < sizeof(buf); i++) {
-		env = getenv(ids[i]);
-		if (env)
-			len += (size_t)snprintf(buf + len, sizeof(buf) - len,
-						"/%s=%s", ids[i], env);
-	}
-	/* One process is a job of its own: two of them never share. */
-	if (l->cfg.world == 1 && len < sizeof(buf))
-		len += (size_t)snprintf(buf + len, sizeof(buf) - len,
-					"/pid=%ld/%u", (long)getpid(),
-					__atomic_fetch_add(&instances, 1,
-							   __ATOMIC_RELAXED));
-	/* Each rank is a consumer of its own (kernel_prepare_epoch()). */
-	if (len < sizeof(buf))
-		snprintf(buf + len, sizeof(buf) - len, "/rank=%u", l->cfg.rank);
-	return job_hash(buf);
-}
-
-/* DLCACHE_OWNER_UID over cfg.kernel_owner_uid: a uid, or "self". */
-static int kernel_owner(struct dlc_loader *l, uint32_t *owner)
-{
-	const char *env = getenv("DLCACHE_OWNER_UID");
-	unsigned long long v;
-	char *end;
-
-	*owner = l->cfg.kernel_owner_uid;
-	if (!env || !*env)
-		return 0;
-	if (!strcmp(env, "self")) {
-		*owner = DLC_OWNER_SELF;
-		return 0;
-	}
-	errno = 0;
-	v = strtoull(env, &end, 10);
-	if (*env < '0' || *env > '9' || *end || errno || v >= UINT32_MAX) {
-		dlc_logf(&l->log, DLC_LOG_ERROR,
-			 "invalid DLCACHE_OWNER_UID '%s': want a uid or self", env);
-		return -EINVAL;
-	}
-	*owner = (uint32_t)v;
-	return 0;
-}
-
-/*
- * Choose the cache: the module's when asked for or, for AUTO, when
- * /dev/dlcache can be used; else the in-process one, saying why.
- */
-static int open_backend(struct dlc_loader *l)
-{
-	const char *env = getenv("DLCACHE_BACKEND"), *dev, *why = NULL;
-	uint32_t want = l->cfg.backend, i, owner;
-	uint64_t key[2];
-	int ret;
-
-	if (env && *env) {
-		for (i = 0; i <= DLC_BACKEND_KERNEL; i++)
-			if (!strcmp(env, dlc_backend_name(i)))
-				break;
-		if (i > DLC_BACKEND_KERNEL) {
-			dlc_logf(&l->log, DLC_LOG_ERROR,
-				 "invalid DLCACHE_BACKEND '%s': want auto, inprocess or kernel",
-				 env);
-			return -EINVAL;
-		}
-		want = i;
-	}
-	l->backend = DLC_BACKEND_INPROCESS;
-	if (want == DLC_BACKEND_INPROCESS)
-		return 0;
-	ret = kernel_owner(l, &owner);
-	if (ret)
-		return ret;
-
-	dev = getenv("DLCACHE_DEVICE");
-	if (!dev || !*dev)
-		dev = "/dev/dlcache";
-	dlc_index_key(l->idx, key);
-	l->glen = l->epoch_len * l->cfg.world;
-	if (dlc_kclient_attach_flags(owner, (uint32_t)geteuid()))
-		dlc_logf(&l->log, DLC_LOG_WARN,
-			 "%s: trusting the data set of owner uid %u (kernel_owner_uid or DLCACHE_OWNER_UID), not this user's own",
-			 dev, owner);
-	ret = dlc_kclient_open(dev, key, l->n, l->cfg.kernel_mode,
-			       kernel_window(l), l->cfg.window * 2, owner,
-			       kernel_job(l), &l->kc, &why);
-	if (ret) {
-		l->kc = NULL;
-		/*
-		 * auto without the module at all (no device node) is the
-		 * embedded default, not a degradation: said at INFO. A module
-		 * there but unusable (permissions, limits, a trusted owner's
-		 * data set that is not there: -ENOENT too) is worth a warning.
-		 */
-		dlc_logf(&l->log, want == DLC_BACKEND_KERNEL ? DLC_LOG_ERROR :
-			 ret == -ENOENT && access(dev, F_OK) && errno == ENOENT ?
-			 DLC_LOG_INFO : DLC_LOG_WARN,
-			 "%s: %s (%s); %s", dev, strerror(-ret),
-			 why, want == DLC_BACKEND_KERNEL ?
-			 "the kernel backend was asked for" :
-			 "using the in-process cache");
-		return want == DLC_BACKEND_KERNEL ? ret : 0;
-	}
-	if (!dlc_kclient_may_write(l->kc))
-		dlc_logf(&l->log, DLC_LOG_WARN,
-			 "%s: read-only access to this data set: misses are read but not shared",
-			 dev);
-	else if (dlc_kclient_job_refused(l->kc))
-		dlc_logf(&l->log, DLC_LOG_WARN,
-			 "%s: no time line of this rank's own (%s: the module's consumers or policy memory are used up); sharing the data set's, where other jobs' orders are unknown",
-			 dev, strerror(-dlc_kclient_job_refused(l->kc)));
-	l->k_own_line = dlc_kclient_joined(l->kc);
-	/* fill_global() writes every sample's place, even past a short glen */
-	l->gorder = malloc(sizeof(*l->gorder) * (l->glen > l->n ? l->glen : l->n));
-	l->kbuf = calloc(l->cfg.window, sizeof(*l->kbuf));
-	l->kfill = calloc(l->cfg.window, 1);
-	l->kdone = calloc(l->cfg.window, 1);
-	l->kread = calloc(l->cfg.window, sizeof(*l->kread));
-	l->kcqes = calloc(64, sizeof(*l->kcqes));
-	l->kahead = calloc(l->cfg.queue_depth, sizeof(*l->kahead));
-	if (!l->gorder || !l->kbuf || !l->kfill || !l->kdone || !l->kread ||
-	    !l->kcqes || !l->kahead)
-		return -ENOMEM;
-	/* An older module has no look-up ahead: no read-ahead on it. */
-	l->k_ahead = dlc_kclient_has(l->kc, DLCACHE_FEAT_GET_AHEAD);
-	l->k_last_epoch = -1;
-	l->backend = DLC_BACKEND_KERNEL;
-	l->stats.cache_capacity = dlc_kclient_capacity(l->kc);
-	return 0;
-}
-
-static void close_backend(struct dlc_loader *l)
-{
-	uint32_t i, n;
-
-	if (l->kc) {
-		/*
-		 * SQEs still queued: submit them (a PUT still caches its
-		 * bytes, an ABORT hands its fill over). A PUT holds a buffer
-		 * ref until its completion is reaped; give back the refs of
-		 * any the module did not take.
-		 */
-		if (dlc_kclient_unsubmitted(l->kc))
-			dlc_kclient_enter(l->kc);
-		kernel_put_unsubmitted(l);
-		/* PUTs already run in ENTER hold buffer refs until reaped. */
-		while ((n = dlc_kclient_reap(l->kc, l->kcqes, 64)) > 0)
-			for (i = 0; i < n; i++)
-				if (KTAG(l->kcqes[i].user_data) == KTAG_PUT)
-					dlc_buf_put((struct dlc_buf *)(uintptr_t)
-						    (l->kcqes[i].user_data & ~3ULL));
-		/* Closing hands our fills over and ends our parked GETs. */
-		dlc_kclient_close(l->kc);
-		l->kc = NULL;
-	}
-	if (l->kbuf)
-		for (i = 0; i < l->cfg.window; i++)
-			dlc_buf_put(l->kbuf[i]);
-	free(l->kbuf);
-	free(l->kfill);
-	free(l->kdone);
-	free(l->kread);
-	free(l->kcqes);
-	free(l->kahead);
-	free(l->gorder);
 }
 
 
@@ -2567,7 +1474,7 @@ static int staging_setup(struct dlc_loader *l)
 		.budget = l->cfg.staging_bytes, .idx = l->idx, .src = l->src,
 		.log = &l->log, .epoch_len = l->epoch_len,
 		.epochs = l->cfg.epochs, .max_file_bytes = l->cfg.max_file_bytes,
-		.fill_order = fill_order, .order_arg = l,
+		.fill_order = loader_fill_order, .order_arg = l,
 	};
 	uint64_t lead = l->cfg.window;
 	int ret;
@@ -2605,7 +1512,7 @@ void dlc_loader_destroy(struct dlc_loader *l)
 	free(l->ra_order);
 	free(l->last_pos);
 	dlc_cache_destroy(l->cache);
-	close_backend(l);
+	ktier_close(l);
 	/* Before the source: the stager reads the origin through it. */
 	dlc_stage_close(l->stage);
 	free(l->staging_dir);
@@ -2730,7 +1637,7 @@ int dlc_loader_create(const struct dlc_config *ucfg,
 			 dlc_index_root(idx), strerror(-ret));
 		goto err;
 	}
-	ret = open_backend(l);
+	ret = ktier_open(l);
 	if (!ret)
 		ret = setup_fallback(l);
 	if (!ret)
@@ -2779,11 +1686,11 @@ int dlc_loader_create(const struct dlc_config *ucfg,
 		goto err;
 	}
 
-	if (l->kc)
+	if (l->kt.kc)
 		dlc_logf(&l->log, DLC_LOG_INFO,
 			 "dlcache.ko cache (%llu MiB, shared by the node) over %u samples, data set of uid %u; %u decode threads + 1 I/O thread",
-			 (unsigned long long)(dlc_kclient_capacity(l->kc) >> 20),
-			 l->n, dlc_kclient_owner(l->kc), l->ndecode);
+			 (unsigned long long)(dlc_kclient_capacity(l->kt.kc) >> 20),
+			 l->n, dlc_kclient_owner(l->kt.kc), l->ndecode);
 	else
 		dlc_logf(&l->log, DLC_LOG_INFO,
 			 "in-process cache of %llu MiB over %u samples; %u decode threads + 1 I/O thread",
@@ -2862,7 +1769,7 @@ int dlc_loader_start_epoch(struct dlc_loader *l, uint32_t epoch,
 	/* Wind down the epoch in progress. */
 	l->active = 0;
 	while (l->qlen) {
-		drop_sample(l, l->queue[l->qhead].buf);
+		loader_drop_sample(l, l->queue[l->qhead].buf);
 		l->qhead = (l->qhead + 1) % l->cfg.window;
 		l->qlen--;
 	}
@@ -2881,9 +1788,9 @@ int dlc_loader_start_epoch(struct dlc_loader *l, uint32_t epoch,
 	l->start = start;
 	l->end = end;
 	l->next_pos = start;
-	l->klow = start;
-	if (l->kdone)
-		memset(l->kdone, 0, l->cfg.window);
+	l->kt.klow = start;
+	if (l->kt.kdone)
+		memset(l->kt.kdone, 0, l->cfg.window);
 	l->nbatches_run = (end - start + b - 1) / b;
 	l->base_seq = start / b;
 	l->next_local = 0;
@@ -3191,11 +2098,11 @@ int dlc_loader_stats(struct dlc_loader *l, struct dlc_stats *out, size_t size)
 	st.io_busy_ns = l->stats.io_busy_ns;
 	if (l->busy_since)
 		st.io_busy_ns += dlc_now_ns() - l->busy_since;
-	if (l->kc) {
+	if (l->kt.kc) {
 		struct dlcache_stats ks;
 
 		/* The module's view of this data set, across processes. */
-		if (dlc_kclient_stats(l->kc, &ks) == 0) {
+		if (dlc_kclient_stats(l->kt.kc, &ks) == 0) {
 			st.evictions = ks.dataset.evictions;
 			st.bypasses = ks.dataset.bypasses;
 			st.cache_used = ks.dataset.used_bytes;

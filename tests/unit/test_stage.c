@@ -159,9 +159,10 @@ static void whole_set(void)
 		CHECK(got[e] == want[e], "epoch %d: batches differ from the loader without staging", e);
 	/*
 	 * Each sample once, but for a claim that caught up with the stager
-	 * reading the same sample ahead.
+	 * reading the same sample ahead (the stager reads ahead only while
+	 * the pipeline does not wait on storage: here, decode is slower).
 	 */
-	CHECK(origin[0] >= g_n && origin[0] <= g_n + 4,
+	CHECK(origin[0] >= g_n && origin[0] <= g_n + g_n / 10,
 	      "epoch 0 read %llu of %u samples from the origin",
 	      (unsigned long long)origin[0], g_n);
 	/* At most the last window's offers were still being written. */

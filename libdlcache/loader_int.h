@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The loader's pipeline state (loader.c), shared with the tiers that
+ * work on it from the I/O thread (ktier.c): the batch slots, the decode
+ * queue's items, the loader itself, and the pipeline steps a tier calls.
+ * Not for anything else: the public face is dlcache.h.
+ */
+#ifndef DLC_LOADER_INT_H
+#define DLC_LOADER_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "internal.h"
+#include "ktier.h"
+
+enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_HELD };
+
+struct slot {
+	struct dlc_batch b;	/* first: the consumer's handle */
+	struct dlc_pinned mem;	/* its own buffer, b.data; new after a keep */
+	enum slot_state state;
+	uint32_t pending;	/* samples not yet decoded */
+	uint32_t want;		/* samples the batch holds before skips */
+	uint8_t *skip;		/* per index: dropped under DLC_ON_ERROR_SKIP */
+	int err;		/* first fatal sample error (DLC_ON_ERROR_FAIL) */
+};
+
+/*
+ * A hand-out of a batch: what the consumer's pointer points to. Handles
+ * come from a ring of DLC_HANDLES, so a released one is not handed out
+ * again for that many batches: until then a stale or doubled release is
+ * told from a live one without touching the batch now in its slot.
+ */
+#define DLC_HANDLES	4096
+
+struct handle {
+	struct dlc_batch b;	/* first: the consumer's pointer */
+	uint32_t slot;		/* the slot it holds */
+	uint32_t live;		/* handed out and not yet released */
+};
+
+struct item {
+	uint32_t slot;
+	uint32_t index;		/* in the batch */
+	uint32_t sample;
+	uint32_t pos;		/* in the epoch order */
+	struct dlc_buf *buf;	/* NULL when the read failed */
+	int err;		/* read error */
+	const char *why;
+};
+
+struct dlc_loader {
+	struct dlc_config cfg;
+	struct dlc_logger log;
+	const struct dlc_index *idx;
+	struct dlc_source *src;		/* where the samples are read from */
+	uint32_t n;			/* samples in the data set */
+	uint32_t epoch_len;		/* this rank's order length */
+	size_t sample_bytes;		/* 3 x out_w x out_h */
+
+	pthread_mutex_t lock;
+	pthread_cond_t work_cv;		/* decode queue got an item, or stop */
+	pthread_cond_t ready_cv;	/* a slot became READY, or stop */
+	pthread_cond_t idle_cv;		/* outstanding reached 0 */
+	int stop;
+
+	/* Epoch state, written by start_epoch while the pipeline is idle. */
+	uint64_t gen;			/* bumps on every start_epoch */
+	int active;
+	uint32_t epoch;
+	uint32_t *order;		/* epoch_len sample IDs */
+	uint32_t start, end;		/* positions this run covers */
+	uint32_t next_pos;		/* next position to issue */
+	uint32_t nbatches_run;		/* batches from start to end */
+	uint64_t base_seq;		/* public seq of the first batch */
+	uint32_t next_local;		/* next batch the consumer gets */
+	uint32_t held;			/* batches the consumer holds */
+	struct handle *handles;		/* DLC_HANDLES, used in turn */
+	uint64_t next_handle;		/* hand-outs so far */
+	int failed;			/* sticky error under ON_ERROR_FAIL */
+	/*
+	 * The consumer's last batch was not ready when asked for (and, at
+	 * the start, 1): the pipeline, not the consumer, sets the pace.
+	 */
+	int consumer_waited;
+	uint32_t outstanding;		/* issued, not yet finished */
+	int io_idle;			/* the I/O thread sleeps in reap */
+
+	struct slot *slots;
+	size_t slot_bytes;		/* a slot's buffer: a whole batch */
+	int pinned, huge;		/* of the ring now: dlc_loader_pinned() */
+
+	struct item *queue;		/* decode queue, a ring of window items */
+	uint32_t qhead, qlen;
+
+	struct dlc_cache *cache;	/* I/O thread only */
+	uint32_t backend;		/* DLC_BACKEND_INPROCESS or _KERNEL */
+	uint32_t verify;		/* enum dlc_verify, after DLCACHE_VERIFY */
+	uint8_t *crc_logged;		/* I/O thread: a bit per sample logged */
+	uint32_t validate;		/* enum dlc_validate, after DLCACHE_VALIDATE */
+	uint8_t *checked;		/* ONCE: a bit per sample decoded whole */
+	struct ktier kt;		/* the dlcache.ko tier (ktier.c) */
+	struct dlc_reader *reader;	/* I/O thread only */
+	/* The staging tier (stage.h), or NULL; its own lock. */
+	struct dlc_stage *stage;
+	char *staging_dir;		/* cfg.staging_dir points here */
+	/* Read-ahead: all of it I/O thread only. */
+	struct dlc_ra *ra;		/* NULL when off */
+	uint64_t ra_g;			/* next virtual position to look at */
+	uint32_t *ra_order;		/* the order of epoch ra_order_epoch */
+	int64_t ra_order_epoch;		/* -1: none yet */
+	uint32_t *last_pos;		/* per sample: last position in l->epoch */
+	/* Under l->lock: when the open busy span began (a read in flight), 0: none. */
+	uint64_t busy_since;
+	uint32_t ndecode;
+	pthread_t io_thread;
+	pthread_t *decode_threads;
+	uint32_t nthreads_started;
+	int io_started;
+	uint32_t threads_up;		/* threads past their setup */
+	int thread_err;			/* first setup failure of a thread */
+
+	struct dlc_stats stats;
+	struct dlc_error_info last_err;
+	int have_err;
+};
+
+/* Pipeline steps (loader.c), for the tiers. */
+
+/* This rank's order of @epoch (@arg: the loader), as dlc_order_fill(). */
+int loader_fill_order(void *arg, uint32_t epoch, uint32_t *ids, uint32_t len);
+/* Called with l->lock held: queue @it for decode. */
+void loader_push_item(struct dlc_loader *l, const struct item *it);
+/* Called with l->lock held: whether the next position may be claimed. */
+int loader_issuable(const struct dlc_loader *l);
+/* The item of claimed position @pos (no bytes yet). */
+void loader_item_at(const struct dlc_loader *l, uint32_t pos, struct item *it);
+/* Called with l->lock held, when loader_issuable(): claim the next position. */
+void loader_claim_next(struct dlc_loader *l, struct item *it);
+/* Called with l->lock held: a sample of an abandoned epoch is dropped. */
+void loader_drop_sample(struct dlc_loader *l, struct dlc_buf *buf);
+/*
+ * Whether @len bytes at @data are sample @id as indexed (its crc32c); a
+ * mismatch is counted, and with @what logged once per sample.
+ */
+int loader_sample_ok(struct dlc_loader *l, uint32_t id, const void *data,
+		     size_t len, const char *what);
+/* Finished reads: checked, offered to the tiers and queued for decode. */
+void loader_hand_over(struct dlc_loader *l, struct dlc_read_done *done, int n);
+/* A read-ahead read ended: kept, handed over to its claim, or dropped. */
+void loader_readahead_done(struct dlc_loader *l, struct dlc_read_done *d);
+/* The read-ahead's counters, into the stats. */
+void loader_publish_readahead(struct dlc_loader *l);
+/* The next position to read ahead within the budget: 0, or -EAGAIN. */
+int loader_readahead_pick(struct dlc_loader *l, uint64_t my_gen, uint64_t *g,
+			  uint32_t *id, uint64_t *bytes);
+/* The claim @it takes what was read ahead for it: 1 when it did. */
+int loader_take_readahead(struct dlc_loader *l, uint32_t epoch,
+			  const struct item *it);
+/* Position @pos of @epoch on the virtual time line of every epoch. */
+uint64_t loader_vpos(const struct dlc_loader *l, uint32_t epoch, uint32_t pos);
+
+#endif
