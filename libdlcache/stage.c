@@ -363,6 +363,13 @@ static void stage_one(struct dlc_stage *st, uint32_t id, struct dlc_buf *b)
 		b = own;
 		pthread_mutex_lock(&st->lock);
 		st->writing_buf = own;
+		/* Counted now: a claim may take these bytes before the write. */
+		if (own) {
+			st->c.prefetched++;
+			st->c.prefetch_bytes += size;
+			shared_add(st, prefetched, 1);
+			shared_add(st, prefetch_bytes, size);
+		}
 		pthread_mutex_unlock(&st->lock);
 	}
 	if (!found && !ret)
@@ -385,12 +392,6 @@ static void stage_one(struct dlc_stage *st, uint32_t id, struct dlc_buf *b)
 			st->c.writes++;
 			st->c.write_bytes += size;
 			shared_add(st, writes, 1);
-		}
-		if (own) {
-			st->c.prefetched++;
-			st->c.prefetch_bytes += size;
-			shared_add(st, prefetched, 1);
-			shared_add(st, prefetch_bytes, size);
 		}
 	}
 	dlc_buf_put(own);
