@@ -113,6 +113,8 @@ struct dlc_stage {
 	uint32_t writing_id;
 	struct dlc_buf *writing_buf;
 
+	int last_err;			/* the last write error logged */
+	int full_logged;		/* ENOSPC or EDQUOT said */
 	struct dlc_stage_counters c;	/* under lock */
 };
 
@@ -378,12 +380,29 @@ static void stage_one(struct dlc_stage *st, uint32_t id, struct dlc_buf *b)
 	st->writing_buf = NULL;
 	st->writing_id = NONE;
 	st->used -= blocks(size);
-	if (ret) {
+	if (ret == -ENOSPC || ret == -EDQUOT) {
+		/*
+		 * The disk (or this user's quota) is fuller than the budget
+		 * said: the budget becomes what is held, said once.
+		 */
 		st->state[id] = ST_ABSENT;
-		if (ret != -EBADMSG && ret != -ENOENT)
+		if (!st->full_logged)
+			dlc_logf(st->log, DLC_LOG_WARN,
+				 "staging: %s is full (%s) at %llu KiB of copies; staging_bytes lowered to that",
+				 st->dir, strerror(-ret),
+				 (unsigned long long)(st->used >> 10));
+		st->full_logged = 1;
+		if (st->budget > st->used)
+			st->budget = st->used;
+		st->c.budget = st->budget;
+	} else if (ret) {
+		st->state[id] = ST_ABSENT;
+		/* Once per errno: a failing disk must not flood the log. */
+		if (ret != -EBADMSG && ret != -ENOENT && ret != st->last_err)
 			dlc_logf(st->log, DLC_LOG_WARN,
 				 "staging: cannot stage sample %u in %s: %s",
 				 id, st->dir, strerror(-ret));
+		st->last_err = ret;
 	} else {
 		add_staged(st, id, size);
 		if (found) {

@@ -14,6 +14,8 @@
 #   1. dlcache, in-process cache = half the set, O_DIRECT, read-ahead on
 #      (the library's default budget)
 #   2. the same with --readahead off (what wave 1 did)
+#   2b. the same as 1 with the staging tier (--staging-dir on the host's
+#      own disk, empty at the start; budget: half its free space)
 #   3. the page cache alone: dlcachectl bench --cache 0 --no-direct
 #      --readahead off, in a memory cgroup of dlcache's cache + this
 #      process's own footprint (calibrated first)
@@ -162,6 +164,9 @@ for bw in $bws; do
 		log "$bw MB/s, round $r/$rounds: dlcache, read-ahead on"
 		set_mem "$(nolimit)"
 		run "dl.$bw.$r" dl --cache-fraction 0.5
+		log "$bw MB/s, round $r/$rounds: dlcache + staging on local disk"
+		rm -rf "$work/stage"
+		run "stg.$bw.$r" dl --cache-fraction 0.5 --staging-dir "$work/stage"
 		log "$bw MB/s, round $r/$rounds: dlcache, read-ahead off"
 		run "dlnora.$bw.$r" dl --cache-fraction 0.5 --readahead off
 		log "$bw MB/s, round $r/$rounds: the page cache alone"

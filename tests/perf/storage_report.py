@@ -44,6 +44,13 @@ images = meta["images"]
 dset = meta["dataset_bytes"]
 
 
+def origin_bytes(e):
+    """What an epoch of a dlcachectl bench run read from the origin: all
+    it read, less the staged copies it read, plus the stager's reads."""
+    return (e["bytes_read"] - e.get("staging_hit_bytes", 0) +
+            e.get("staging_prefetch_bytes", 0))
+
+
 def dl_epochs(prefix):
     """Steady epochs of every round of a dlcachectl bench run: dicts with
     seconds, images/s, device bytes, loader busy."""
@@ -52,11 +59,11 @@ def dl_epochs(prefix):
         name = os.path.basename(p)[:-5]
         r = json.load(open(p))
         dev = num(name + ".dev")
-        said = sum(e["bytes_read"] for e in r["epochs"])
+        said = sum(origin_bytes(e) for e in r["epochs"])
         scale = dev / said if said else 1.0
         for e in r["epochs"][1:]:
             res.append({"s": e["seconds"], "ips": e["images_per_s"],
-                        "dev": e["bytes_read"] * scale,
+                        "dev": origin_bytes(e) * scale,
                         "busy": e["io_busy_fraction"],
                         "hit": e["hit_ratio"], "images": e["images"]})
     return res
@@ -94,6 +101,8 @@ for bw in meta["bandwidths_mb_s"]:
     bps = bw * 1e6
     systems = [
         ("dlcache", "dlcache, in-process, read-ahead", dl_epochs("dl.%d" % bw)),
+        ("dlcache_staging", "dlcache, in-process + staging on local disk",
+         dl_epochs("stg.%d" % bw)),
         ("dlcache_noreadahead", "dlcache, in-process, --readahead off",
          dl_epochs("dlnora.%d" % bw)),
         ("page_cache", "page cache alone, same memory", dl_epochs("pc.%d" % bw)),

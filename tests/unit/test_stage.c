@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -329,6 +330,46 @@ static void shared_dir(void)
 	free(stage);
 }
 
+/*
+ * A staging disk fuller than staging_bytes says (a 256 KiB tmpfs): the
+ * batches are the same, the budget falls to what the copies hold, said
+ * once. Root only (mount).
+ */
+static void full_disk(void)
+{
+	uint64_t want[EPOCHS], got[EPOCHS];
+	struct dlc_config cfg;
+	struct dlc_stats st;
+	char *stage;
+	int e;
+
+	if (geteuid() != 0) {
+		t_skip("full_disk", "needs root to mount a small tmpfs");
+		return;
+	}
+	stage = stage_dir();
+	if (mount("dlcstage", stage, "tmpfs", 0, "size=256k,mode=0700")) {
+		CHECK(0, "mount tmpfs on %s: %s", stage, strerror(errno));
+		t_rmtree(stage);
+		free(stage);
+		return;
+	}
+	config(&cfg, stage, 64 << 20);
+	reference(&cfg, want);
+	trace(&cfg, 0, got, NULL, &st);
+	for (e = 0; e < EPOCHS; e++)
+		CHECK(got[e] == want[e], "epoch %d on a full disk: batches differ", e);
+	CHECK(st.staging_budget < 256 << 10, "budget %llu after ENOSPC",
+	      (unsigned long long)st.staging_budget);
+	CHECK(st.staging_hits > 0, "no copy served from the small disk");
+	CHECK(strstr(t_logbuf, "is full") != NULL, "log: %s", t_logbuf);
+	CHECK(strstr(strstr(t_logbuf, "is full") + 1, "is full") == NULL,
+	      "ENOSPC said more than once: %s", t_logbuf);
+	umount(stage);
+	t_rmtree(stage);
+	free(stage);
+}
+
 static void config_checks(void)
 {
 	struct dlc_config cfg;
@@ -380,6 +421,7 @@ int main(void)
 	T_RUN(small_budget);
 	T_RUN(restart);
 	T_RUN(shared_dir);
+	T_RUN(full_disk);
 	T_RUN(config_checks);
 
 	ret = t_done("test_stage");
