@@ -211,8 +211,8 @@ struct dlc_read_done {
 	int err;		/* 0 or negative errno */
 	struct dlc_buf *buf;	/* reference owned by the caller when err == 0 */
 	const char *why;	/* static text for err, e.g. "open" or "read" */
-	/* The loader's: the read was of a staged copy (DLC_STAGE_TAG_BIT). */
-	int staged;
+	/* The loader's: the read tier it was queued on (tier.h), 0: origin. */
+	uint32_t tier;
 };
 
 int dlc_reader_create(const struct dlc_reader_opts *o, struct dlc_reader **out);
@@ -338,18 +338,29 @@ void dlc_source_name(const struct dlc_source *s, uint32_t id, char *buf,
 		     size_t len);
 /*
  * Queue a read of sample @id's bytes on @r, tagged @tag (@scratch: path):
- * of its staged copy when the staging tier holds one (the tag then has
- * DLC_STAGE_TAG_BIT, stage.h), else of the origin.
+ * from the first read tier that holds it (tier.h: the tag then carries
+ * the tier's number), else from the origin.
  */
 int dlc_source_queue(struct dlc_source *s, struct dlc_reader *r,
 		     uint32_t id, uint64_t tag, char *scratch, size_t len);
-/* The same, of the origin only. */
-int dlc_source_queue_origin(struct dlc_source *s, struct dlc_reader *r,
-			    uint32_t id, uint64_t tag, char *scratch,
-			    size_t len);
-/* Reads ask the staging tier @st first (NULL: none). */
-struct dlc_stage;
-void dlc_source_stage(struct dlc_source *s, struct dlc_stage *st);
+/*
+ * Add a read tier, asked after those added before it and before the
+ * origin. 0, or -ENOSPC past DLC_TIERS_MAX.
+ */
+struct dlc_tier;
+int dlc_source_add_tier(struct dlc_source *s, const struct dlc_tier *t);
+/*
+ * A read of sample @id queued on read tier @d->tier ended: 0 when its
+ * bytes are good (the tier's hit), or 1 when the tier refused them and
+ * the read was queued again on the tiers after it (or the origin): @d is
+ * not done after all. A requeue that fails leaves @d failed with its
+ * errno, 0.
+ */
+int dlc_source_served(struct dlc_source *s, struct dlc_reader *r,
+		      uint32_t id, struct dlc_read_done *d, char *scratch,
+		      size_t len);
+/* The origin's bytes @b of sample @id, offered to every read tier. */
+void dlc_source_offer(struct dlc_source *s, uint32_t id, struct dlc_buf *b);
 /*
  * A read of sample @id that @d reports done: when it is a pack's O_DIRECT
  * read the file system refused, every read from now on is buffered and

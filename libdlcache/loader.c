@@ -44,6 +44,7 @@
 #include "loader_int.h"
 #include "readahead.h"
 #include "stage.h"
+#include "tier.h"
 
 /* ------------------------------------------------------------------ */
 
@@ -699,16 +700,10 @@ static int requeued(struct dlc_loader *l, uint32_t id, struct dlc_read_done *d)
 	char path[4096];
 	int again;
 
-	if (d->staged) {
-		d->staged = 0;
-		if (!dlc_stage_served(l->stage, id, d))
-			return 0;
-		/* Not a good copy (now removed): the origin's bytes. */
-		d->err = dlc_source_queue_origin(l->src, l->reader, id, d->tag,
-						 path, sizeof(path));
-		d->why = "queue";
-		return !d->err;
-	}
+	/* A read tier's bytes it refused: the next tier's, or the origin's. */
+	if (d->tier &&
+	    dlc_source_served(l->src, l->reader, id, d, path, sizeof(path)))
+		return 1;
 	again = dlc_source_requeue(l->src, l->reader, id, d);
 
 	if (again == 2)
@@ -742,8 +737,7 @@ static void finish_read(struct dlc_loader *l, uint32_t id, uint32_t pos,
 		dlc_stat_add(l->stats.miss_bytes, buf->len);
 		if (l->cache && buf->len)
 			dlc_cache_offer(l->cache, id, buf);
-		if (l->stage)
-			dlc_stage_offer(l->stage, id, buf);
+		dlc_source_offer(l->src, id, buf);
 	}
 	if (l->kt.kc)
 		ktier_end_fill(l, pos, buf);
@@ -814,9 +808,9 @@ void loader_hand_over(struct dlc_loader *l, struct dlc_read_done *done,
 		struct dlc_read_done *d = &done[i];
 		uint32_t pos;
 
-		/* A staged copy's read: requeued() checks it. */
-		d->staged = !!(d->tag & DLC_STAGE_TAG_BIT);
-		d->tag &= ~DLC_STAGE_TAG_BIT;
+		/* A read tier's read: requeued() has the tier check it. */
+		d->tier = DLC_TIER_OF(d->tag);
+		d->tag &= ~DLC_TIER_TAG_MASK;
 		pos = (uint32_t)d->tag;
 
 		if (d->tag & DLC_RA_TAG_BIT) {
@@ -1477,6 +1471,7 @@ static int staging_setup(struct dlc_loader *l)
 		.fill_order = loader_fill_order, .order_arg = l,
 	};
 	uint64_t lead = l->cfg.window;
+	struct dlc_tier t;
 	int ret;
 
 	if (!l->cfg.staging_dir)
@@ -1492,8 +1487,8 @@ static int staging_setup(struct dlc_loader *l)
 	ret = dlc_stage_open(&o, &l->stage);
 	if (ret)
 		return ret;
-	dlc_source_stage(l->src, l->stage);
-	return 0;
+	dlc_stage_tier(l->stage, &t);
+	return dlc_source_add_tier(l->src, &t);
 }
 
 void dlc_loader_destroy(struct dlc_loader *l)

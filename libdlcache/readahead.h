@@ -65,7 +65,7 @@ struct dlc_ra_counters {
 #define DLC_RA_TAG(g)		(DLC_RA_TAG_BIT | (g))
 #define DLC_RA_TAG_G(tag)	((tag) & ~DLC_RA_TAG_BIT)
 /* Virtual positions at or past this are not read ahead (tags need bit 63). */
-#define DLC_RA_G_LIMIT		(1ULL << 62)
+#define DLC_RA_G_LIMIT		(1ULL << 60)	/* below the tier bits, tier.h */
 
 struct dlc_ra;
 

@@ -24,7 +24,7 @@
 #include "internal.h"
 #include "nvme.h"
 #include "pack.h"
-#include "stage.h"
+#include "tier.h"
 
 struct dlc_source {
 	const struct dlc_index *idx;
@@ -48,7 +48,9 @@ struct dlc_source {
 	char ng[80];
 	int nvme_refused;
 	const struct dlc_logger *log;
-	struct dlc_stage *stage;	/* the staging tier, or NULL */
+	/* Read tiers (tier.h), asked in this order before the origin. */
+	struct dlc_tier tiers[DLC_TIERS_MAX];
+	uint32_t ntiers;
 };
 
 int dlc_source_open(const struct dlc_index *idx, int direct,
@@ -176,31 +178,74 @@ void dlc_source_name(const struct dlc_source *s, uint32_t id, char *buf,
 			 dlc_index_relpath(s->idx, id));
 }
 
-void dlc_source_stage(struct dlc_source *s, struct dlc_stage *st)
+int dlc_source_add_tier(struct dlc_source *s, const struct dlc_tier *t)
 {
-	s->stage = st;
+	if (s->ntiers == DLC_TIERS_MAX)
+		return -ENOSPC;
+	s->tiers[s->ntiers++] = *t;
+	return 0;
+}
+
+static int queue_origin(struct dlc_source *s, struct dlc_reader *r,
+			uint32_t id, uint64_t tag, char *scratch, size_t len);
+
+/* From tier @from (0: the first) on, then the origin. */
+static int queue_from(struct dlc_source *s, struct dlc_reader *r, uint32_t id,
+		      uint64_t tag, uint32_t from, char *scratch, size_t len)
+{
+	const struct dlc_tier *t;
+	uint32_t i;
+	int ret;
+
+	for (i = from; i < s->ntiers; i++) {
+		t = &s->tiers[i];
+		ret = t->ops->queue(t->tier, r, id, tag | DLC_TIER_TAG(i + 1),
+				    scratch, len);
+		if (ret)
+			return ret < 0 ? ret : 0;
+	}
+	return queue_origin(s, r, id, tag, scratch, len);
 }
 
 int dlc_source_queue(struct dlc_source *s, struct dlc_reader *r,
 		     uint32_t id, uint64_t tag, char *scratch, size_t len)
 {
-	struct dlc_buf *b;
-
-	if (s->stage) {
-		/* Its copy is being made from these bytes: no read at all. */
-		b = dlc_stage_pending_buf(s->stage, id);
-		if (b)
-			return dlc_reader_queue_buf(r, b, tag | DLC_STAGE_TAG_BIT);
-		if (dlc_stage_path(s->stage, id, scratch, len))
-			return dlc_reader_queue(r, scratch,
-						tag | DLC_STAGE_TAG_BIT);
-	}
-	return dlc_source_queue_origin(s, r, id, tag, scratch, len);
+	return queue_from(s, r, id, tag, 0, scratch, len);
 }
 
-int dlc_source_queue_origin(struct dlc_source *s, struct dlc_reader *r,
-			    uint32_t id, uint64_t tag, char *scratch,
-			    size_t len)
+int dlc_source_served(struct dlc_source *s, struct dlc_reader *r,
+		      uint32_t id, struct dlc_read_done *d, char *scratch,
+		      size_t len)
+{
+	const struct dlc_tier *t;
+	uint32_t i = d->tier;
+	int ret;
+
+	if (!i || i > s->ntiers)
+		return 0;
+	d->tier = 0;
+	t = &s->tiers[i - 1];
+	if (!t->ops->served(t->tier, id, d))
+		return 0;
+	ret = queue_from(s, r, id, d->tag, i, scratch, len);
+	if (ret) {
+		d->err = ret;
+		d->why = "queue";
+		return 0;
+	}
+	return 1;
+}
+
+void dlc_source_offer(struct dlc_source *s, uint32_t id, struct dlc_buf *b)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->ntiers; i++)
+		s->tiers[i].ops->offer(s->tiers[i].tier, id, b);
+}
+
+static int queue_origin(struct dlc_source *s, struct dlc_reader *r,
+			uint32_t id, uint64_t tag, char *scratch, size_t len)
 {
 	struct dlc_pack_entry e;
 	int ret;
@@ -227,14 +272,13 @@ int dlc_source_requeue(struct dlc_source *s, struct dlc_reader *r,
 
 	if (s->pack && d->why == dlc_read_passthru_refused) {
 		dlc_source_passthru_off(s, strerror(-d->err));
-		return dlc_source_queue_origin(s, r, id, d->tag, unused,
-					sizeof(unused)) ? 0 : 1;
+		return queue_origin(s, r, id, d->tag, unused,
+				    sizeof(unused)) ? 0 : 1;
 	}
 	if (!s->pack || d->err != -EINVAL || d->why != dlc_read_direct_refused)
 		return 0;
 	s->refused = 1;
-	if (dlc_source_queue_origin(s, r, id, d->tag, unused,
-				     sizeof(unused)))
+	if (queue_origin(s, r, id, d->tag, unused, sizeof(unused)))
 		return 0;
 	return first ? 2 : 1;
 }

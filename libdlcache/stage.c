@@ -799,7 +799,8 @@ void dlc_stage_advance(struct dlc_stage *st, uint32_t epoch, uint32_t pos,
 	pthread_mutex_unlock(&st->lock);
 }
 
-int dlc_stage_path(struct dlc_stage *st, uint32_t id, char *buf, size_t len)
+/* 1 with the copy's path in @buf when sample @id is staged, else 0. */
+static int stage_path(struct dlc_stage *st, uint32_t id, char *buf, size_t len)
 {
 	int staged;
 
@@ -811,9 +812,9 @@ int dlc_stage_path(struct dlc_stage *st, uint32_t id, char *buf, size_t len)
 	return staged;
 }
 
-int dlc_stage_served(struct dlc_stage *st, uint32_t id,
-		     struct dlc_read_done *d)
+static int stage_served(void *tier, uint32_t id, struct dlc_read_done *d)
 {
+	struct dlc_stage *st = tier;
 	uint32_t want;
 	int err = d->err;
 
@@ -851,8 +852,9 @@ int dlc_stage_served(struct dlc_stage *st, uint32_t id,
 	return err;
 }
 
-void dlc_stage_offer(struct dlc_stage *st, uint32_t id, struct dlc_buf *b)
+static void stage_offer(void *tier, uint32_t id, struct dlc_buf *b)
 {
+	struct dlc_stage *st = tier;
 	pthread_mutex_lock(&st->lock);
 	if (st->state[id] & ST_SERVED) {
 		/* The bytes came from our copy (or its bytes), not the origin. */
@@ -875,7 +877,11 @@ void dlc_stage_offer(struct dlc_stage *st, uint32_t id, struct dlc_buf *b)
 	pthread_mutex_unlock(&st->lock);
 }
 
-struct dlc_buf *dlc_stage_pending_buf(struct dlc_stage *st, uint32_t id)
+/*
+ * The bytes of sample @id's copy while it is being made (offered, or
+ * being written), as a new reference; else NULL.
+ */
+static struct dlc_buf *pending_buf(struct dlc_stage *st, uint32_t id)
 {
 	struct dlc_buf *b = NULL;
 	uint32_t i;
@@ -894,6 +900,33 @@ struct dlc_buf *dlc_stage_pending_buf(struct dlc_stage *st, uint32_t id)
 		dlc_buf_get(b);
 	pthread_mutex_unlock(&st->lock);
 	return b;
+}
+
+static int stage_queue(void *tier, struct dlc_reader *r, uint32_t id,
+		       uint64_t tag, char *scratch, size_t len)
+{
+	struct dlc_stage *st = tier;
+	struct dlc_buf *b = pending_buf(st, id);
+
+	/* Its copy is being made from these bytes: no read at all. */
+	if (b)
+		return dlc_reader_queue_buf(r, b, tag) ? 0 : 1;
+	if (!stage_path(st, id, scratch, len))
+		return 0;
+	return dlc_reader_queue(r, scratch, tag) ? 0 : 1;
+}
+
+static const struct dlc_tier_ops stage_ops = {
+	.name = "staging",
+	.queue = stage_queue,
+	.served = stage_served,
+	.offer = stage_offer,
+};
+
+void dlc_stage_tier(struct dlc_stage *st, struct dlc_tier *out)
+{
+	out->ops = &stage_ops;
+	out->tier = st;
 }
 
 void dlc_stage_hit_above(struct dlc_stage *st, uint64_t bytes)

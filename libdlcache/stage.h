@@ -27,9 +27,7 @@
 #include <stdint.h>
 
 #include "internal.h"
-
-/* A reader tag bit: the read is of a staged copy (dlc_source_queue()). */
-#define DLC_STAGE_TAG_BIT	(1ULL << 62)
+#include "tier.h"
 
 struct dlc_stage;
 
@@ -94,22 +92,13 @@ int dlc_stage_prepare_epoch(struct dlc_stage *st, uint32_t epoch,
  */
 void dlc_stage_advance(struct dlc_stage *st, uint32_t epoch, uint32_t pos,
 		       int origin_spare);
-/* 1 with the copy's path in @buf when sample @id is staged, else 0. */
-int dlc_stage_path(struct dlc_stage *st, uint32_t id, char *buf, size_t len);
 /*
- * A read of sample @id's staged copy ended (@d, its tag without
- * DLC_STAGE_TAG_BIT): 0 when its bytes are the sample's (a hit), else
- * -errno, the copy removed and @d's buffer put: read the origin.
+ * The stage as a read tier (tier.h): a read of sample @id's copy, or of
+ * its bytes in memory while the copy is being made; a read's check (the
+ * index's size and crc32c: a copy that fails is removed); the origin's
+ * bytes offered for a copy, made if the sample's next use admits it.
  */
-int dlc_stage_served(struct dlc_stage *st, uint32_t id,
-		     struct dlc_read_done *d);
-/* The origin's bytes @b of sample @id, for a copy if its next use admits it. */
-void dlc_stage_offer(struct dlc_stage *st, uint32_t id, struct dlc_buf *b);
-/*
- * The bytes of sample @id's copy while it is being made (offered, or
- * being written), as a new reference; else NULL.
- */
-struct dlc_buf *dlc_stage_pending_buf(struct dlc_stage *st, uint32_t id);
+void dlc_stage_tier(struct dlc_stage *st, struct dlc_tier *out);
 /* A tier above (the in-process cache, dlcache.ko) served @bytes of a sample. */
 void dlc_stage_hit_above(struct dlc_stage *st, uint64_t bytes);
 void dlc_stage_counters(struct dlc_stage *st, struct dlc_stage_counters *out);
