@@ -45,13 +45,6 @@ static void config(struct dlc_config *cfg, uint64_t cache, uint64_t ra)
 	cfg->log = t_log_capture;
 }
 
-static void sleep_ms(unsigned int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
 /*
  * Run epoch @epoch from @start, taking at most @max batches (0: all),
  * each after @pause_ms, hashing each batch into @h. Returns the batches
@@ -67,10 +60,7 @@ static uint32_t run(struct dlc_loader *l, uint32_t epoch, uint32_t start,
 
 	CHECK_EQ(dlc_loader_start_epoch(l, epoch, start), 0);
 	while ((!max || nb < max) && (ret = dlc_next_batch(l, &b)) == 0) {
-		*h = t_fnv(&b->seq, sizeof(b->seq), *h);
-		*h = t_fnv(b->data, (size_t)b->count * 3 * SIDE * SIDE, *h);
-		*h = t_fnv(b->labels, b->count * sizeof(*b->labels), *h);
-		*h = t_fnv(b->ids, b->count * sizeof(*b->ids), *h);
+		*h = t_fnv_batch(b, *h);
 		CHECK_EQ(dlc_release_batch(l, b), 0);
 		CHECK_EQ(dlc_loader_stats(l, &st, sizeof(st)), 0);
 		CHECK(st.readahead_held <= st.readahead_budget,
@@ -79,7 +69,7 @@ static uint32_t run(struct dlc_loader *l, uint32_t epoch, uint32_t start,
 		      (unsigned long long)st.readahead_budget);
 		nb++;
 		if (pause_ms)
-			sleep_ms(pause_ms);
+			t_sleep_ms(pause_ms);
 	}
 	if (!max)
 		CHECK(ret == -ENODATA, "epoch %u end: %d", epoch, ret);
@@ -159,11 +149,11 @@ static void resume_and_jump(void)
 	/* Two batches of epoch 0, then a resume of epoch 1 at batch 3. */
 	run(l, 0, 0, 2, 5, &h);
 	run(ref, 0, 0, 2, 0, &want);
-	sleep_ms(50);
+	t_sleep_ms(50);
 	run(l, 1, 3 * B, 0, 0, &h);
 	run(ref, 1, 3 * B, 0, 0, &want);
 	/* A jump to epoch 7: what was read for epoch 2 is dropped. */
-	sleep_ms(50);
+	t_sleep_ms(50);
 	run(l, 7, 0, 0, 0, &h);
 	run(ref, 7, 0, 0, 0, &want);
 	CHECK(h == want, "resumed batches differ");
@@ -206,7 +196,7 @@ static void budget_and_next_epoch(void)
 		      (unsigned long long)budget);
 		if (st.reads_inflight == 0 && st.readahead_held)
 			break;
-		sleep_ms(5);
+		t_sleep_ms(5);
 	}
 	CHECK_EQ(st.readahead_budget, budget);
 	CHECK(st.readahead_held > budget / 2,
@@ -244,7 +234,7 @@ static void last_epoch(void)
 			return;
 		for (e = 0; e < EPOCHS - 1; e++)
 			run(l, e, 0, 0, 0, &h);
-		sleep_ms(200);
+		t_sleep_ms(200);
 		CHECK_EQ(dlc_loader_stats(l, &st, sizeof(st)), 0);
 		if (known[k])
 			CHECK(st.readahead_held == 0 &&

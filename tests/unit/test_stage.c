@@ -53,13 +53,6 @@ static void config(struct dlc_config *cfg, const char *stage, uint64_t bytes)
 	cfg->log = t_log_capture;
 }
 
-static void sleep_ms(unsigned int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
 /* One epoch, hashed into @h; each batch after @pause_ms. */
 static void run(struct dlc_loader *l, uint32_t epoch, unsigned int pause_ms,
 		uint64_t *h)
@@ -70,10 +63,7 @@ static void run(struct dlc_loader *l, uint32_t epoch, unsigned int pause_ms,
 
 	CHECK_EQ(dlc_loader_start_epoch(l, epoch, 0), 0);
 	while ((ret = dlc_next_batch(l, &b)) == 0) {
-		*h = t_fnv(&b->seq, sizeof(b->seq), *h);
-		*h = t_fnv(b->data, (size_t)b->count * 3 * SIDE * SIDE, *h);
-		*h = t_fnv(b->labels, b->count * sizeof(*b->labels), *h);
-		*h = t_fnv(b->ids, b->count * sizeof(*b->ids), *h);
+		*h = t_fnv_batch(b, *h);
 		CHECK_EQ(dlc_release_batch(l, b), 0);
 		CHECK_EQ(dlc_loader_stats(l, &st, sizeof(st)), 0);
 		CHECK(st.staging_used <= st.staging_budget,
@@ -81,7 +71,7 @@ static void run(struct dlc_loader *l, uint32_t epoch, unsigned int pause_ms,
 		      (unsigned long long)st.staging_used,
 		      (unsigned long long)st.staging_budget);
 		if (pause_ms)
-			sleep_ms(pause_ms);
+			t_sleep_ms(pause_ms);
 	}
 	CHECK(ret == -ENODATA, "epoch %u end: %d", epoch, ret);
 }
@@ -110,7 +100,7 @@ static void trace(const struct dlc_config *cfg, unsigned int pause_ms,
 			origin[e] = o - before;
 		before = o;
 		/* The stager writes the epoch's last offers meanwhile. */
-		sleep_ms(100);
+		t_sleep_ms(100);
 	}
 	if (last)
 		dlc_loader_stats(l, last, sizeof(*last));

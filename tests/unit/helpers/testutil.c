@@ -11,8 +11,10 @@
 #include <grp.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "dlcache.h"
 #include "testutil.h"
 
 int t_failures;
@@ -39,6 +41,22 @@ uint64_t t_fnv(const void *v, size_t n, uint64_t h)
 	while (n--)
 		h = (h ^ *p++) * 1099511628211ULL;
 	return h;
+}
+
+uint64_t t_fnv_batch(const struct dlc_batch *b, uint64_t h)
+{
+	h = t_fnv(&b->seq, sizeof(b->seq), h);
+	h = t_fnv(b->data, (size_t)b->count * 3 * b->out_w * b->out_h, h);
+	h = t_fnv(b->labels, b->count * sizeof(*b->labels), h);
+	return t_fnv(b->ids, b->count * sizeof(*b->ids), h);
+}
+
+void t_sleep_ms(unsigned int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
 }
 
 void t_fail(const char *file, int line, const char *cond, const char *fmt, ...)

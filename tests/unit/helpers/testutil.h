@@ -48,6 +48,11 @@ double t_rand_unit(void);
 /* FNV-1a of @n bytes at @v, continuing @h (start from T_FNV_INIT). */
 #define T_FNV_INIT	1469598103934665603ULL
 uint64_t t_fnv(const void *v, size_t n, uint64_t h);
+/* A batch's seq, pixels, labels and IDs, chained through @h. */
+struct dlc_batch;
+uint64_t t_fnv_batch(const struct dlc_batch *b, uint64_t h);
+/* Sleep @ms milliseconds (a consumer's pace, not a stand-in for I/O). */
+void t_sleep_ms(unsigned int ms);
 
 /*
  * Sub-checks: each is one counted result in `make check`. A test program
