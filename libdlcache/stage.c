@@ -585,6 +585,7 @@ static void scan(struct dlc_stage *st)
 
 static int open_dir(struct dlc_stage *st, const struct dlc_stage_opts *o)
 {
+	struct stat sb;
 	uint64_t key[2];
 	char user[4096];
 	int ret, ufd;
@@ -599,6 +600,11 @@ static int open_dir(struct dlc_stage *st, const struct dlc_stage_opts *o)
 	ufd = open(user, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (ufd < 0)
 		return -errno;
+	/* The one opened, not the one looked at: no swap in between. */
+	if (fstat(ufd, &sb) || sb.st_uid != getuid() || (sb.st_mode & 077)) {
+		close(ufd);
+		return -EPERM;
+	}
 	if (mkdirat(ufd, st->dir + strlen(user) + 1, 0700) && errno != EEXIST) {
 		ret = -errno;
 		close(ufd);

@@ -360,6 +360,61 @@ static void full_disk(void)
 	free(stage);
 }
 
+struct other_arg {
+	const char *stage;
+	uint64_t want[EPOCHS];
+};
+
+/* As uid 65534: a staging directory of its own beside root's, none of root's. */
+static void other_side(void *p)
+{
+	struct other_arg *a = p;
+	uint64_t got[EPOCHS];
+	struct dlc_config cfg;
+	struct dlc_stats st;
+	char root_dir[4096];
+	int e, fd;
+
+	config(&cfg, a->stage, 0);
+	trace(&cfg, 0, got, NULL, &st);
+	for (e = 0; e < EPOCHS; e++)
+		CHECK(got[e] == a->want[e], "uid 65534, epoch %d: batches differ", e);
+	CHECK(st.staging_hits > 0, "uid 65534 staged nothing of its own");
+	snprintf(root_dir, sizeof(root_dir), "%s/dlcache-0", a->stage);
+	fd = open(root_dir, O_RDONLY | O_DIRECTORY);
+	CHECK(fd < 0 && errno == EACCES, "uid 65534 opened root's %s", root_dir);
+	if (fd >= 0)
+		close(fd);
+}
+
+/*
+ * Two users, one staging directory (mode 1777, as admin.md says): each
+ * stages in a directory of its own that the other cannot enter. Root only.
+ */
+static void other_user(void)
+{
+	struct other_arg a;
+	uint64_t got[EPOCHS];
+	struct dlc_config cfg;
+	char *stage;
+
+	if (geteuid() != 0) {
+		t_skip("other_user", "needs root to run a second user");
+		return;
+	}
+	stage = stage_dir();
+	a.stage = stage;
+	CHECK(!chmod(stage, 01777) && !chmod(g_dir, 0755),
+	      "chmod: %s", strerror(errno));
+	config(&cfg, stage, 0);
+	reference(&cfg, a.want);
+	trace(&cfg, 0, got, NULL, NULL);
+	t_run_unprivileged(other_side, &a);
+	chmod(g_dir, 0700);
+	t_rmtree(stage);
+	free(stage);
+}
+
 static void config_checks(void)
 {
 	struct dlc_config cfg;
@@ -412,6 +467,7 @@ int main(void)
 	T_RUN(restart);
 	T_RUN(shared_dir);
 	T_RUN(full_disk);
+	T_RUN(other_user);
 	T_RUN(config_checks);
 
 	ret = t_done("test_stage");
