@@ -55,6 +55,9 @@ def parse_args(argv=None):
     p.add_argument("--lr", type=float, default=0.05,
                    help="SGD learning rate, one-cycle schedule (default 0.05)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--staging-dir", metavar="DIR", default=None,
+                   help="dlcache: copy samples to DIR on local disk as they "
+                        "are used; later epochs read the copies")
     p.add_argument("--device", default="cpu",
                    help="where the model runs: cpu (default), cuda, cuda:N")
     p.add_argument("--no-model", action="store_true",
@@ -92,7 +95,8 @@ def dlcache_loader(args):
                         # --no-model: uint8, the same output as torch's side
                         normalize=None if args.no_model else (MEAN, STD),
                         threads=args.threads,
-                        device=args.device)
+                        device=args.device,
+                        staging_dir=args.staging_dir)
     return loader, loader.classes
 
 
