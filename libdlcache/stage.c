@@ -159,12 +159,73 @@ static void copy_name(uint32_t id, char *buf, size_t len)
 	snprintf(buf, len, "%" PRIu32, id);
 }
 
-/* Called with st->lock held. */
+/*
+ * The staged samples are a binary max-heap by next use (staged[0] is used
+ * last: the victim), slot[id] their place in it. A key changes only when
+ * the pipeline claims the sample's position (its next use moves to the
+ * next epoch: heap_fix()) and at a new epoch (heap_build()). All of it
+ * called with st->lock held.
+ */
+static void heap_swap(struct dlc_stage *st, uint32_t i, uint32_t j)
+{
+	uint32_t a = st->staged[i], b = st->staged[j];
+
+	st->staged[i] = b;
+	st->slot[b] = i;
+	st->staged[j] = a;
+	st->slot[a] = j;
+}
+
+static uint32_t heap_up(struct dlc_stage *st, uint32_t i)
+{
+	while (i && next_use(st, st->staged[i]) >
+		    next_use(st, st->staged[(i - 1) / 2])) {
+		heap_swap(st, i, (i - 1) / 2);
+		i = (i - 1) / 2;
+	}
+	return i;
+}
+
+static void heap_down(struct dlc_stage *st, uint32_t i)
+{
+	uint32_t l, big;
+
+	for (;;) {
+		l = 2 * i + 1;
+		if (l >= st->nstaged)
+			return;
+		big = l + 1 < st->nstaged &&
+		      next_use(st, st->staged[l + 1]) >
+		      next_use(st, st->staged[l]) ? l + 1 : l;
+		if (next_use(st, st->staged[big]) <=
+		    next_use(st, st->staged[i]))
+			return;
+		heap_swap(st, i, big);
+		i = big;
+	}
+}
+
+/* The key of the sample at place @i changed. */
+static void heap_fix(struct dlc_stage *st, uint32_t i)
+{
+	if (heap_up(st, i) == i)
+		heap_down(st, i);
+}
+
+static void heap_build(struct dlc_stage *st)
+{
+	uint32_t i;
+
+	for (i = st->nstaged / 2; i-- > 0;)
+		heap_down(st, i);
+}
+
 static void add_staged(struct dlc_stage *st, uint32_t id, uint64_t size)
 {
 	set_state(st, id, ST_STAGED);
 	st->slot[id] = st->nstaged;
 	st->staged[st->nstaged++] = id;
+	heap_up(st, st->nstaged - 1);
 	st->used += blocks(size);
 	st->c.used = st->used;
 }
@@ -172,11 +233,13 @@ static void add_staged(struct dlc_stage *st, uint32_t id, uint64_t size)
 /* Called with st->lock held: forget @id's copy, and remove its file. */
 static void drop_staged(struct dlc_stage *st, uint32_t id, int unlink_it)
 {
-	uint32_t i = st->slot[id], last = st->staged[--st->nstaged];
+	uint32_t i = st->slot[id];
 	char name[16];
 
-	st->staged[i] = last;
-	st->slot[last] = i;
+	if (i != --st->nstaged) {
+		heap_swap(st, i, st->nstaged);
+		heap_fix(st, i);
+	}
 	st->state[id] = ST_ABSENT;
 	st->used -= blocks(dlc_index_size(st->idx, id));
 	st->c.used = st->used;
@@ -192,17 +255,12 @@ static void drop_staged(struct dlc_stage *st, uint32_t id, int unlink_it)
  */
 static int evict_after(struct dlc_stage *st, uint64_t use)
 {
-	uint32_t i, victim = NONE;
-	uint64_t far = 0, u;
+	uint32_t victim;
 
-	for (i = 0; i < st->nstaged; i++) {
-		u = next_use(st, st->staged[i]);
-		if (u > far || victim == NONE) {
-			far = u;
-			victim = st->staged[i];
-		}
-	}
-	if (victim == NONE || far <= use)
+	if (!st->nstaged)
+		return 0;
+	victim = st->staged[0];
+	if (next_use(st, victim) <= use)
 		return 0;
 	drop_staged(st, victim, 1);
 	st->c.evictions++;
@@ -775,6 +833,7 @@ int dlc_stage_prepare_epoch(struct dlc_stage *st, uint32_t epoch,
 		st->ahead = 0;
 		st->stuck = 0;
 		st->prepared = 1;
+		heap_build(st);
 		/* A smaller budget than the copies in place: the latest go. */
 		while (st->used > st->budget && evict_after(st, 0))
 			;
@@ -789,12 +848,21 @@ int dlc_stage_prepare_epoch(struct dlc_stage *st, uint32_t epoch,
 void dlc_stage_advance(struct dlc_stage *st, uint32_t epoch, uint32_t pos,
 		       int origin_spare)
 {
+	uint32_t id;
+
 	pthread_mutex_lock(&st->lock);
 	if (origin_spare && !st->origin_spare)
 		pthread_cond_signal(&st->cv);
 	st->origin_spare = origin_spare;
-	if (epoch == st->cur_epoch && pos > st->cur_pos) {
-		st->cur_pos = pos;
+	/* Positions below cur_pos are claimed: their samples' next use moved. */
+	while (st->prepared && epoch == st->cur_epoch && st->cur_pos <= pos &&
+	       st->cur_pos < st->len) {
+		id = st->order[0][st->cur_pos++];
+		/* Its next use is the next epoch's now: later, up the heap. */
+		if (state_of(st, id) == ST_STAGED)
+			heap_fix(st, st->slot[id]);
+	}
+	if (epoch == st->cur_epoch) {
 		/* The budget said no: a batch's worth of uses later, ask again. */
 		if (st->stuck && (uint64_t)epoch * st->len + pos >=
 				 st->stuck_at + 64) {
