@@ -280,3 +280,20 @@ int write_ppm(const char *path, const uint8_t *rgb, uint32_t w,
 		err = -errno;
 	return err;
 }
+
+/* @s as a JSON string, quotes included. */
+void json_string(FILE *f, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	fputc('"', f);
+	for (; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20)
+			fprintf(f, "\\u%04x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}

@@ -10,6 +10,7 @@
 #define DLCACHECTL_CLI_H
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,6 +26,8 @@ int cmd_sample(int argc, char **argv);
 int cmd_decodebench(int argc, char **argv);
 int cmd_readbench(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
+/* @s as a JSON string on @f, quotes included (paths are not JSON-safe). */
+void json_string(FILE *f, const char *s);
 /* dlcachectl stats --staging DIR (staging.c). */
 int cmd_stats_staging(const char *dir, int json);
 int cmd_watch(int argc, char **argv);

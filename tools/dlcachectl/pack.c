@@ -510,11 +510,13 @@ int cmd_pack(int argc, char **argv)
 	secs = (double)(now_ns() - t0) / 1e9;
 	src = atomic_load(&job.src_bytes);
 	if (a.json) {
-		printf("{\"pack\":\"%s\",\"samples\":%u,\"seconds\":%.3f,"
+		printf("{\"pack\":");
+		json_string(stdout, a.o.device ? blk : a.out);
+		printf(",\"samples\":%u,\"seconds\":%.3f,"
 		       "\"images_per_s\":%.1f,\"threads\":%u,"
 		       "\"source_bytes\":%llu,\"pack_bytes\":%llu,"
 		       "\"overhead\":%.5f,\"transcoded\":%u,\"kept\":%u",
-		       a.o.device ? blk : a.out, n, secs,
+		       n, secs,
 		       secs > 0 ? n / secs : 0.0, a.threads,
 		       (unsigned long long)src, (unsigned long long)packed,
 		       src ? ((double)packed - (double)src) / (double)src : 0.0,

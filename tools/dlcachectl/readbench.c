@@ -284,13 +284,14 @@ int cmd_readbench(int argc, char **argv)
 			   (unsigned long long)b.reads, against);
 		goto out;
 	}
-	if (json)
-		printf("{\"pack\": \"%s\", \"mode\": \"%s\", \"reads\": %llu, "
+	if (json) {
+		printf("{\"pack\": ");
+		json_string(stdout, dlc_pack_path(b.pack));
+		printf(", \"mode\": \"%s\", \"reads\": %llu, "
 		       "\"bytes\": %llu, \"seconds\": %.4f, \"reads_per_s\": %.1f, "
 		       "\"mb_per_s\": %.2f, \"cpu_us_per_read\": %.2f, "
 		       "\"passthru_commands\": %llu, \"direct_reads\": %llu, "
 		       "\"queue_depth\": %u, \"compared\": %s}\n",
-		       dlc_pack_path(b.pack),
 		       st.passthru_reads ? "passthru" :
 		       st.direct_reads ? "direct" : "buffered",
 		       (unsigned long long)b.reads, (unsigned long long)b.bytes,
@@ -299,7 +300,7 @@ int cmd_readbench(int argc, char **argv)
 		       (unsigned long long)st.passthru_reads,
 		       (unsigned long long)st.direct_reads, qd,
 		       b.ref ? "true" : "false");
-	else
+	} else {
 		printf("%s: %llu reads (%s) in %.2f s: %.0f reads/s, %.1f MB/s, "
 		       "%.1f us of CPU a read, all matching their crc32c%s\n",
 		       dlc_pack_path(b.pack), (unsigned long long)b.reads,
@@ -308,6 +309,7 @@ int cmd_readbench(int argc, char **argv)
 		       b.reads / secs, b.bytes / secs / 1e6,
 		       cpu * 1e6 / (double)b.reads,
 		       b.ref ? " and the other pack's bytes" : "");
+	}
 	ret = 0;
 out:
 	dlc_reader_destroy(b.r);

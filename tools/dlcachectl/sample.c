@@ -45,23 +45,6 @@ static void help(void)
 	       "  -h, --help           show this help\n");
 }
 
-/* @s as a JSON string, quotes included. */
-static void json_string(FILE *f, const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	fputc('"', f);
-	for (; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p < 0x20)
-			fprintf(f, "\\u%04x", *p);
-		else
-			fputc(*p, f);
-	}
-	fputc('"', f);
-}
-
 int cmd_sample(int argc, char **argv)
 {
 	static const struct option opts[] = {

@@ -62,23 +62,6 @@ static void usage_of(int dfd, struct ds_usage *u)
 	closedir(d);
 }
 
-/* @s as a JSON string: quotes, backslashes and control bytes escaped. */
-static void json_string(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			printf("\\%c", ch);
-		else if (ch < 0x20)
-			printf("\\u%04x", ch);
-		else
-			putchar(ch);
-	}
-	putchar('"');
-}
-
 static double part(uint64_t x, uint64_t all)
 {
 	return all ? (double)x / (double)all : 0.0;
@@ -150,7 +133,7 @@ int cmd_stats_staging(const char *dir, int json)
 		return fail("stats", "--staging %s: %s", dir, strerror(errno));
 	if (json) {
 		printf("{\"staging_dir\": ");
-		json_string(dir);
+		json_string(stdout, dir);
 		printf(", \"datasets\": [");
 	}
 	while ((ue = readdir(top))) {
