@@ -546,10 +546,17 @@ static int user_dir(const struct dlc_stage_opts *o, char *buf, size_t len)
 	struct stat sb;
 	uid_t uid = getuid();
 
+	char *abs;
+
 	/* The directory itself when missing (its parent must exist). */
 	if (mkdir(o->dir, 0700) && errno != EEXIST)
 		return -errno;
-	snprintf(buf, len, "%s/dlcache-%u", o->dir, (unsigned int)uid);
+	/* Absolute: copies are read by path, also after a chdir(). */
+	abs = realpath(o->dir, NULL);
+	if (!abs)
+		return -errno;
+	snprintf(buf, len, "%s/dlcache-%u", abs, (unsigned int)uid);
+	free(abs);
 	if (mkdir(buf, 0700) && errno != EEXIST)
 		return -errno;
 	if (lstat(buf, &sb))

@@ -415,6 +415,41 @@ static void other_user(void)
 	free(stage);
 }
 
+/* A relative staging_dir keeps working after the process changes directory. */
+static void relative_dir(void)
+{
+	uint64_t want[EPOCHS], got[EPOCHS];
+	char cwd[4096], *stage = stage_dir();
+	struct dlc_loader *l = NULL;
+	struct dlc_config cfg;
+	struct dlc_stats st;
+	uint32_t e;
+
+	CHECK(getcwd(cwd, sizeof(cwd)) != NULL, "getcwd");
+	CHECK_EQ(chdir(stage), 0);
+	config(&cfg, "rel", 0);
+	reference(&cfg, want);
+	t_log_clear();
+	CHECK_EQ(dlc_loader_create(&cfg, g_idx, &l), 0);
+	CHECK_EQ(chdir("/"), 0);
+	for (e = 0; l && e < EPOCHS; e++) {
+		got[e] = T_FNV_INIT;
+		run(l, e, 0, &got[e]);
+		CHECK(got[e] == want[e], "epoch %u: batches differ", e);
+		t_sleep_ms(100);
+	}
+	if (l) {
+		dlc_loader_stats(l, &st, sizeof(st));
+		CHECK(st.staging_hits > g_n / 2, "%llu staging hits after chdir",
+		      (unsigned long long)st.staging_hits);
+		CHECK_EQ(st.staging_invalid, 0);
+	}
+	dlc_loader_destroy(l);
+	CHECK_EQ(chdir(cwd), 0);
+	t_rmtree(stage);
+	free(stage);
+}
+
 static void config_checks(void)
 {
 	struct dlc_config cfg;
@@ -468,6 +503,7 @@ int main(void)
 	T_RUN(shared_dir);
 	T_RUN(full_disk);
 	T_RUN(other_user);
+	T_RUN(relative_dir);
 	T_RUN(config_checks);
 
 	ret = t_done("test_stage");
