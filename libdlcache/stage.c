@@ -32,7 +32,6 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "crc32c.h"
 #include "pack.h"
 #include "stage.h"
 
@@ -57,7 +56,6 @@ enum {
 #define ST_SERVED	0x80
 
 #define state_of(st, id)	((st)->state[id] & ~ST_SERVED)
-
 
 struct offer {
 	uint32_t id;
@@ -85,8 +83,8 @@ struct dlc_stage {
 	int started;
 	/* Under lock. */
 	uint8_t *state;			/* per sample: ST_* */
-	uint32_t *staged;		/* the staged samples, in no order */
-	uint32_t *slot;			/* per sample: its index in staged */
+	uint32_t *staged;		/* the staged samples: a heap, heap_up() */
+	uint32_t *slot;			/* per sample: its place in staged */
 	uint32_t nstaged;
 	uint64_t used;
 	/*
@@ -227,7 +225,6 @@ static void add_staged(struct dlc_stage *st, uint32_t id, uint64_t size)
 	st->staged[st->nstaged++] = id;
 	heap_up(st, st->nstaged - 1);
 	st->used += blocks(size);
-	st->c.used = st->used;
 }
 
 /* Called with st->lock held: forget @id's copy, and remove its file. */
@@ -242,7 +239,6 @@ static void drop_staged(struct dlc_stage *st, uint32_t id, int unlink_it)
 	}
 	st->state[id] = ST_ABSENT;
 	st->used -= blocks(dlc_index_size(st->idx, id));
-	st->c.used = st->used;
 	if (unlink_it) {
 		copy_name(id, name, sizeof(name));
 		unlinkat(st->dfd, name, 0);
@@ -452,7 +448,6 @@ static void stage_one(struct dlc_stage *st, uint32_t id, struct dlc_buf *b)
 		st->full_logged = 1;
 		if (st->budget > st->used)
 			st->budget = st->used;
-		st->c.budget = st->budget;
 	} else if (ret) {
 		st->state[id] = ST_ABSENT;
 		/* Once per errno: a failing disk must not flood the log. */
@@ -463,11 +458,8 @@ static void stage_one(struct dlc_stage *st, uint32_t id, struct dlc_buf *b)
 		st->last_err = ret;
 	} else {
 		add_staged(st, id, size);
-		if (found) {
-			st->c.adopted++;
-		} else {
+		if (!found) {
 			st->c.writes++;
-			st->c.write_bytes += size;
 			shared_add(st, writes, 1);
 		}
 	}
@@ -539,13 +531,10 @@ static void *stager_main(void *arg)
 
 /*
  * DIR (made 0700 if missing) and DIR/dlcache-UID (made 0700 if missing;
- * it must be ours, 0700, a directory).
+ * open_dir() checks it is ours, 0700, a directory), as an absolute path.
  */
 static int user_dir(const struct dlc_stage_opts *o, char *buf, size_t len)
 {
-	struct stat sb;
-	uid_t uid = getuid();
-
 	char *abs;
 
 	/* The directory itself when missing (its parent must exist). */
@@ -555,14 +544,10 @@ static int user_dir(const struct dlc_stage_opts *o, char *buf, size_t len)
 	abs = realpath(o->dir, NULL);
 	if (!abs)
 		return -errno;
-	snprintf(buf, len, "%s/dlcache-%u", abs, (unsigned int)uid);
+	snprintf(buf, len, "%s/dlcache-%u", abs, (unsigned int)getuid());
 	free(abs);
 	if (mkdir(buf, 0700) && errno != EEXIST)
 		return -errno;
-	if (lstat(buf, &sb))
-		return -errno;
-	if (!S_ISDIR(sb.st_mode) || sb.st_uid != uid || (sb.st_mode & 077))
-		return -EPERM;
 	return 0;
 }
 
@@ -643,7 +628,6 @@ static void scan(struct dlc_stage *st)
 			continue;
 		}
 		add_staged(st, (uint32_t)v, (uint64_t)sb.st_size);
-		st->c.adopted++;
 	}
 	closedir(d);
 }
@@ -662,10 +646,13 @@ static int open_dir(struct dlc_stage *st, const struct dlc_stage_opts *o)
 	if ((size_t)snprintf(st->dir, sizeof(st->dir), "%s/%016" PRIx64 "%016" PRIx64,
 			     user, key[0], key[1]) >= sizeof(st->dir))
 		return -ENAMETOOLONG;
+	/*
+	 * Checked on the one opened, so that nothing is swapped in between:
+	 * a symlink or a file there is refused as another owner is.
+	 */
 	ufd = open(user, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (ufd < 0)
-		return -errno;
-	/* The one opened, not the one looked at: no swap in between. */
+		return errno == ELOOP || errno == ENOTDIR ? -EPERM : -errno;
 	if (fstat(ufd, &sb) || sb.st_uid != getuid() || (sb.st_mode & 077)) {
 		close(ufd);
 		return -EPERM;
@@ -740,7 +727,6 @@ int dlc_stage_open(const struct dlc_stage_opts *o, struct dlc_stage **out)
 		}
 		st->budget = (uint64_t)vfs.f_bavail * vfs.f_frsize / 2;
 	}
-	st->c.budget = st->budget;
 	if (dlc_source_pack(st->src)) {
 		struct stat sb;
 
@@ -1020,5 +1006,7 @@ void dlc_stage_counters(struct dlc_stage *st, struct dlc_stage_counters *out)
 {
 	pthread_mutex_lock(&st->lock);
 	*out = st->c;
+	out->used = st->used;
+	out->budget = st->budget;
 	pthread_mutex_unlock(&st->lock);
 }

@@ -60,12 +60,10 @@ struct dlc_stage_counters {
 	uint64_t hits;		/* reads served from a staged copy */
 	uint64_t hit_bytes;
 	uint64_t writes;	/* copies written */
-	uint64_t write_bytes;
-	uint64_t prefetched;	/* of those, read from the origin by the stager */
+	uint64_t prefetched;	/* samples the stager read from the origin */
 	uint64_t prefetch_bytes;
 	uint64_t evictions;	/* copies removed for a sooner use */
 	uint64_t invalid;	/* copies found stale, torn or corrupt: removed */
-	uint64_t adopted;	/* copies found in place (a restart, another process) */
 	uint64_t used;		/* bytes held now (whole 4 KiB blocks) */
 	uint64_t budget;
 };
