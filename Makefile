@@ -5,6 +5,7 @@
 #   make demo       generate a data set once, bench 3 epochs (in-process cache)
 #   make check      every test; ends with "N passed, N failed, N skipped"
 #   make deps       install missing Debian packages (root, idempotent)
+#   make MPI=1 BUILD=build/mpi   the same with cluster mode (Open MPI)
 #   make python     the Python package (dlcache.torch) staged in $(BUILD)/python
 
 SHELL := /bin/bash
@@ -24,6 +25,16 @@ VERSION := 0.1.0
 SOVERSION := 0
 
 LIB_SRCS := $(sort $(wildcard libdlcache/*.c))
+# MPI=1: cluster mode (libdlcache/peer.c) over Debian's Open MPI; else its
+# stand-in (peer_none.c) refuses it. Build it into its own BUILD.
+MPI ?= 0
+ifeq ($(MPI),1)
+LIB_SRCS := $(filter-out libdlcache/peer_none.c,$(LIB_SRCS))
+CPPFLAGS_ALL += -DDLC_HAVE_MPI $(patsubst -I%,-isystem %,$(shell pkg-config --cflags ompi-c))
+LIBS += $(shell pkg-config --libs ompi-c)
+else
+LIB_SRCS := $(filter-out libdlcache/peer.c,$(LIB_SRCS))
+endif
 TOOL_SRCS := $(sort $(wildcard tools/dlcachectl/*.c))
 TEST_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 TEST_HELPER_SRCS := $(sort $(wildcard tests/unit/helpers/*.c))
@@ -159,6 +170,7 @@ bench-storage: deps lib tools
 # ---- tests ----------------------------------------------------------------
 check: deps
 	@$(MAKE) --no-print-directory lib tools tests python module
+	@$(MAKE) --no-print-directory MPI=1 BUILD=$(BUILD)/mpi lib tools
 	@tests/run-checks.sh $(BUILD)
 
 -include kmod/kmod.mk

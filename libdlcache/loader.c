@@ -43,6 +43,7 @@
 #include "kclient.h"
 #include "loader_int.h"
 #include "readahead.h"
+#include "peer.h"
 #include "stage.h"
 #include "tier.h"
 
@@ -152,6 +153,16 @@ static int check_config(const struct dlc_config *c, const struct dlc_logger *log
 		BAD("staging_dir", "must be a directory's path of 1..3072 bytes");
 	if (c->staging_bytes && !c->staging_dir)
 		BAD("staging_bytes", "set without staging_dir");
+	if (c->cluster > DLC_CLUSTER_MPI)
+		BAD("cluster", "must be DLC_CLUSTER_OFF or _MPI, got %u",
+		    c->cluster);
+	if (c->cluster && c->backend == DLC_BACKEND_KERNEL)
+		BAD("cluster", "serves peers from the in-process cache: backend must be DLC_BACKEND_INPROCESS or _AUTO");
+	if (c->peer_timeout_ms > 600000)
+		BAD("peer_timeout_ms", "at most 600000 (10 min), got %u",
+		    c->peer_timeout_ms);
+	if (c->peer_timeout_ms && !c->cluster)
+		BAD("peer_timeout_ms", "set without cluster");
 	for (i = 0; i < sizeof(c->reserved) / sizeof(c->reserved[0]); i++)
 		if (c->reserved[i])
 			BAD("reserved", "reserved[%zu] must be zero, got %#llx",
@@ -1491,6 +1502,31 @@ static int staging_setup(struct dlc_loader *l)
 	return dlc_source_add_tier(l->src, &t);
 }
 
+/*
+ * Cluster mode: the peer tier after the staging tier (local disk is
+ * cheaper than a link), its share the in-process cache's bytes.
+ */
+static int cluster_setup(struct dlc_loader *l)
+{
+	struct dlc_peer_opts o = {
+		.idx = l->idx, .log = &l->log, .rank = l->cfg.rank,
+		.world = l->cfg.world, .capacity = l->cfg.cache_bytes,
+		.timeout_ms = l->cfg.peer_timeout_ms,
+		.queue_depth = l->cfg.queue_depth,
+	};
+	struct dlc_tier t;
+	int ret;
+
+	if (!l->cfg.cluster)
+		return 0;
+	ret = dlc_peer_open(&o, &l->peer);
+	if (ret)
+		return ret;
+	l->stats.cluster_capacity = l->cfg.cache_bytes;
+	dlc_peer_tier(l->peer, &t);
+	return dlc_source_add_tier(l->src, &t);
+}
+
 void dlc_loader_destroy(struct dlc_loader *l)
 {
 	uint32_t i;
@@ -1501,6 +1537,8 @@ void dlc_loader_destroy(struct dlc_loader *l)
 	/* Samples still queued hold buffer references. */
 	for (i = 0; i < l->qlen; i++)
 		dlc_buf_put(l->queue[(l->qhead + i) % l->cfg.window].buf);
+	/* Requests to peers wait as reads of eventfds: end them. */
+	dlc_peer_cancel(l->peer);
 	dlc_reader_destroy(l->reader);
 	/* After the reader: its reads in flight were reaped and put. */
 	dlc_ra_destroy(l->ra);
@@ -1511,6 +1549,8 @@ void dlc_loader_destroy(struct dlc_loader *l)
 	/* Before the source: the stager reads the origin through it. */
 	dlc_stage_close(l->stage);
 	free(l->staging_dir);
+	/* Says goodbye, and answers the peers until they said theirs. */
+	dlc_peer_close(l->peer);
 	dlc_source_close(l->src);
 	/* Nothing of ours is in flight now: give the idle blocks back. */
 	dlc_buf_pool_trim();
@@ -1632,7 +1672,11 @@ int dlc_loader_create(const struct dlc_config *ucfg,
 			 dlc_index_root(idx), strerror(-ret));
 		goto err;
 	}
-	ret = ktier_open(l);
+	/* Cluster mode's caches are the ranks' in-process ones. */
+	if (cfg->cluster)
+		l->backend = DLC_BACKEND_INPROCESS;
+	else
+		ret = ktier_open(l);
 	if (!ret)
 		ret = setup_fallback(l);
 	if (!ret)
@@ -1641,7 +1685,8 @@ int dlc_loader_create(const struct dlc_config *ucfg,
 		ret = setup_validate(l);
 	if (ret)
 		goto err;
-	if (l->backend == DLC_BACKEND_INPROCESS && cfg->cache_bytes) {
+	if (l->backend == DLC_BACKEND_INPROCESS && cfg->cache_bytes &&
+	    !cfg->cluster) {
 		ret = dlc_cache_create(l->n, l->epoch_len, cfg->cache_bytes,
 				       &l->cache);
 		if (ret) {
@@ -1656,6 +1701,8 @@ int dlc_loader_create(const struct dlc_config *ucfg,
 	ret = readahead_setup(l);
 	if (!ret)
 		ret = staging_setup(l);
+	if (!ret)
+		ret = cluster_setup(l);
 	if (ret)
 		goto err;
 
@@ -2118,6 +2165,27 @@ int dlc_loader_stats(struct dlc_loader *l, struct dlc_stats *out, size_t size)
 		st.staging_invalid = sc.invalid;
 		st.staging_used = sc.used;
 		st.staging_budget = sc.budget;
+	}
+	if (l->peer) {
+		struct dlc_peer_counters pc;
+
+		dlc_peer_counters(l->peer, &pc);
+		st.cluster_local_hits = pc.local_hits;
+		st.cluster_local_bytes = pc.local_bytes;
+		st.cluster_peer_hits = pc.peer_hits;
+		st.cluster_peer_bytes = pc.peer_bytes;
+		st.cluster_peer_misses = pc.peer_misses;
+		st.cluster_peer_failures = pc.peer_failures;
+		st.cluster_peer_busy = pc.peer_busy;
+		st.cluster_served = pc.served;
+		st.cluster_served_hits = pc.served_hits;
+		st.cluster_served_bytes = pc.served_bytes;
+		st.cluster_pushed = pc.pushed;
+		st.cluster_pushed_bytes = pc.pushed_bytes;
+		st.cluster_admitted = pc.admitted;
+		st.cluster_used = pc.used;
+		st.cluster_capacity = pc.capacity;
+		st.cluster_dead_peers = pc.dead_peers;
 	}
 	/* A newer caller's counters we do not know read as zero. */
 	memcpy(out, &st, size < sizeof(st) ? size : sizeof(st));

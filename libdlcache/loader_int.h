@@ -104,6 +104,7 @@ struct dlc_loader {
 	struct dlc_reader *reader;	/* I/O thread only */
 	/* The staging tier (stage.h), or NULL; its own lock. */
 	struct dlc_stage *stage;
+	struct dlc_peer *peer;		/* cluster mode: the peer tier */
 	char *staging_dir;		/* cfg.staging_dir points here */
 	/* Read-ahead: all of it I/O thread only. */
 	struct dlc_ra *ra;		/* NULL when off */

@@ -32,6 +32,8 @@ pkgs=(
 	mate-backgrounds plasma-workspace-wallpapers
 	# make bench: the plain C loader, the storage limit, the plot
 	libturbojpeg0-dev fio gnuplot-nox
+	# cluster mode (make MPI=1) and its tests: ranks in network namespaces
+	libopenmpi-dev openmpi-bin iproute2
 )
 
 installed() {

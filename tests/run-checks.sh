@@ -88,7 +88,8 @@ for flavour in release asan; do
 done
 for t in tests/cli/test_*.sh; do
 	[ -f "$t" ] || continue
-	DLCACHECTL="$PWD/$BUILD/dlcachectl" run_program "cli/$(basename "$t" .sh)" \
+	DLCACHECTL="$PWD/$BUILD/dlcachectl" DLCACHECTL_MPI="$PWD/$BUILD/mpi/dlcachectl" \
+		run_program "cli/$(basename "$t" .sh)" \
 		"$log_dir/cli-$(basename "$t").log" bash "$t"
 done
 

@@ -622,8 +622,30 @@ struct dlc_config {
 	 * is created.
 	 */
 	uint64_t staging_bytes;
-	uint64_t reserved[3];	/* must be zero: room for new fields */
+	/*
+	 * Cluster mode (Documentation/cluster.md): DLC_CLUSTER_MPI makes
+	 * the in-process caches of every rank of MPI_COMM_WORLD one cache.
+	 * Each sample has one owner rank, a hash of its ID; a rank caches
+	 * the samples it owns in its @cache_bytes, and reads the others
+	 * from their owner over MPI before the data set's storage. @rank
+	 * and @world must be the MPI rank and size, and every rank creates
+	 * its loader at the same time (it is collective). Needs a library
+	 * built with MPI=1 (else -EOPNOTSUPP) and the in-process backend.
+	 * DLC_CLUSTER_OFF (0, the default): this rank's cache only.
+	 */
+	uint32_t cluster;
+	/*
+	 * Milliseconds a peer may take to answer a request or take a
+	 * message before it is taken for dead and never asked again (its
+	 * samples then come from storage); 0: 2000.
+	 */
+	uint32_t peer_timeout_ms;
+	uint64_t reserved[2];	/* must be zero: room for new fields */
 };
+
+/* dlc_config.cluster */
+#define DLC_CLUSTER_OFF		0U
+#define DLC_CLUSTER_MPI		1U
 
 /* dlc_config.nvme_passthru */
 #define DLC_PASSTHRU_AUTO	0U
@@ -862,6 +884,26 @@ struct dlc_stats {
 	uint64_t staging_invalid;	/* copies found stale, torn or corrupt */
 	uint64_t staging_used;		/* bytes the copies hold now */
 	uint64_t staging_budget;	/* dlc_config.staging_bytes, as taken */
+	/*
+	 * Cluster mode (dlc_config.cluster). Its reads are also misses
+	 * above: samples not read from the data set's storage.
+	 */
+	uint64_t cluster_local_hits;	/* samples this rank owns, from its cache */
+	uint64_t cluster_local_bytes;
+	uint64_t cluster_peer_hits;	/* samples a peer sent */
+	uint64_t cluster_peer_bytes;
+	uint64_t cluster_peer_misses;	/* asked a peer that did not hold it */
+	uint64_t cluster_peer_failures;	/* a peer timed out, or sent bad bytes */
+	uint64_t cluster_peer_busy;	/* not asked: all request slots taken */
+	uint64_t cluster_served;	/* requests of peers this rank answered */
+	uint64_t cluster_served_hits;	/* of those, with the sample's bytes */
+	uint64_t cluster_served_bytes;
+	uint64_t cluster_pushed;	/* storage reads sent to their owner */
+	uint64_t cluster_pushed_bytes;
+	uint64_t cluster_admitted;	/* samples this rank's share took in */
+	uint64_t cluster_used;		/* bytes this rank's share holds */
+	uint64_t cluster_capacity;	/* dlc_config.cache_bytes */
+	uint64_t cluster_dead_peers;	/* peers given up on */
 };
 
 /*

@@ -86,7 +86,9 @@ class Config(ctypes.Structure):
         ("nvme_passthru", ctypes.c_uint32),
         ("staging_dir", ctypes.c_char_p),
         ("staging_bytes", ctypes.c_uint64),
-        ("reserved", ctypes.c_uint64 * 3),
+        ("cluster", ctypes.c_uint32),
+        ("peer_timeout_ms", ctypes.c_uint32),
+        ("reserved", ctypes.c_uint64 * 2),
     ]
 
 
@@ -121,6 +123,12 @@ STATS_FIELDS = [
     "staging_hits", "staging_hit_bytes", "staging_writes",
     "staging_prefetched", "staging_prefetch_bytes", "staging_evictions",
     "staging_invalid", "staging_used", "staging_budget",
+    "cluster_local_hits", "cluster_local_bytes", "cluster_peer_hits",
+    "cluster_peer_bytes", "cluster_peer_misses", "cluster_peer_failures",
+    "cluster_peer_busy", "cluster_served", "cluster_served_hits",
+    "cluster_served_bytes", "cluster_pushed", "cluster_pushed_bytes",
+    "cluster_admitted", "cluster_used", "cluster_capacity",
+    "cluster_dead_peers",
 ]
 
 

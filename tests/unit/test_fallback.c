@@ -74,10 +74,14 @@ static void check_config(void)
 		 offsetof(struct dlc_config, nvme_passthru) + 4);
 	CHECK_EQ(offsetof(struct dlc_config, staging_bytes),
 		 offsetof(struct dlc_config, staging_dir) + 8);
-	CHECK_EQ(offsetof(struct dlc_config, reserved),
+	CHECK_EQ(offsetof(struct dlc_config, cluster),
 		 offsetof(struct dlc_config, staging_bytes) + 8);
+	CHECK_EQ(offsetof(struct dlc_config, peer_timeout_ms),
+		 offsetof(struct dlc_config, cluster) + 4);
+	CHECK_EQ(offsetof(struct dlc_config, reserved),
+		 offsetof(struct dlc_config, peer_timeout_ms) + 4);
 	CHECK_EQ(sizeof(struct dlc_config),
-		 offsetof(struct dlc_config, reserved) + 3 * 8);
+		 offsetof(struct dlc_config, reserved) + 2 * 8);
 	/* The size of the config before readahead_bytes and epochs came. */
 	CHECK_EQ(sizeof(struct dlc_config), 240);
 
@@ -130,8 +134,10 @@ static void check_stats(void)
 		 offsetof(struct dlc_stats, readahead_budget) + 8);
 	CHECK_EQ(offsetof(struct dlc_stats, staging_hits),
 		 offsetof(struct dlc_stats, passthru_reads) + 8);
-	CHECK_EQ(sizeof(struct dlc_stats),
+	CHECK_EQ(offsetof(struct dlc_stats, cluster_local_hits),
 		 offsetof(struct dlc_stats, staging_budget) + 8);
+	CHECK_EQ(sizeof(struct dlc_stats),
+		 offsetof(struct dlc_stats, cluster_dead_peers) + 8);
 	config(&cfg);
 	cfg.cache_bytes = 1 << 20;
 	CHECK_EQ(dlc_loader_create(&cfg, g_idx, &l), 0);

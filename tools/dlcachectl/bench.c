@@ -55,6 +55,10 @@ static void help(void)
 	       "                       later epochs read the copies, not the data set's storage\n"
 	       "  --staging-bytes SIZE what the copies may take, e.g. 200G (default: half the\n"
 	       "                       free space in DIR)\n"
+	       "  --cluster            cluster mode over MPI (a library built with MPI=1): the\n"
+	       "                       ranks' caches (--cache each) are one; run under mpirun,\n"
+	       "                       --rank/--world default to the MPI job's\n"
+	       "  --peer-timeout MS    a peer silent this long is taken for dead (default 2000)\n"
 	       "  --size S             output side in pixels (default 224)\n"
 	       "  --layout nchw|nhwc   batch layout (default nchw)\n"
 	       "  --eval               Resize + CenterCrop instead of the train transform\n"
@@ -128,6 +132,25 @@ static void stats_delta(const struct dlc_stats *a, const struct dlc_stats *b,
 	d->readahead_budget = b->readahead_budget;
 	d->staging_used = b->staging_used;
 	d->staging_budget = b->staging_budget;
+	d->cluster_used = b->cluster_used;
+	d->cluster_capacity = b->cluster_capacity;
+	d->cluster_dead_peers = b->cluster_dead_peers;
+}
+
+/* The MPI job's rank and size, from what mpirun (or a PMI) exports. */
+static int mpi_env(uint32_t *rank, uint32_t *world)
+{
+	const char *r = getenv("OMPI_COMM_WORLD_RANK");
+	const char *w = getenv("OMPI_COMM_WORLD_SIZE");
+
+	if (!r || !w) {
+		r = getenv("PMI_RANK");
+		w = getenv("PMI_SIZE");
+	}
+	if (!r || !w || parse_u32(r, 0, UINT32_MAX - 1, rank) ||
+	    parse_u32(w, 1, UINT32_MAX, world))
+		return -1;
+	return 0;
 }
 
 /* Bytes read from storage per second of the epoch, in MB (10^6). */
@@ -418,6 +441,8 @@ int cmd_bench(int argc, char **argv)
 		{ "readahead", required_argument, NULL, 'H' },
 		{ "staging-dir", required_argument, NULL, 'g' },
 		{ "staging-bytes", required_argument, NULL, 'Z' },
+		{ "cluster", no_argument, NULL, 'y' },
+		{ "peer-timeout", required_argument, NULL, 'Y' },
 		{ "size", required_argument, NULL, 's' },
 		{ "layout", required_argument, NULL, 'L' },
 		{ "eval", no_argument, NULL, 'E' },
@@ -447,6 +472,7 @@ int cmd_bench(int argc, char **argv)
 	uint64_t cache = 0, cap;
 	double fraction = 0.5;
 	int have_cache = 0, json = 0, drop = 0, eval = 0, exact = 0, c, ret, rc = 1;
+	int have_rank = 0;
 	int verify_cost = 0, digest = 0;
 	uint32_t step_ms = 0;
 	const char *lockstep_path = NULL, *root = NULL;
@@ -552,6 +578,7 @@ int cmd_bench(int argc, char **argv)
 		case 'W':
 			if (parse_order_opt("bench", c, optarg, &cfg))
 				return EXIT_USAGE;
+			have_rank |= c != 'S';
 			break;
 		case 'o':
 			if (parse_on_error(optarg, &cfg.on_error))
@@ -581,6 +608,13 @@ int cmd_bench(int argc, char **argv)
 			    !cfg.staging_bytes)
 				return usage_error("bench", "--staging-bytes: want a size like 200G, got '%s'", optarg);
 			break;
+		case 'y':
+			cfg.cluster = DLC_CLUSTER_MPI;
+			break;
+		case 'Y':
+			if (parse_u32(optarg, 1, 600000, &cfg.peer_timeout_ms))
+				return usage_error("bench", "--peer-timeout: want 1..600000 ms, got '%s'", optarg);
+			break;
 		case 'C':
 			drop = 1;
 			break;
@@ -603,6 +637,10 @@ int cmd_bench(int argc, char **argv)
 	}
 	if (optind != argc - 1)
 		return usage_error("bench", "want exactly one INDEX file or data set DIR (try --help)");
+	if (cfg.cluster && !have_rank && mpi_env(&cfg.rank, &cfg.world))
+		return usage_error("bench", "--cluster: no --rank/--world, and no MPI job's (OMPI_COMM_WORLD_RANK/SIZE or PMI_RANK/PMI_SIZE) to take them from");
+	if (cfg.peer_timeout_ms && !cfg.cluster)
+		return usage_error("bench", "--peer-timeout needs --cluster");
 	if (cfg.rank >= cfg.world)
 		return usage_error("bench", "--rank %u must be below --world %u", cfg.rank, cfg.world);
 	if (cfg.staging_bytes && !cfg.staging_dir)
@@ -710,6 +748,15 @@ int cmd_bench(int argc, char **argv)
 				       (unsigned long long)d->staging_writes,
 				       (unsigned long long)d->staging_prefetched,
 				       (double)d->staging_used / 1e6);
+			if (cfg.cluster)
+				printf("      cluster: %llu of %llu misses from the own share, %llu from peers (%llu not held, %llu failed), %llu peer requests answered, %.1f MB held\n",
+				       (unsigned long long)d->cluster_local_hits,
+				       (unsigned long long)d->misses,
+				       (unsigned long long)d->cluster_peer_hits,
+				       (unsigned long long)d->cluster_peer_misses,
+				       (unsigned long long)d->cluster_peer_failures,
+				       (unsigned long long)d->cluster_served,
+				       (double)d->cluster_used / 1e6);
 			if (digest)
 				printf("      digest %016llx\n",
 				       (unsigned long long)dg);
@@ -786,6 +833,39 @@ int cmd_bench(int argc, char **argv)
 			       (unsigned long long)d->staging_invalid,
 			       (unsigned long long)d->staging_used,
 			       (unsigned long long)d->staging_budget);
+			if (cfg.cluster)
+				printf(", \"cluster_local_hits\": %llu, "
+				       "\"cluster_local_bytes\": %llu, "
+				       "\"cluster_peer_hits\": %llu, "
+				       "\"cluster_peer_bytes\": %llu, "
+				       "\"cluster_peer_misses\": %llu, "
+				       "\"cluster_peer_failures\": %llu, "
+				       "\"cluster_peer_busy\": %llu, "
+				       "\"cluster_served\": %llu, "
+				       "\"cluster_served_hits\": %llu, "
+				       "\"cluster_served_bytes\": %llu, "
+				       "\"cluster_pushed\": %llu, "
+				       "\"cluster_pushed_bytes\": %llu, "
+				       "\"cluster_admitted\": %llu, "
+				       "\"cluster_used\": %llu, "
+				       "\"cluster_capacity\": %llu, "
+				       "\"cluster_dead_peers\": %llu",
+				       (unsigned long long)d->cluster_local_hits,
+				       (unsigned long long)d->cluster_local_bytes,
+				       (unsigned long long)d->cluster_peer_hits,
+				       (unsigned long long)d->cluster_peer_bytes,
+				       (unsigned long long)d->cluster_peer_misses,
+				       (unsigned long long)d->cluster_peer_failures,
+				       (unsigned long long)d->cluster_peer_busy,
+				       (unsigned long long)d->cluster_served,
+				       (unsigned long long)d->cluster_served_hits,
+				       (unsigned long long)d->cluster_served_bytes,
+				       (unsigned long long)d->cluster_pushed,
+				       (unsigned long long)d->cluster_pushed_bytes,
+				       (unsigned long long)d->cluster_admitted,
+				       (unsigned long long)d->cluster_used,
+				       (unsigned long long)d->cluster_capacity,
+				       (unsigned long long)d->cluster_dead_peers);
 			if (digest)
 				printf(", \"digest\": \"%016llx\"",
 				       (unsigned long long)res[e].digest);

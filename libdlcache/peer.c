@@ -1,0 +1,1055 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The peer tier over Open MPI: peer.h says what it is, this file how.
+ *
+ * Messages, on a duplicate of MPI_COMM_WORLD (so that the application's
+ * own messages never match ours), each one MPI message of bytes:
+ *   TAG_REQ  asker -> owner   struct req_msg
+ *   TAG_REP  owner -> asker   struct rep_msg, then the sample on a hit
+ *   TAG_PUT  reader -> owner  struct put_msg, then the sample
+ *   TAG_BYE  any -> all       nothing: this rank is done
+ *
+ * Open MPI (4.1, without ULFM) never reports a dead peer: a send to it may
+ * never complete and a message it was sending never arrives. So every
+ * operation has a deadline; one that passes it marks the peer dead, is
+ * cancelled and, as MPI may still own its memory, kept in a graveyard
+ * that is never freed while it is incomplete. A dead peer is never asked
+ * again: its samples come from storage.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <mpi.h>
+
+#include "internal.h"
+#include "peer.h"
+
+/*
+ * Requests of ours in flight at once, an eventfd each: the reader's queue
+ * depth, up to SLOTS_MAX (past it, a read that finds no slot free goes to
+ * the next tier: counted as busy).
+ */
+#define SLOTS_MAX	256
+/* Storage reads waiting to go to their owner, and their bytes at most. */
+#define PUSHES		256
+#define PUSH_BYTES	(64ULL << 20)
+/* Pushes being sent at once. */
+#define PUSHES_SENDING	32
+/* Messages taken off the wire per turn of the service loop. */
+#define RECV_BURST	64
+
+enum { TAG_REQ = 1, TAG_REP, TAG_PUT, TAG_BYE };
+
+struct req_msg {
+	uint32_t seq;		/* the asker's slot and generation */
+	uint32_t id;
+};
+
+struct rep_msg {
+	uint32_t seq;		/* the request's */
+	uint32_t id;
+	int32_t err;		/* 0: the sample's bytes follow; -ENOENT */
+	uint32_t flags;		/* REP_FULL */
+};
+/* The owner's share refused a sample for room: send it none. */
+#define REP_FULL	1U
+
+struct put_msg {
+	uint32_t id;
+	uint32_t pad;
+};
+
+/*
+ * A request's slot. Who may touch it goes with its state, all under the
+ * peer's lock: FREE and TAKEN are the I/O thread's; NEW is the service
+ * thread's to send; SENT waits for the answer, which the service thread
+ * writes into buf/err before DONE and the eventfd's write; DONE is the
+ * I/O thread's check (served) to take and free.
+ */
+enum slot_state { SLOT_FREE, SLOT_TAKEN, SLOT_NEW, SLOT_SENT, SLOT_DONE };
+
+struct slot {
+	int efd;
+	enum slot_state state;
+	int abandoned;		/* its eventfd read ended without it (cancel) */
+	uint32_t id, peer, seq;
+	uint64_t tag;		/* the read's, without the tier's bits */
+	uint64_t deadline;	/* ns: the peer is dead after it */
+	struct dlc_buf *buf;	/* DONE: the peer's bytes, or NULL */
+	int err;		/* DONE: 0 or why there are none */
+};
+
+/* An MPI operation of the service thread's in flight. */
+struct op {
+	MPI_Request req;
+	void *mem;		/* a send's message */
+	struct dlc_buf *b;	/* a receive's */
+	int tag;
+	uint32_t peer;
+	uint64_t deadline;
+};
+
+struct push {
+	uint32_t id;
+	struct dlc_buf *b;
+};
+
+struct dlc_peer {
+	const struct dlc_index *idx;
+	const struct dlc_logger *log;
+	uint32_t rank, world, n;
+	uint64_t timeout_ns;
+	uint32_t *owner;	/* per sample, fixed at open */
+	MPI_Comm comm;
+	pthread_t thread;
+	int thread_started;
+
+	pthread_mutex_t lock;
+	pthread_cond_t cv;	/* the service thread's sleep */
+	int kick;		/* work came since it last looked: no sleep */
+	int stopping;		/* close: say goodbye and finish */
+	struct slot *slot;
+	uint32_t nslots;
+	uint32_t gen;		/* seq's generation */
+	struct dlc_buf **share;	/* per sample this rank owns and holds */
+	uint8_t *ours;		/* per sample: served from this tier, not storage */
+	uint64_t used;		/* bytes in share */
+	int full;		/* the share refused a sample for room */
+	uint32_t *inflight;	/* per peer: requests NEW or SENT */
+	uint8_t *dead;		/* per peer */
+	uint8_t *peer_full;	/* per peer: it said REP_FULL */
+	uint32_t ndead;
+	struct push push[PUSHES];
+	uint32_t phead, plen;
+	uint64_t pbytes;
+	struct dlc_peer_counters c;
+
+	/* The service thread's alone. */
+	struct op *ops;
+	uint32_t nops, ops_cap;
+	struct op *grave;	/* cancelled, not known complete: never freed */
+	uint32_t ngrave, grave_cap;
+	uint32_t pushing;	/* TAG_PUT sends in ops */
+	uint8_t *bye;		/* per peer: it said TAG_BYE */
+	uint64_t heard;		/* ns: the last message from a peer */
+};
+
+/* MPI is the process's: initialised once, finalised at its exit. */
+static pthread_mutex_t mpi_lock = PTHREAD_MUTEX_INITIALIZER;
+static int mpi_ours;		/* we called MPI_Init_thread */
+static int mpi_peer_died;	/* a peer died: MPI_Finalize could hang */
+
+static void finalize_at_exit(void)
+{
+	int fin = 0;
+
+	MPI_Finalized(&fin);
+	if (!fin && !__atomic_load_n(&mpi_peer_died, __ATOMIC_RELAXED))
+		MPI_Finalize();
+}
+
+static uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+/*
+ * The owners: samples in a hashed order, each to the rank that owns the
+ * fewest bytes so far, so that every share is within one sample of
+ * N / world bytes (a plain hash leaves them a few per cent apart, and a
+ * share of exactly its fair bytes then overflows). Every rank computes
+ * the same from the same index.
+ */
+struct hashed {
+	uint64_t key;
+	uint32_t id;
+};
+
+static int by_key(const void *a, const void *b)
+{
+	const struct hashed *x = a, *y = b;
+
+	return x->key < y->key ? -1 : x->key > y->key;
+}
+
+static int place(struct dlc_peer *p)
+{
+	struct hashed *h = malloc(sizeof(*h) * p->n);
+	uint64_t *bytes = calloc(p->world, sizeof(*bytes));
+	uint32_t i, r, best;
+
+	if (!h || !bytes) {
+		free(h);
+		free(bytes);
+		return -ENOMEM;
+	}
+	for (i = 0; i < p->n; i++)
+		h[i] = (struct hashed){ mix64(i), i };
+	qsort(h, p->n, sizeof(*h), by_key);
+	for (i = 0; i < p->n; i++) {
+		best = 0;
+		for (r = 1; r < p->world; r++)
+			if (bytes[r] < bytes[best])
+				best = r;
+		p->owner[h[i].id] = best;
+		bytes[best] += dlc_index_size(p->idx, h[i].id);
+	}
+	free(h);
+	free(bytes);
+	return 0;
+}
+
+/* ---- the share ---- */
+
+/* Take @b as the bytes of @id when this rank owns it and there is room. */
+static void admit_locked(struct dlc_peer *p, uint32_t id,
+			 const struct dlc_buf *b)
+{
+	struct dlc_buf *keep;
+
+	if (id >= p->n || p->owner[id] != p->rank || p->share[id] ||
+	    b->len != dlc_index_size(p->idx, id))
+		return;
+	if (p->used + b->len > p->c.capacity) {
+		p->full = 1;
+		return;
+	}
+	/* An exact copy: what the share accounts is what it holds. */
+	keep = dlc_buf_alloc(b->len);
+	if (!keep)
+		return;
+	memcpy(keep->data, b->data, b->len);
+	p->share[id] = keep;
+	p->used += b->len;
+	p->c.admitted++;
+}
+
+/* ---- the service thread ---- */
+
+static void wake_slot(struct slot *s)
+{
+	uint64_t one = 1;
+
+	if (write(s->efd, &one, sizeof(one)) != sizeof(one))
+		s->err = s->err ? s->err : -EIO;
+}
+
+/* Called with the lock held: @s ends with @err (its bytes in s->buf). */
+static void finish_slot(struct dlc_peer *p, struct slot *s, int err)
+{
+	p->inflight[s->peer]--;
+	s->err = err;
+	if (s->abandoned) {
+		dlc_buf_put(s->buf);
+		s->buf = NULL;
+		s->abandoned = 0;
+		s->state = SLOT_FREE;
+		return;
+	}
+	s->state = SLOT_DONE;
+	wake_slot(s);
+}
+
+/* Called with the lock held. */
+static void mark_dead(struct dlc_peer *p, uint32_t peer, const char *what)
+{
+	uint32_t i;
+
+	if (peer >= p->world || p->dead[peer])
+		return;
+	p->dead[peer] = 1;
+	p->ndead++;
+	p->c.dead_peers++;
+	__atomic_store_n(&mpi_peer_died, 1, __ATOMIC_RELAXED);
+	dlc_logf(p->log, DLC_LOG_WARN,
+		 "cluster: rank %u did not %s within %llu ms: taken for dead; its samples come from storage",
+		 peer, what, (unsigned long long)(p->timeout_ns / 1000000));
+	for (i = 0; i < p->nslots; i++) {
+		struct slot *s = &p->slot[i];
+
+		if (s->peer == peer &&
+		    (s->state == SLOT_NEW || s->state == SLOT_SENT)) {
+			p->c.peer_failures++;
+			finish_slot(p, s, -ETIMEDOUT);
+		}
+	}
+}
+
+static struct op *op_add(struct dlc_peer *p)
+{
+	struct op *o;
+
+	if (p->nops == p->ops_cap) {
+		uint32_t cap = p->ops_cap ? 2 * p->ops_cap : 64;
+
+		o = realloc(p->ops, sizeof(*o) * cap);
+		if (!o)
+			return NULL;
+		p->ops = o;
+		p->ops_cap = cap;
+	}
+	o = &p->ops[p->nops++];
+	memset(o, 0, sizeof(*o));
+	o->req = MPI_REQUEST_NULL;
+	return o;
+}
+
+/* Send @len bytes of @mem (ours: freed when sent) to @peer. */
+static int send_msg(struct dlc_peer *p, uint32_t peer, int tag, void *mem,
+		    size_t len)
+{
+	struct op *o;
+
+	if (len > INT32_MAX || !(o = op_add(p))) {
+		free(mem);
+		return -ENOMEM;
+	}
+	o->mem = mem;
+	o->tag = tag;
+	o->peer = peer;
+	o->deadline = dlc_now_ns() + p->timeout_ns;
+	if (MPI_Isend(mem, (int)len, MPI_BYTE, (int)peer, tag, p->comm,
+		      &o->req) != MPI_SUCCESS) {
+		free(mem);
+		p->nops--;
+		return -EIO;
+	}
+	if (tag == TAG_PUT)
+		p->pushing++;
+	return 0;
+}
+
+/* A peer asked for a sample: answer from the share. */
+static void answer(struct dlc_peer *p, uint32_t peer, const struct dlc_buf *m)
+{
+	struct req_msg q;
+	struct rep_msg a = { 0 };
+	struct dlc_buf *b = NULL;
+	uint8_t *mem;
+
+	if (m->len < sizeof(q))
+		return;
+	memcpy(&q, m->data, sizeof(q));
+	a.seq = q.seq;
+	a.id = q.id;
+	pthread_mutex_lock(&p->lock);
+	if (q.id < p->n && p->share[q.id])
+		b = dlc_buf_get(p->share[q.id]);
+	a.err = b ? 0 : -ENOENT;
+	a.flags = p->full ? REP_FULL : 0;
+	p->c.served++;
+	if (b) {
+		p->c.served_hits++;
+		p->c.served_bytes += b->len;
+	}
+	if (p->dead[peer]) {
+		pthread_mutex_unlock(&p->lock);
+		dlc_buf_put(b);
+		return;
+	}
+	pthread_mutex_unlock(&p->lock);
+	mem = malloc(sizeof(a) + (b ? b->len : 0));
+	if (mem) {
+		memcpy(mem, &a, sizeof(a));
+		if (b)
+			memcpy(mem + sizeof(a), b->data, b->len);
+		send_msg(p, peer, TAG_REP, mem, sizeof(a) + (b ? b->len : 0));
+	}
+	dlc_buf_put(b);
+}
+
+/* An answer to a request of ours: into its slot, if it still waits. */
+static void answered(struct dlc_peer *p, uint32_t peer, struct dlc_buf *m)
+{
+	struct rep_msg a;
+	struct slot *s;
+
+	if (m->len < sizeof(a)) {
+		dlc_buf_put(m);
+		return;
+	}
+	memcpy(&a, m->data, sizeof(a));
+	m->data += sizeof(a);
+	m->len -= sizeof(a);
+	pthread_mutex_lock(&p->lock);
+	s = &p->slot[a.seq % p->nslots];
+	if (a.flags & REP_FULL)
+		p->peer_full[peer] = 1;
+	if (s->state == SLOT_SENT && s->seq == a.seq && s->peer == peer &&
+	    s->id == a.id) {
+		if (a.err == 0) {
+			s->buf = m;
+			m = NULL;
+		} else {
+			p->c.peer_misses++;
+		}
+		finish_slot(p, s, a.err ? -ENOENT : 0);
+	}
+	pthread_mutex_unlock(&p->lock);
+	dlc_buf_put(m);	/* a late answer, to a request that timed out */
+}
+
+static void pushed_in(struct dlc_peer *p, struct dlc_buf *m)
+{
+	struct put_msg h;
+
+	if (m->len < sizeof(h))
+		return;
+	memcpy(&h, m->data, sizeof(h));
+	m->data += sizeof(h);
+	m->len -= sizeof(h);
+	pthread_mutex_lock(&p->lock);
+	admit_locked(p, h.id, m);
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* A message that arrived whole. */
+static void received(struct dlc_peer *p, struct op *o)
+{
+	struct dlc_buf *m = o->b;
+
+	o->b = NULL;
+	switch (o->tag) {
+	case TAG_REQ:
+		answer(p, o->peer, m);
+		break;
+	case TAG_REP:
+		answered(p, o->peer, m);
+		return;
+	case TAG_PUT:
+		pushed_in(p, m);
+		break;
+	case TAG_BYE:
+		p->bye[o->peer] = 1;
+		break;
+	}
+	dlc_buf_put(m);
+}
+
+/* Take what arrived off the wire: 1 when something did. */
+static int receive(struct dlc_peer *p)
+{
+	int i, any = 0;
+
+	for (i = 0; i < RECV_BURST; i++) {
+		MPI_Message msg;
+		MPI_Status st;
+		struct op *o;
+		int flag = 0, count = 0;
+
+		if (MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, p->comm, &flag,
+				&msg, &st) != MPI_SUCCESS || !flag)
+			break;
+		any = 1;
+		MPI_Get_count(&st, MPI_BYTE, &count);
+		p->heard = dlc_now_ns();
+		o = op_add(p);
+		if (o)
+			o->b = dlc_buf_alloc(count > 0 ? (size_t)count : 1);
+		if (!o || !o->b || st.MPI_SOURCE < 0 ||
+		    (uint32_t)st.MPI_SOURCE >= p->world) {
+			/* Consume it anyway, into nothing: MPI_ERR_TRUNCATE. */
+			char none;
+
+			if (o)
+				p->nops--;
+			MPI_Mrecv(&none, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+			continue;
+		}
+		o->b->len = (size_t)count;
+		o->tag = st.MPI_TAG;
+		o->peer = (uint32_t)st.MPI_SOURCE;
+		o->deadline = p->heard + p->timeout_ns;
+		if (MPI_Imrecv(o->b->data, count, MPI_BYTE, &msg, &o->req) !=
+		    MPI_SUCCESS) {
+			dlc_buf_put(o->b);
+			p->nops--;
+		}
+	}
+	return any;
+}
+
+static void bury(struct dlc_peer *p, struct op *o)
+{
+	struct op *g;
+
+	MPI_Cancel(&o->req);
+	if (p->ngrave == p->grave_cap) {
+		uint32_t cap = p->grave_cap ? 2 * p->grave_cap : 16;
+
+		g = realloc(p->grave, sizeof(*g) * cap);
+		if (!g)
+			return;	/* leaked: MPI may still write into it */
+		p->grave = g;
+		p->grave_cap = cap;
+	}
+	p->grave[p->ngrave++] = *o;
+}
+
+/* Operations that completed, or ran past their deadline: 1 when any did. */
+static int progress(struct dlc_peer *p, uint64_t now)
+{
+	uint32_t i = 0;
+	int any = 0;
+
+	while (i < p->nops) {
+		struct op o = p->ops[i];
+		int done = 0;
+
+		MPI_Test(&p->ops[i].req, &done, MPI_STATUS_IGNORE);
+		if (!done && now < o.deadline) {
+			i++;
+			continue;
+		}
+		/* Out of the array first: answering a request adds to it. */
+		o.req = p->ops[i].req;
+		p->ops[i] = p->ops[--p->nops];
+		any = 1;
+		if (o.tag == TAG_PUT && o.mem)
+			p->pushing--;
+		if (done) {
+			if (o.b)
+				received(p, &o);
+			free(o.mem);
+		} else {
+			pthread_mutex_lock(&p->lock);
+			mark_dead(p, o.peer, o.mem ? "take a message" :
+				  "finish sending one");
+			pthread_mutex_unlock(&p->lock);
+			bury(p, &o);
+		}
+	}
+	for (i = 0; i < p->ngrave;) {
+		int done = 0;
+
+		MPI_Test(&p->grave[i].req, &done, MPI_STATUS_IGNORE);
+		if (!done) {
+			i++;
+			continue;
+		}
+		free(p->grave[i].mem);
+		dlc_buf_put(p->grave[i].b);
+		p->grave[i] = p->grave[--p->ngrave];
+	}
+	return any;
+}
+
+/* Requests to send, pushes to send, answers that are late. */
+static int outgoing(struct dlc_peer *p, uint64_t now)
+{
+	struct push todo[PUSHES_SENDING];
+	uint32_t i, npush = 0;
+	int any = 0;
+
+	pthread_mutex_lock(&p->lock);
+	for (i = 0; i < p->nslots; i++) {
+		struct slot *s = &p->slot[i];
+		struct req_msg *q;
+
+		if (s->state == SLOT_SENT && now >= s->deadline) {
+			p->c.peer_failures++;
+			mark_dead(p, s->peer, "answer a request");
+			continue;
+		}
+		if (s->state != SLOT_NEW)
+			continue;
+		any = 1;
+		q = malloc(sizeof(*q));
+		if (!q) {
+			finish_slot(p, s, -ENOMEM);
+			continue;
+		}
+		*q = (struct req_msg){ s->seq, s->id };
+		s->state = SLOT_SENT;
+		s->deadline = now + p->timeout_ns;
+		if (send_msg(p, s->peer, TAG_REQ, q, sizeof(*q)))
+			finish_slot(p, s, -EIO);
+	}
+	while (p->plen && p->pushing + npush < PUSHES_SENDING) {
+		todo[npush++] = p->push[p->phead];
+		p->pbytes -= p->push[p->phead].b->len;
+		p->phead = (p->phead + 1) % PUSHES;
+		p->plen--;
+	}
+	pthread_mutex_unlock(&p->lock);
+	for (i = 0; i < npush; i++) {
+		struct dlc_buf *b = todo[i].b;
+		uint32_t to = p->owner[todo[i].id];
+		struct put_msg h = { todo[i].id, 0 };
+		uint8_t *mem = malloc(sizeof(h) + b->len);
+
+		any = 1;
+		if (mem) {
+			memcpy(mem, &h, sizeof(h));
+			memcpy(mem + sizeof(h), b->data, b->len);
+			if (!send_msg(p, to, TAG_PUT, mem, sizeof(h) + b->len)) {
+				pthread_mutex_lock(&p->lock);
+				p->c.pushed++;
+				p->c.pushed_bytes += b->len;
+				pthread_mutex_unlock(&p->lock);
+			}
+		}
+		dlc_buf_put(b);
+	}
+	return any;
+}
+
+/* Closing: every peer said goodbye, died, or was silent for the timeout. */
+static int all_done(struct dlc_peer *p, uint64_t now)
+{
+	uint32_t i;
+
+	if (now - p->heard > p->timeout_ns)
+		return 1;
+	for (i = 0; i < p->world; i++)
+		if (i != p->rank && !p->bye[i] && !p->dead[i])
+			return 0;
+	return 1;
+}
+
+static void say_bye(struct dlc_peer *p)
+{
+	uint32_t i;
+
+	for (i = 0; i < p->world; i++) {
+		uint8_t *none = malloc(1);
+
+		if (i != p->rank && none && !p->dead[i])
+			send_msg(p, i, TAG_BYE, none, 0);
+		else
+			free(none);
+	}
+}
+
+static void *service_main(void *arg)
+{
+	struct dlc_peer *p = arg;
+	uint32_t idle = 0;
+	int bye_sent = 0;
+
+	p->heard = dlc_now_ns();
+	for (;;) {
+		uint64_t now = dlc_now_ns(), ns;
+		struct timespec ts;
+		int stopping, any;
+
+		pthread_mutex_lock(&p->lock);
+		stopping = p->stopping;
+		pthread_mutex_unlock(&p->lock);
+		if (stopping && !bye_sent) {
+			say_bye(p);
+			bye_sent = 1;
+			p->heard = now;
+		}
+		any = outgoing(p, now);
+		any |= receive(p);
+		any |= progress(p, dlc_now_ns());
+		if (stopping && all_done(p, dlc_now_ns()) && !p->nops)
+			break;
+		if (any) {
+			idle = 0;
+			continue;
+		}
+		/* Nothing to do: sleep 50 us, doubling to 1 ms, or till woken. */
+		ns = 50000ULL << (idle < 5 ? idle : 5);
+		if (ns > 1000000)
+			ns = 1000000;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ns += (uint64_t)ts.tv_nsec;
+		ts.tv_sec += (time_t)(ns / 1000000000);
+		ts.tv_nsec = (long)(ns % 1000000000);
+		pthread_mutex_lock(&p->lock);
+		if (!p->kick)
+			pthread_cond_timedwait(&p->cv, &p->lock, &ts);
+		p->kick = 0;
+		pthread_mutex_unlock(&p->lock);
+		idle++;
+	}
+	return NULL;
+}
+
+/* ---- the read tier (the I/O thread's) ---- */
+
+static int peer_queue(void *tier, struct dlc_reader *r, uint32_t id,
+		      uint64_t tag, char *scratch, size_t len)
+{
+	struct dlc_peer *p = tier;
+	struct dlc_buf *b = NULL;
+	struct slot *s = NULL;
+	uint32_t owner, i;
+
+	if (id >= p->n)
+		return 0;
+	owner = p->owner[id];
+	pthread_mutex_lock(&p->lock);
+	if (owner == p->rank) {
+		if (p->share[id])
+			b = dlc_buf_get(p->share[id]);
+		pthread_mutex_unlock(&p->lock);
+		return b && !dlc_reader_queue_buf(r, b, tag);
+	}
+	if (p->dead[owner] || p->stopping) {
+		pthread_mutex_unlock(&p->lock);
+		return 0;
+	}
+	for (i = 0; i < p->nslots; i++)
+		if (p->slot[i].state == SLOT_FREE) {
+			s = &p->slot[i];
+			break;
+		}
+	if (!s) {
+		p->c.peer_busy++;
+		pthread_mutex_unlock(&p->lock);
+		return 0;
+	}
+	s->state = SLOT_TAKEN;
+	s->id = id;
+	s->peer = owner;
+	s->tag = tag & ~DLC_TIER_TAG_MASK;
+	s->seq = (++p->gen * p->nslots) + (uint32_t)(s - p->slot);
+	s->buf = NULL;
+	s->err = 0;
+	p->inflight[owner]++;
+	pthread_mutex_unlock(&p->lock);
+
+	/* Its answer ends this read: the service thread writes the eventfd. */
+	if (dlc_reader_queue_range(r, s->efd, 0, sizeof(uint64_t), 0, tag)) {
+		pthread_mutex_lock(&p->lock);
+		s->state = SLOT_FREE;
+		p->inflight[owner]--;
+		pthread_mutex_unlock(&p->lock);
+		return 0;
+	}
+	pthread_mutex_lock(&p->lock);
+	s->state = SLOT_NEW;
+	p->kick = 1;
+	pthread_cond_signal(&p->cv);
+	pthread_mutex_unlock(&p->lock);
+	return 1;
+}
+
+/* The slot whose eventfd read @tag is, or NULL (a read of the share). */
+static struct slot *slot_of(struct dlc_peer *p, uint32_t id, uint64_t tag)
+{
+	uint32_t i;
+
+	for (i = 0; i < p->nslots; i++)
+		if (p->slot[i].state != SLOT_FREE && p->slot[i].id == id &&
+		    p->slot[i].tag == tag && !p->slot[i].abandoned)
+			return &p->slot[i];
+	return NULL;
+}
+
+static int peer_served(void *tier, uint32_t id, struct dlc_read_done *d)
+{
+	struct dlc_peer *p = tier;
+	struct dlc_buf *b = NULL;
+	uint32_t want, from = p->rank;
+	struct slot *s;
+	int err = d->err;
+
+	pthread_mutex_lock(&p->lock);
+	s = slot_of(p, id, d->tag);
+	if (s) {
+		from = s->peer;
+		if (s->state == SLOT_DONE) {
+			b = s->buf;
+			err = err ? err : s->err;
+			s->buf = NULL;
+			s->state = SLOT_FREE;
+		} else {
+			/* The eventfd read failed before the answer came. */
+			s->abandoned = 1;
+			err = err ? err : -EIO;
+		}
+		dlc_buf_put(d->buf);
+		d->buf = b;
+		b = NULL;
+	}
+	pthread_mutex_unlock(&p->lock);
+	if (!err && (d->buf->len != dlc_index_size(p->idx, id) ||
+		     (!dlc_index_crc32c(p->idx, id, &want) &&
+		      !dlc_buf_crc_matches(d->buf, want)))) {
+		err = -EBADMSG;
+		dlc_logf(p->log, DLC_LOG_WARN,
+			 "cluster: the bytes of sample %u from rank %u are not the indexed file's: reading storage",
+			 id, from);
+	}
+	pthread_mutex_lock(&p->lock);
+	if (!err) {
+		p->ours[id] = 1;
+		if (s) {
+			p->c.peer_hits++;
+			p->c.peer_bytes += d->buf->len;
+		} else {
+			p->c.local_hits++;
+			p->c.local_bytes += d->buf->len;
+		}
+	} else if (err == -EBADMSG) {
+		p->c.peer_failures++;
+	}
+	pthread_mutex_unlock(&p->lock);
+	if (err) {
+		dlc_buf_put(d->buf);
+		d->buf = NULL;
+	}
+	return err;
+}
+
+static void peer_offer(void *tier, uint32_t id, struct dlc_buf *b)
+{
+	struct dlc_peer *p = tier;
+	uint32_t owner;
+
+	if (id >= p->n)
+		return;
+	owner = p->owner[id];
+	pthread_mutex_lock(&p->lock);
+	if (p->ours[id]) {
+		/* The bytes came from this tier, not storage. */
+		p->ours[id] = 0;
+	} else if (owner == p->rank) {
+		admit_locked(p, id, b);
+	} else if (!p->dead[owner] && !p->peer_full[owner] &&
+		   !p->stopping && p->plen < PUSHES &&
+		   p->pbytes + b->len <= PUSH_BYTES &&
+		   b->len == dlc_index_size(p->idx, id)) {
+		p->push[(p->phead + p->plen++) % PUSHES] =
+			(struct push){ id, dlc_buf_get(b) };
+		p->pbytes += b->len;
+		p->kick = 1;
+		pthread_cond_signal(&p->cv);
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+static const struct dlc_tier_ops peer_ops = {
+	.name = "peers",
+	.queue = peer_queue,
+	.served = peer_served,
+	.offer = peer_offer,
+};
+
+void dlc_peer_tier(struct dlc_peer *p, struct dlc_tier *out)
+{
+	out->ops = &peer_ops;
+	out->tier = p;
+}
+
+void dlc_peer_cancel(struct dlc_peer *p)
+{
+	uint32_t i;
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	for (i = 0; i < p->nslots; i++) {
+		struct slot *s = &p->slot[i];
+
+		if (s->state == SLOT_NEW || s->state == SLOT_SENT) {
+			/* The answer, if it comes, frees the slot. */
+			s->abandoned = 1;
+			wake_slot(s);
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+void dlc_peer_counters(struct dlc_peer *p, struct dlc_peer_counters *out)
+{
+	pthread_mutex_lock(&p->lock);
+	*out = p->c;
+	out->used = p->used;
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* ---- open and close ---- */
+
+static int join_mpi(struct dlc_peer *p)
+{
+	int init = 0, fin = 0, level = 0, rank = -1, size = 0;
+	int ret = 0;
+
+	pthread_mutex_lock(&mpi_lock);
+	MPI_Initialized(&init);
+	MPI_Finalized(&fin);
+	if (fin) {
+		dlc_logf(p->log, DLC_LOG_ERROR,
+			 "cluster: MPI was finalised in this process already");
+		ret = -EINVAL;
+		goto out;
+	}
+	if (!init) {
+		if (MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &level) !=
+		    MPI_SUCCESS) {
+			dlc_logf(p->log, DLC_LOG_ERROR,
+				 "cluster: MPI_Init_thread failed");
+			ret = -EIO;
+			goto out;
+		}
+		mpi_ours = 1;
+		atexit(finalize_at_exit);
+	} else {
+		MPI_Query_thread(&level);
+	}
+	if (level < MPI_THREAD_MULTIPLE) {
+		dlc_logf(p->log, DLC_LOG_ERROR,
+			 "cluster: MPI gives thread level %d, not MPI_THREAD_MULTIPLE: the peer tier's thread cannot share it",
+			 level);
+		ret = -EOPNOTSUPP;
+		goto out;
+	}
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	if ((uint32_t)rank != p->rank || (uint32_t)size != p->world) {
+		dlc_logf(p->log, DLC_LOG_ERROR,
+			 "cluster: dlc_config says rank %u of %u, MPI says rank %d of %d",
+			 p->rank, p->world, rank, size);
+		ret = -EINVAL;
+		goto out;
+	}
+	if (MPI_Comm_dup(MPI_COMM_WORLD, &p->comm) != MPI_SUCCESS) {
+		ret = -EIO;
+		goto out;
+	}
+	MPI_Comm_set_errhandler(p->comm, MPI_ERRORS_RETURN);
+out:
+	pthread_mutex_unlock(&mpi_lock);
+	return ret;
+}
+
+static void peer_free(struct dlc_peer *p)
+{
+	uint32_t i;
+
+	for (i = 0; i < p->nslots; i++) {
+		if (p->slot[i].efd >= 0)
+			close(p->slot[i].efd);
+		dlc_buf_put(p->slot[i].buf);
+	}
+	if (p->share)
+		for (i = 0; i < p->n; i++)
+			dlc_buf_put(p->share[i]);
+	for (i = 0; i < p->plen; i++)
+		dlc_buf_put(p->push[(p->phead + i) % PUSHES].b);
+	for (i = 0; i < p->nops; i++) {
+		free(p->ops[i].mem);
+		dlc_buf_put(p->ops[i].b);
+	}
+	free(p->slot);
+	free(p->ops);
+	free(p->grave);
+	free(p->share);
+	free(p->ours);
+	free(p->owner);
+	free(p->inflight);
+	free(p->dead);
+	free(p->peer_full);
+	free(p->bye);
+	pthread_cond_destroy(&p->cv);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
+{
+	struct dlc_peer *p = calloc(1, sizeof(*p));
+	uint32_t i;
+	int ret;
+
+	if (!p)
+		return -ENOMEM;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->cv, NULL);
+	p->nslots = o->queue_depth < SLOTS_MAX ? o->queue_depth : SLOTS_MAX;
+	if (!p->nslots)
+		p->nslots = 1;
+	p->slot = calloc(p->nslots, sizeof(*p->slot));
+	if (!p->slot) {
+		free(p);
+		return -ENOMEM;
+	}
+	for (i = 0; i < p->nslots; i++)
+		p->slot[i].efd = -1;
+	p->idx = o->idx;
+	p->log = o->log;
+	p->rank = o->rank;
+	p->world = o->world;
+	p->n = dlc_index_count(o->idx);
+	p->c.capacity = o->capacity;
+	p->timeout_ns = (uint64_t)(o->timeout_ms ? o->timeout_ms : 2000) *
+			1000000ULL;
+	p->comm = MPI_COMM_NULL;
+	p->owner = malloc(sizeof(*p->owner) * p->n);
+	p->share = calloc(p->n, sizeof(*p->share));
+	p->ours = calloc(p->n, 1);
+	p->inflight = calloc(p->world, sizeof(*p->inflight));
+	p->dead = calloc(p->world, 1);
+	p->peer_full = calloc(p->world, 1);
+	p->bye = calloc(p->world, 1);
+	if (!p->n || !p->owner || !p->share || !p->ours || !p->inflight ||
+	    !p->dead || !p->peer_full || !p->bye) {
+		ret = p->n ? -ENOMEM : -EINVAL;
+		goto err_free;
+	}
+	for (i = 0; i < p->nslots; i++) {
+		p->slot[i].efd = eventfd(0, EFD_CLOEXEC);
+		if (p->slot[i].efd < 0) {
+			ret = -errno;
+			dlc_logf(p->log, DLC_LOG_ERROR, "cluster: eventfd: %s",
+				 strerror(-ret));
+			goto err_free;
+		}
+	}
+	ret = place(p);
+	if (ret)
+		goto err_free;
+	ret = join_mpi(p);
+	if (ret)
+		goto err_free;
+	ret = pthread_create(&p->thread, NULL, service_main, p);
+	if (ret) {
+		ret = -ret;
+		goto err_free_comm;
+	}
+	p->thread_started = 1;
+	dlc_logf(p->log, DLC_LOG_INFO,
+		 "cluster: rank %u of %u over MPI; this rank's share %llu MiB, peers time out after %llu ms",
+		 p->rank, p->world, (unsigned long long)(o->capacity >> 20),
+		 (unsigned long long)(p->timeout_ns / 1000000));
+	*out = p;
+	return 0;
+
+err_free_comm:
+	MPI_Comm_free(&p->comm);
+err_free:
+	peer_free(p);
+	return ret;
+}
+
+void dlc_peer_close(struct dlc_peer *p)
+{
+	if (!p)
+		return;
+	if (p->thread_started) {
+		pthread_mutex_lock(&p->lock);
+		p->stopping = 1;
+		p->kick = 1;
+		pthread_cond_signal(&p->cv);
+		pthread_mutex_unlock(&p->lock);
+		pthread_join(p->thread, NULL);
+	}
+	/* A dead peer's operations are in the graveyard: keep the comm. */
+	if (p->comm != MPI_COMM_NULL && !p->ngrave && !p->ndead)
+		MPI_Comm_free(&p->comm);
+	peer_free(p);
+}
