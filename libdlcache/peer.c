@@ -41,6 +41,8 @@
 #define PUSH_BYTES	(64ULL << 20)
 /* Pushes being sent at once. */
 #define PUSHES_SENDING	32
+/* Every rank creates its loader within this long of the others. */
+#define JOIN_TIMEOUT_NS	(120ULL * 1000000000ULL)
 /* Messages taken off the wire per turn of the service loop. */
 #define RECV_BURST	64
 
@@ -874,6 +876,45 @@ void dlc_peer_counters(struct dlc_peer *p, struct dlc_peer_counters *out)
 
 /* ---- open and close ---- */
 
+/*
+ * The job's communicator, duplicated: collective, so a rank that never
+ * comes (it failed before, or died) would hang the others in
+ * MPI_Comm_dup(). MPI_Comm_idup() with a deadline instead; the request of
+ * one that timed out is left to MPI (it may complete into the void).
+ */
+static int dup_world(struct dlc_peer *p)
+{
+	uint64_t deadline = dlc_now_ns() + JOIN_TIMEOUT_NS;
+	/* Where MPI writes the new communicator: leaked when it is late. */
+	MPI_Comm *comm = malloc(sizeof(*comm));
+	MPI_Request req;
+	int done = 0;
+
+	if (!comm)
+		return -ENOMEM;
+	if (MPI_Comm_idup(MPI_COMM_WORLD, comm, &req) != MPI_SUCCESS) {
+		free(comm);
+		return -EIO;
+	}
+	while (!done) {
+		if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+			return -EIO;
+		if (!done && dlc_now_ns() > deadline) {
+			dlc_logf(p->log, DLC_LOG_ERROR,
+				 "cluster: not every one of the %u ranks created its loader within %llu s",
+				 p->world,
+				 (unsigned long long)(JOIN_TIMEOUT_NS / 1000000000));
+			return -ETIMEDOUT;
+		}
+		if (!done)
+			usleep(1000);
+	}
+	p->comm = *comm;
+	free(comm);
+	MPI_Comm_set_errhandler(p->comm, MPI_ERRORS_RETURN);
+	return 0;
+}
+
 static int join_mpi(struct dlc_peer *p)
 {
 	int init = 0, fin = 0, level = 0, rank = -1, size = 0;
@@ -917,11 +958,7 @@ static int join_mpi(struct dlc_peer *p)
 		ret = -EINVAL;
 		goto out;
 	}
-	if (MPI_Comm_dup(MPI_COMM_WORLD, &p->comm) != MPI_SUCCESS) {
-		ret = -EIO;
-		goto out;
-	}
-	MPI_Comm_set_errhandler(p->comm, MPI_ERRORS_RETURN);
+	ret = dup_world(p);
 out:
 	pthread_mutex_unlock(&mpi_lock);
 	return ret;

@@ -22,6 +22,7 @@ TRANSFORM_TRAIN, TRANSFORM_EVAL = 0, 1
 TRANSFORM_F_EXACT = 1
 ON_ERROR = {"skip": 0, "substitute": 1, "fail": 2}
 BACKEND = {"auto": 0, "inprocess": 1, "kernel": 2}
+CLUSTER_MPI = 1
 ERR_KINDS = 9
 OWNER_SELF = 0xFFFFFFFF
 READAHEAD_OFF = 0xFFFFFFFFFFFFFFFF

@@ -217,7 +217,7 @@ class Loader:
                  drop_last, rank, world, cache, on_error, layout, threads,
                  nbatches, exact=False, pad_shards=True, readahead=None,
                  epochs=None, nvme_passthru=True, staging_dir=None,
-                 staging_bytes=None):
+                 staging_bytes=None, cluster=False, peer_timeout=None):
         self.index = index
         self._pid = os.getpid()
         self._sink = _Sink()
@@ -314,6 +314,24 @@ class Loader:
                 raise ValueError("staging_bytes must be a byte size such as "
                                  "200G, got %r" % (staging_bytes,))
             cfg.staging_bytes = nbytes
+        if not isinstance(cluster, bool):
+            raise ValueError("cluster must be True or False, got %r"
+                             % (cluster,))
+        if cluster:
+            if cache == "kernel":
+                raise ValueError("cluster=True serves peers from the "
+                                 "in-process cache: cache='kernel' does not "
+                                 "go with it")
+            cfg.cluster = _lib.CLUSTER_MPI
+        if peer_timeout is not None:
+            if not cluster:
+                raise ValueError("peer_timeout needs cluster=True")
+            if isinstance(peer_timeout, bool) or \
+                    not isinstance(peer_timeout, (int, float)) or \
+                    not 0.001 <= peer_timeout <= 600:
+                raise ValueError("peer_timeout must be seconds in "
+                                 "0.001 .. 600, got %r" % (peer_timeout,))
+            cfg.peer_timeout_ms = max(1, int(round(peer_timeout * 1000)))
         cfg.log = _log_fn
         cfg.log_arg = self._sink.id
         cfg.log_level = (_lib.LOG_INFO if log.isEnabledFor(logging.INFO)

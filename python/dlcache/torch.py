@@ -32,11 +32,16 @@ _VALID = 2
 _NBATCHES = 6
 
 
-def _default_rank_world(rank, world_size):
+def _default_rank_world(rank, world_size, cluster=False):
     if rank is not None and world_size is not None:
         return int(rank), int(world_size)
     dist = getattr(torch, "distributed", None)
-    if dist is not None and dist.is_available() and dist.is_initialized():
+    if cluster and "OMPI_COMM_WORLD_RANK" in os.environ and \
+            "OMPI_COMM_WORLD_SIZE" in os.environ:
+        # Cluster mode's ranks are the MPI job's.
+        r = int(os.environ["OMPI_COMM_WORLD_RANK"])
+        w = int(os.environ["OMPI_COMM_WORLD_SIZE"])
+    elif dist is not None and dist.is_available() and dist.is_initialized():
         r, w = dist.get_rank(), dist.get_world_size()
     elif "RANK" in os.environ and "WORLD_SIZE" in os.environ:
         r, w = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
@@ -116,6 +121,14 @@ class DataLoader:
                    None: no staging
       staging_bytes  what the copies may take (int or "200G"); None: half
                    of the free space in staging_dir
+      cluster      True: the ranks of an MPI job (mpirun) share their
+                   caches, each holding the samples it owns and reading
+                   the others from their owner before storage
+                   (Documentation/cluster.md); needs libdlcache built with
+                   MPI=1 (DLCACHE_LIB). rank and world_size default to the
+                   MPI job's. Every rank creates its DataLoader together.
+      peer_timeout seconds a peer may stay silent before it is taken for
+                   dead (its samples then come from storage); None: 2
     """
 
     def __init__(self, source, batch_size=256, train=True, size=224, seed=0,
@@ -124,7 +137,8 @@ class DataLoader:
                  channels_last=False, threads=None, shuffle=None, exact=False,
                  return_ids=False, pad_shards=True, root=None,
                  readahead=None, epochs=None, nvme_passthru=True,
-                 staging_dir=None, staging_bytes=None):
+                 staging_dir=None, staging_bytes=None, cluster=False,
+                 peer_timeout=None):
         try:
             self.device = torch.device(device)
         except (RuntimeError, TypeError) as e:
@@ -148,7 +162,7 @@ class DataLoader:
         elif self.device.type != "cpu":
             raise ValueError("dlcache: device must be 'cpu' or 'cuda[:N]', got %r"
                              % (device,))
-        rank, world = _default_rank_world(rank, world_size)
+        rank, world = _default_rank_world(rank, world_size, cluster)
         self.rank, self.world_size = rank, world
         self.batch_size = batch_size
         self.train = bool(train)
@@ -169,7 +183,8 @@ class DataLoader:
             threads=threads, nbatches=_NBATCHES, exact=exact,
             pad_shards=pad_shards, readahead=readahead, epochs=epochs,
             nvme_passthru=nvme_passthru, staging_dir=staging_dir,
-            staging_bytes=staging_bytes)
+            staging_bytes=staging_bytes, cluster=cluster,
+            peer_timeout=peer_timeout)
         self._loader = Loader(self.index, **self._loader_args)
         self.epoch = 0
         self._next_batch = 0	# grid position to start or resume at
