@@ -37,7 +37,13 @@ def parse_args():
                    help="one JSON object on stdout instead of lines")
     p.add_argument("--untuned", action="store_true",
                    help="workers restarted each epoch, no thread limits")
+    p.add_argument("--rank", type=int, default=0,
+                   help="this process's shard (DistributedSampler)")
+    p.add_argument("--world", type=int, default=1,
+                   help="shards: the ranks of a job (default 1: all)")
     a = p.parse_args()
+    if a.world < 1 or not 0 <= a.rank < a.world:
+        p.error("--rank must be in 0 .. --world - 1")
     for name in ("epochs", "batch_size", "size"):
         if getattr(a, name) < 1:
             p.error("--%s must be at least 1" % name.replace("_", "-"))
@@ -83,14 +89,22 @@ def main():
         print("torch_baseline: %s: %s" % (args.dir, e), file=sys.stderr)
         return 1
 
+    sampler = None
+    if args.world > 1:
+        sampler = torch.utils.data.distributed.DistributedSampler(
+            ds, num_replicas=args.world, rank=args.rank, shuffle=True,
+            seed=args.seed)
     loader = torch.utils.data.DataLoader(
-        ds, batch_size=args.batch_size, shuffle=True,
+        ds, batch_size=args.batch_size, shuffle=sampler is None,
+        sampler=sampler,
         num_workers=args.workers,
         persistent_workers=tuned and args.workers > 0,
         worker_init_fn=limit_threads if tuned else None)
 
     epochs = []
     for epoch in range(args.epochs):
+        if sampler is not None:
+            sampler.set_epoch(epoch)
         n = 0
         t0 = time.perf_counter()
         for images, _labels in loader:

@@ -26,6 +26,7 @@ ctl=${DLCACHECTL:-build/dlcachectl}
 mctl=${DLCACHECTL_MPI:-build/mpi/dlcachectl}
 test_name=test_cluster
 . "$(dirname "$0")/harness.sh"
+. "$(dirname "$0")/../netns.sh"
 py=/usr/bin/python3
 if [ ! -x "$ctl" ] || [ ! -x "$mctl" ]; then
 	skip test_cluster "no dlcachectl at $ctl, or none built with MPI=1 at $mctl (DLCACHECTL_MPI)"
@@ -44,16 +45,14 @@ ip netns del "dlcprobe$$"
 
 world=4
 tmp=$(mktemp -d)
-loop="" bcg="" br=dlcbr$$ mpipid=""
+loop="" bcg="" mpipid=""
 cleanup() {
 	set +e
 	[ -n "$mpipid" ] && kill -9 "$mpipid" 2> /dev/null
 	for r in $(seq 0 $((world - 1))); do
 		[ -f "$tmp/pid.$r" ] && kill -9 "$(cat "$tmp/pid.$r")" 2> /dev/null
-		ip netns del "dlc$$-$r" 2> /dev/null
-		ip link del "dlch$$$r" 2> /dev/null
 	done
-	ip link del "$br" 2> /dev/null
+	netns_down
 	mountpoint -q "$tmp/mnt" && umount "$tmp/mnt"
 	[ -n "$loop" ] && losetup -d "$loop"
 	[ -n "$bcg" ] && rmdir "$bcg" 2> /dev/null
@@ -62,23 +61,8 @@ cleanup() {
 trap cleanup EXIT
 
 # ---- the nodes: namespaces on a bridge, links limited by tbf ----
-net=10.77.0
-ip link add "$br" type bridge || fail "bridge"
-ip addr add "$net.254/24" dev "$br"
-ip link set "$br" up
-for r in $(seq 0 $((world - 1))); do
-	ns=dlc$$-$r h=dlch$$$r
-	ip netns add "$ns" || fail "netns $ns"
-	ip link add "$h" type veth peer name eth0 netns "$ns" || fail "veth $h"
-	ip link set "$h" master "$br" up
-	ip -n "$ns" addr add "$net.$((r + 1))/24" dev eth0
-	ip -n "$ns" link set eth0 up
-	ip -n "$ns" link set lo up
-	tc qdisc add dev "$h" root tbf rate 200mbit burst 64kb latency 50ms ||
-		fail "tbf on $h"
-	ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate 200mbit \
-		burst 64kb latency 50ms || fail "tbf in $ns"
-done
+netns_up "dlc$$" $world 200mbit || fail "network namespaces"
+netns_mpi_env
 
 # ---- the shared storage ----
 truncate -s 128M "$tmp/disk.img"
@@ -133,9 +117,6 @@ chmod +x "$tmp/rank.sh"
 # cluster NAME SECONDS ARGS...: the 4 ranks under mpirun, bench's JSON in
 # NAME.R (text for rank $TEXT_RANK, which kill_rank kills); the device's
 # bytes read to NAME.dev. Returns mpirun's status.
-export PMIX_MCA_ptl_tcp_remote_connections=1 PMIX_MCA_ptl_tcp_if_include=$net.0/24
-export OMPI_MCA_btl_tcp_if_include=$net.0/24 OMPI_MCA_oob_tcp_if_include=$net.0/24
-export OMPI_MCA_pml=ob1 OMPI_MCA_btl=tcp,self
 cluster() {
 	local name=$1 secs=$2 before rc
 	shift 2
@@ -208,10 +189,11 @@ kill_rank() {
 	kill -9 "$(cat "$tmp/pid.3")" && echo "  killed rank 3 (pid $(cat "$tmp/pid.3")) in epoch 2"
 }
 t0=$(date +%s)
-# A training step of 40 ms keeps the ranks near each other (no rank is
-# done before rank 3 dies) and leaves epochs 3-4 to read after it.
+# A training step of 40 ms keeps the ranks near each other, and reads only
+# a window of 16 ahead (no read-ahead): every rank has reads of rank 3's
+# samples left after it died.
 TEXT_RANK=3 cluster killed 180 --epochs 5 --cache $(( bytes / world )) \
-	--peer-timeout 1000 --step-ms 40
+	--peer-timeout 1000 --step-ms 40 --window 16 --readahead off
 t=$(( $(date +%s) - t0 ))
 echo "  the run took $t s; mpirun said: $(grep -m1 -iE 'signal|killed|exited' "$tmp/killed.mpirun")"
 for r in 0 1 2; do
