@@ -158,14 +158,21 @@ $(BUILD)/bench/rstbench: tests/perf/rstbench.c libdlcache/internal.h libdlcache/
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_ALL) $(CFLAGS) $(WARNINGS) -o $@ $< $(BUILD)/release/libdlcache.a $(LIBS)
 
-.PHONY: bench bench-storage
+.PHONY: bench bench-storage bench-cluster
 bench: deps lib tools $(BENCH_PROGS)
+	@$(MAKE) --no-print-directory MPI=1 BUILD=$(BUILD)/mpi lib tools
 	@tests/perf/bench.sh $(BUILD) $(BENCH_SIZE) $(BENCH_REPEATS)
 
 # The storage-bound section alone: a throttled loop device (storage.sh).
 BENCH_STORAGE_IMAGES ?= 4000
 bench-storage: deps lib tools
 	@tests/perf/storage.sh $(BUILD) $(BENCH_STORAGE_IMAGES) $(BENCH_REPEATS)
+
+# The cluster section alone: 4 nodes in network namespaces (cluster.sh).
+BENCH_CLUSTER_IMAGES ?= 800
+bench-cluster: deps lib tools
+	@$(MAKE) --no-print-directory MPI=1 BUILD=$(BUILD)/mpi lib tools
+	@tests/perf/cluster.sh $(BUILD) $(BENCH_CLUSTER_IMAGES)
 
 # ---- tests ----------------------------------------------------------------
 check: deps

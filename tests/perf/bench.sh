@@ -14,7 +14,9 @@
 #      same and dlcache on the originals with cache = the whole set
 #   7. dlcachectl decodebench on the pack: the MCU-exact decode limit
 # and after the rounds the storage-bound section (tests/perf/storage.sh:
-# a throttled loop device at 40 and 100 MB/s; BENCH_STORAGE_IMAGES).
+# a throttled loop device at 40 and 100 MB/s; BENCH_STORAGE_IMAGES) and
+# the cluster section (tests/perf/cluster.sh: 4 nodes in network
+# namespaces on 16 MB/s shared storage; BENCH_CLUSTER_IMAGES).
 # (the page cache is dropped before 1, 2, 3, 5 and 6, so epoch 1 is cold).
 # The pack is made (and timed) once per run, before the rounds. Then, on
 # real photographs (Debian's wallpapers, multi-megapixel): the decode
@@ -215,6 +217,13 @@ rm -f "$out/storage.md"
 if ! "$here/storage.sh" "$build" "${BENCH_STORAGE_IMAGES:-4000}" "$repeats" >&2; then
 	log "storage-bound section failed (see above); the report goes without it"
 	rm -f "$out/storage.md"
+fi
+
+# Four nodes in network namespaces on throttled shared storage.
+rm -f "$out/cluster.md"
+if ! "$here/cluster.sh" "$build" "${BENCH_CLUSTER_IMAGES:-800}" >&2; then
+	log "cluster section failed (see above); the report goes without it"
+	rm -f "$out/cluster.md"
 fi
 
 $py "$here/report.py" "$raw" "$out"

@@ -310,6 +310,11 @@ if os.path.exists(perf) and os.path.getsize(perf):
 storage_md = os.path.join(out, "storage.md")
 if os.path.exists(storage_md):
     L.extend(open(storage_md).read().rstrip().splitlines())
+# The cluster section (cluster.sh), likewise.
+cluster_md = os.path.join(out, "cluster.md")
+if os.path.exists(cluster_md):
+    L.append("")
+    L.extend(open(cluster_md).read().rstrip().splitlines())
     L.append("")
 with open(os.path.join(out, "report.md"), "w") as f:
     f.write("\n".join(L) + "\n")
