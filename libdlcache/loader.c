@@ -2186,6 +2186,7 @@ int dlc_loader_stats(struct dlc_loader *l, struct dlc_stats *out, size_t size)
 		st.cluster_used = pc.used;
 		st.cluster_capacity = pc.capacity;
 		st.cluster_dead_peers = pc.dead_peers;
+		st.cluster_peer_diverted = pc.peer_diverted;
 	}
 	/* A newer caller's counters we do not know read as zero. */
 	memcpy(out, &st, size < sizeof(st) ? size : sizeof(st));

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -102,6 +103,42 @@ struct push {
 	struct dlc_buf *b;
 };
 
+/*
+ * Lobster's balancing. Each source of bytes, every peer and storage, has
+ * its rate measured as this rank sees it: the bytes it delivered over the
+ * time it had a request of ours outstanding, in windows of at least
+ * RATE_WINDOW_NS, averaged (EWMA 1/4). A peer BAL_SLOWER times slower than
+ * storage sends the share 1 - BAL_SLOWER x its rate / storage's of its
+ * requests to storage, in
+ * sixteenths and at most BAL_MAX of them (the rest keep its rate
+ * measured), and storage's bytes of its samples are not sent to it (it
+ * reads them sooner itself): a slow node or link so stops being every
+ * rank's straggler, and storage serves what it serves sooner. Where storage is the slow
+ * shared thing it usually is, no peer is slower, nothing is diverted and
+ * storage's bytes stay at the optimum.
+ */
+struct rate {
+	uint32_t inflight;	/* requests outstanding */
+	uint64_t since;		/* ns: busy since (inflight > 0), or window start */
+	uint64_t busy;		/* ns busy in this window, before @since */
+	uint64_t bytes;		/* delivered in this window */
+	uint64_t last;		/* ns: the last request's end */
+	uint64_t bps;		/* bytes/s; 0: not measured yet */
+	uint32_t divert;	/* peers: of 16 requests, sent to storage */
+	uint32_t turn;		/* peers: which of the 16 this one is */
+};
+#define RATE_WINDOW_NS	(50ULL * 1000000)
+/* Storage reads we lost track of (failed, abandoned) age out after this. */
+#define RATE_STALE_NS	(2ULL * 1000000000)
+#define BAL_MAX		12
+/*
+ * Slower than storage by this factor before any request is diverted: a
+ * peer's reads cost storage nothing, so a peer somewhat slower than
+ * storage alone (which the other ranks share) still pays; only a
+ * straggler is worth storage's bytes.
+ */
+#define BAL_SLOWER	4
+
 struct dlc_peer {
 	const struct dlc_index *idx;
 	const struct dlc_logger *log;
@@ -111,6 +148,19 @@ struct dlc_peer {
 	MPI_Comm comm;
 	pthread_t thread;
 	int thread_started;
+	/*
+	 * The watchdog: Open MPI can block inside a call when a peer's
+	 * connection breaks (a TCP handshake with a dead node). The service
+	 * thread's loop beats; one that missed the timeout makes the tier
+	 * stuck: every request fails over to storage, nothing new is asked,
+	 * and close leaves the thread (and this struct) to MPI.
+	 */
+	pthread_t watchdog;
+	int watchdog_started;
+	pthread_cond_t wd_cv;
+	int wd_stop;		/* close: the watchdog ends */
+	uint64_t beat;		/* ns: the service loop's last turn */
+	int stuck;		/* the service thread missed the timeout */
 
 	pthread_mutex_t lock;
 	pthread_cond_t cv;	/* the service thread's sleep */
@@ -118,6 +168,9 @@ struct dlc_peer {
 	int stopping;		/* close: say goodbye and finish */
 	struct slot *slot;
 	uint32_t nslots;
+	/* The service thread's: requests taken from the slots, to send. */
+	struct req_msg *reqs;
+	uint32_t *req_peer;
 	uint32_t gen;		/* seq's generation */
 	struct dlc_buf **share;	/* per sample this rank owns and holds */
 	uint8_t *ours;		/* per sample: served from this tier, not storage */
@@ -126,6 +179,11 @@ struct dlc_peer {
 	uint32_t *inflight;	/* per peer: requests NEW or SENT */
 	uint8_t *dead;		/* per peer */
 	uint8_t *peer_full;	/* per peer: it said REP_FULL */
+	/* The sources' rates: per peer, and storage's at [world]. */
+	struct rate *rate;
+	int balancing;		/* DLCACHE_CLUSTER_BALANCE is not 0 */
+	/* Per sample: a read of it this tier passed on to storage is out. */
+	uint8_t *to_origin;
 	uint32_t ndead;
 	struct push push[PUSHES];
 	uint32_t phead, plen;
@@ -235,6 +293,72 @@ static void admit_locked(struct dlc_peer *p, uint32_t id,
 	p->c.admitted++;
 }
 
+/* ---- the rates ---- */
+
+/* Called with the lock held: a request to source @r is out. */
+static void rate_start(struct rate *r, uint64_t now)
+{
+	if (r->inflight && now - r->last > RATE_STALE_NS) {
+		/* Requests that never ended (a failed storage read). */
+		r->inflight = 0;
+		r->busy = r->bytes = 0;
+	}
+	if (!r->inflight++)
+		r->since = now;
+	if (!r->last)
+		r->last = now;
+}
+
+/* Called with the lock held: the peers' diversions from the rates. */
+static void rebalance(struct dlc_peer *p)
+{
+	uint64_t s = p->rate[p->world].bps;
+	uint32_t i;
+
+	for (i = 0; i < p->world; i++) {
+		struct rate *r = &p->rate[i];
+
+		r->divert = 0;
+		if (p->balancing && s && r->bps && BAL_SLOWER * r->bps < s)
+			r->divert = (uint32_t)(16 - 16 * BAL_SLOWER * r->bps / s);
+		if (r->divert > BAL_MAX)
+			r->divert = BAL_MAX;
+	}
+}
+
+/* Called with the lock held: a request to source @r ended with @bytes. */
+static void rate_end(struct dlc_peer *p, struct rate *r, uint64_t now,
+		     uint64_t bytes)
+{
+	uint64_t busy;
+
+	if (!r->inflight)
+		return;
+	r->last = now;
+	r->bytes += bytes;
+	if (!--r->inflight) {
+		r->busy += now - r->since;
+		r->since = now;
+	}
+	busy = r->busy + (r->inflight ? now - r->since : 0);
+	if (busy < RATE_WINDOW_NS)
+		return;
+	bytes = r->bytes * 1000000000ULL / busy;
+	r->bps = r->bps ? r->bps - r->bps / 4 + bytes / 4 : bytes;
+	r->busy = r->bytes = 0;
+	r->since = now;
+	rebalance(p);
+}
+
+/* Called with the lock held: sample @id's read goes to storage now. */
+static void to_storage(struct dlc_peer *p, uint32_t id)
+{
+	if (p->to_origin[id])
+		return;
+	p->to_origin[id] = 1;
+	rate_start(&p->rate[p->world], dlc_now_ns());
+}
+
 /* ---- the service thread ---- */
 
 static void wake_slot(struct slot *s)
@@ -249,6 +373,7 @@ static void wake_slot(struct slot *s)
 static void finish_slot(struct dlc_peer *p, struct slot *s, int err)
 {
 	p->inflight[s->peer]--;
+	rate_end(p, &p->rate[s->peer], dlc_now_ns(), s->buf ? s->buf->len : 0);
 	s->err = err;
 	if (s->abandoned) {
 		dlc_buf_put(s->buf);
@@ -546,16 +671,31 @@ static int progress(struct dlc_peer *p, uint64_t now)
 }
 
 /* Requests to send, pushes to send, answers that are late. */
+/* Called with the lock held: the slot @seq names, if it still waits. */
+static struct slot *slot_waiting(struct dlc_peer *p, uint32_t seq)
+{
+	struct slot *s = &p->slot[seq % p->nslots];
+
+	return s->state == SLOT_SENT && s->seq == seq ? s : NULL;
+}
+
+/*
+ * Requests to send, pushes to send, answers that are late. MPI is never
+ * called under the lock: a call that blocks (a dead peer's connection)
+ * must not stop the I/O thread or the watchdog.
+ */
 static int outgoing(struct dlc_peer *p, uint64_t now)
 {
 	struct push todo[PUSHES_SENDING];
-	uint32_t i, npush = 0;
+	struct req_msg *q;
+	uint32_t i, npush = 0, nreq = 0, *peer;
 	int any = 0;
 
 	pthread_mutex_lock(&p->lock);
+	q = p->reqs;
+	peer = p->req_peer;
 	for (i = 0; i < p->nslots; i++) {
 		struct slot *s = &p->slot[i];
-		struct req_msg *q;
 
 		if (s->state == SLOT_SENT && now >= s->deadline) {
 			p->c.peer_failures++;
@@ -564,18 +704,31 @@ static int outgoing(struct dlc_peer *p, uint64_t now)
 		}
 		if (s->state != SLOT_NEW)
 			continue;
-		any = 1;
-		q = malloc(sizeof(*q));
-		if (!q) {
-			finish_slot(p, s, -ENOMEM);
-			continue;
-		}
-		*q = (struct req_msg){ s->seq, s->id };
 		s->state = SLOT_SENT;
 		s->deadline = now + p->timeout_ns;
-		if (send_msg(p, s->peer, TAG_REQ, q, sizeof(*q)))
-			finish_slot(p, s, -EIO);
+		q[nreq] = (struct req_msg){ s->seq, s->id };
+		peer[nreq++] = s->peer;
 	}
+	pthread_mutex_unlock(&p->lock);
+	for (i = 0; i < nreq; i++) {
+		struct req_msg *m = malloc(sizeof(*m));
+		int err = -ENOMEM;
+		struct slot *s;
+
+		any = 1;
+		if (m) {
+			*m = q[i];
+			err = send_msg(p, peer[i], TAG_REQ, m, sizeof(*m));
+		}
+		if (!err)
+			continue;
+		pthread_mutex_lock(&p->lock);
+		s = slot_waiting(p, q[i].seq);
+		if (s)
+			finish_slot(p, s, err);
+		pthread_mutex_unlock(&p->lock);
+	}
+	pthread_mutex_lock(&p->lock);
 	while (p->plen && p->pushing + npush < PUSHES_SENDING) {
 		todo[npush++] = p->push[p->phead];
 		p->pbytes -= p->push[p->phead].b->len;
@@ -646,6 +799,7 @@ static void *service_main(void *arg)
 
 		pthread_mutex_lock(&p->lock);
 		stopping = p->stopping;
+		p->beat = now;
 		pthread_mutex_unlock(&p->lock);
 		if (stopping && !bye_sent) {
 			say_bye(p);
@@ -679,6 +833,41 @@ static void *service_main(void *arg)
 	return NULL;
 }
 
+static void *watchdog_main(void *arg)
+{
+	struct dlc_peer *p = arg;
+	uint64_t every = p->timeout_ns / 4, now;
+	uint32_t i;
+
+	pthread_mutex_lock(&p->lock);
+	while (!p->wd_stop) {
+		struct timespec ts;
+		uint64_t ns;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ns = (uint64_t)ts.tv_nsec + every;
+		ts.tv_sec += (time_t)(ns / 1000000000);
+		ts.tv_nsec = (long)(ns % 1000000000);
+		pthread_cond_timedwait(&p->wd_cv, &p->lock, &ts);
+		now = dlc_now_ns();
+		if (p->wd_stop || p->stuck || now - p->beat <= p->timeout_ns)
+			continue;
+		p->stuck = 1;
+		__atomic_store_n(&mpi_peer_died, 1, __ATOMIC_RELAXED);
+		dlc_logf(p->log, DLC_LOG_WARN,
+			 "cluster: the MPI service thread has been inside Open MPI for over %llu ms (a dead peer's connection?): no peer is asked from now on, samples come from storage",
+			 (unsigned long long)(p->timeout_ns / 1000000));
+		for (i = 0; i < p->nslots; i++)
+			if (p->slot[i].state == SLOT_NEW ||
+			    p->slot[i].state == SLOT_SENT) {
+				p->c.peer_failures++;
+				finish_slot(p, &p->slot[i], -ETIMEDOUT);
+			}
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
 /* ---- the read tier (the I/O thread's) ---- */
 
 static int peer_queue(void *tier, struct dlc_reader *r, uint32_t id,
@@ -696,10 +885,20 @@ static int peer_queue(void *tier, struct dlc_reader *r, uint32_t id,
 	if (owner == p->rank) {
 		if (p->share[id])
 			b = dlc_buf_get(p->share[id]);
+		else
+			to_storage(p, id);
 		pthread_mutex_unlock(&p->lock);
 		return b && !dlc_reader_queue_buf(r, b, tag);
 	}
-	if (p->dead[owner] || p->stopping) {
+	if (p->dead[owner] || p->stopping || p->stuck) {
+		to_storage(p, id);
+		pthread_mutex_unlock(&p->lock);
+		return 0;
+	}
+	if (p->rate[owner].divert &&
+	    (p->rate[owner].turn++ & 15) < p->rate[owner].divert) {
+		p->c.peer_diverted++;
+		to_storage(p, id);
 		pthread_mutex_unlock(&p->lock);
 		return 0;
 	}
@@ -710,6 +909,7 @@ static int peer_queue(void *tier, struct dlc_reader *r, uint32_t id,
 		}
 	if (!s) {
 		p->c.peer_busy++;
+		to_storage(p, id);
 		pthread_mutex_unlock(&p->lock);
 		return 0;
 	}
@@ -721,6 +921,7 @@ static int peer_queue(void *tier, struct dlc_reader *r, uint32_t id,
 	s->buf = NULL;
 	s->err = 0;
 	p->inflight[owner]++;
+	rate_start(&p->rate[owner], dlc_now_ns());
 	pthread_mutex_unlock(&p->lock);
 
 	/* Its answer ends this read: the service thread writes the eventfd. */
@@ -796,8 +997,10 @@ static int peer_served(void *tier, uint32_t id, struct dlc_read_done *d)
 			p->c.local_hits++;
 			p->c.local_bytes += d->buf->len;
 		}
-	} else if (err == -EBADMSG) {
-		p->c.peer_failures++;
+	} else {
+		if (err == -EBADMSG)
+			p->c.peer_failures++;
+		to_storage(p, id);
 	}
 	pthread_mutex_unlock(&p->lock);
 	if (err) {
@@ -816,13 +1019,18 @@ static void peer_offer(void *tier, uint32_t id, struct dlc_buf *b)
 		return;
 	owner = p->owner[id];
 	pthread_mutex_lock(&p->lock);
+	if (p->to_origin[id]) {
+		p->to_origin[id] = 0;
+		rate_end(p, &p->rate[p->world], dlc_now_ns(), b->len);
+	}
 	if (p->ours[id]) {
 		/* The bytes came from this tier, not storage. */
 		p->ours[id] = 0;
 	} else if (owner == p->rank) {
 		admit_locked(p, id, b);
 	} else if (!p->dead[owner] && !p->peer_full[owner] &&
-		   !p->stopping && p->plen < PUSHES &&
+		   !p->rate[owner].divert && !p->stopping && !p->stuck &&
+		   p->plen < PUSHES &&
 		   p->pbytes + b->len <= PUSH_BYTES &&
 		   b->len == dlc_index_size(p->idx, id)) {
 		p->push[(p->phead + p->plen++) % PUSHES] =
@@ -983,6 +1191,8 @@ static void peer_free(struct dlc_peer *p)
 		dlc_buf_put(p->ops[i].b);
 	}
 	free(p->slot);
+	free(p->reqs);
+	free(p->req_peer);
 	free(p->ops);
 	free(p->grave);
 	free(p->share);
@@ -992,6 +1202,9 @@ static void peer_free(struct dlc_peer *p)
 	free(p->dead);
 	free(p->peer_full);
 	free(p->bye);
+	free(p->rate);
+	free(p->to_origin);
+	pthread_cond_destroy(&p->wd_cv);
 	pthread_cond_destroy(&p->cv);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
@@ -1000,6 +1213,7 @@ static void peer_free(struct dlc_peer *p)
 int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
 {
 	struct dlc_peer *p = calloc(1, sizeof(*p));
+	const char *env;
 	uint32_t i;
 	int ret;
 
@@ -1007,11 +1221,17 @@ int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
 		return -ENOMEM;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->cv, NULL);
+	pthread_cond_init(&p->wd_cv, NULL);
 	p->nslots = o->queue_depth < SLOTS_MAX ? o->queue_depth : SLOTS_MAX;
 	if (!p->nslots)
 		p->nslots = 1;
 	p->slot = calloc(p->nslots, sizeof(*p->slot));
-	if (!p->slot) {
+	p->reqs = calloc(p->nslots, sizeof(*p->reqs));
+	p->req_peer = calloc(p->nslots, sizeof(*p->req_peer));
+	if (!p->slot || !p->reqs || !p->req_peer) {
+		free(p->slot);
+		free(p->reqs);
+		free(p->req_peer);
 		free(p);
 		return -ENOMEM;
 	}
@@ -1033,8 +1253,12 @@ int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
 	p->dead = calloc(p->world, 1);
 	p->peer_full = calloc(p->world, 1);
 	p->bye = calloc(p->world, 1);
+	p->rate = calloc(p->world + 1, sizeof(*p->rate));
+	p->to_origin = calloc(p->n, 1);
+	env = getenv("DLCACHE_CLUSTER_BALANCE");
+	p->balancing = !env || strcmp(env, "0");
 	if (!p->n || !p->owner || !p->share || !p->ours || !p->inflight ||
-	    !p->dead || !p->peer_full || !p->bye) {
+	    !p->dead || !p->peer_full || !p->bye || !p->rate || !p->to_origin) {
 		ret = p->n ? -ENOMEM : -EINVAL;
 		goto err_free;
 	}
@@ -1053,16 +1277,24 @@ int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
 	ret = join_mpi(p);
 	if (ret)
 		goto err_free;
+	p->beat = dlc_now_ns();
 	ret = pthread_create(&p->thread, NULL, service_main, p);
 	if (ret) {
 		ret = -ret;
 		goto err_free_comm;
 	}
 	p->thread_started = 1;
+	ret = pthread_create(&p->watchdog, NULL, watchdog_main, p);
+	if (ret) {
+		dlc_peer_close(p);
+		return -ret;
+	}
+	p->watchdog_started = 1;
 	dlc_logf(p->log, DLC_LOG_INFO,
-		 "cluster: rank %u of %u over MPI; this rank's share %llu MiB, peers time out after %llu ms",
+		 "cluster: rank %u of %u over MPI; this rank's share %llu MiB, peers time out after %llu ms%s",
 		 p->rank, p->world, (unsigned long long)(o->capacity >> 20),
-		 (unsigned long long)(p->timeout_ns / 1000000));
+		 (unsigned long long)(p->timeout_ns / 1000000),
+		 p->balancing ? "" : "; balancing off (DLCACHE_CLUSTER_BALANCE=0)");
 	*out = p;
 	return 0;
 
@@ -1073,18 +1305,52 @@ err_free:
 	return ret;
 }
 
+/* The rates measured, as one INFO line: what the balancing saw. */
+static void log_rates(struct dlc_peer *p)
+{
+	char line[512];
+	size_t n = 0;
+	uint32_t i;
+
+	for (i = 0; i < p->world && n < sizeof(line) - 40; i++)
+		if (i != p->rank)
+			n += (size_t)snprintf(line + n, sizeof(line) - n,
+					      " %u: %.1f (%u/16 to storage)", i,
+					      (double)p->rate[i].bps / 1e6,
+					      p->rate[i].divert);
+	dlc_logf(p->log, DLC_LOG_INFO,
+		 "cluster: rates measured, MB/s: storage %.1f; peers%s",
+		 (double)p->rate[p->world].bps / 1e6, n ? line : " none");
+}
+
 void dlc_peer_close(struct dlc_peer *p)
 {
+	int stuck;
+
 	if (!p)
 		return;
-	if (p->thread_started) {
-		pthread_mutex_lock(&p->lock);
-		p->stopping = 1;
-		p->kick = 1;
-		pthread_cond_signal(&p->cv);
-		pthread_mutex_unlock(&p->lock);
-		pthread_join(p->thread, NULL);
+	pthread_mutex_lock(&p->lock);
+	log_rates(p);
+	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_lock(&p->lock);
+	p->stopping = 1;
+	p->kick = 1;
+	pthread_cond_signal(&p->cv);
+	p->wd_stop = 1;
+	pthread_cond_signal(&p->wd_cv);
+	pthread_mutex_unlock(&p->lock);
+	if (p->watchdog_started)
+		pthread_join(p->watchdog, NULL);
+	pthread_mutex_lock(&p->lock);
+	stuck = p->stuck;
+	pthread_mutex_unlock(&p->lock);
+	if (stuck && p->thread_started) {
+		/* Blocked in MPI: it still owns this struct. */
+		pthread_detach(p->thread);
+		return;
 	}
+	if (p->thread_started)
+		pthread_join(p->thread, NULL);
 	/* A dead peer's operations are in the graveyard: keep the comm. */
 	if (p->comm != MPI_COMM_NULL && !p->ngrave && !p->ndead)
 		MPI_Comm_free(&p->comm);

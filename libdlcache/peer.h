@@ -56,6 +56,7 @@ struct dlc_peer_counters {
 	uint64_t peer_misses;			/* the owner did not hold it */
 	uint64_t peer_failures;			/* timed out, or bad bytes */
 	uint64_t peer_busy;			/* not asked: no request slot free */
+	uint64_t peer_diverted;			/* not asked: storage was faster */
 	uint64_t served, served_hits, served_bytes; /* peers' requests */
 	uint64_t pushed, pushed_bytes;		/* storage reads sent on */
 	uint64_t admitted, used, capacity;	/* the share */

@@ -5,6 +5,7 @@
 #   netns_up TAG WORLD RATE   namespaces TAG-0 .. TAG-(WORLD-1) at
 #                             10.77.0.1 .., the bridge at 10.77.0.254;
 #                             RATE as tc says it (200mbit)
+#   netns_rate R RATE         rank R's link at RATE from now on
 #   netns_down                removes what netns_up made
 #   netns_mpi_env             exports what mpirun and the ranks need
 #   netns_name R              rank R's namespace
@@ -31,6 +32,13 @@ netns_up() {
 		ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate "$rate" \
 			burst 64kb latency 50ms || return 1
 	done
+}
+
+netns_rate() {	# R RATE: rank R's link, both ways, at RATE from now on
+	local h=${netns_tag}h$1
+	tc qdisc change dev "$h" root tbf rate "$2" burst 64kb latency 50ms &&
+	ip netns exec "$(netns_name "$1")" tc qdisc change dev eth0 root tbf \
+		rate "$2" burst 64kb latency 50ms
 }
 
 netns_down() {

@@ -904,6 +904,11 @@ struct dlc_stats {
 	uint64_t cluster_used;		/* bytes this rank's share holds */
 	uint64_t cluster_capacity;	/* dlc_config.cache_bytes */
 	uint64_t cluster_dead_peers;	/* peers given up on */
+	/*
+	 * Not asked: the owner's answers were measured slower than storage's
+	 * reads, and the balancing sent this one to storage.
+	 */
+	uint64_t cluster_peer_diverted;
 };
 
 /*

@@ -129,7 +129,7 @@ STATS_FIELDS = [
     "cluster_peer_busy", "cluster_served", "cluster_served_hits",
     "cluster_served_bytes", "cluster_pushed", "cluster_pushed_bytes",
     "cluster_admitted", "cluster_used", "cluster_capacity",
-    "cluster_dead_peers",
+    "cluster_dead_peers", "cluster_peer_diverted",
 ]
 
 

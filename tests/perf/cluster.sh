@@ -41,6 +41,7 @@ raw=$(realpath -m "$build/bench/raw/cluster")
 work=$(realpath -m "$build/bench-cluster")
 out=$build/bench
 . "$here/../netns.sh"
+. "$here/../slowdisk.sh"
 
 log() { echo "cluster: $*" >&2; }
 die() { echo "cluster: $*" >&2; exit 1; }
@@ -50,50 +51,28 @@ die() { echo "cluster: $*" >&2; exit 1; }
 [ -x "$mctl" ] || die "$mctl is missing (make MPI=1 BUILD=$build/mpi tools)"
 command -v mpirun > /dev/null || die "no mpirun (apt-get install openmpi-bin)"
 
-loop="" mnt=$work/mnt bcg=""
 cleanup() {
 	set +e
 	netns_down
-	mountpoint -q "$mnt" && umount "$mnt"
-	[ -n "$loop" ] && losetup -d "$loop"
-	[ -n "$bcg" ] && rmdir "$bcg" 2> /dev/null
+	slowdisk_down
 }
 trap cleanup EXIT
 rm -rf "$raw" "$work"
-mkdir -p "$raw" "$work" "$mnt"
+mkdir -p "$raw" "$work"
 
 netns_up "dlcb$$" $world "$link" || die "network namespaces"
 netns_mpi_env
 
-truncate -s $(( images * 110 * 1024 + (64 << 20) )) "$work/disk.img"
-mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$work/disk.img"
-loop=$(losetup --find --show --direct-io=on "$work/disk.img")
-mount -o noatime "$loop" "$mnt"
-dev=$(basename "$loop")
-data=$mnt/data
-log "generating $images JPEGs on $loop"
+slowdisk_up "$work/disk.img" $(( images * 110 * 1024 + (64 << 20) )) \
+	"$work/mnt" $(( mbps * 1000000 )) || die "$slowdisk_why"
+procs=$slowdisk_procs
+data=$work/mnt/data
+log "generating $images JPEGs on $slowdisk_loop"
 "$ctl" gen "$data" --images "$images" --classes 20 --seed 11 > /dev/null
 "$ctl" index "$data" -o "$work/data.idx" > /dev/null
 sync
 bytes=$(du -sb --apparent-size "$data" | cut -f1)
-
-bw=$(( mbps * 1000000 ))
-majmin=$(cat "/sys/block/$dev/dev")
-if [ -e /sys/fs/cgroup/blkio/blkio.throttle.read_bps_device ]; then
-	bcg=/sys/fs/cgroup/blkio/dlcbcluster.$$
-	mkdir "$bcg"
-	echo "$majmin $bw" > "$bcg/blkio.throttle.read_bps_device"
-elif grep -qw io /sys/fs/cgroup/cgroup.controllers 2> /dev/null; then
-	echo +io > /sys/fs/cgroup/cgroup.subtree_control 2> /dev/null || true
-	bcg=/sys/fs/cgroup/dlcbcluster.$$
-	mkdir "$bcg"
-	echo "$majmin rbps=$bw" > "$bcg/io.max"
-else
-	die "no block cgroup controller to throttle reads with"
-fi
-procs=$bcg/cgroup.procs
-[ -e "$procs" ] || procs=$bcg/tasks
-dev_read() { awk '{printf "%.0f\n", $3 * 512}' "/sys/block/$dev/stat"; }
+dev_read() { slowdisk_read; }
 common=(--batch-size 16 --size 64 --threads 1 --seed 5)
 
 # A rank: in its namespace and the throttled cgroup. RANK is mpirun's, or

@@ -137,7 +137,7 @@ static void check_stats(void)
 	CHECK_EQ(offsetof(struct dlc_stats, cluster_local_hits),
 		 offsetof(struct dlc_stats, staging_budget) + 8);
 	CHECK_EQ(sizeof(struct dlc_stats),
-		 offsetof(struct dlc_stats, cluster_dead_peers) + 8);
+		 offsetof(struct dlc_stats, cluster_peer_diverted) + 8);
 	config(&cfg);
 	cfg.cache_bytes = 1 << 20;
 	CHECK_EQ(dlc_loader_create(&cfg, g_idx, &l), 0);

@@ -749,12 +749,13 @@ int cmd_bench(int argc, char **argv)
 				       (unsigned long long)d->staging_prefetched,
 				       (double)d->staging_used / 1e6);
 			if (cfg.cluster)
-				printf("      cluster: %llu of %llu misses from the own share, %llu from peers (%llu not held, %llu failed), %llu peer requests answered, %.1f MB held\n",
+				printf("      cluster: %llu of %llu misses from the own share, %llu from peers (%llu not held, %llu failed, %llu sent to storage as faster), %llu peer requests answered, %.1f MB held\n",
 				       (unsigned long long)d->cluster_local_hits,
 				       (unsigned long long)d->misses,
 				       (unsigned long long)d->cluster_peer_hits,
 				       (unsigned long long)d->cluster_peer_misses,
 				       (unsigned long long)d->cluster_peer_failures,
+				       (unsigned long long)d->cluster_peer_diverted,
 				       (unsigned long long)d->cluster_served,
 				       (double)d->cluster_used / 1e6);
 			if (digest)
@@ -849,7 +850,8 @@ int cmd_bench(int argc, char **argv)
 				       "\"cluster_admitted\": %llu, "
 				       "\"cluster_used\": %llu, "
 				       "\"cluster_capacity\": %llu, "
-				       "\"cluster_dead_peers\": %llu",
+				       "\"cluster_dead_peers\": %llu, "
+				       "\"cluster_peer_diverted\": %llu",
 				       (unsigned long long)d->cluster_local_hits,
 				       (unsigned long long)d->cluster_local_bytes,
 				       (unsigned long long)d->cluster_peer_hits,
@@ -865,7 +867,8 @@ int cmd_bench(int argc, char **argv)
 				       (unsigned long long)d->cluster_admitted,
 				       (unsigned long long)d->cluster_used,
 				       (unsigned long long)d->cluster_capacity,
-				       (unsigned long long)d->cluster_dead_peers);
+				       (unsigned long long)d->cluster_dead_peers,
+				       (unsigned long long)d->cluster_peer_diverted);
 			if (digest)
 				printf(", \"digest\": \"%016llx\"",
 				       (unsigned long long)res[e].digest);

@@ -1084,6 +1084,38 @@ storage_run() {	# tag, then bench options
 	data storage_${_t}_disk $(( ($(vda_sectors) - _s0) * 512 ))
 	data storage_$_t "$(cat /tmp/sb_$_t.json)"
 }
+# DDP on one node: two ranks of one job (--world 2, in lockstep as DDP's
+# all-reduce keeps them), throttled the same: dlcache.ko's one cache of
+# CAP_MB shared by both, two in-process caches of CAP_MB / 2 each (the same
+# memory), and the page cache alone held to the pc run's memory.max (the
+# capacity plus the processes' own). The host prints the epoch times.
+storage_ddp() {	# tag, then bench options
+	_t=$1
+	shift
+	sync
+	echo 3 > /proc/sys/vm/drop_caches
+	rm -f /tmp/lockstep.sd
+	_s0=$(vda_sectors)
+	for r in 0 1; do
+		sh -c "echo 0 > $CG/sb/cgroup.procs; exec $CTL bench $IDX --epochs $EPOCHS \
+			--json --window 32 --world 2 --rank $r --lockstep /tmp/lockstep.sd \
+			$* $BENCH" > /tmp/sd_${_t}_$r.json 2> /tmp/sd_${_t}_$r.err &
+		eval sdpid$r=$!
+	done
+	wait_pid $sdpid0 600
+	_rc0=$?
+	wait_pid $sdpid1 600
+	_rc1=$?
+	if [ $_rc0 -ne 0 ] || [ $_rc1 -ne 0 ]; then
+		result FAIL storage-ddp-run-$_t
+		show /tmp/sd_${_t}_0.err
+		show /tmp/sd_${_t}_1.err
+		return 1
+	fi
+	data storage_ddp_${_t}_disk $(( ($(vda_sectors) - _s0) * 512 ))
+	data storage_ddp_${_t}_0 "$(cat /tmp/sd_${_t}_0.json)"
+	data storage_ddp_${_t}_1 "$(cat /tmp/sd_${_t}_1.json)"
+}
 storage_section() {
 	echo +io > $CG/cgroup.subtree_control 2>/dev/null
 	mkdir -p $CG/sb
@@ -1096,10 +1128,20 @@ storage_section() {
 	if [ "$NOKERNEL" != 1 ] && load_dlcache; then
 		storage_run kra --backend kernel
 		storage_run knora --backend kernel --readahead off
+		storage_ddp kernel --backend kernel
 		unload_dlcache || result FAIL storage-rmmod "(a reference leaked)"
 	fi
 	storage_run ira --backend inprocess --cache-fraction 0.5
 	storage_run inora --backend inprocess --cache-fraction 0.5 --readahead off
+	storage_ddp inprocess --backend inprocess --cache $((CAP_MB * 1048576 / 2))
+	echo +memory > $CG/cgroup.subtree_control 2>/dev/null
+	if echo "$limit" > $CG/sb/memory.max 2>/dev/null; then
+		storage_ddp pagecache --backend inprocess --cache 0 --no-direct \
+			--readahead off
+		echo max > $CG/sb/memory.max
+	else
+		result skip storage-ddp "(no memory.max for the page cache run)"
+	fi
 	echo max > $CG/sb/io.max 2>/dev/null
 	echo "$(cat /sys/block/vda/dev) rbps=max" > $CG/sb/io.max 2>/dev/null
 	storage_run decode --backend inprocess --cache-fraction 1

@@ -467,6 +467,31 @@ if "storage_bps" in data:
         result("skip", "storage-kernel-readahead", "kernel backend not available")
     else:
         result("FAIL", "storage-kernel-readahead", "no dlcache.ko storage-bound runs")
+    # DDP on one node: the steady epochs' time, the slower rank's (lockstep
+    # keeps them together), and the disk's bytes, for dlcache.ko's shared
+    # cache, two in-process caches and the page cache in the same memory.
+    ddp = {}
+    for t in ("kernel", "inprocess", "pagecache"):
+        try:
+            rk = [json.loads(data["storage_ddp_%s_%d" % (t, r)][0]) for r in (0, 1)]
+            disk = int(data["storage_ddp_%s_disk" % t][0])
+        except (KeyError, ValueError, IndexError):
+            continue
+        n = len(rk[0]["epochs"])
+        secs = [max(x["epochs"][e]["seconds"] for x in rk) for e in range(1, n)]
+        ddp[t] = (sum(secs) / len(secs) if secs else 0.0, disk)
+        print(f"# storage-ddp {t}: two ranks, steady epoch {ddp[t][0]:.2f} s, "
+              f"disk {disk / 1e6:.1f} MB over {n} epochs")
+    if "kernel" in ddp and "inprocess" in ddp and "pagecache" in ddp:
+        k = ddp["kernel"][0]
+        result("ok", "storage-ddp", "measurement: steady epoch dlcache.ko "
+               f"{k:.2f} s, two in-process caches {ddp['inprocess'][0]:.2f} s "
+               f"({ddp['inprocess'][0] / k:.2f}x), page cache {ddp['pagecache'][0]:.2f} s "
+               f"({ddp['pagecache'][0] / k:.2f}x)")
+    elif data.get("nokernel", ["0"])[0] == "1":
+        result("skip", "storage-ddp", "kernel backend not available")
+    else:
+        result("FAIL", "storage-ddp", "runs missing: " + ", ".join(sorted(ddp)))
 sys.exit(1 if fails else 0)
 PY
 prc=$?
