@@ -176,7 +176,6 @@ struct dlc_peer {
 	uint8_t *ours;		/* per sample: served from this tier, not storage */
 	uint64_t used;		/* bytes in share */
 	int full;		/* the share refused a sample for room */
-	uint32_t *inflight;	/* per peer: requests NEW or SENT */
 	uint8_t *dead;		/* per peer */
 	uint8_t *peer_full;	/* per peer: it said REP_FULL */
 	/* The sources' rates: per peer, and storage's at [world]. */
@@ -184,7 +183,6 @@ struct dlc_peer {
 	int balancing;		/* DLCACHE_CLUSTER_BALANCE is not 0 */
 	/* Per sample: a read of it this tier passed on to storage is out. */
 	uint8_t *to_origin;
-	uint32_t ndead;
 	struct push push[PUSHES];
 	uint32_t phead, plen;
 	uint64_t pbytes;
@@ -372,7 +370,6 @@ static void wake_slot(struct slot *s)
 /* Called with the lock held: @s ends with @err (its bytes in s->buf). */
 static void finish_slot(struct dlc_peer *p, struct slot *s, int err)
 {
-	p->inflight[s->peer]--;
 	rate_end(p, &p->rate[s->peer], dlc_now_ns(), s->buf ? s->buf->len : 0);
 	s->err = err;
 	if (s->abandoned) {
@@ -394,7 +391,6 @@ static void mark_dead(struct dlc_peer *p, uint32_t peer, const char *what)
 	if (peer >= p->world || p->dead[peer])
 		return;
 	p->dead[peer] = 1;
-	p->ndead++;
 	p->c.dead_peers++;
 	__atomic_store_n(&mpi_peer_died, 1, __ATOMIC_RELAXED);
 	dlc_logf(p->log, DLC_LOG_WARN,
@@ -494,6 +490,14 @@ static void answer(struct dlc_peer *p, uint32_t peer, const struct dlc_buf *m)
 	dlc_buf_put(b);
 }
 
+/* Called with the lock held: the slot @seq names, if it still waits. */
+static struct slot *slot_waiting(struct dlc_peer *p, uint32_t seq)
+{
+	struct slot *s = &p->slot[seq % p->nslots];
+
+	return s->state == SLOT_SENT && s->seq == seq ? s : NULL;
+}
+
 /* An answer to a request of ours: into its slot, if it still waits. */
 static void answered(struct dlc_peer *p, uint32_t peer, struct dlc_buf *m)
 {
@@ -508,11 +512,10 @@ static void answered(struct dlc_peer *p, uint32_t peer, struct dlc_buf *m)
 	m->data += sizeof(a);
 	m->len -= sizeof(a);
 	pthread_mutex_lock(&p->lock);
-	s = &p->slot[a.seq % p->nslots];
+	s = slot_waiting(p, a.seq);
 	if (a.flags & REP_FULL)
 		p->peer_full[peer] = 1;
-	if (s->state == SLOT_SENT && s->seq == a.seq && s->peer == peer &&
-	    s->id == a.id) {
+	if (s && s->peer == peer && s->id == a.id) {
 		if (a.err == 0) {
 			s->buf = m;
 			m = NULL;
@@ -671,14 +674,6 @@ static int progress(struct dlc_peer *p, uint64_t now)
 }
 
 /* Requests to send, pushes to send, answers that are late. */
-/* Called with the lock held: the slot @seq names, if it still waits. */
-static struct slot *slot_waiting(struct dlc_peer *p, uint32_t seq)
-{
-	struct slot *s = &p->slot[seq % p->nslots];
-
-	return s->state == SLOT_SENT && s->seq == seq ? s : NULL;
-}
-
 /*
  * Requests to send, pushes to send, answers that are late. MPI is never
  * called under the lock: a call that blocks (a dead peer's connection)
@@ -686,7 +681,7 @@ static struct slot *slot_waiting(struct dlc_peer *p, uint32_t seq)
  */
 static int outgoing(struct dlc_peer *p, uint64_t now)
 {
-	struct push todo[PUSHES_SENDING];
+	struct push sending[PUSHES_SENDING];
 	struct req_msg *q;
 	uint32_t i, npush = 0, nreq = 0, *peer;
 	int any = 0;
@@ -730,16 +725,16 @@ static int outgoing(struct dlc_peer *p, uint64_t now)
 	}
 	pthread_mutex_lock(&p->lock);
 	while (p->plen && p->pushing + npush < PUSHES_SENDING) {
-		todo[npush++] = p->push[p->phead];
+		sending[npush++] = p->push[p->phead];
 		p->pbytes -= p->push[p->phead].b->len;
 		p->phead = (p->phead + 1) % PUSHES;
 		p->plen--;
 	}
 	pthread_mutex_unlock(&p->lock);
 	for (i = 0; i < npush; i++) {
-		struct dlc_buf *b = todo[i].b;
-		uint32_t to = p->owner[todo[i].id];
-		struct put_msg h = { todo[i].id, 0 };
+		struct dlc_buf *b = sending[i].b;
+		uint32_t to = p->owner[sending[i].id];
+		struct put_msg h = { sending[i].id, 0 };
 		uint8_t *mem = malloc(sizeof(h) + b->len);
 
 		any = 1;
@@ -920,20 +915,19 @@ static int peer_queue(void *tier, struct dlc_reader *r, uint32_t id,
 	s->seq = (++p->gen * p->nslots) + (uint32_t)(s - p->slot);
 	s->buf = NULL;
 	s->err = 0;
-	p->inflight[owner]++;
-	rate_start(&p->rate[owner], dlc_now_ns());
 	pthread_mutex_unlock(&p->lock);
 
 	/* Its answer ends this read: the service thread writes the eventfd. */
 	if (dlc_reader_queue_range(r, s->efd, 0, sizeof(uint64_t), 0, tag)) {
 		pthread_mutex_lock(&p->lock);
 		s->state = SLOT_FREE;
-		p->inflight[owner]--;
+		to_storage(p, id);
 		pthread_mutex_unlock(&p->lock);
 		return 0;
 	}
 	pthread_mutex_lock(&p->lock);
 	s->state = SLOT_NEW;
+	rate_start(&p->rate[owner], dlc_now_ns());
 	p->kick = 1;
 	pthread_cond_signal(&p->cv);
 	pthread_mutex_unlock(&p->lock);
@@ -1198,7 +1192,6 @@ static void peer_free(struct dlc_peer *p)
 	free(p->share);
 	free(p->ours);
 	free(p->owner);
-	free(p->inflight);
 	free(p->dead);
 	free(p->peer_full);
 	free(p->bye);
@@ -1249,7 +1242,6 @@ int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
 	p->owner = malloc(sizeof(*p->owner) * p->n);
 	p->share = calloc(p->n, sizeof(*p->share));
 	p->ours = calloc(p->n, 1);
-	p->inflight = calloc(p->world, sizeof(*p->inflight));
 	p->dead = calloc(p->world, 1);
 	p->peer_full = calloc(p->world, 1);
 	p->bye = calloc(p->world, 1);
@@ -1257,7 +1249,7 @@ int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
 	p->to_origin = calloc(p->n, 1);
 	env = getenv("DLCACHE_CLUSTER_BALANCE");
 	p->balancing = !env || strcmp(env, "0");
-	if (!p->n || !p->owner || !p->share || !p->ours || !p->inflight ||
+	if (!p->n || !p->owner || !p->share || !p->ours ||
 	    !p->dead || !p->peer_full || !p->bye || !p->rate || !p->to_origin) {
 		ret = p->n ? -ENOMEM : -EINVAL;
 		goto err_free;
@@ -1352,7 +1344,8 @@ void dlc_peer_close(struct dlc_peer *p)
 	if (p->thread_started)
 		pthread_join(p->thread, NULL);
 	/* A dead peer's operations are in the graveyard: keep the comm. */
-	if (p->comm != MPI_COMM_NULL && !p->ngrave && !p->ndead)
+	if (p->comm != MPI_COMM_NULL && !p->ngrave &&
+	    !p->c.dead_peers)
 		MPI_Comm_free(&p->comm);
 	peer_free(p);
 }
