@@ -229,6 +229,14 @@ uint32_t dlc_reader_inflight(const struct dlc_reader *r);
  */
 int dlc_reader_queue(struct dlc_reader *r, const char *path, uint64_t tag);
 /*
+ * dlc_reader_queue() of @path relative to the directory @dirfd (openat()
+ * semantics, the caller's fd; AT_FDCWD: the same as dlc_reader_queue()):
+ * a file inside a directory checked on its fd is opened there, never by
+ * resolving a path again. @dirfd must stay open until the read is reaped.
+ */
+int dlc_reader_queue_at(struct dlc_reader *r, int dirfd, const char *path,
+			uint64_t tag);
+/*
  * A read whose bytes are in memory already: @buf (a reference the reader
  * takes, put on failure) comes back tagged @tag at the next reap, as a
  * read's would. Room counts as a read's: -EBUSY when there is none.

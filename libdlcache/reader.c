@@ -74,6 +74,7 @@ struct dlc_read_req {
 	struct dlc_buf *out;	/* the result, read into directly */
 	uint64_t tag;
 	uint64_t t0;
+	int dirfd;		/* what path is relative to: AT_FDCWD or the caller's */
 	char *path;		/* a copy: io_uring reads it at submit */
 	struct statx stx;
 	/* RQ_NVME: the namespace, the bytes asked for, sends of this chunk */
@@ -401,7 +402,7 @@ static int prep_op(struct dlc_reader *r, struct dlc_read_req *q)
 	if (!sqe)
 		return -EBUSY;
 	if (q->state == RQ_OPEN)
-		io_uring_prep_openat(sqe, AT_FDCWD, q->path,
+		io_uring_prep_openat(sqe, q->dirfd, q->path,
 				     O_RDONLY | O_CLOEXEC |
 				     (q->direct ? O_DIRECT : 0), 0);
 	else
@@ -486,6 +487,12 @@ static int launch(struct dlc_reader *r, struct dlc_read_req *q, int ready)
 
 int dlc_reader_queue(struct dlc_reader *r, const char *path, uint64_t tag)
 {
+	return dlc_reader_queue_at(r, AT_FDCWD, path, tag);
+}
+
+int dlc_reader_queue_at(struct dlc_reader *r, int dirfd, const char *path,
+			uint64_t tag)
+{
 	struct dlc_read_req *q;
 
 	if (!r->nfree || r->nearly + r->inflight >= r->o.queue_depth)
@@ -493,6 +500,7 @@ int dlc_reader_queue(struct dlc_reader *r, const char *path, uint64_t tag)
 	q = claim(r, tag);
 	q->direct = r->direct_ok;
 	q->state = RQ_OPEN;
+	q->dirfd = dirfd;
 	q->path = strdup(path);
 	return launch(r, q, q->path != NULL);
 }
