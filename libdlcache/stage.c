@@ -71,9 +71,15 @@ struct dlc_stage {
 	int (*fill_order)(void *arg, uint32_t epoch, uint32_t *ids,
 			  uint32_t len);
 	void *order_arg;
-	int dfd;			/* DIR/dlcache-UID/KEY */
+	/*
+	 * DIR/dlcache-UID/KEY, opened down from DIR by fd and checked on the
+	 * fds (open_dir()): every copy is opened, written, renamed and
+	 * removed relative to it, never by a path, so that nobody who can
+	 * rename entries of DIR can swap the copies read.
+	 */
+	int dfd;
 	struct timespec pack_mtime;	/* a pack's, read once; 0: a tree */
-	char dir[4096];			/* its path, for copies' paths */
+	char dir[4096];			/* its path: for log lines only */
 	struct dlc_stage_shared *shared; /* KEY/counters, mmap()ed; or NULL */
 
 	pthread_mutex_t lock;
@@ -218,13 +224,22 @@ static void heap_build(struct dlc_stage *st)
 		heap_down(st, i);
 }
 
-static void add_staged(struct dlc_stage *st, uint32_t id, uint64_t size)
+/*
+ * Called with st->lock held: @id's copy of @size bytes is in place. Once
+ * per sample: -EEXIST when it is staged already (staged[] holds at most
+ * one place per sample, n in all).
+ */
+static int add_staged(struct dlc_stage *st, uint32_t id, uint64_t size)
 {
+	if (id >= st->n || state_of(st, id) == ST_STAGED ||
+	    st->nstaged >= st->n)
+		return -EEXIST;
 	set_state(st, id, ST_STAGED);
 	st->slot[id] = st->nstaged;
 	st->staged[st->nstaged++] = id;
 	heap_up(st, st->nstaged - 1);
 	st->used += blocks(size);
+	return 0;
 }
 
 /* Called with st->lock held: forget @id's copy, and remove its file. */
@@ -456,8 +471,9 @@ static void stage_one(struct dlc_stage *st, uint32_t id, struct dlc_buf *b)
 				 "staging: cannot stage sample %u in %s: %s",
 				 id, st->dir, strerror(-ret));
 		st->last_err = ret;
+	} else if (add_staged(st, id, size)) {
+		st->state[id] = ST_ABSENT;	/* never: it was ST_WRITING */
 	} else {
-		add_staged(st, id, size);
 		if (!found) {
 			st->c.writes++;
 			shared_add(st, writes, 1);
@@ -529,33 +545,11 @@ static void *stager_main(void *arg)
 	return NULL;
 }
 
-/*
- * DIR (made 0700 if missing) and DIR/dlcache-UID (made 0700 if missing;
- * open_dir() checks it is ours, 0700, a directory), as an absolute path.
- */
-static int user_dir(const struct dlc_stage_opts *o, char *buf, size_t len)
-{
-	char *abs;
-
-	/* The directory itself when missing (its parent must exist). */
-	if (mkdir(o->dir, 0700) && errno != EEXIST)
-		return -errno;
-	/* Absolute: copies are read by path, also after a chdir(). */
-	abs = realpath(o->dir, NULL);
-	if (!abs)
-		return -errno;
-	snprintf(buf, len, "%s/dlcache-%u", abs, (unsigned int)getuid());
-	free(abs);
-	if (mkdir(buf, 0700) && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 static void map_counters(struct dlc_stage *st)
 {
 	struct dlc_stage_shared *m;
-	int fd = openat(st->dfd, "counters", O_RDWR | O_CREAT | O_CLOEXEC,
-			0600);
+	int fd = openat(st->dfd, "counters",
+			O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 
 	if (fd < 0)
 		return;
@@ -579,10 +573,35 @@ static void map_counters(struct dlc_stage *st)
 }
 
 /*
+ * @name as a copy's name: sample ID in canonical decimal (what
+ * copy_name() writes: digits only, no leading zero, no sign or space),
+ * below @n. So "7" is sample 7 and "07", "007", "+7", " 7" are no
+ * sample's: one sample has one name.
+ */
+static int parse_copy_name(const char *name, uint32_t n, uint32_t *id)
+{
+	uint64_t v = 0;
+	const char *c;
+
+	if (name[0] < '0' || name[0] > '9' || (name[0] == '0' && name[1]))
+		return -EINVAL;
+	for (c = name; *c; c++) {
+		if (*c < '0' || *c > '9')
+			return -EINVAL;
+		v = v * 10 + (uint64_t)(*c - '0');
+		if (v >= n)	/* also before it could overflow */
+			return -EINVAL;
+	}
+	*id = (uint32_t)v;
+	return 0;
+}
+
+/*
  * Take the copies in place: a file named by a sample ID whose size is the
  * index's and whose mtime is the origin's now. Anything else under such
  * a name is stale, and a temporary file of a process that is gone was
- * never finished: both are removed.
+ * never finished: both are removed. Names that are no sample's (not
+ * canonical, out of range) are left alone: not ours.
  */
 static void scan(struct dlc_stage *st)
 {
@@ -592,7 +611,7 @@ static void scan(struct dlc_stage *st)
 	char *end;
 	DIR *d;
 	int fd = dup(st->dfd);
-	unsigned long v;
+	uint32_t v;
 	long pid;
 
 	if (fd < 0)
@@ -609,17 +628,13 @@ static void scan(struct dlc_stage *st)
 				unlinkat(st->dfd, de->d_name, 0);
 			continue;
 		}
-		if (de->d_name[0] < '0' || de->d_name[0] > '9')
-			continue;
-		errno = 0;
-		v = strtoul(de->d_name, &end, 10);
-		if (*end || errno || v >= st->n)
+		if (parse_copy_name(de->d_name, st->n, &v))
 			continue;
 		if (fstatat(st->dfd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) ||
 		    !S_ISREG(sb.st_mode))
 			continue;
-		if ((uint64_t)sb.st_size != dlc_index_size(st->idx, (uint32_t)v) ||
-		    origin_mtime(st, (uint32_t)v, NULL, &t) ||
+		if ((uint64_t)sb.st_size != dlc_index_size(st->idx, v) ||
+		    origin_mtime(st, v, NULL, &t) ||
 		    t.tv_sec != sb.st_mtim.tv_sec ||
 		    t.tv_nsec != sb.st_mtim.tv_nsec) {
 			unlinkat(st->dfd, de->d_name, 0);
@@ -627,45 +642,120 @@ static void scan(struct dlc_stage *st)
 			shared_add(st, invalid, 1);
 			continue;
 		}
-		add_staged(st, (uint32_t)v, (uint64_t)sb.st_size);
+		add_staged(st, v, (uint64_t)sb.st_size);
 	}
 	closedir(d);
 }
 
-static int open_dir(struct dlc_stage *st, const struct dlc_stage_opts *o)
+/*
+ * Whether DIR, open as @fd, may hold this user's directory: 0, or -EPERM
+ * with the reason logged. Whoever may rename DIR's entries may swap
+ * dlcache-UID for a tree of their own between two jobs, or while one
+ * opens it: DIR must be root's or this user's and writable by nobody
+ * else, or sticky (as /tmp, where only DIR's owner and root rename
+ * others' entries).
+ */
+static int check_parent(const struct dlc_stage_opts *o, int fd)
 {
+	unsigned int uid = (unsigned int)getuid();
 	struct stat sb;
-	uint64_t key[2];
-	char user[4096];
-	int ret, ufd;
 
-	ret = user_dir(o, user, sizeof(user));
-	if (ret)
-		return ret;
-	dlc_index_key(o->idx, key);
-	if ((size_t)snprintf(st->dir, sizeof(st->dir), "%s/%016" PRIx64 "%016" PRIx64,
-			     user, key[0], key[1]) >= sizeof(st->dir))
-		return -ENAMETOOLONG;
-	/*
-	 * Checked on the one opened, so that nothing is swapped in between:
-	 * a symlink or a file there is refused as another owner is.
-	 */
-	ufd = open(user, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (ufd < 0)
-		return errno == ELOOP || errno == ENOTDIR ? -EPERM : -errno;
-	if (fstat(ufd, &sb) || sb.st_uid != getuid() || (sb.st_mode & 077)) {
-		close(ufd);
+	if (fstat(fd, &sb))
+		return -errno;
+	if (sb.st_mode & S_ISVTX)
+		return 0;
+	if (sb.st_uid != 0 && sb.st_uid != uid) {
+		dlc_logf(o->log, DLC_LOG_ERROR,
+			 "staging: %s is owned by uid %u (neither root nor uid %u) and has no sticky bit: its owner could replace dlcache-%u in it; refusing to stage there",
+			 o->dir, (unsigned int)sb.st_uid, uid, uid);
 		return -EPERM;
 	}
-	if (mkdirat(ufd, st->dir + strlen(user) + 1, 0700) && errno != EEXIST) {
+	if (sb.st_mode & (S_IWGRP | S_IWOTH)) {
+		dlc_logf(o->log, DLC_LOG_ERROR,
+			 "staging: %s is writable by group or others (mode %04o) and has no sticky bit: they could replace dlcache-%u in it; refusing to stage there",
+			 o->dir, (unsigned int)(sb.st_mode & 07777), uid);
+		return -EPERM;
+	}
+	return 0;
+}
+
+/*
+ * Open DIR/dlcache-UID/KEY into st->dfd, making what is missing (0700;
+ * DIR's parent must exist). Each step is opened relative to the fd of
+ * the one above and checked on the fd opened, so that what is checked is
+ * what is used, and nothing is resolved by path again: DIR (check_parent()),
+ * then dlcache-UID (this user's, a directory, mode 0700: a symlink or a
+ * file there is refused as another owner is), then KEY inside it, which
+ * only this user (and root) can change. 0, or -errno with the reason
+ * logged.
+ */
+static int open_dir(struct dlc_stage *st, const struct dlc_stage_opts *o)
+{
+	unsigned int uid = (unsigned int)getuid();
+	char user[32], key_name[40], *abs;
+	int ret, pfd, ufd = -1;
+	uint64_t key[2];
+	struct stat sb;
+
+	snprintf(user, sizeof(user), "dlcache-%u", uid);
+	dlc_index_key(o->idx, key);
+	snprintf(key_name, sizeof(key_name), "%016" PRIx64 "%016" PRIx64,
+		 key[0], key[1]);
+	/* Its path, absolute, for log lines only. */
+	abs = realpath(o->dir, NULL);
+	snprintf(st->dir, sizeof(st->dir), "%s/%s/%s", abs ? abs : o->dir,
+		 user, key_name);
+	free(abs);
+
+	if (mkdir(o->dir, 0700) && errno != EEXIST)
+		goto err_errno;
+	pfd = open(o->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (pfd < 0)
+		goto err_errno;
+	ret = check_parent(o, pfd);
+	if (ret) {
+		close(pfd);
+		if (ret == -EPERM)
+			return ret;
+		goto err_ret;
+	}
+	if (mkdirat(pfd, user, 0700) && errno != EEXIST) {
+		ret = -errno;
+		close(pfd);
+		goto err_ret;
+	}
+	ufd = openat(pfd, user, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	ret = ufd < 0 ? -errno : 0;
+	close(pfd);
+	if (ret == -ELOOP || ret == -ENOTDIR ||
+	    (!ret && (fstat(ufd, &sb) || sb.st_uid != uid ||
+		      (sb.st_mode & 077)))) {
+		if (ufd >= 0)
+			close(ufd);
+		dlc_logf(o->log, DLC_LOG_ERROR,
+			 "staging: %s/%s is not a directory of uid %u with mode 0700: refusing to stage there",
+			 o->dir, user, uid);
+		return -EPERM;
+	}
+	if (ret)
+		goto err_ret;
+	if (mkdirat(ufd, key_name, 0700) && errno != EEXIST) {
 		ret = -errno;
 		close(ufd);
-		return ret;
+		goto err_ret;
 	}
-	st->dfd = openat(ufd, st->dir + strlen(user) + 1,
+	st->dfd = openat(ufd, key_name,
 			 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	ret = st->dfd < 0 ? -errno : 0;
 	close(ufd);
+	if (!ret)
+		return 0;
+	goto err_ret;
+err_errno:
+	ret = -errno;
+err_ret:
+	dlc_logf(o->log, DLC_LOG_ERROR, "staging: %s: %s", o->dir,
+		 strerror(-ret));
 	return ret;
 }
 
@@ -708,17 +798,8 @@ int dlc_stage_open(const struct dlc_stage_opts *o, struct dlc_stage **out)
 	if (!st->state || !st->staged || !st->slot || !st->offers)
 		goto err;
 	ret = open_dir(st, o);
-	if (ret == -EPERM) {
-		dlc_logf(o->log, DLC_LOG_ERROR,
-			 "staging: %s/dlcache-%u is not a directory of uid %u with mode 0700: refusing to stage there",
-			 o->dir, (unsigned int)getuid(), (unsigned int)getuid());
+	if (ret)
 		goto err;
-	}
-	if (ret) {
-		dlc_logf(o->log, DLC_LOG_ERROR, "staging: %s: %s", o->dir,
-			 strerror(-ret));
-		goto err;
-	}
 	st->budget = o->budget;
 	if (!st->budget) {
 		if (fstatvfs(st->dfd, &vfs)) {
@@ -866,8 +947,8 @@ void dlc_stage_advance(struct dlc_stage *st, uint32_t epoch, uint32_t pos,
 	pthread_mutex_unlock(&st->lock);
 }
 
-/* 1 with the copy's path in @buf when sample @id is staged, else 0. */
-static int stage_path(struct dlc_stage *st, uint32_t id, char *buf, size_t len)
+/* 1 with the copy's name (in st->dfd) in @buf when @id is staged, else 0. */
+static int stage_name(struct dlc_stage *st, uint32_t id, char *buf, size_t len)
 {
 	int staged;
 
@@ -875,7 +956,7 @@ static int stage_path(struct dlc_stage *st, uint32_t id, char *buf, size_t len)
 	staged = state_of(st, id) == ST_STAGED;
 	pthread_mutex_unlock(&st->lock);
 	if (staged)
-		snprintf(buf, len, "%s/%" PRIu32, st->dir, id);
+		copy_name(id, buf, len);
 	return staged;
 }
 
@@ -978,9 +1059,14 @@ static int stage_queue(void *tier, struct dlc_reader *r, uint32_t id,
 	/* Its copy is being made from these bytes: no read at all. */
 	if (b)
 		return dlc_reader_queue_buf(r, b, tag) ? 0 : 1;
-	if (!stage_path(st, id, scratch, len))
+	if (!stage_name(st, id, scratch, len))
 		return 0;
-	return dlc_reader_queue(r, scratch, tag) ? 0 : 1;
+	/*
+	 * Opened in the directory checked at open (st->dfd, which outlives
+	 * the reader: the loader destroys it first), never by its path:
+	 * whoever can rename entries of DIR cannot swap what is read.
+	 */
+	return dlc_reader_queue_at(r, st->dfd, scratch, tag) ? 0 : 1;
 }
 
 static const struct dlc_tier_ops stage_ops = {

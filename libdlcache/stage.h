@@ -7,19 +7,22 @@
  * next epochs read the local copy.
  *
  * Layout: DIR/dlcache-UID/KEY/ID, one file per sample, where KEY is the
- * data set's key in hex and ID its sample ID; DIR/dlcache-UID is this
- * user's (0700, checked), KEY/counters the tier's counters, shared by
- * every process that stages the data set there. A file is written under a
- * temporary name (.tmp.PID.ID) and renamed into place, with the origin's
- * mtime, so no process ever finds a partial file under an ID; its bytes
- * are checked when read (the index's size and crc32c), and at start every
- * file's size and mtime against the index and the origin, so a stale copy
- * is never served.
+ * data set's key in hex and ID its sample ID in canonical decimal. DIR
+ * is root's or this user's, or sticky, and DIR/dlcache-UID this user's
+ * (0700): both checked on their fds at open; every file below KEY is
+ * opened relative to KEY's fd, never by path. KEY/counters holds the
+ * tier's counters, shared by every process that stages the data set
+ * there. A file is written under a temporary name (.tmp.PID.ID) and
+ * renamed into place, with the origin's mtime, so no process ever finds
+ * a partial file under an ID; its bytes are checked when read (the
+ * index's size and crc32c), and at start every file's size and mtime
+ * against the index and the origin, so a stale copy is never served.
  *
- * Threads: dlc_stage_path(), _served(), _offer(), _hit() and _advance()
- * are the loader's I/O thread's; the stager thread of its own reads
- * ahead from the origin and writes copies. Everything shared is under the
- * stage's lock, which is taken after the loader's, never before.
+ * Threads: the tier's queue, served and offer, dlc_stage_hit_above() and
+ * dlc_stage_advance() are the loader's I/O thread's; the stager thread of
+ * its own reads ahead from the origin and writes copies. Everything
+ * shared is under the stage's lock, which is taken after the loader's,
+ * never before.
  */
 #ifndef DLC_STAGE_H
 #define DLC_STAGE_H

@@ -7,11 +7,14 @@
  * the budget and the next epoch still hits; a restart takes the copies in
  * place and never serves a stale, torn or corrupt one (nor leaves a dead
  * process's temporary file); two processes share one directory; the
- * config and the directory's owner and mode are checked.
+ * config and the directory's owner and mode are checked; a user who owns
+ * DIR and swaps a tree of crafted copies in never has them read; the
+ * start-up scan takes each sample's copy once, by its canonical name.
  * The reference is a loader of the same config without staging.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -415,6 +418,411 @@ static void other_user(void)
 	free(stage);
 }
 
+/* Users A (the loader's) and B (DIR's owner, hostile) of swapped_dir. */
+#define UID_A	65534
+#define UID_B	65533
+
+/*
+ * Fork a child that drops to @uid (and gid) and runs @fn(@arg), exiting
+ * with its failures. Its pid, or -1.
+ */
+static pid_t fork_as(uid_t uid, void (*fn)(void *), void *arg)
+{
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid)
+		return pid;
+	t_failures = 0;	/* the child's own, not the parent's */
+	if (setgroups(0, NULL) || setgid(uid) || setuid(uid)) {
+		printf("FAIL: cannot drop to uid %u: %s\n", (unsigned int)uid,
+		       strerror(errno));
+		fflush(stdout);
+		_exit(1);
+	}
+	fn(arg);
+	fflush(stdout);
+	_exit(t_failures ? 1 : 0);
+}
+
+/* CRC-32C bit by bit: the test's own, chained as dlc_index_crc32c()'s. */
+static uint32_t crc32c_bits(uint32_t crc, const uint8_t *p, size_t len)
+{
+	int k;
+
+	crc = ~crc;
+	while (len--) {
+		crc ^= *p++;
+		for (k = 0; k < 8; k++)
+			crc = crc & 1 ? (crc >> 1) ^ 0x82f63b78 : crc >> 1;
+	}
+	return ~crc;
+}
+
+/*
+ * The 4 bytes @tail that, after bytes whose CRC-32C is @pre, make it
+ * @want: CRC is affine in the tail's 32 bits, so solve over GF(2).
+ */
+static int forge_tail(uint32_t pre, uint32_t want, uint8_t tail[4])
+{
+	uint32_t col[32], comb[32], base, d, x = 0, tmp;
+	uint8_t t[4] = { 0 };
+	int k, b, i = 0, p;
+
+	base = crc32c_bits(pre, t, 4);
+	for (k = 0; k < 32; k++) {
+		memset(t, 0, sizeof(t));
+		t[k / 8] = (uint8_t)(1U << (k % 8));
+		col[k] = crc32c_bits(pre, t, 4) ^ base;
+		comb[k] = 1U << k;
+	}
+	/* Gauss-Jordan on the columns: col[i] becomes one output bit. */
+	for (b = 0; b < 32; b++) {
+		for (p = i; p < 32 && !(col[p] >> b & 1); p++)
+			;
+		if (p == 32)
+			continue;
+		tmp = col[i], col[i] = col[p], col[p] = tmp;
+		tmp = comb[i], comb[i] = comb[p], comb[p] = tmp;
+		for (k = 0; k < 32; k++)
+			if (k != i && (col[k] >> b & 1)) {
+				col[k] ^= col[i];
+				comb[k] ^= comb[i];
+			}
+		i++;
+	}
+	d = want ^ base;
+	for (k = 0; k < i; k++)
+		if (d & col[k]) {
+			d ^= col[k];
+			x ^= comb[k];
+		}
+	for (k = 0; k < 4; k++)
+		tail[k] = (uint8_t)(x >> (8 * k));
+	return d ? -1 : 0;
+}
+
+struct swap_arg {
+	const char *stage;
+	uint64_t want[EPOCHS];
+	int staged[2];		/* A -> B: epoch 0 is staged */
+	int swapped[2];		/* B -> A: the tree is swapped */
+};
+
+/*
+ * User A: a loader staging in B's DIR; after epoch 0, B swaps the tree;
+ * the next epochs must be the original files' pixels, and still served
+ * by A's copies.
+ */
+static void swap_side_a(void *p)
+{
+	struct swap_arg *a = p;
+	struct dlc_loader *l = NULL;
+	struct dlc_config cfg;
+	struct dlc_stats st;
+	uint64_t got, hits0;
+	uint32_t e;
+	char c = 's';
+
+	close(a->staged[0]);
+	close(a->swapped[1]);
+	config(&cfg, a->stage, 0);
+	t_log_clear();
+	CHECK_EQ(dlc_loader_create(&cfg, g_idx, &l), 0);
+	if (!l) {
+		printf("uid %u: %s", (unsigned int)getuid(), t_logbuf);
+		return;
+	}
+	got = T_FNV_INIT;
+	run(l, 0, 0, &got);
+	CHECK(got == a->want[0], "uid %u, epoch 0: batches differ", UID_A);
+	/* The stager writes the epoch's last offers meanwhile. */
+	t_sleep_ms(200);
+	dlc_loader_stats(l, &st, sizeof(st));
+	hits0 = st.staging_hits;
+	CHECK(st.staging_writes > g_n / 2, "%llu copies staged in epoch 0",
+	      (unsigned long long)st.staging_writes);
+	CHECK_EQ(write(a->staged[1], &c, 1), 1);
+	CHECK(read(a->swapped[0], &c, 1) == 1 && c == 'w',
+	      "uid %u did not swap the tree", UID_B);
+	for (e = 1; e < EPOCHS; e++) {
+		got = T_FNV_INIT;
+		run(l, e, 0, &got);
+		CHECK(got == a->want[e],
+		      "epoch %u after uid %u swapped dlcache-%u: batches are not the original files'",
+		      e, UID_B, UID_A);
+	}
+	dlc_loader_stats(l, &st, sizeof(st));
+	/* Not vacuous: the epochs were read from A's staged copies. */
+	CHECK(st.staging_hits - hits0 > g_n, "%llu staging hits after the swap",
+	      (unsigned long long)(st.staging_hits - hits0));
+	dlc_loader_destroy(l);
+}
+
+/*
+ * User B, DIR's owner: move A's dlcache-UID away and plant a tree of
+ * B's own in its place, whose copies have each sample's size, mtime and
+ * CRC-32C but another image (a small JPEG, padded after its EOI, then 4
+ * bytes that make the CRC the index's).
+ */
+static void swap_side_b(void *p)
+{
+	struct swap_arg *a = p;
+	char user[4096], moved[4096], dir[8192], path[16384], c;
+	struct timespec t[2];
+	struct stat sb;
+	uint32_t id, want, pre;
+	uint8_t *img, *buf;
+	size_t len;
+	uint64_t size;
+	uint64_t key[2];
+	int planted = 0;
+
+	close(a->staged[1]);
+	close(a->swapped[0]);
+	if (read(a->staged[0], &c, 1) != 1) {
+		CHECK(0, "uid %u never staged", UID_A);
+		return;
+	}
+	snprintf(user, sizeof(user), "%s/dlcache-%u", a->stage, UID_A);
+	snprintf(moved, sizeof(moved), "%s/moved", a->stage);
+	CHECK(rename(user, moved) == 0, "uid %u: rename %s: %s", UID_B, user,
+	      strerror(errno));
+	CHECK_EQ(mkdir(user, 0755), 0);
+	chmod(user, 0755);
+	dlc_index_key(g_idx, key);
+	snprintf(dir, sizeof(dir), "%s/%016" PRIx64 "%016" PRIx64, user,
+		 key[0], key[1]);
+	CHECK_EQ(mkdir(dir, 0755), 0);
+	chmod(dir, 0755);
+	for (id = 0; id < g_n; id++) {
+		size = dlc_index_size(g_idx, id);
+		img = t_make_jpeg(16, 16, 1000 + id, 0, 50, &len);
+		if (!img || len + 4 > size || dlc_index_crc32c(g_idx, id, &want)) {
+			free(img);
+			continue;
+		}
+		buf = calloc(1, size);
+		memcpy(buf, img, len);
+		free(img);
+		pre = crc32c_bits(0, buf, size - 4);
+		CHECK_EQ(forge_tail(pre, want, buf + size - 4), 0);
+		CHECK(crc32c_bits(0, buf, size) == want, "forged crc of %u", id);
+		snprintf(path, sizeof(path), "%s/%u", dir, id);
+		CHECK_EQ(t_write_file(path, buf, size), 0);
+		free(buf);
+		chmod(path, 0644);
+		snprintf(path, sizeof(path), "%s/%s", g_dir,
+			 dlc_index_relpath(g_idx, id));
+		if (stat(path, &sb))
+			continue;
+		t[0] = sb.st_atim;
+		t[1] = sb.st_mtim;
+		snprintf(path, sizeof(path), "%s/%u", dir, id);
+		utimensat(AT_FDCWD, path, t, 0);
+		planted++;
+	}
+	CHECK((uint32_t)planted > g_n / 2, "only %d crafted copies", planted);
+	c = 'w';
+	CHECK_EQ(write(a->swapped[1], &c, 1), 1);
+}
+
+/*
+ * Issue 30 item 1: user B owns DIR (sticky, 1777: accepted) and swaps
+ * user A's dlcache-UID for a tree of crafted copies between two epochs;
+ * A keeps reading its own copies through the directory fd it checked.
+ * Root only (two users).
+ */
+static void swapped_dir(void)
+{
+	struct swap_arg a;
+	pid_t pa, pb;
+	int sa, sb;
+	char *stage;
+
+	if (geteuid() != 0) {
+		t_skip("swapped_dir", "needs root to run two other users");
+		return;
+	}
+	stage = stage_dir();
+	a.stage = stage;
+	CHECK(!chown(stage, UID_B, UID_B) && !chmod(stage, 01777) &&
+	      !chmod(g_dir, 0755), "chown/chmod: %s", strerror(errno));
+	{
+		struct dlc_config cfg;
+
+		config(&cfg, stage, 0);
+		reference(&cfg, a.want);
+	}
+	CHECK(!pipe(a.staged) && !pipe(a.swapped), "pipe");
+	pa = fork_as(UID_A, swap_side_a, &a);
+	pb = fork_as(UID_B, swap_side_b, &a);
+	close(a.staged[0]);
+	close(a.staged[1]);
+	close(a.swapped[0]);
+	close(a.swapped[1]);
+	CHECK(pa > 0 && waitpid(pa, &sa, 0) == pa && WIFEXITED(sa) &&
+	      !WEXITSTATUS(sa), "uid %u's loader failed", UID_A);
+	CHECK(pb > 0 && waitpid(pb, &sb, 0) == pb && WIFEXITED(sb) &&
+	      !WEXITSTATUS(sb), "uid %u's swap failed", UID_B);
+	chmod(g_dir, 0700);
+	t_rmtree(stage);
+	free(stage);
+}
+
+struct parent_arg {
+	char dir[4][4096];
+};
+
+/* As user A: DIRs that others may rename entries of are refused. */
+static void parent_side(void *p)
+{
+	struct parent_arg *a = p;
+	struct dlc_loader *l = NULL;
+	struct dlc_config cfg;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		config(&cfg, a->dir[i], 0);
+		t_log_clear();
+		CHECK(dlc_loader_create(&cfg, g_idx, &l) == -EPERM,
+		      "uid %u staged in %s (%s)", UID_A, a->dir[i],
+		      i == 2 ? "root's, mode 0777" : "uid 65533's, no sticky bit");
+		CHECK(strstr(t_logbuf, a->dir[i]) && strstr(t_logbuf, "sticky"),
+		      "log does not name %s and why: %s", a->dir[i], t_logbuf);
+		dlc_loader_destroy(l);
+		l = NULL;
+	}
+	/* B's, but sticky: only B and root may rename A's entry there. */
+	config(&cfg, a->dir[3], 0);
+	t_log_clear();
+	CHECK(dlc_loader_create(&cfg, g_idx, &l) == 0,
+	      "uid %u cannot stage in a sticky %s: %s", UID_A, a->dir[3],
+	      t_logbuf);
+	dlc_loader_destroy(l);
+}
+
+/*
+ * A staging_dir of another user's without the sticky bit, or writable by
+ * others without it, is refused at create, saying why. Root only.
+ */
+static void parent_checks(void)
+{
+	static const struct { uid_t uid; mode_t mode; } d[4] = {
+		{ UID_B, 0777 }, { UID_B, 0755 }, { 0, 0777 }, { UID_B, 01777 },
+	};
+	struct parent_arg a;
+	char *stage;
+	int i;
+
+	if (geteuid() != 0) {
+		t_skip("parent_checks", "needs root to run two other users");
+		return;
+	}
+	stage = stage_dir();
+	CHECK(!chmod(stage, 0755) && !chmod(g_dir, 0755), "chmod");
+	for (i = 0; i < 4; i++) {
+		snprintf(a.dir[i], sizeof(a.dir[i]), "%s/d%d", stage, i);
+		CHECK(!mkdir(a.dir[i], 0700) && !chown(a.dir[i], d[i].uid, d[i].uid) &&
+		      !chmod(a.dir[i], d[i].mode), "%s: %s", a.dir[i],
+		      strerror(errno));
+	}
+	t_run_unprivileged(parent_side, &a);
+	chmod(g_dir, 0700);
+	t_rmtree(stage);
+	free(stage);
+}
+
+/*
+ * Issue 30 item 6: a staging directory (restored, or written by another
+ * tool) with every sample's valid copy and also "07", "007", "00" and
+ * other names of no sample: each sample is taken once (no write past the
+ * staged array: ASan), the others are left alone, the batches are the
+ * same.
+ */
+static void scan_names(void)
+{
+	static const char *const extra[] = {
+		"07", "007", "00", "+7", " 7", "7 ", "-7", "0x7",
+		"4294967303", "18446744073709551623",
+		"99999999999999999999999999",
+	};
+	uint64_t want[EPOCHS], got[EPOCHS], blocks = 0;
+	char user[4096], dir[4096], path[8192], orig[4096];
+	struct dlc_loader *l = NULL;
+	struct dlc_config cfg;
+	struct dlc_stats st;
+	struct timespec t[2];
+	char *stage = stage_dir();
+	struct stat sb;
+	uint8_t *data;
+	size_t len;
+	uint32_t id, e;
+	unsigned int i;
+
+	snprintf(user, sizeof(user), "%s/dlcache-%u", stage,
+		 (unsigned int)getuid());
+	CHECK_EQ(mkdir(user, 0700), 0);
+	copies_dir(stage, dir, sizeof(dir));
+	CHECK_EQ(mkdir(dir, 0700), 0);
+	for (id = 0; id <= g_n; id++) {
+		/* Sample 7's bytes under its own name and the extra ones. */
+		snprintf(orig, sizeof(orig), "%s/%s", g_dir,
+			 dlc_index_relpath(g_idx, id < g_n ? id : 7));
+		data = t_read_file(orig, &len);
+		CHECK(data && !stat(orig, &sb), "read %s", orig);
+		if (!data)
+			continue;
+		t[0] = sb.st_atim;
+		t[1] = sb.st_mtim;
+		for (i = 0; i < (id < g_n ? 1 : sizeof(extra) / sizeof(*extra)); i++) {
+			if (id < g_n)
+				snprintf(path, sizeof(path), "%s/%u", dir, id);
+			else
+				snprintf(path, sizeof(path), "%s/%s", dir, extra[i]);
+			CHECK_EQ(t_write_file(path, data, len), 0);
+			CHECK_EQ(utimensat(AT_FDCWD, path, t, 0), 0);
+		}
+		if (id < g_n)
+			blocks += (len + 4095) & ~4095ULL;
+		free(data);
+	}
+	/* Sample g_n's name: out of range. */
+	snprintf(path, sizeof(path), "%s/%u", dir, g_n);
+	CHECK_EQ(t_write_file(path, "x", 1), 0);
+
+	config(&cfg, stage, 0);
+	reference(&cfg, want);
+	cfg.log_level = DLC_LOG_INFO;	/* "N copies (M MiB) in place" */
+	t_log_clear();
+	CHECK_EQ(dlc_loader_create(&cfg, g_idx, &l), 0);
+	if (!l)
+		goto out;
+	CHECK_EQ(dlc_loader_stats(l, &st, sizeof(st)), 0);
+	snprintf(path, sizeof(path), "%u copies (", g_n);
+	CHECK(strstr(t_logbuf, path) != NULL, "want %u copies taken: %s", g_n,
+	      t_logbuf);
+	CHECK(st.staging_used == blocks, "%llu bytes staged at start, want %llu",
+	      (unsigned long long)st.staging_used, (unsigned long long)blocks);
+	for (e = 0; e < EPOCHS; e++) {
+		got[e] = T_FNV_INIT;
+		run(l, e, 0, &got[e]);
+		CHECK(got[e] == want[e], "epoch %u: batches differ", e);
+	}
+	CHECK_EQ(dlc_loader_stats(l, &st, sizeof(st)), 0);
+	CHECK(st.staging_hits >= 2ULL * g_n, "%llu staging hits",
+	      (unsigned long long)st.staging_hits);
+	CHECK_EQ(st.staging_invalid, 0);
+	dlc_loader_destroy(l);
+	/* Not a sample's name: not ours to remove. */
+	snprintf(path, sizeof(path), "%s/07", dir);
+	CHECK(access(path, F_OK) == 0, "%s was removed", path);
+out:
+	t_rmtree(stage);
+	free(stage);
+}
+
 /* A relative staging_dir keeps working after the process changes directory. */
 static void relative_dir(void)
 {
@@ -503,6 +911,9 @@ int main(void)
 	T_RUN(shared_dir);
 	T_RUN(full_disk);
 	T_RUN(other_user);
+	T_RUN(swapped_dir);
+	T_RUN(parent_checks);
+	T_RUN(scan_names);
 	T_RUN(relative_dir);
 	T_RUN(config_checks);
 
