@@ -701,14 +701,13 @@ static int open_dir(struct dlc_stage *st, const struct dlc_stage_opts *o)
 	dlc_index_key(o->idx, key);
 	snprintf(key_name, sizeof(key_name), "%016" PRIx64 "%016" PRIx64,
 		 key[0], key[1]);
+	if (mkdir(o->dir, 0700) && errno != EEXIST)
+		goto err_errno;
 	/* Its path, absolute, for log lines only. */
 	abs = realpath(o->dir, NULL);
 	snprintf(st->dir, sizeof(st->dir), "%s/%s/%s", abs ? abs : o->dir,
 		 user, key_name);
 	free(abs);
-
-	if (mkdir(o->dir, 0700) && errno != EEXIST)
-		goto err_errno;
 	pfd = open(o->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (pfd < 0)
 		goto err_errno;
