@@ -1105,7 +1105,7 @@ static int decode_name(const char *s, char *dst, size_t *len)
 	return 0;
 }
 
-static int valid_class_name(const char *s, size_t len)
+int dlc_index_class_name_ok(const char *s, size_t len)
 {
 	return len && !memchr(s, '/', len) && strcmp(s, ".") &&
 	       strcmp(s, "..");
@@ -1115,7 +1115,7 @@ static int valid_class_name(const char *s, size_t len)
  * A relpath must stay under the root: no absolute path, no empty, "." or
  * ".." component, and at least "class/file".
  */
-static int valid_relpath(const char *s)
+int dlc_index_relpath_ok(const char *s)
 {
 	const char *comp = s;
 	int ncomp = 0;
@@ -1311,7 +1311,7 @@ static int parse_index(struct dlc_index *idx, char *buf, size_t len,
 		if (!line || strncmp(line, "class ", 6))
 			return -EBADMSG;
 		if (decode_name(line + 6, idx->arena + pos, &n) ||
-		    !valid_class_name(idx->arena + pos, n))
+		    !dlc_index_class_name_ok(idx->arena + pos, n))
 			return -EBADMSG;
 		idx->class_off[i] = pos;
 		/* Sorted and unique, as build makes them. */
@@ -1341,7 +1341,7 @@ static int parse_index(struct dlc_index *idx, char *buf, size_t len,
 		if (decode_name(s, idx->arena + pos, &n))
 			return -EBADMSG;
 		path = idx->arena + pos;
-		if (!valid_relpath(path) || root_len + 1 + n >= PATH_MAX)
+		if (!dlc_index_relpath_ok(path) || root_len + 1 + n >= PATH_MAX)
 			return -EBADMSG;
 		if (n > *max_rel)
 			*max_rel = n;

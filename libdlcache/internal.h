@@ -51,6 +51,14 @@ void dlc_key128(const char *magic, const void *const *parts,
  */
 struct dlc_pack;
 const struct dlc_pack *dlc_index_pack(const struct dlc_index *idx);
+/*
+ * The index's own checks of a name read from a file, shared with the
+ * pack reader: a class name (@len bytes) is not empty, ".", ".." and
+ * holds no '/'; a relpath stays under the root (no absolute path, no
+ * empty, "." or ".." component, at least "class/file"). 1 when valid.
+ */
+int dlc_index_class_name_ok(const char *s, size_t len);
+int dlc_index_relpath_ok(const char *s);
 
 /* ---- sample bytes ---- */
 

@@ -25,11 +25,25 @@
 
 #define PK_KEY_MAGIC	"dlcache-pack 1"
 
+/*
+ * The metadata is read in steps of PK_META_STEP, its buffer grown as the
+ * bytes come in, so memory follows the bytes the file really holds. A
+ * run of PK_META_HOLE zero bytes is a hole (a sparse file's): no pack's
+ * metadata holds one (a record's length is never 0, names and paths are
+ * never empty, a row table's varints never hold a zero byte).
+ */
+#define PK_META_STEP	(1U << 20)
+#define PK_META_HOLE	4096U
+/* A class name is a directory's name (NAME_MAX), a path under PATH_MAX. */
+#define PK_CLASS_MAX	255U
+#define PK_PATH_MAX	4096U
+
 struct dlc_pack {
 	char *path;
 	uint8_t hdr[PK_HDR_LEN];
 	uint8_t *meta;
 	uint64_t meta_len;
+	uint64_t classes_len;
 	uint32_t count;
 	uint32_t nclasses;
 	uint32_t align;
@@ -176,6 +190,15 @@ static int check_header(struct dlc_pack *p, uint64_t fsize, char *why,
 		if (pk_get32(h + PK_HDR_DEV_RESERVED))
 			return why_set(why, wl, "header: reserved word at %d "
 				       "not zero", PK_HDR_DEV_RESERVED);
+		/*
+		 * Before any length is taken from it: the pack holds at least
+		 * its header and the metadata's preamble.
+		 */
+		if (len < (uint64_t)PK_HDR_LEN + PK_META_LEN)
+			return why_set(why, wl, "header: the pack's %llu bytes "
+				       "do not hold its %u-byte header and "
+				       "metadata", (unsigned long long)len,
+				       PK_HDR_LEN + PK_META_LEN);
 		if (len > fsize || len > pk_get64(h + PK_HDR_DEV_LEN))
 			return why_set(why, wl, "header: the pack's %llu bytes "
 				       "do not fit the device's %llu (%llu when "
@@ -211,6 +234,12 @@ static int check_header(struct dlc_pack *p, uint64_t fsize, char *why,
 	if (p->data_off != PK_HDR_LEN)
 		return why_set(why, wl, "header: data offset %llu, not %u",
 			       (unsigned long long)p->data_off, PK_HDR_LEN);
+	/* fsize >= PK_HDR_LEN (the file's, or the pack's just above). */
+	if (fsize < p->data_off)
+		return why_set(why, wl, "header: data offset %llu past the "
+			       "end (%llu bytes)",
+			       (unsigned long long)p->data_off,
+			       (unsigned long long)fsize);
 	if (p->data_len > fsize - p->data_off ||
 	    meta_off != p->data_off + p->data_len)
 		return why_set(why, wl, "header: data region [%llu, +%llu) does "
@@ -234,10 +263,14 @@ static int check_header(struct dlc_pack *p, uint64_t fsize, char *why,
 	return 0;
 }
 
-/* The preamble's sections: lengths that add up, pointers into meta. */
-static int check_sections(struct dlc_pack *p, char *why, size_t wl)
+/*
+ * The preamble's sections (@m, read before the rest): lengths that add
+ * up and that the header's counts can need, so that the metadata's
+ * length is bounded by its structure before any of it is read.
+ */
+static int check_sections(struct dlc_pack *p, const uint8_t *m, char *why,
+			  size_t wl)
 {
-	const uint8_t *m = p->meta;
 	uint64_t cl = pk_get64(m + PK_META_CLASSES_LEN);
 	uint64_t rl = pk_get64(m + PK_META_RECORDS_LEN);
 	uint64_t left = p->meta_len - PK_META_LEN;
@@ -257,9 +290,94 @@ static int check_sections(struct dlc_pack *p, char *why, size_t wl)
 			       (unsigned long long)p->rows_len,
 			       (unsigned long long)p->strings_len,
 			       (unsigned long long)left);
-	p->recs = m + PK_META_LEN + cl;
-	p->rows = p->recs + rl;
+	if (cl > (uint64_t)p->nclasses * (PK_CLASS_MAX + 1))
+		return why_set(why, wl, "metadata: class table %llu bytes for "
+			       "%u names of at most %u", (unsigned long long)cl,
+			       p->nclasses, PK_CLASS_MAX);
+	if (p->rows_len > (uint64_t)p->count * (DLC_RST_MAX_ROWS + 1) *
+			  PK_VARINT_MAX)
+		return why_set(why, wl, "metadata: row tables %llu bytes for "
+			       "%u samples", (unsigned long long)p->rows_len,
+			       p->count);
+	if (p->strings_len > (uint64_t)p->count * PK_PATH_MAX)
+		return why_set(why, wl, "metadata: strings %llu bytes for %u "
+			       "paths under %u", (unsigned long long)p->strings_len,
+			       p->count, PK_PATH_MAX);
+	p->classes_len = cl;
+	return 0;
+}
+
+/* The sections' pointers, once the metadata is read whole. */
+static void set_sections(struct dlc_pack *p)
+{
+	p->recs = p->meta + PK_META_LEN + p->classes_len;
+	p->rows = p->recs + (size_t)p->count * PK_REC_LEN;
 	p->strings = (const char *)p->rows + p->rows_len;
+}
+
+/*
+ * The metadata, read in steps into a buffer grown as its bytes come in,
+ * its CRC computed on the way: a file that claims more than it holds
+ * (a hole) fails at the hole, with at most a step more memory taken.
+ */
+static int read_meta(struct dlc_pack *p, int fd, uint64_t meta_off,
+		     char *why, size_t wl)
+{
+	uint64_t done = 0, cap = 0, zeros = 0;
+	uint32_t crc = 0;
+	int ret;
+
+	while (done < p->meta_len) {
+		size_t step = p->meta_len - done < PK_META_STEP ?
+			      (size_t)(p->meta_len - done) : PK_META_STEP;
+		const uint8_t *q;
+		size_t i;
+
+		if (done + step > cap) {
+			uint64_t ncap = cap * 2 > done + step ? cap * 2 :
+				       done + step;
+			uint8_t *m;
+
+			if (ncap > p->meta_len)
+				ncap = p->meta_len;
+			m = realloc(p->meta, (size_t)ncap);
+			if (!m)
+				return -ENOMEM;
+			p->meta = m;
+			cap = ncap;
+		}
+		ret = pread_full(fd, p->meta + done, step, meta_off + done);
+		if (ret == -EBADMSG)
+			why_set(why, wl, "metadata: truncated while read");
+		if (ret)
+			return ret;
+		q = p->meta + done;
+		for (i = 0; i < step; i++) {
+			zeros = q[i] ? 0 : zeros + 1;
+			if (zeros == PK_META_HOLE)
+				return why_set(why, wl, "metadata: %u zero bytes "
+					       "at %llu (a hole: the file does "
+					       "not hold the metadata it claims)",
+					       PK_META_HOLE, (unsigned long long)
+					       (meta_off + done + i + 1 -
+						PK_META_HOLE));
+		}
+		crc = dlc_crc32c(crc, q, step);
+		done += step;
+	}
+	if (crc != pk_get32(p->hdr + PK_HDR_META_CRC))
+		return why_set(why, wl, "metadata: crc32c %08x, computed %08x",
+			       pk_get32(p->hdr + PK_HDR_META_CRC), crc);
+	set_sections(p);
+	return 0;
+}
+
+/* A name that goes whole into log lines: no control byte (one line each). */
+static int has_control(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return 1;
 	return 0;
 }
 
@@ -282,6 +400,11 @@ static int check_classes(struct dlc_pack *p, char *why, size_t wl)
 				       c);
 		if (nul == s + pos)
 			return why_set(why, wl, "class %u: empty name", c);
+		/* The index's rule for a class name, and one line in a log. */
+		if (!dlc_index_class_name_ok(s + pos, (size_t)(nul - s) - pos) ||
+		    has_control(s + pos))
+			return why_set(why, wl, "class %u: name \".\", \"..\", or "
+				       "holding '/' or a control byte", c);
 		p->class_off[c] = (uint32_t)(PK_META_LEN + pos);
 		pos = (uint64_t)(nul - s) + 1;
 	}
@@ -446,9 +569,16 @@ static int check_records(struct dlc_pack *p, char *why, size_t wl)
 				      po);
 			break;
 		}
-		if (!*path || path[strlen(path) - 1] == '/' || *path == '/') {
-			ret = why_set(why, wl, "sample %u: path \"%s\" empty or "
-				      "not relative", i, path);
+		/* The index's rule for a relpath, and one line in a log. */
+		if (has_control(path)) {
+			ret = why_set(why, wl, "sample %u: path holds a control "
+				      "byte", i);
+			break;
+		}
+		if (!dlc_index_relpath_ok(path)) {
+			ret = why_set(why, wl, "sample %u: path \"%s\" empty, "
+				      "not relative, not class/file, or with an "
+				      "empty, \".\" or \"..\" component", i, path);
 			break;
 		}
 		if (label < 0 || (uint32_t)label >= p->nclasses)
@@ -501,13 +631,13 @@ static int check_records(struct dlc_pack *p, char *why, size_t wl)
 int dlc_pack_open(const char *path, struct dlc_pack **out, char *why,
 		  size_t why_len)
 {
+	uint8_t pre[PK_META_LEN];
 	const void *parts[2];
 	uint64_t fsize;
 	size_t lens[2];
 	struct dlc_pack *p;
 	struct stat st;
 	char dev[80];
-	uint32_t crc;
 	int fd, ret;
 
 	if (why && why_len)
@@ -554,23 +684,14 @@ int dlc_pack_open(const char *path, struct dlc_pack **out, char *why,
 		ret = check_header(p, fsize, why, why_len);
 	if (ret)
 		goto out;
-	p->meta = malloc(p->meta_len);
-	if (!p->meta) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	ret = pread_full(fd, p->meta, p->meta_len, p->data_off + p->data_len);
+	/* The preamble first: it bounds the rest by the header's counts. */
+	ret = pread_full(fd, pre, sizeof(pre), p->data_off + p->data_len);
 	if (ret == -EBADMSG)
 		why_set(why, why_len, "metadata: truncated while read");
-	if (ret)
-		goto out;
-	crc = dlc_crc32c(0, p->meta, p->meta_len);
-	if (crc != pk_get32(p->hdr + PK_HDR_META_CRC)) {
-		ret = why_set(why, why_len, "metadata: crc32c %08x, computed "
-			      "%08x", pk_get32(p->hdr + PK_HDR_META_CRC), crc);
-		goto out;
-	}
-	ret = check_sections(p, why, why_len);
+	if (!ret)
+		ret = check_sections(p, pre, why, why_len);
+	if (!ret)
+		ret = read_meta(p, fd, p->data_off + p->data_len, why, why_len);
 	if (!ret)
 		ret = check_classes(p, why, why_len);
 	if (!ret)

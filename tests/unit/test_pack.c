@@ -17,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jpeglib.h>
@@ -693,6 +695,36 @@ static void rows_varint(uint8_t *b, size_t *l)
 
 	rows_of(b)[pk_get64(r + PK_REC_ROWS_OFF) + 2] |= 0x80;
 }
+/* Sample @id's path in the strings. */
+static char *path_of(uint8_t *b, uint32_t id)
+{
+	uint8_t *m = meta_of(b);
+
+	return (char *)rows_of(b) + pk_get64(m + PK_META_ROWS_LEN) +
+	       pk_get32(rec_of(b, id) + PK_REC_PATH);
+}
+static void path_control(uint8_t *b, size_t *l) { path_of(b, 1)[5] = '\n'; }
+static void path_dotdot(uint8_t *b, size_t *l) { memcpy(path_of(b, 1), "../", 3); }
+static void path_dot(uint8_t *b, size_t *l) { memcpy(path_of(b, 1), "./", 2); }
+static void path_one_comp(uint8_t *b, size_t *l)
+{
+	char *p = path_of(b, 1);
+
+	*strchr(p, '/') = '_';
+}
+static void class_slash(uint8_t *b, size_t *l) { meta_of(b)[PK_META_LEN + 2] = '/'; }
+static void class_control(uint8_t *b, size_t *l) { meta_of(b)[PK_META_LEN] = 0x1b; }
+static void class_dotdot(uint8_t *b, size_t *l)
+{
+	uint8_t *m = meta_of(b);
+
+	/* The class table: "class00\0class01\0...": make the first "..". */
+	memcpy(m + PK_META_LEN, "..\0", 3);
+	memmove(m + PK_META_LEN + 3, m + PK_META_LEN + 8,
+		pk_get64(m + PK_META_CLASSES_LEN) - 8);
+	memset(m + PK_META_LEN + pk_get64(m + PK_META_CLASSES_LEN) - 5, 'x', 4);
+	m[PK_META_LEN + pk_get64(m + PK_META_CLASSES_LEN) - 1] = 0;
+}
 static void geom_interval(uint8_t *b, size_t *l) { pk_put32(rec_of(b, 0) + PK_REC_INTERVAL, 2); }
 static void geom_ncomp(uint8_t *b, size_t *l) { rec_of(b, 0)[PK_REC_NCOMP] = 4; }
 static void geom_mcu(uint8_t *b, size_t *l) { rec_of(b, 0)[PK_REC_MCU_W] = 12; }
@@ -766,6 +798,17 @@ static void test_corrupt(void)
 	expect("path empty", path_empty, 1, -EBADMSG, "sample 2: path \"\"");
 	expect("class unterminated", class_unterminated, 1, -EBADMSG,
 	       "not NUL-terminated inside the class table");
+	/* The index's rules for its paths and class names, and one line. */
+	expect("path control byte", path_control, 1, -EBADMSG,
+	       "sample 1: path holds a control byte");
+	expect("path ..", path_dotdot, 1, -EBADMSG, "sample 1: path \"../");
+	expect("path .", path_dot, 1, -EBADMSG, "sample 1: path \"./");
+	expect("path one component", path_one_comp, 1, -EBADMSG,
+	       "sample 1: path \"class00_");
+	expect("class /", class_slash, 1, -EBADMSG, "class 0: name");
+	expect("class control byte", class_control, 1, -EBADMSG,
+	       "class 0: name");
+	expect("class ..", class_dotdot, 1, -EBADMSG, "class 0: name");
 
 	expect_rec("rows not increasing", rows_not_increasing, 0, "rows");
 	expect_rec("rows short", rows_short, 0, "rows");
@@ -791,7 +834,8 @@ static void test_corrupt(void)
  * is filled; the header is resealed unless @mut is the placeholder.
  */
 enum dev_mut { DEV_GOOD, DEV_PACK_LEN, DEV_DEV_LEN, DEV_LBA, DEV_RESERVED,
-	       DEV_RESERVED_AFTER, DEV_UNKNOWN_FLAG, DEV_NO_FLAG, DEV_PLACEHOLDER };
+	       DEV_RESERVED_AFTER, DEV_UNKNOWN_FLAG, DEV_NO_FLAG, DEV_PLACEHOLDER,
+	       DEV_TINY, DEV_META_IN_HEADER, DEV_HEADER_ONLY };
 
 static int open_device_like(const uint8_t *pack, size_t len, size_t tail,
 			    enum dev_mut mut, char *why, size_t wl)
@@ -833,6 +877,21 @@ static int open_device_like(const uint8_t *pack, size_t len, size_t tail,
 	case DEV_NO_FLAG:	/* a record without the flag: reserved bytes */
 		pk_put32(b + PK_HDR_FLAGS, 0);
 		break;
+	case DEV_TINY:		/* fsize - data_off wrapped: malloc near 2^64 */
+		pk_put64(b + PK_HDR_DEV_PACK_LEN, 100);
+		break;
+	case DEV_META_IN_HEADER:	/* meta_off wraps to 0: in the header */
+		pk_put64(b + PK_HDR_DEV_PACK_LEN, 100);
+		pk_put64(b + PK_HDR_DATA_LEN, (uint64_t)0 - PK_HDR_LEN);
+		pk_put64(b + PK_HDR_META_OFF, 0);
+		pk_put64(b + PK_HDR_META_LEN, 100);
+		break;
+	case DEV_HEADER_ONLY:	/* a header, no room for the metadata */
+		pk_put64(b + PK_HDR_DEV_PACK_LEN, PK_HDR_LEN + 8);
+		pk_put64(b + PK_HDR_DATA_LEN, 0);
+		pk_put64(b + PK_HDR_META_OFF, PK_HDR_LEN);
+		pk_put64(b + PK_HDR_META_LEN, 8);
+		break;
 	case DEV_PLACEHOLDER:	/* what the writer leaves until the end */
 		memset(b, 0, PK_HDR_LEN);
 		memcpy(b, DLC_PACK_MAGIC, 8);
@@ -860,6 +919,9 @@ static void test_device_header(void)
 		{ DEV_UNKNOWN_FLAG, "unknown flags 0x2" },
 		{ DEV_NO_FLAG, "reserved byte 85" },	/* 512, LE */
 		{ DEV_PLACEHOLDER, "an unfinished pack" },
+		{ DEV_TINY, "do not hold its 4136-byte header and metadata" },
+		{ DEV_META_IN_HEADER, "do not hold its" },
+		{ DEV_HEADER_ONLY, "do not hold its" },
 	};
 	struct dlc_pack_device d;
 	struct dlc_pack *p = NULL;
@@ -908,6 +970,104 @@ static void test_device_header(void)
 	free(pack);
 }
 
+/* Peak RSS of this process, in KiB. */
+static long maxrss_kib(void)
+{
+	struct rusage ru;
+
+	return getrusage(RUSAGE_SELF, &ru) ? 0 : ru.ru_maxrss;
+}
+
+/*
+ * A sparse file of 4 GiB (a few KiB on disk) whose header (valid CRC)
+ * and metadata preamble claim metadata of nearly all of it, for 2^20
+ * samples: the open fails at the hole with -EBADMSG, in well under a
+ * second and a few MiB, instead of taking 4 GiB and reading it all. A
+ * preamble that does not add up fails before any metadata is read.
+ */
+static void test_sparse_meta(void)
+{
+	const uint64_t fsize = 4ULL << 30, count = 1U << 20;
+	uint64_t meta_len = fsize - PK_HDR_LEN;
+	uint8_t hdr[PK_HDR_LEN], pre[PK_META_LEN + 8];
+	struct dlc_pack *p = NULL;
+	struct timespec t0, t1;
+	char why[512] = "";
+	long rss0, rss1;
+	double secs;
+	int fd, ret;
+
+	memset(hdr, 0, sizeof(hdr));
+	memcpy(hdr + PK_HDR_MAGIC, DLC_PACK_MAGIC, 8);
+	pk_put32(hdr + PK_HDR_VERSION, PK_VERSION);
+	pk_put32(hdr + PK_HDR_HDRLEN, PK_HDR_LEN);
+	pk_put32(hdr + PK_HDR_COUNT, (uint32_t)count);
+	pk_put32(hdr + PK_HDR_NCLASSES, 1);
+	pk_put32(hdr + PK_HDR_ALIGN, 1);
+	pk_put64(hdr + PK_HDR_DATA_OFF, PK_HDR_LEN);
+	pk_put64(hdr + PK_HDR_DATA_LEN, 0);
+	pk_put64(hdr + PK_HDR_META_OFF, PK_HDR_LEN);
+	pk_put64(hdr + PK_HDR_META_LEN, meta_len);
+	pk_put32(hdr + PK_HDR_CRC, dlc_crc32c(0, hdr, PK_HDR_CRC));
+	/* One class "a", count records, the rest strings: all in bounds. */
+	memset(pre, 0, sizeof(pre));
+	pk_put64(pre + PK_META_CLASSES_LEN, 2);
+	pk_put64(pre + PK_META_RECORDS_LEN, count * PK_REC_LEN);
+	pk_put64(pre + PK_META_STRINGS_LEN,
+		 meta_len - PK_META_LEN - 2 - count * PK_REC_LEN);
+	memcpy(pre + PK_META_LEN, "a", 2);
+
+	fd = open(at("sparse.dlp"), O_RDWR | O_CREAT | O_TRUNC, 0600);
+	CHECK(fd >= 0);
+	if (fd < 0)
+		return;
+	if (ftruncate(fd, (off_t)fsize)) {
+		t_skip("sparse_meta", "no 4 GiB sparse file here: %s",
+		       strerror(errno));
+		close(fd);
+		unlink(at("sparse.dlp"));
+		return;
+	}
+	CHECK(pwrite(fd, hdr, sizeof(hdr), 0) == (ssize_t)sizeof(hdr));
+	CHECK(pwrite(fd, pre, sizeof(pre), PK_HDR_LEN) == (ssize_t)sizeof(pre));
+
+	rss0 = maxrss_kib();
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ret = dlc_pack_open(at("sparse.dlp"), &p, why, sizeof(why));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	rss1 = maxrss_kib();
+	secs = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+	CHECK(ret == -EBADMSG && strstr(why, "a hole"), "got %d \"%s\"", ret,
+	      why);
+	CHECK(secs < 1.0, "failing took %.2f s", secs);
+	CHECK(rss1 - rss0 < 64 * 1024, "peak RSS grew by %ld KiB", rss1 - rss0);
+	dlc_pack_close(p);
+	p = NULL;
+
+	/* The same claim with sections that do not add up: the preamble. */
+	pk_put64(pre + PK_META_STRINGS_LEN, 5);
+	CHECK(pwrite(fd, pre, sizeof(pre), PK_HDR_LEN) == (ssize_t)sizeof(pre));
+	ret = dlc_pack_open(at("sparse.dlp"), &p, why, sizeof(why));
+	CHECK(ret == -EBADMSG && strstr(why, "section lengths"),
+	      "got %d \"%s\"", ret, why);
+	dlc_pack_close(p);
+	p = NULL;
+	/* Strings more than its paths can need: the preamble too. */
+	pk_put32(hdr + PK_HDR_COUNT, 1);
+	pk_put32(hdr + PK_HDR_CRC, dlc_crc32c(0, hdr, PK_HDR_CRC));
+	pk_put64(pre + PK_META_RECORDS_LEN, PK_REC_LEN);
+	pk_put64(pre + PK_META_STRINGS_LEN,
+		 meta_len - PK_META_LEN - 2 - PK_REC_LEN);
+	CHECK(pwrite(fd, hdr, sizeof(hdr), 0) == (ssize_t)sizeof(hdr));
+	CHECK(pwrite(fd, pre, sizeof(pre), PK_HDR_LEN) == (ssize_t)sizeof(pre));
+	ret = dlc_pack_open(at("sparse.dlp"), &p, why, sizeof(why));
+	CHECK(ret == -EBADMSG && strstr(why, "strings"), "got %d \"%s\"",
+	      ret, why);
+	dlc_pack_close(p);
+	close(fd);
+	unlink(at("sparse.dlp"));
+}
+
 int main(void)
 {
 	int ret;
@@ -926,6 +1086,8 @@ int main(void)
 		t_rmtree(tmp);
 		return 1;
 	}
+	/* First: its peak RSS check wants a process that is still small. */
+	T_RUN(test_sparse_meta);
 	T_RUN(test_roundtrip);
 	T_RUN(test_kept_plain);
 	T_RUN(test_add_checks_geometry);
