@@ -851,6 +851,15 @@ uint64_t dlc_index_size(const struct dlc_index *idx, uint32_t id)
 	return idx->sizes[id];
 }
 
+int dlc_index_sample_size(const struct dlc_index *idx, uint32_t id,
+			  uint64_t *size)
+{
+	if (id >= idx->count)
+		return -ERANGE;
+	*size = idx->sizes[id];
+	return 0;
+}
+
 uint64_t dlc_index_total_bytes(const struct dlc_index *idx)
 {
 	return idx->total;
@@ -1177,14 +1186,59 @@ static int parse_crc(const char **sp, uint32_t *crc, uint8_t *has)
 	return 0;
 }
 
+/* What an index file is read in: its buffer starts at most this large. */
+#define IDX_READ_STEP		(1U << 20)
+/* The header's lines (magic, root, classes, samples, key) fit in this. */
+#define IDX_HEADER_MAX		(4 * 4096)
+
 /*
- * Read a whole index file: a regular file of at most
- * DLC_INDEX_MAX_FILE_BYTES (checked before and while reading, since it
- * may grow). A device, FIFO or socket is -EINVAL: /dev/zero would never
- * end.
+ * The largest file the header at @buf (@n bytes read so far) allows:
+ * DLC_INDEX_MAX_FILE_BYTES's sum for the counts it states. 0 while the
+ * header's five lines are not all read, -1 (as uint64_t) for a header
+ * that cannot be an index's (the parser words nothing more).
+ */
+static uint64_t header_bound(const char *buf, size_t n)
+{
+	const char *p = buf, *end = buf + n, *nl;
+	uint64_t classes = 0, samples = 0;
+	char line[64];
+	int i;
+
+	for (i = 0; i < 5; i++) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl)
+			return n >= IDX_HEADER_MAX ? UINT64_MAX : 0;
+		if (i == 2 || i == 3) {
+			size_t len = (size_t)(nl - p);
+
+			if (len >= sizeof(line))
+				return UINT64_MAX;
+			memcpy(line, p, len);
+			line[len] = '\0';
+			if (i == 2 ? parse_field(line, "classes", IDX_MAX_CLASSES,
+						 &classes) :
+			    parse_field(line, "samples", IDX_MAX_SAMPLES,
+					&samples))
+				return UINT64_MAX;
+		}
+		p = nl + 1;
+	}
+	return samples * (3 * 4096 + 64) + classes * (3 * 255 + 8) +
+	       IDX_HEADER_MAX;
+}
+
+/*
+ * Read a whole index file: a regular file of at most what its header's
+ * counts allow (DLC_INDEX_MAX_FILE_BYTES for the most), checked before
+ * and while reading, since it may grow. The buffer grows with the bytes
+ * read, never from the file's size alone, and a NUL (which no index
+ * holds, and which a sparse file's hole reads as) fails at once: a
+ * huge sparse file costs a step of reading. A device, FIFO or socket is
+ * -EINVAL: /dev/zero would never end.
  */
 static int read_file(const char *path, char **buf, size_t *len)
 {
+	uint64_t bound = DLC_INDEX_MAX_FILE_BYTES, hb;
 	size_t cap = 0, n = 0;
 	char *p = NULL;
 	struct stat st;
@@ -1210,7 +1264,8 @@ static int read_file(const char *path, char **buf, size_t *len)
 		goto out;
 	}
 	/* The size is a hint only; the file may change while it is read. */
-	cap = st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
+	cap = st.st_size > 0 && st.st_size < IDX_READ_STEP ?
+	      (size_t)st.st_size + 1 : st.st_size > 0 ? IDX_READ_STEP : 4096;
 	p = malloc(cap);
 	if (!p) {
 		ret = -ENOMEM;
@@ -1219,7 +1274,7 @@ static int read_file(const char *path, char **buf, size_t *len)
 	for (;;) {
 		ssize_t r;
 
-		if (n > DLC_INDEX_MAX_FILE_BYTES) {
+		if (n > bound) {
 			ret = -EFBIG;
 			goto out;
 		}
@@ -1237,7 +1292,24 @@ static int read_file(const char *path, char **buf, size_t *len)
 		}
 		if (!r)
 			break;
+		if (memchr(p + n, '\0', (size_t)r)) {
+			ret = -EBADMSG;
+			goto out;
+		}
 		n += (size_t)r;
+		if (bound == DLC_INDEX_MAX_FILE_BYTES &&
+		    (hb = header_bound(p, n)) != 0) {
+			if (hb == UINT64_MAX) {
+				ret = -EBADMSG;
+				goto out;
+			}
+			/* Past what the counts allow: fail before reading it. */
+			bound = hb;
+			if ((uint64_t)st.st_size > bound) {
+				ret = -EFBIG;
+				goto out;
+			}
+		}
 	}
 	p[n] = '\0';
 	*buf = p;

@@ -74,7 +74,11 @@ int dlc_index_build(const char *root, struct dlc_index **out);
  * header, every field and the stored key. -EBADMSG for a malformed file,
  * -EISDIR for a directory, -EINVAL for anything else that is not a
  * regular file (a device such as /dev/zero, a FIFO), -EFBIG for a file
- * over DLC_INDEX_MAX_FILE_BYTES, -ENOMEM, or the errno of open/read.
+ * over DLC_INDEX_MAX_FILE_BYTES or over what its header's sample and
+ * class counts allow (the same sum for those counts), -ENOMEM, or the
+ * errno of open/read. The file is read in steps, its buffer grown with
+ * the bytes read (never sized from the file's size alone), and a NUL
+ * byte fails at once with -EBADMSG: a sparse file costs one step.
  * Format 2 holds the checksums; a format 1 file (older libdlcache) loads
  * with every checksum absent and saves as format 1 again.
  *
@@ -114,8 +118,19 @@ const char *dlc_index_class_name(const struct dlc_index *idx, uint32_t c);
 const char *dlc_index_relpath(const struct dlc_index *idx, uint32_t id);
 /* Label (class number) of sample @id, or -1 when out of range. */
 int32_t dlc_index_label(const struct dlc_index *idx, uint32_t id);
-/* File size recorded at indexing, or 0 when out of range. */
+/*
+ * File size recorded at indexing, or 0 when out of range. Kept for
+ * compatibility: 0 is also an empty file's size; dlc_index_sample_size()
+ * tells the two apart.
+ */
 uint64_t dlc_index_size(const struct dlc_index *idx, uint32_t id);
+/*
+ * Sample @id's file size recorded at indexing (the bytes as packed, for a
+ * pack) in *@size: 0, or -ERANGE when @id is out of range (*@size then
+ * untouched).
+ */
+int dlc_index_sample_size(const struct dlc_index *idx, uint32_t id,
+			  uint64_t *size);
 /* Sum of all sample sizes. */
 uint64_t dlc_index_total_bytes(const struct dlc_index *idx);
 /*

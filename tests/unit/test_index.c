@@ -11,8 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "dlcache.h"
@@ -296,6 +298,20 @@ static void check_tree(const struct dlc_index *idx)
 		total += expect[i].size;
 	}
 	CHECK_EQ(dlc_index_total_bytes(idx), total);
+	/* Out of range is -ERANGE, never a size of 0. */
+	for (i = 0; i < n && i < dlc_index_count(idx); i++) {
+		uint64_t sz = 77;
+
+		CHECK_EQ(dlc_index_sample_size(idx, i, &sz), 0);
+		CHECK_EQ(sz, expect[i].size);
+	}
+	{
+		uint64_t sz = 77;
+
+		CHECK_EQ(dlc_index_sample_size(idx, (uint32_t)n, &sz), -ERANGE);
+		CHECK_EQ(dlc_index_sample_size(idx, UINT32_MAX, &sz), -ERANGE);
+		CHECK_EQ(sz, 77);
+	}
 	CHECK(dlc_index_class_name(idx, 5) == NULL);
 	CHECK(dlc_index_relpath(idx, (uint32_t)n) == NULL);
 	CHECK_EQ(dlc_index_label(idx, (uint32_t)n), -1);
@@ -959,6 +975,86 @@ static void test_load_bounds(void)
 	unlink(huge);
 }
 
+/* Peak RSS of this process, in KiB. */
+static long maxrss_kib(void)
+{
+	struct rusage ru;
+
+	return getrusage(RUSAGE_SELF, &ru) ? 0 : ru.ru_maxrss;
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/*
+ * Loading is not sized by the file's size: a 4 GiB sparse file (a hole,
+ * read as NULs) fails with -EBADMSG in well under a second and a few
+ * MiB of peak RSS, bare or behind a valid header; a header of one class
+ * and one sample before a MiB of text is -EFBIG as soon as the header
+ * is read (such an index is at most a few tens of KiB).
+ */
+static void test_load_sparse(void)
+{
+	static const char hdr[] = "dlcache-index 2\nroot /data\nclasses 1\n"
+		"samples 1\nkey 0123456789abcdef0123456789abcdef\n";
+	const char *huge = at("sparse.idx");
+	struct dlc_index *idx = NULL;
+	long rss0, rss1;
+	double t0, secs;
+	char *fill;
+	int fd, pass;
+
+	for (pass = 0; pass < 2; pass++) {
+		fd = open(huge, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		CHECK(fd >= 0);
+		if (fd < 0)
+			return;
+		if (ftruncate(fd, (off_t)(4ULL << 30))) {
+			t_skip("test_load_sparse", "ftruncate to 4 GiB: %s",
+			       strerror(errno));
+			close(fd);
+			unlink(huge);
+			return;
+		}
+		if (pass)
+			CHECK(pwrite(fd, hdr, sizeof(hdr) - 1, 0) ==
+			      (ssize_t)sizeof(hdr) - 1);
+		close(fd);
+		rss0 = maxrss_kib();
+		t0 = now_s();
+		CHECK_EQ(dlc_index_load(huge, &idx), -EBADMSG);
+		secs = now_s() - t0;
+		rss1 = maxrss_kib();
+		CHECK(idx == NULL);
+		CHECK(secs < 1.0, "pass %d: failing took %.2f s", pass, secs);
+		CHECK(rss1 - rss0 < 64 * 1024, "pass %d: peak RSS grew by %ld KiB",
+		      pass, rss1 - rss0);
+	}
+
+	/* Real bytes, more than the header's counts allow. */
+	fill = malloc(1 << 20);
+	CHECK(fill != NULL);
+	if (!fill)
+		return;
+	memset(fill, 'x', 1 << 20);
+	fd = open(huge, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	CHECK(fd >= 0);
+	if (fd >= 0) {
+		CHECK(pwrite(fd, hdr, sizeof(hdr) - 1, 0) == (ssize_t)sizeof(hdr) - 1);
+		CHECK(pwrite(fd, fill, 1 << 20, sizeof(hdr) - 1) == 1 << 20);
+		close(fd);
+		CHECK_EQ(dlc_index_load(huge, &idx), -EFBIG);
+		CHECK(idx == NULL);
+	}
+	free(fill);
+	unlink(huge);
+}
+
 /*
  * A data set moved elsewhere: its index loads with the new root given,
  * keeps its key, and every sample reads back under the new root; the
@@ -1041,6 +1137,8 @@ int main(void)
 		printf("FAIL: mkdtemp: %s\n", strerror(errno));
 		return 1;
 	}
+	/* First: its peak RSS check wants a process that is still small. */
+	T_RUN(test_load_sparse);
 	T_RUN(test_build_and_roundtrip);
 	T_RUN(test_key);
 	T_RUN(test_malformed);
