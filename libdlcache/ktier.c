@@ -187,6 +187,25 @@ static void ktier_get(struct dlc_loader *l, uint32_t pos, uint32_t epoch,
 }
 
 /*
+ * Whether a GET may be re-issued for the @reported bytes the module says
+ * it holds of sample @id (its -EMSGSIZE: more than the buffer the index's
+ * size made): only for the size the index records, within max_file_bytes
+ * and a GET's 32 bits. The module's word is not the file's; without a
+ * CRC in the index nothing else would stop a buffer of up to 2 GiB per
+ * window slot for one sample. 1 when it may, 0 when the file is read.
+ */
+int ktier_reget_ok(const struct dlc_loader *l, uint32_t id, uint64_t reported)
+{
+	uint64_t size;
+
+	if (dlc_index_sample_size(l->idx, id, &size) || reported != size)
+		return 0;
+	if (l->cfg.max_file_bytes && reported > l->cfg.max_file_bytes)
+		return 0;
+	return reported <= INT32_MAX;
+}
+
+/*
  * The use of @pos in @epoch, whose bytes @buf (NULL: the read failed) were
  * read ahead: what a claim's GET and a miss's PUT would have told the
  * module. A GET F_AT that copies nothing moves the policy's cursor past
@@ -339,8 +358,27 @@ static void ktier_completion(struct dlc_loader *l, const struct dlcache_cqe *c,
 		l->kt.kread[(l->kt.kread_head + l->kt.kread_len++) % l->cfg.window] = pos;
 		return;
 	}
+	if (c->res == -EMSGSIZE && c->size &&
+	    !ktier_reget_ok(l, l->order[pos], c->size)) {
+		uint32_t id = l->order[pos];
+		uint64_t size = 0;
+		char path[4096];
+
+		/* Not the indexed size (no CRC said so above): read the file. */
+		if (!(l->kt.ksize_logged[id / 8] & (1U << (id % 8)))) {
+			l->kt.ksize_logged[id / 8] |= (uint8_t)(1U << (id % 8));
+			dlc_index_sample_size(l->idx, id, &size);
+			dlc_source_name(l->src, id, path, sizeof(path));
+			dlc_logf(&l->log, DLC_LOG_WARN,
+				 "sample %u (%s): dlcache.ko holds %u bytes, the index says %llu; reading the file instead",
+				 id, path, c->size, (unsigned long long)size);
+		}
+		l->kt.kfill[slot] = 0;
+		l->kt.kread[(l->kt.kread_head + l->kt.kread_len++) % l->cfg.window] = pos;
+		return;
+	}
 	if (c->res == -EMSGSIZE && c->size) {
-		/* Cached bytes larger than the index said: ask again. */
+		/* The indexed size, larger than a GET's first buffer: again. */
 		ktier_get(l, pos, epoch, c->size, 0);
 		return;
 	}
@@ -904,8 +942,9 @@ int ktier_open(struct dlc_loader *l)
 	l->kt.kread = calloc(l->cfg.window, sizeof(*l->kt.kread));
 	l->kt.kcqes = calloc(64, sizeof(*l->kt.kcqes));
 	l->kt.kahead = calloc(l->cfg.queue_depth, sizeof(*l->kt.kahead));
+	l->kt.ksize_logged = calloc((size_t)l->n / 8 + 1, 1);
 	if (!l->kt.gorder || !l->kt.kbuf || !l->kt.kfill || !l->kt.kdone || !l->kt.kread ||
-	    !l->kt.kcqes || !l->kt.kahead)
+	    !l->kt.kcqes || !l->kt.kahead || !l->kt.ksize_logged)
 		return -ENOMEM;
 	/* An older module has no look-up ahead: no read-ahead on it. */
 	l->kt.k_ahead = dlc_kclient_has(l->kt.kc, DLCACHE_FEAT_GET_AHEAD);
@@ -948,5 +987,6 @@ void ktier_close(struct dlc_loader *l)
 	free(l->kt.kread);
 	free(l->kt.kcqes);
 	free(l->kt.kahead);
+	free(l->kt.ksize_logged);
 	free(l->kt.gorder);
 }

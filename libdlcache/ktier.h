@@ -44,6 +44,7 @@ struct ktier {
 	uint32_t kread_head, kread_len;
 	uint32_t kgets;			/* GETs without a CQE yet */
 	struct dlcache_cqe *kcqes;
+	uint8_t *ksize_logged;		/* a bit per sample: wrong size logged */
 	/*
 	 * Read-ahead on the module (DLCACHE_FEAT_GET_AHEAD): look-ups ahead
 	 * without a CQE yet, and the virtual positions they found missing,
@@ -94,6 +95,12 @@ int ktier_read_ahead(struct dlc_loader *l, uint64_t my_gen, char *path,
  * of it and continue on an in-process cache, at the end of a round.
  */
 void ktier_switch(struct dlc_loader *l);
+/*
+ * Whether a GET may be re-issued for the @reported bytes the module says
+ * it holds of sample @id: only the index's size for it, within
+ * max_file_bytes and INT32_MAX.
+ */
+int ktier_reget_ok(const struct dlc_loader *l, uint32_t id, uint64_t reported);
 /* Called with l->lock held: @pos needs no kernel state any more. */
 void ktier_pos_done(struct dlc_loader *l, uint32_t pos);
 /* A read for @pos ended: PUT @buf's bytes if we own the fill, or ABORT. */

@@ -17,6 +17,9 @@
  *    in checksum_errors, logged once per sample with the path, read from
  *    their files, and the batches equal those of a run without the kernel
  *    backend; with verification off the wrong bytes do reach the batch;
+ *  - sizes: with an index without CRCs, a module claiming 1.5 GiB of a
+ *    sample gets no GET re-issued with a buffer of that size: the file is
+ *    read, once logged, verified or not;
  *  - read-ahead (DLCACHE_FEAT_GET_AHEAD, on in every test as in the real
  *    module): look-ups ahead, the misses read and PUT after their use,
  *    each use still one GET F_AT, the batches those of the in-process
@@ -79,6 +82,9 @@ static struct {
 	/* the cache: bytes per sample */
 	uint8_t *store[N];
 	uint32_t store_len[N];
+	/* a size the module claims for a sample (0: its bytes'), -EMSGSIZE */
+	uint32_t claim[N];
+	uint32_t max_get_len;		/* the largest GET buffer asked for */
 	/* park the GET at global index park_index (-1: none) */
 	int64_t park_index;
 	int parked;
@@ -140,8 +146,12 @@ static void fake_get(const struct dlcache_sqe *s)
 		}
 		return;
 	}
+	if (s->len > fk.max_get_len)
+		fk.max_get_len = s->len;
 	if (s->sample >= N || !fk.store[s->sample])
 		fake_post(s, -ENOENT, DLCACHE_CQE_F_FILL, 0);
+	else if (fk.claim[s->sample] && s->len < fk.claim[s->sample])
+		fake_post(s, -EMSGSIZE, 0, fk.claim[s->sample]);
 	else if (s->len < fk.store_len[s->sample])
 		fake_post(s, -EMSGSIZE, 0, fk.store_len[s->sample]);
 	else {
@@ -326,7 +336,9 @@ static void fake_reset(void)
 		free(fk.store[i]);
 		fk.store[i] = NULL;
 		fk.store_len[i] = 0;
+		fk.claim[i] = 0;
 	}
+	fk.max_get_len = 0;
 	fk.abi = DLCACHE_ABI_VERSION;
 	/* As dlcache.ko now: every test runs with the look-ups ahead. */
 	fk.supported = DLCACHE_FEAT_RING | DLCACHE_FEAT_POLL |
@@ -630,6 +642,112 @@ static void test_wrong_bytes(void)
 }
 
 /*
+ * The format 1 text of index @v2 (no crc field: the sample lines, which
+ * start with a digit, lose their third field). Malloc'd.
+ */
+static char *to_format1(const char *v2)
+{
+	char *r = malloc(strlen(v2) + 1), *w = r;
+	const char *p = v2 + 16;
+
+	if (!r || strncmp(v2, "dlcache-index 2\n", 16)) {
+		free(r);
+		return NULL;
+	}
+	memcpy(w, "dlcache-index 1\n", 16);
+	w += 16;
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) + 1 : strlen(p);
+		const char *sp2 = NULL, *sp3 = NULL;
+
+		if (*p >= '0' && *p <= '9') {
+			sp2 = strchr(strchr(p, ' ') + 1, ' ');
+			sp3 = strchr(sp2 + 1, ' ');
+			memcpy(w, p, (size_t)(sp2 - p) + 1);
+			w += sp2 - p + 1;
+			memcpy(w, sp3 + 1, n - (size_t)(sp3 + 1 - p));
+			w += n - (size_t)(sp3 + 1 - p);
+		} else {
+			memcpy(w, p, n);
+			w += n;
+		}
+		p += n;
+	}
+	*w = '\0';
+	return r;
+}
+
+/*
+ * An index without CRCs (format 1), and a module that says it holds
+ * 1.5 GiB of one sample (-EMSGSIZE with that size): the GET is not
+ * re-issued with a buffer of that size (the largest asked for is a
+ * file's size + 1); the sample is read from its file, logged once, and
+ * the batches equal the in-process ones; with verification off too.
+ */
+static void test_size_claim(void)
+{
+	uint64_t ref[64], got[64];
+	uint32_t nref = 0, ngot = 0, i, liar = 5, maxlen = 0, pass;
+	struct dlc_index *idx2 = idx, *idx1 = NULL;
+	struct dlc_config cfg;
+	struct dlc_stats st;
+	char ipath[4096], *v2 = NULL, *v1 = NULL;
+	uint8_t *raw;
+	size_t len = 0;
+
+	snprintf(ipath, sizeof(ipath), "%s.idx", dir);
+	CHECK_EQ(dlc_index_save(idx2, ipath), 0);
+	raw = t_read_file(ipath, &len);
+	v2 = raw ? calloc(1, len + 1) : NULL;
+	if (v2)
+		memcpy(v2, raw, len);
+	free(raw);
+	v1 = v2 ? to_format1(v2) : NULL;
+	CHECK(v1 != NULL);
+	if (v1) {
+		CHECK_EQ(t_write_file(ipath, v1, strlen(v1)), 0);
+		CHECK_EQ(dlc_index_load(ipath, &idx1), 0);
+	}
+	free(v1);
+	free(v2);
+	unlink(ipath);
+	if (!idx1)
+		return;
+	CHECK_EQ(dlc_index_crc32c(idx1, 0, &i), -ENODATA);
+	idx = idx1;
+	for (i = 0; i < N; i++)
+		maxlen = file_len[i] > maxlen ? (uint32_t)file_len[i] : maxlen;
+
+	fake_reset();
+	config(&cfg, DLC_BACKEND_INPROCESS);
+	CHECK_EQ(run(&cfg, ref, &nref, NULL), 0);
+	for (pass = 0; pass < 2; pass++) {
+		fake_reset();
+		log_clear();
+		for (i = 0; i < N; i++)
+			store_set(i, files[i], (uint32_t)file_len[i]);
+		fk.claim[liar] = 3U << 29;
+		config(&cfg, DLC_BACKEND_KERNEL);
+		if (pass)
+			cfg.verify = DLC_VERIFY_OFF;
+		CHECK_EQ(run(&cfg, got, &ngot, &st), 0);
+		CHECK(fk.max_get_len <= maxlen + 1,
+		      "pass %u: a GET of %u bytes (files: at most %u)", pass,
+		      fk.max_get_len, maxlen);
+		CHECK(ngot == nref && !memcmp(ref, got, nref * sizeof(*ref)),
+		      "pass %u: batches differ from the in-process ones", pass);
+		CHECK_EQ(st.errors, 0);
+		CHECK_EQ(st.misses, 2);
+		CHECK(log_count("dlcache.ko holds 1610612736 bytes") == 1,
+		      "pass %u: log:\n%s", pass, logbuf);
+	}
+	idx = idx2;
+	dlc_index_free(idx1);
+	fake_reset();
+}
+
+/*
  * verify all, in-process: a file rewritten after indexing (same size, a
  * valid JPEG) fails as corrupt and is never cached; the others pass.
  */
@@ -906,6 +1024,7 @@ int main(void)
 	T_RUN(test_trust);
 	T_RUN(test_wrong_bytes);
 	T_RUN(test_verify_all);
+	T_RUN(test_size_claim);
 	T_RUN(test_shard_drop_last);
 	T_RUN(test_parked_span);
 	T_RUN(test_destroy_mid_epoch);
