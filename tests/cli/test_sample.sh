@@ -3,7 +3,8 @@
 # loader's (preview prints the same IDs for the same epoch); the JSON
 # names the sample and its box; the pixels written with --exact are
 # torchvision's resized_crop (+ hflip) / Resize + CenterCrop of that box
-# on the PIL image, to within 1 level. Prints "ok|FAIL|skip NAME" lines.
+# on the PIL image, to within 1 level; a pack gives the same samples,
+# read from the pack and checked against their crc32c. Prints "ok|FAIL|skip NAME" lines.
 set -u
 ctl=${DLCACHECTL:-build/dlcachectl}
 [ -x "$ctl" ] || { echo "skip sample: no dlcachectl at $ctl"; exit 77; }
@@ -48,6 +49,36 @@ for k in 0 3 7; do
 		fail "position $k of epoch 1: sample gives id '$got', the loader '$want'"
 done
 report sample/order
+
+# A pack: the same sample at each position, its bytes read from the pack
+# (the same pixels as the files', packing being lossless here), the pack
+# named; a sample whose bytes in the pack were changed fails its crc32c.
+if "$ctl" pack "$tmp/ds" -o "$tmp/ds.dlp" >/dev/null 2>&1; then
+	for k in 0 3 7; do
+		"$ctl" sample "$tmp/ds" --epoch 1 --pos $k --seed 5 --size 64 \
+			--exact -o "$tmp/d.ppm" --json >"$tmp/d.json" ||
+			fail "dir sample at $k"
+		"$ctl" sample "$tmp/ds.dlp" --epoch 1 --pos $k --seed 5 --size 64 \
+			--exact -o "$tmp/p.ppm" --json >"$tmp/p.json" ||
+			{ fail "pack sample at $k: $(cat "$tmp/p.json")"; continue; }
+		$py - "$tmp/d.json" "$tmp/p.json" "$tmp/ds.dlp" <<'PY' || fail "pack position $k"
+import json, sys
+d = json.load(open(sys.argv[1])); p = json.load(open(sys.argv[2]))
+assert d["id"] == p["id"] and d["box"] == p["box"], (d, p)
+assert d["path"].endswith("/" + p["path"]), (d["path"], p["path"])
+assert p["pack"] == sys.argv[3] and p["bytes"] > 0 and p["offset"] >= 4096, p
+PY
+		cmp -s "$tmp/d.ppm" "$tmp/p.ppm" || fail "pack position $k: other pixels"
+	done
+	off=$($py -c 'import json,sys; print(json.load(open(sys.argv[1]))["offset"])' "$tmp/p.json")
+	printf '\377\377\377\377' | dd of="$tmp/ds.dlp" bs=1 seek=$((off + 600)) conv=notrunc 2>/dev/null
+	err=$("$ctl" sample "$tmp/ds.dlp" --epoch 1 --pos 7 --seed 5 2>&1 >/dev/null); rc=$?
+	[ $rc -eq 1 ] || fail "a changed sample in a pack: exit $rc, want 1"
+	echo "$err" | grep -q "crc32c" || fail "a changed sample in a pack: $err"
+else
+	fail "pack"
+fi
+report sample/pack
 
 # The JSON and the pixels, train and eval, against torchvision.
 if ! $py -c 'import torchvision, PIL' 2>/dev/null; then

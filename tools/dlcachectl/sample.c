@@ -10,9 +10,11 @@
  *
  * The order (seed, rank, world, shuffle) and the transform are set up as
  * bench sets them; the pixels come from dlc_decoder_sample(), the call the
- * loader's decode threads make.
+ * loader's decode threads make. For a pack (a .dlp, or one on a device)
+ * the bytes are the sample's in the pack, checked against its CRC-32C.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -21,7 +23,52 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "crc32c.h"
 #include "dlcache.h"
+#include "internal.h"
+#include "pack.h"
+
+/* Sample @id's bytes in pack @p (malloc'd in *@out), its CRC checked. */
+static int read_pack_sample(const struct dlc_pack *p, uint32_t id,
+			    uint8_t **out, size_t *len, struct dlc_pack_entry *e)
+{
+	size_t done = 0;
+	uint8_t *buf;
+	int fd, ret = 0;
+
+	if (dlc_pack_entry(p, id, e))
+		return -EINVAL;
+	buf = malloc(e->len ? e->len : 1);
+	if (!buf)
+		return -ENOMEM;
+	fd = open(dlc_pack_path(p), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		free(buf);
+		return -errno;
+	}
+	while (done < e->len) {
+		ssize_t n = pread(fd, buf + done, e->len - done,
+				  (off_t)(e->off + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			ret = n < 0 ? -errno : -EBADMSG;
+			break;
+		}
+		done += (size_t)n;
+	}
+	close(fd);
+	if (!ret && dlc_crc32c(0, buf, e->len) != e->crc)
+		ret = -EBADMSG;
+	if (ret) {
+		free(buf);
+		return ret;
+	}
+	*out = buf;
+	*len = e->len;
+	return 0;
+}
 
 static void help(void)
 {
@@ -31,6 +78,9 @@ static void help(void)
 	       "the loader would deliver it, optionally write it as a PPM, and print\n"
 	       "its sample ID, path, label and crop box (top, left, height, width,\n"
 	       "flip): the arguments of torchvision's resized_crop for checking it.\n"
+	       "INDEX may be a pack (dlcachectl pack): the bytes are then the\n"
+	       "sample's in the pack (checked against its crc32c), and the output\n"
+	       "names the pack, the offset and the length.\n"
 	       "\n"
 	       "  --epoch E            epoch number (default 0)\n"
 	       "  --pos P              position in this rank's order of the epoch (default 0)\n"
@@ -64,6 +114,8 @@ int cmd_sample(int argc, char **argv)
 	};
 	uint32_t epoch = 0, pos = 0, size = 224, n, len, id;
 	struct dlc_order_params op = { 0 };
+	const struct dlc_pack *pack;
+	struct dlc_pack_entry pe;
 	struct dlc_decoder *dec = NULL;
 	struct dlc_index *idx = NULL;
 	const char *out = NULL, *rel, *cls;
@@ -170,16 +222,31 @@ int cmd_sample(int argc, char **argv)
 	id = order[pos];
 	rel = dlc_index_relpath(idx, id);
 	cls = dlc_index_class_name(idx, (uint32_t)dlc_index_label(idx, id));
-	ret = snprintf(path, sizeof(path), "%s/%s", dlc_index_root(idx), rel);
-	if (ret < 0 || (size_t)ret >= sizeof(path)) {
-		fail("sample", "%s/%s: %s", dlc_index_root(idx), rel,
-		     strerror(ENAMETOOLONG));
-		goto out;
-	}
-	ret = read_whole_file(path, &jpg, &jlen);
-	if (ret) {
-		fail("sample", "%s: %s", path, strerror(-ret));
-		goto out;
+	/* A pack holds its samples: the root is the pack, not a directory. */
+	pack = dlc_index_pack(idx);
+	if (pack) {
+		snprintf(path, sizeof(path), "%s", rel);
+		ret = read_pack_sample(pack, id, &jpg, &jlen, &pe);
+		if (ret) {
+			fail("sample", "%s: sample %u (%s): %s", dlc_pack_path(pack),
+			     id, rel, ret == -EBADMSG ?
+			     "short, or its bytes fail their crc32c" :
+			     strerror(-ret));
+			goto out;
+		}
+	} else {
+		ret = snprintf(path, sizeof(path), "%s/%s", dlc_index_root(idx),
+			       rel);
+		if (ret < 0 || (size_t)ret >= sizeof(path)) {
+			fail("sample", "%s/%s: %s", dlc_index_root(idx), rel,
+			     strerror(ENAMETOOLONG));
+			goto out;
+		}
+		ret = read_whole_file(path, &jpg, &jlen);
+		if (ret) {
+			fail("sample", "%s: %s", path, strerror(-ret));
+			goto out;
+		}
 	}
 	ret = dlc_decoder_create(cfg.max_pixels, &dec);
 	if (ret) {
@@ -204,6 +271,12 @@ int cmd_sample(int argc, char **argv)
 		printf("{\"epoch\": %u, \"pos\": %u, \"id\": %u, \"path\": ",
 		       epoch, pos, id);
 		json_string(stdout, path);
+		if (pack) {
+			printf(", \"pack\": ");
+			json_string(stdout, dlc_pack_path(pack));
+			printf(", \"offset\": %llu, \"bytes\": %u",
+			       (unsigned long long)pe.off, pe.len);
+		}
 		printf(", \"label\": %d, \"class\": ", dlc_index_label(idx, id));
 		json_string(stdout, cls ? cls : "");
 		printf(", \"transform\": \"%s\", \"exact\": %s, \"seed\": %llu, \"rank\": %u, \"world\": %u, \"out_h\": %u, \"out_w\": %u",
@@ -223,7 +296,12 @@ int cmd_sample(int argc, char **argv)
 	} else {
 		printf("epoch %u pos %u: sample %u, label %d (%s)\n", epoch, pos,
 		       id, dlc_index_label(idx, id), cls ? cls : "?");
-		printf("path %s\n", path);
+		if (pack)
+			printf("path %s in pack %s (%u bytes at %llu)\n", path,
+			       dlc_pack_path(pack), pe.len,
+			       (unsigned long long)pe.off);
+		else
+			printf("path %s\n", path);
 		printf("box top %.17g left %.17g height %.17g width %.17g flip %u\n",
 		       box.y, box.x, box.h, box.w, box.flip);
 		if (eval)
