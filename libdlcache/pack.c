@@ -402,9 +402,11 @@ static int check_classes(struct dlc_pack *p, char *why, size_t wl)
 			return why_set(why, wl, "class %u: empty name", c);
 		/* The index's rule for a class name, and one line in a log. */
 		if (!dlc_index_class_name_ok(s + pos, (size_t)(nul - s) - pos) ||
-		    has_control(s + pos))
-			return why_set(why, wl, "class %u: name \".\", \"..\", or "
-				       "holding '/' or a control byte", c);
+		    has_control(s + pos) ||
+		    (size_t)(nul - s) - pos > PK_CLASS_MAX)
+			return why_set(why, wl, "class %u: name \".\", \"..\", "
+				       "holding '/' or a control byte, or over "
+				       "%u bytes", c, PK_CLASS_MAX);
 		p->class_off[c] = (uint32_t)(PK_META_LEN + pos);
 		pos = (uint64_t)(nul - s) + 1;
 	}
@@ -573,6 +575,12 @@ static int check_records(struct dlc_pack *p, char *why, size_t wl)
 		if (has_control(path)) {
 			ret = why_set(why, wl, "sample %u: path holds a control "
 				      "byte", i);
+			break;
+		}
+		if (strlen(path) >= PK_PATH_MAX) {
+			ret = why_set(why, wl, "sample %u: path of %zu bytes, "
+				      "not under %u", i, strlen(path),
+				      PK_PATH_MAX);
 			break;
 		}
 		if (!dlc_index_relpath_ok(path)) {
