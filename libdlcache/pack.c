@@ -381,6 +381,17 @@ static int has_control(const char *s)
 	return 0;
 }
 
+int dlc_pack_name_ok(const char *s, int is_path)
+{
+	size_t n = strlen(s);
+
+	if (has_control(s))
+		return 0;
+	if (is_path)
+		return n < PK_PATH_MAX && dlc_index_relpath_ok(s);
+	return n <= PK_CLASS_MAX && dlc_index_class_name_ok(s, n);
+}
+
 static int check_classes(struct dlc_pack *p, char *why, size_t wl)
 {
 	const char *s = (const char *)p->meta + PK_META_LEN;

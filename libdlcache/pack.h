@@ -58,6 +58,14 @@ struct dlc_pack_entry {
 int dlc_pack_sniff(const char *path);
 
 /*
+ * Whether @s may be a pack's sample path (@is_path) or class name, as
+ * dlc_pack_open() checks it: the index's rule (dlc_index_relpath_ok(),
+ * dlc_index_class_name_ok()), under 4096 / at most 255 bytes, and no
+ * control byte. The writer refuses an index it could not read back.
+ */
+int dlc_pack_name_ok(const char *s, int is_path);
+
+/*
  * Open and check the pack at @path: a file, or a device a pack was
  * written onto (dlc_pack_device(); an NVMe namespace may also be named by
  * its generic character device or as "nvme:<NGUID|EUI-64>", nvme.h, and

@@ -24,6 +24,7 @@
 #include "crc32c.h"
 #include "internal.h"
 #include "nvme.h"
+#include "pack.h"
 #include "packfmt.h"
 #include "packwrite.h"
 
@@ -176,6 +177,31 @@ static int fits(const struct dlc_packw *w, uint64_t off, uint64_t len)
 				 len <= w->dev_bytes - off);
 }
 
+/*
+ * Every class name and path of @idx as the reader will check it (a name
+ * with a control byte, say, is legal in an index, never in a pack): no
+ * pack is written that would not open.
+ */
+static int check_names(const struct dlc_index *idx, char *why,
+		       size_t why_len)
+{
+	uint32_t i;
+
+	for (i = 0; i < dlc_index_num_classes(idx); i++)
+		if (!dlc_pack_name_ok(dlc_index_class_name(idx, i), 0)) {
+			say(why, why_len, "class %u: a name a pack cannot hold "
+			    "(a control byte, or over 255 bytes)", i);
+			return -EINVAL;
+		}
+	for (i = 0; i < dlc_index_count(idx); i++)
+		if (!dlc_pack_name_ok(dlc_index_relpath(idx, i), 1)) {
+			say(why, why_len, "sample %u: a path a pack cannot hold "
+			    "(a control byte, or 4096 bytes or more)", i);
+			return -EINVAL;
+		}
+	return 0;
+}
+
 int dlc_packw_create(const char *path, const struct dlc_index *idx,
 		     const struct dlc_packw_opts *o, struct dlc_packw **out,
 		     char *why, size_t why_len)
@@ -200,6 +226,9 @@ int dlc_packw_create(const char *path, const struct dlc_index *idx,
 		say(why, why_len, "the source is a pack already");
 		return -EINVAL;
 	}
+	ret = check_names(idx, why, why_len);
+	if (ret)
+		return ret;
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;

@@ -44,7 +44,9 @@ struct dlc_packw_opts {
  * Start a pack at @path of the samples of @idx (their paths, labels and
  * classes; @idx must outlive the writer). -EEXIST when PATH.part exists
  * and is not a pack being written (nothing is removed), -EINVAL for bad
- * options, -errno from open. @why (may be NULL) words any error.
+ * options or for an index with a class name or path a pack cannot hold
+ * (dlc_pack_name_ok(): a control byte, say), -errno from open. @why (may
+ * be NULL) words any error.
  */
 int dlc_packw_create(const char *path, const struct dlc_index *idx,
 		     const struct dlc_packw_opts *o, struct dlc_packw **out,

@@ -374,6 +374,40 @@ static void test_stale_part(void)
 				  &w, why, sizeof(why)), -EINVAL);
 }
 
+/*
+ * An index may hold a path with a control byte (a file named so); a pack
+ * may not (its reader refuses it): the writer refuses the index at
+ * create, before anything is written.
+ */
+static void test_names_refused(void)
+{
+	struct dlc_index *idx = NULL;
+	struct dlc_packw *w = NULL;
+	char why[256] = "", dir[PATH_MAX], path[PATH_MAX + 32];
+	struct stat st;
+	uint8_t *jpg;
+	size_t len;
+
+	snprintf(dir, sizeof(dir), "%s/ctl", tmp);
+	CHECK_EQ(t_make_dataset(dir, 2, 2), 0);
+	jpg = src_bytes(0, &len);
+	CHECK(jpg != NULL);
+	if (!jpg)
+		return;
+	snprintf(path, sizeof(path), "%s/class01/new\nline.jpg", dir);
+	CHECK_EQ(t_write_file(path, jpg, len), 0);
+	free(jpg);
+	CHECK_EQ(dlc_index_build(dir, &idx), 0);
+	if (!idx)
+		return;
+	CHECK_EQ(dlc_packw_create(at("ctl.dlp"), idx, NULL, &w, why,
+				  sizeof(why)), -EINVAL);
+	CHECK(w == NULL);
+	CHECK(strstr(why, "a path a pack cannot hold"), "%s", why);
+	CHECK(stat(at("ctl.dlp.part"), &st) && errno == ENOENT);
+	dlc_index_free(idx);
+}
+
 struct adder {
 	struct dlc_packw *w;
 	uint32_t first, step;
@@ -1092,6 +1126,7 @@ int main(void)
 	T_RUN(test_kept_plain);
 	T_RUN(test_add_checks_geometry);
 	T_RUN(test_stale_part);
+	T_RUN(test_names_refused);
 	T_RUN(test_threads);
 	T_RUN(test_as_index);
 	T_RUN(test_corrupt);
