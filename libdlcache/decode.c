@@ -25,6 +25,15 @@
  * (jpegrst.h), the same crop, scale and plan, but only the restart
  * intervals under the plan's pixels plus one MCU are spliced into a small
  * JPEG and decoded whole: no rows above or below, no columns beside.
+ *
+ * Budgets. max_pixels bounds the memory of one sample, not its time: a
+ * progressive file may hold hundreds of scans, each a pass over the whole
+ * coefficient buffer. libjpeg calls our progress monitor before each iMCU
+ * row of each scan it absorbs (jpeg_start_decompress() of a multi-scan
+ * file) and before each jpeg_read_scanlines(), whatever the method: there
+ * the scan number is held to max_scans and the thread's CPU time to the
+ * call's budget, and going over longjmps out as any libjpeg error does.
+ * Scratch that one outsized sample grew is freed after it (scratch_settle()).
  */
 #include <errno.h>
 #include <math.h>
@@ -47,8 +56,14 @@ struct dlc_decoder {
 	struct jpeg_decompress_struct cinfo;
 	struct jpeg_error_mgr jerr;
 	struct jpeg_source_mgr src;
+	struct jpeg_progress_mgr progress;
 	jmp_buf jb;
 	uint64_t max_pixels;
+	uint32_t max_scans;		/* scans a file may have */
+	uint32_t budget_ms;		/* CPU a call may take; 0: by pixels */
+	uint64_t budget_ns;		/* this call's, set by read_header() */
+	uint64_t wall_start_ns;		/* this call's start, CLOCK_MONOTONIC */
+	uint64_t cpu_start_ns;		/* and the thread's CPU clock then */
 	size_t len;			/* bytes of the current image */
 	const char *phase;		/* what is being read, for messages */
 	uint32_t kind;			/* enum dlc_error_kind of the last call */
@@ -62,7 +77,13 @@ struct dlc_decoder {
 	uint32_t full_w, full_h, win_x, win_y;
 	uint32_t exact;			/* DLC_TRANSFORM_F_EXACT: scale 1 */
 	uint32_t img_w, img_h;		/* the whole image (not a splice) */
-	/* scratch, grown on demand and kept: steady state allocates nothing */
+	/*
+	 * Scratch, grown on demand and kept: steady state allocates nothing.
+	 * @need is what this call asked for, @typical a running mean of it
+	 * (scratch_settle()).
+	 */
+	size_t need;
+	size_t typical;
 	uint8_t *region;		/* decoded RGB rows */
 	size_t region_cap;
 	uint8_t *row4;			/* one CMYK row before conversion */
@@ -209,6 +230,134 @@ static void src_term(j_decompress_ptr c)
 	(void)c;
 }
 
+/* ---- budgets: scans and CPU time, checked from libjpeg's monitor ---- */
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* The start of a decode call: its CPU budget runs from here. */
+static void start_call(struct dlc_decoder *d)
+{
+	d->need = 0;
+	d->budget_ns = UINT64_MAX;	/* until read_header() knows the size */
+	d->wall_start_ns = dlc_now_ns();
+	d->cpu_start_ns = thread_cpu_ns();
+}
+
+/*
+ * The call's CPU budget for an image of @pixels: decode_budget_ms, or by
+ * default DLC_DEFAULT_DECODE_BUDGET_MS plus 1 ms per 16 Ki pixels: 6.1 s
+ * at 64 Mpixels, where a dense progressive 4:4:4 image took 0.9 s of CPU
+ * here, and more headroom below (a 1 Mpixel image takes about 15 ms).
+ */
+static uint64_t budget_for(const struct dlc_decoder *d, uint64_t pixels)
+{
+	uint64_t ms = d->budget_ms;
+
+	if (!ms)
+		ms = DLC_DEFAULT_DECODE_BUDGET_MS + (pixels >> 14);
+	return ms * 1000000ULL;
+}
+
+/*
+ * libjpeg's progress monitor. input_scan_number counts the SOS markers
+ * read so far: past max_scans the next scan is refused before its data is
+ * decoded. The CPU clock of the thread is a system call, the monotonic
+ * one is not: CPU time never runs ahead of wall time, so it is read only
+ * once the call has taken its budget in wall time.
+ */
+static void on_progress(j_common_ptr c)
+{
+	struct dlc_decoder *d = to_dec(c);
+	j_decompress_ptr dc = (j_decompress_ptr)c;
+	uint64_t cpu;
+
+	if (dc->input_scan_number > 0 &&
+	    (uint32_t)dc->input_scan_number > d->max_scans) {
+		set_error(d, DLC_ERR_TOO_LARGE, -E2BIG,
+			  "too many scans: scan %d of the progressive JPEG is over max_scans %u",
+			  dc->input_scan_number, d->max_scans);
+		longjmp(d->jb, 1);
+	}
+	if (dlc_now_ns() - d->wall_start_ns <= d->budget_ns)
+		return;
+	cpu = thread_cpu_ns() - d->cpu_start_ns;
+	if (cpu <= d->budget_ns)
+		return;
+	set_error(d, DLC_ERR_TOO_LARGE, -E2BIG,
+		  "decode over %llu ms of CPU (decode_budget_ms%s), stopped after %llu ms in scan %d",
+		  (unsigned long long)(d->budget_ns / 1000000),
+		  d->budget_ms ? "" : " default",
+		  (unsigned long long)(cpu / 1000000), dc->input_scan_number);
+	longjmp(d->jb, 1);
+}
+
+int dlc_decoder_set_budget(struct dlc_decoder *d, uint32_t max_scans,
+			   uint32_t budget_ms)
+{
+	if (!d)
+		return -EINVAL;
+	d->max_scans = max_scans ? max_scans : DLC_DEFAULT_MAX_SCANS;
+	d->budget_ms = budget_ms;
+	return 0;
+}
+
+/*
+ * Scratch kept between calls: all of it up to SCRATCH_KEEP, or up to 4x
+ * the typical call's need. Past that it was grown by an outsized sample
+ * (the exact transform of a 64 Mpixel image holds 192 MB of rows) and is
+ * freed, so that one such sample does not pin its memory on every decode
+ * thread for the loader's life. The typical need is a running mean (1/8
+ * weight) of what the calls asked for (the resize's workspace counted at
+ * its size: resize.c sizes it), updated after the check, so that an
+ * outsized sample does not raise its own threshold, and a data set of
+ * large images settles within a few samples.
+ */
+#define SCRATCH_KEEP	(16UL << 20)
+
+static size_t scratch_bytes(const struct dlc_decoder *d)
+{
+	return d->region_cap + d->row4_cap + d->splice_cap + d->ws.cap;
+}
+
+size_t dlc_decoder_scratch_bytes(const struct dlc_decoder *d)
+{
+	return d ? scratch_bytes(d) : 0;
+}
+
+static void scratch_free(struct dlc_decoder *d)
+{
+	free(d->region);
+	free(d->row4);
+	free(d->splice);
+	free(d->ws.mem);
+	d->region = d->row4 = d->splice = NULL;
+	d->ws.mem = NULL;
+	d->region_cap = d->row4_cap = d->splice_cap = d->ws.cap = 0;
+}
+
+/* At the end of a decode call, whatever its result. Returns @ret. */
+static int scratch_settle(struct dlc_decoder *d, int ret)
+{
+	size_t keep = d->typical > SCRATCH_KEEP / 4 ? d->typical * 4 :
+		      SCRATCH_KEEP;
+	size_t need = d->need + d->ws.cap;
+
+	if (scratch_bytes(d) > keep)
+		scratch_free(d);
+	if (need >= d->typical)
+		d->typical += (need - d->typical) / 8;
+	else
+		d->typical -= (d->typical - need) / 8;
+	return ret;
+}
+
 /* ---- decoder object ---- */
 
 int dlc_decoder_create(uint64_t max_pixels, struct dlc_decoder **out)
@@ -221,6 +370,8 @@ int dlc_decoder_create(uint64_t max_pixels, struct dlc_decoder **out)
 	if (!d)
 		return -ENOMEM;
 	d->max_pixels = max_pixels ? max_pixels : DLC_DEFAULT_MAX_PIXELS;
+	d->max_scans = DLC_DEFAULT_MAX_SCANS;
+	d->budget_ns = UINT64_MAX;
 	d->cinfo.err = jpeg_std_error(&d->jerr);
 	d->jerr.error_exit = on_error_exit;
 	d->jerr.emit_message = on_emit_message;
@@ -239,6 +390,8 @@ int dlc_decoder_create(uint64_t max_pixels, struct dlc_decoder **out)
 	d->src.resync_to_restart = jpeg_resync_to_restart;
 	d->src.term_source = src_term;
 	d->cinfo.src = &d->src;
+	d->progress.progress_monitor = on_progress;
+	d->cinfo.progress = &d->progress;
 	*out = d;
 	return 0;
 }
@@ -248,11 +401,8 @@ void dlc_decoder_destroy(struct dlc_decoder *d)
 	if (!d)
 		return;
 	jpeg_destroy_decompress(&d->cinfo);
-	free(d->region);
-	free(d->row4);
 	free(d->pending);
-	free(d->splice);
-	free(d->ws.mem);
+	scratch_free(d);
 	free(d);
 }
 
@@ -268,10 +418,13 @@ const char *dlc_decoder_error(const struct dlc_decoder *d)
 	return d->msg[0] ? d->msg : "no error";
 }
 
-static int grow(uint8_t **buf, size_t *cap, size_t need)
+/* Scratch buffer @buf of *@cap bytes to at least @need; counted in d->need. */
+static int grow(struct dlc_decoder *d, uint8_t **buf, size_t *cap,
+		size_t need)
 {
 	uint8_t *p;
 
+	d->need += need;
 	if (need <= *cap)
 		return 0;
 	p = realloc(*buf, need);
@@ -341,6 +494,7 @@ static int read_header(struct dlc_decoder *d)
 		jpeg_abort_decompress(c);
 		return -E2BIG;
 	}
+	d->budget_ns = budget_for(d, pixels);
 	/* libjpeg converts gray and YCbCr to RGB; CMYK and YCCK only to CMYK */
 	if (c->jpeg_color_space == JCS_CMYK || c->jpeg_color_space == JCS_YCCK)
 		c->out_color_space = JCS_CMYK;
@@ -397,7 +551,7 @@ static int read_rows(struct dlc_decoder *d, uint8_t *dst, size_t stride,
 	int cmyk = c->out_color_space == JCS_CMYK;
 	uint32_t i;
 
-	if (cmyk && grow(&d->row4, &d->row4_cap, (size_t)c->output_width * 4))
+	if (cmyk && grow(d, &d->row4, &d->row4_cap, (size_t)c->output_width * 4))
 		return no_memory(d, (size_t)c->output_width * 4);
 	for (i = 0; i < n; i++) {
 		JSAMPROW row = cmyk ? d->row4 : dst + i * stride;
@@ -443,16 +597,13 @@ int dlc_decoder_header(struct dlc_decoder *d, const void *buf, size_t len,
 	return 0;
 }
 
-int dlc_decoder_full(struct dlc_decoder *d, const void *buf, size_t len,
+static int full_call(struct dlc_decoder *d, const void *buf, size_t len,
 		     uint8_t **rgb, uint32_t *width, uint32_t *height)
 {
-	struct jpeg_decompress_struct *c;
+	struct jpeg_decompress_struct *c = &d->cinfo;
 	size_t stride, bytes;
 	int ret;
 
-	if (!d || !rgb || !width || !height)
-		return -EINVAL;
-	c = &d->cinfo;
 	ret = begin(d, buf, len);
 	if (ret)
 		return ret;
@@ -480,6 +631,15 @@ int dlc_decoder_full(struct dlc_decoder *d, const void *buf, size_t len,
 	*height = c->output_height;
 	d->pending = NULL;
 	return 0;
+}
+
+int dlc_decoder_full(struct dlc_decoder *d, const void *buf, size_t len,
+		     uint8_t **rgb, uint32_t *width, uint32_t *height)
+{
+	if (!d || !rgb || !width || !height)
+		return -EINVAL;
+	start_call(d);
+	return scratch_settle(d, full_call(d, buf, len, rgb, width, height));
 }
 
 /*
@@ -690,7 +850,7 @@ static int decode_crop_first(struct dlc_decoder *d, const uint8_t *buf,
 	if (cw < ow)
 		jpeg_crop_scanline(c, &xoff, &cw);
 	stride = (size_t)cw * 3;
-	if (grow(&d->region, &d->region_cap, stride * (r1 - r0)))
+	if (grow(d, &d->region, &d->region_cap, stride * (r1 - r0)))
 		return no_memory(d, stride * (r1 - r0));
 	if (r0 && jpeg_skip_scanlines(c, r0) != r0) {
 		set_error(d, DLC_ERR_CORRUPT, -EBADMSG,
@@ -733,7 +893,7 @@ static int decode_whole(struct dlc_decoder *d, size_t *stride)
 	jpeg_start_decompress(c);
 	*stride = (size_t)c->output_width * 3;
 	bytes = *stride * c->output_height;
-	if (grow(&d->region, &d->region_cap, bytes))
+	if (grow(d, &d->region, &d->region_cap, bytes))
 		return no_memory(d, bytes);
 	ret = read_rows(d, d->region, *stride, c->output_height);
 	if (ret)
@@ -828,7 +988,7 @@ static int out_ok(const uint8_t *dst, uint32_t out_w, uint32_t out_h,
 }
 
 /* dlc_decoder_sample() when @t is set, else dlc_decoder_crop() of @given. */
-static int decode_sample(struct dlc_decoder *d, const void *buf, size_t len,
+static int sample_call(struct dlc_decoder *d, const void *buf, size_t len,
 			 const struct dlc_transform *t, uint64_t seed,
 			 uint32_t epoch, uint32_t sample,
 			 const struct dlc_crop *given, uint32_t out_w,
@@ -863,6 +1023,19 @@ static int decode_sample(struct dlc_decoder *d, const void *buf, size_t len,
 		ret = decode_crop_first(d, buf, out_w, out_h, layout,
 					method == DLC_DECODE_CROP_FIRST, dst);
 	return resize_failed(d, ret, out_w, out_h);
+}
+
+static int decode_sample(struct dlc_decoder *d, const void *buf, size_t len,
+			 const struct dlc_transform *t, uint64_t seed,
+			 uint32_t epoch, uint32_t sample,
+			 const struct dlc_crop *given, uint32_t out_w,
+			 uint32_t out_h, uint32_t layout, uint32_t method,
+			 uint8_t *dst, struct dlc_crop *crop_out)
+{
+	start_call(d);
+	return scratch_settle(d, sample_call(d, buf, len, t, seed, epoch,
+					     sample, given, out_w, out_h,
+					     layout, method, dst, crop_out));
 }
 
 int dlc_decoder_sample_method(struct dlc_decoder *d, const void *buf,
@@ -929,7 +1102,7 @@ static ssize_t splice_plan(struct dlc_decoder *d, const uint8_t *buf,
 		return set_error(d, DLC_ERR_CORRUPT, -EBADMSG,
 				 "corrupt restart-indexed JPEG: MCU rows %u..%u outside its geometry",
 				 my0, my1);
-	if (grow(&d->splice, &d->splice_cap, bound))
+	if (grow(d, &d->splice, &d->splice_cap, bound))
 		return set_error(d, DLC_ERR_NOMEM, -ENOMEM,
 				 "out of memory: %zu bytes of splice", bound);
 	n = dlc_rst_splice(buf, len, g, rows, mx0, my0, mx1, my1, d->splice,
@@ -969,7 +1142,7 @@ static int decode_splice(struct dlc_decoder *d, size_t n, struct plan *p,
 			      c->output_height, stride, layout, dst);
 }
 
-static int decode_rst(struct dlc_decoder *d, const void *buf, size_t len,
+static int rst_call(struct dlc_decoder *d, const void *buf, size_t len,
 		      const struct dlc_rst_geom *g, const uint32_t *rows,
 		      const struct dlc_transform *t, uint64_t seed,
 		      uint32_t epoch, uint32_t sample,
@@ -1012,6 +1185,20 @@ static int decode_rst(struct dlc_decoder *d, const void *buf, size_t len,
 		return (int)n;
 	ret = decode_splice(d, (size_t)n, &p, den, ox, oy, layout, dst);
 	return resize_failed(d, ret, out_w, out_h);
+}
+
+static int decode_rst(struct dlc_decoder *d, const void *buf, size_t len,
+		      const struct dlc_rst_geom *g, const uint32_t *rows,
+		      const struct dlc_transform *t, uint64_t seed,
+		      uint32_t epoch, uint32_t sample,
+		      const struct dlc_crop *given, uint32_t out_w,
+		      uint32_t out_h, uint32_t layout, uint8_t *dst,
+		      struct dlc_crop *crop_out)
+{
+	start_call(d);
+	return scratch_settle(d, rst_call(d, buf, len, g, rows, t, seed, epoch,
+					  sample, given, out_w, out_h, layout,
+					  dst, crop_out));
 }
 
 int dlc_decoder_sample_rst(struct dlc_decoder *d, const void *buf,

@@ -485,6 +485,18 @@ int dlc_decoder_sample_rst(struct dlc_decoder *d, const void *buf,
 			   uint64_t seed, uint32_t epoch, uint32_t sample,
 			   uint32_t layout, uint8_t *dst,
 			   struct dlc_crop *crop_out);
+/*
+ * A decoder's budgets (dlc_config.max_scans, .decode_budget_ms): @max_scans
+ * scans a JPEG may have (0: DLC_DEFAULT_MAX_SCANS), @budget_ms of the
+ * calling thread's CPU time a decode call may take (0: by the image's
+ * pixels, DLC_DEFAULT_DECODE_BUDGET_MS and up). Over either, the call fails
+ * as DLC_ERR_TOO_LARGE, -E2BIG. A new decoder has both defaults.
+ */
+int dlc_decoder_set_budget(struct dlc_decoder *d, uint32_t max_scans,
+			   uint32_t budget_ms);
+/* Scratch bytes the decoder holds between calls (for the tests). */
+size_t dlc_decoder_scratch_bytes(const struct dlc_decoder *d);
+
 /* The same for a given crop, as dlc_decoder_crop(). */
 int dlc_decoder_crop_rst(struct dlc_decoder *d, const void *buf, size_t len,
 			 const struct dlc_rst_geom *g, const uint32_t *rows,

@@ -163,6 +163,11 @@ static int check_config(const struct dlc_config *c, const struct dlc_logger *log
 		    c->peer_timeout_ms);
 	if (c->peer_timeout_ms && !c->cluster)
 		BAD("peer_timeout_ms", "set without cluster");
+	if (c->max_scans > 65535)
+		BAD("max_scans", "at most 65535, got %u", c->max_scans);
+	if (c->decode_budget_ms > 3600000)
+		BAD("decode_budget_ms", "at most 3600000 (1 h), got %u",
+		    c->decode_budget_ms);
 	for (i = 0; i < sizeof(c->reserved) / sizeof(c->reserved[0]); i++)
 		if (c->reserved[i])
 			BAD("reserved", "reserved[%zu] must be zero, got %#llx",
@@ -174,6 +179,8 @@ static int check_config(const struct dlc_config *c, const struct dlc_logger *log
 _Static_assert(sizeof(void *) == 8, "64-bit");
 _Static_assert(offsetof(struct dlc_config, shard_drop_last) ==
 	       DLC_CONFIG_SIZE_VER0, "DLC_CONFIG_SIZE_VER0");
+/* reserved[] gives way to new fields: the size never changes. */
+_Static_assert(sizeof(struct dlc_config) == 240, "struct dlc_config size");
 
 /* Largest config size looked at: bytes past ours up to it must be zero. */
 #define DLC_CONFIG_SIZE_MAX	4096
@@ -592,6 +599,9 @@ static void *decode_main(void *arg)
 	struct dlc_decoder *dec = NULL;
 	int ret = dlc_decoder_create(l->cfg.max_pixels, &dec);
 
+	if (!ret)
+		dlc_decoder_set_budget(dec, l->cfg.max_scans,
+				       l->cfg.decode_budget_ms);
 	thread_up(l, ret, "decode thread");
 	if (ret)
 		return NULL;
@@ -1111,6 +1121,9 @@ static void *io_main(void *arg)
 	done = calloc(qd, sizeof(*done));
 	if (done)
 		err = dlc_decoder_create(l->cfg.max_pixels, &dec);
+	if (!err)
+		dlc_decoder_set_budget(dec, l->cfg.max_scans,
+				       l->cfg.decode_budget_ms);
 	thread_up(l, err, "I/O thread");
 	if (err) {
 		free(done);

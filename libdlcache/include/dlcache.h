@@ -199,6 +199,19 @@ enum dlc_layout {
 #define DLC_MAX_OUT_SIDE	4096
 /* Default cap on source pixels (width x height), a decompression-bomb guard. */
 #define DLC_DEFAULT_MAX_PIXELS	(64ULL * 1024 * 1024)
+/*
+ * Default cap on the scans of one JPEG (dlc_config.max_scans). Baseline
+ * has 1, libjpeg's progressive script 6 (gray) or 10, the most any common
+ * encoder writes about 20; each scan is a pass over the whole image
+ * (about 20 ms at 64 Mpixels).
+ */
+#define DLC_DEFAULT_MAX_SCANS	64
+/*
+ * Default CPU budget of one sample's decode (dlc_config.decode_budget_ms):
+ * this many ms plus 1 ms per 16 Ki pixels of the image (6.1 s at the
+ * default max_pixels, 7x what a dense 64 Mpixel progressive image takes).
+ */
+#define DLC_DEFAULT_DECODE_BUDGET_MS	2000
 
 struct dlc_transform {
 	uint32_t kind;		/* enum dlc_transform_kind */
@@ -270,7 +283,7 @@ enum dlc_error_kind {
 	DLC_ERR_NOT_JPEG,	/* no JPEG SOI marker */
 	DLC_ERR_CORRUPT,	/* libjpeg reported bad data */
 	DLC_ERR_TRUNCATED,	/* the data ended early */
-	DLC_ERR_TOO_LARGE,	/* over max_pixels or the size limit */
+	DLC_ERR_TOO_LARGE,	/* over max_pixels, a decode budget, the size limit */
 	DLC_ERR_NOMEM,		/* out of memory */
 	DLC_ERR_KINDS		/* number of kinds */
 };
@@ -655,7 +668,18 @@ struct dlc_config {
 	 * samples then come from storage); 0: 2000.
 	 */
 	uint32_t peer_timeout_ms;
-	uint64_t reserved[2];	/* must be zero: room for new fields */
+	/*
+	 * Decode budgets, per sample: a JPEG of more scans than @max_scans
+	 * (0: DLC_DEFAULT_MAX_SCANS, at most 65535) fails before its next
+	 * scan is decoded, and a decode that took more than
+	 * @decode_budget_ms of its thread's CPU time (0: the default, by
+	 * pixels; at most 3600000) stops there. Both fail as too large
+	 * (DLC_ERR_TOO_LARGE, -E2BIG), named in the message, and are
+	 * handled by on_error. library.md, "JPEG decode".
+	 */
+	uint32_t max_scans;
+	uint32_t decode_budget_ms;
+	uint64_t reserved[1];	/* must be zero: room for new fields */
 };
 
 /* dlc_config.cluster */

@@ -89,7 +89,9 @@ class Config(ctypes.Structure):
         ("staging_bytes", ctypes.c_uint64),
         ("cluster", ctypes.c_uint32),
         ("peer_timeout_ms", ctypes.c_uint32),
-        ("reserved", ctypes.c_uint64 * 2),
+        ("max_scans", ctypes.c_uint32),
+        ("decode_budget_ms", ctypes.c_uint32),
+        ("reserved", ctypes.c_uint64 * 1),
     ]
 
 
