@@ -612,10 +612,10 @@ static void check_config_versions(void)
 		 DLC_CONFIG_SIZE_VER0);
 
 	t_logbuf[0] = 0;
-	cfg.reserved[1] = 1;
+	cfg.reserved[0] = 1;
 	CHECK_EQ(dlc_loader_create(&cfg, g_idx, &l), -EINVAL);
-	CHECK(strstr(t_logbuf, "reserved[1] must be zero"), "logged: %s", t_logbuf);
-	cfg.reserved[1] = 0;
+	CHECK(strstr(t_logbuf, "reserved[0] must be zero"), "logged: %s", t_logbuf);
+	cfg.reserved[0] = 0;
 
 	t_logbuf[0] = 0;
 	cfg.size = 0;
