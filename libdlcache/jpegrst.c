@@ -26,6 +26,7 @@
 
 struct tc {
 	struct jpeg_error_mgr jerr;	/* shared by both objects */
+	struct jpeg_progress_mgr progress;	/* the source's scan limit */
 	struct jpeg_decompress_struct d;
 	struct jpeg_compress_struct c;
 	struct jpeg_destination_mgr dst;
@@ -88,6 +89,25 @@ static void tc_emit(j_common_ptr c, int level)
 static void tc_output(j_common_ptr c)
 {
 	(void)c;
+}
+
+/*
+ * The decoder's scan limit (decode.c), at its default: the coefficients
+ * of a source of hundreds of scans are not worth seconds of CPU each. It
+ * fails as too large, and the pack keeps it as it is, for the loader's
+ * decoder to refuse by its own max_scans.
+ */
+static void tc_progress(j_common_ptr c)
+{
+	struct tc *t = c->client_data;
+	j_decompress_ptr d = (j_decompress_ptr)c;
+
+	if (d->input_scan_number > DLC_DEFAULT_MAX_SCANS) {
+		tc_fail(t, -E2BIG,
+			"too many scans: scan %d of the progressive JPEG is over max_scans %d",
+			d->input_scan_number, DLC_DEFAULT_MAX_SCANS);
+		longjmp(t->jb, 1);
+	}
 }
 
 static void dst_init(j_compress_ptr c)
@@ -315,6 +335,8 @@ int dlc_rst_transcode(const uint8_t *in, size_t len,
 		goto out;
 	}
 	jpeg_create_decompress(&t->d);
+	t->progress.progress_monitor = tc_progress;
+	t->d.progress = &t->progress;
 	jpeg_mem_src(&t->d, in, (unsigned long)len);
 	jpeg_read_header(&t->d, TRUE);
 	ret = tc_check(t, max_pixels ? max_pixels : DLC_DEFAULT_MAX_PIXELS);

@@ -73,7 +73,8 @@ struct dlc_rst_opts {
  * length. Errors: -EBADMSG (corrupt or truncated: libjpeg's message in
  * @why), -ENOTSUP (a file the MCU-exact decode cannot serve: CMYK, YCCK,
  * 12-bit, more than 3 components, sampling factors above 2; keep it as
- * it is), -E2BIG (over @max_pixels), -ENOMEM, -EINVAL. @why (may be
+ * it is), -E2BIG (over @max_pixels, or more than DLC_DEFAULT_MAX_SCANS
+ * scans), -ENOMEM, -EINVAL. @why (may be
  * NULL) receives a one-line reason for any error.
  */
 int dlc_rst_transcode(const uint8_t *in, size_t len,

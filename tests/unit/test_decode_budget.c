@@ -538,6 +538,37 @@ static void test_scratch(void)
 	dlc_decoder_destroy(d);
 }
 
+/*
+ * dlcachectl pack's transcode of a source to a restart-indexed JPEG reads
+ * every scan too (jpeg_read_coefficients()): held to the default limit.
+ */
+static void test_transcode(void)
+{
+	struct dlc_rst_opts o = { .interval = 4 };
+	uint8_t *rst = NULL, *flat;
+	size_t rst_len = 0, len;
+	char why[256] = "";
+	double c0 = cpu_s();
+	uint32_t n;
+	int ret;
+
+	ret = dlc_rst_transcode(bomb, bomb_len, &o, 0, &rst, &rst_len, why,
+				sizeof(why));
+	CHECK(ret == -E2BIG && strstr(why, "over max_scans 64") &&
+	      cpu_s() - c0 < 2.0,
+	      "704 scans: %d (%s) after %.2f s of CPU", ret, why, cpu_s() - c0);
+	free(rst);
+	rst = NULL;
+	/* 64 scans: transcoded, and decodes to the same flat gray */
+	flat = many_scans(256, 256, 0, 0, &len, &n);
+	CHECK_EQ(n, 64);
+	ret = dlc_rst_transcode(flat, len, &o, 0, &rst, &rst_len, why,
+				sizeof(why));
+	CHECK(ret == 0, "64 scans: %d (%s)", ret, why);
+	free(rst);
+	free(flat);
+}
+
 /* The loader: both fields checked, passed to its decoders, on_error. */
 static void test_loader(void)
 {
@@ -625,6 +656,7 @@ int main(void)
 	T_RUN(test_scans_each_method);
 	T_RUN(test_cpu_budget);
 	T_RUN(test_scratch);
+	T_RUN(test_transcode);
 	T_RUN(test_loader);
 	free(bomb);
 	return t_done("test_decode_budget");
