@@ -161,6 +161,10 @@ static int check_config(const struct dlc_config *c, const struct dlc_logger *log
 	if (c->peer_timeout_ms > 600000)
 		BAD("peer_timeout_ms", "at most 600000 (10 min), got %u",
 		    c->peer_timeout_ms);
+	/* The watchdog would take an idle service thread for stuck. */
+	if (c->peer_timeout_ms && c->peer_timeout_ms < 100)
+		BAD("peer_timeout_ms", "0 or at least 100, got %u",
+		    c->peer_timeout_ms);
 	if (c->peer_timeout_ms && !c->cluster)
 		BAD("peer_timeout_ms", "set without cluster");
 	if (c->max_scans > 65535)

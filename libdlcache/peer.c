@@ -17,12 +17,14 @@
  * again: its samples come from storage.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -46,8 +48,16 @@
 #define JOIN_TIMEOUT_NS	(120ULL * 1000000000ULL)
 /* Messages taken off the wire per turn of the service loop. */
 #define RECV_BURST	64
+/*
+ * peer_timeout_ms at least: the watchdog looks every quarter of it, and a
+ * service turn that sleeps 1 ms and handles RECV_BURST messages must not
+ * look stuck.
+ */
+#define TIMEOUT_MIN_MS	100
 
 enum { TAG_REQ = 1, TAG_REP, TAG_PUT, TAG_BYE };
+/* Not a tag: an op receiving a message refused by size or tag, into none. */
+#define OP_DROP		(-1)
 
 struct req_msg {
 	uint32_t seq;		/* the asker's slot and generation */
@@ -139,12 +149,30 @@ struct rate {
  */
 #define BAL_SLOWER	4
 
+/*
+ * Lifetimes. The watchdog is joined by dlc_peer_close(), always. The
+ * service thread is joined too, unless it stopped beating for the timeout
+ * (blocked inside Open MPI): close then marks the peer orphaned, makes its
+ * log a no-op and detaches the thread, which holds a reference to this
+ * struct and frees it when it returns from MPI (it makes no MPI call
+ * after that one, and leaks the memory of the operations MPI may still
+ * own). So nothing a detached thread touches is borrowed: the index's
+ * sizes and CRCs are copied here at open, and the log is the loader's
+ * callback behind log_lock, never called once close returned.
+ */
 struct dlc_peer {
-	const struct dlc_index *idx;
-	const struct dlc_logger *log;
+	uint32_t refs;		/* atomic: the caller's, the service thread's */
+	struct dlc_logger log;	/* a copy; under log_lock, off when log_closed */
+	pthread_mutex_t log_lock;
+	int log_closed;
 	uint32_t rank, world, n;
 	uint64_t timeout_ns;
 	uint32_t *owner;	/* per sample, fixed at open */
+	/* The index's, copied at open: per sample. */
+	uint64_t *size;
+	uint32_t *crc;
+	uint8_t *has_crc;
+	uint64_t *max_owned;	/* per rank: its largest sample's bytes */
 	MPI_Comm comm;
 	pthread_t thread;
 	int thread_started;
@@ -159,8 +187,19 @@ struct dlc_peer {
 	int watchdog_started;
 	pthread_cond_t wd_cv;
 	int wd_stop;		/* close: the watchdog ends */
-	uint64_t beat;		/* ns: the service loop's last turn */
-	int stuck;		/* the service thread missed the timeout */
+	/*
+	 * Atomic, ns: the service thread's last sign of life, moved on
+	 * every turn, every message handled, every MPI call returned and
+	 * around its sleep.
+	 */
+	uint64_t beat;
+	int stuck;		/* the service thread missed the timeout; it
+				 * clears when the thread beats again */
+	pthread_cond_t done_cv;	/* close waits for service_done */
+	int service_done;	/* the service thread left its loop */
+	int orphaned;		/* atomic: close left the thread to MPI */
+	/* Logged once: a message refused, a push refused, an entry dropped. */
+	int said_rejected, said_bad_push, said_dropped;
 
 	pthread_mutex_t lock;
 	pthread_cond_t cv;	/* the service thread's sleep */
@@ -202,6 +241,53 @@ struct dlc_peer {
 static pthread_mutex_t mpi_lock = PTHREAD_MUTEX_INITIALIZER;
 static int mpi_ours;		/* we called MPI_Init_thread */
 static int mpi_peer_died;	/* a peer died: MPI_Finalize could hang */
+
+/*
+ * The peer's log: the loader's callback, under log_lock, until close
+ * returned (the detached thread's lines after that are dropped).
+ */
+static void plog(struct dlc_peer *p, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void plog(struct dlc_peer *p, int level, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	pthread_mutex_lock(&p->log_lock);
+	if (!p->log_closed)
+		dlc_logf(&p->log, level, "%s", msg);
+	pthread_mutex_unlock(&p->log_lock);
+}
+
+static void beat(struct dlc_peer *p)
+{
+	__atomic_store_n(&p->beat, dlc_now_ns(), __ATOMIC_RELAXED);
+}
+
+/* The service thread has not beaten for the timeout at @now. */
+static int beat_stale(struct dlc_peer *p, uint64_t now)
+{
+	uint64_t b = __atomic_load_n(&p->beat, __ATOMIC_RELAXED);
+
+	return (int64_t)(now - b) > (int64_t)p->timeout_ns;
+}
+
+static int orphaned(struct dlc_peer *p)
+{
+	return __atomic_load_n(&p->orphaned, __ATOMIC_ACQUIRE);
+}
+
+/* Sample @id's bytes are @b: the index's size, and its CRC when it has one. */
+static int sample_ok(const struct dlc_peer *p, uint32_t id,
+		     const struct dlc_buf *b)
+{
+	return id < p->n && b->len == p->size[id] &&
+	       (!p->has_crc[id] || dlc_buf_crc_matches(b, p->crc[id]));
+}
 
 static void finalize_at_exit(void)
 {
@@ -259,7 +345,9 @@ static int place(struct dlc_peer *p)
 			if (bytes[r] < bytes[best])
 				best = r;
 		p->owner[h[i].id] = best;
-		bytes[best] += dlc_index_size(p->idx, h[i].id);
+		bytes[best] += p->size[h[i].id];
+		if (p->size[h[i].id] > p->max_owned[best])
+			p->max_owned[best] = p->size[h[i].id];
 	}
 	free(h);
 	free(bytes);
@@ -268,14 +356,19 @@ static int place(struct dlc_peer *p)
 
 /* ---- the share ---- */
 
-/* Take @b as the bytes of @id when this rank owns it and there is room. */
+/*
+ * Take @b as the bytes of @id when this rank owns it and there is room.
+ * @ok: sample_ok(), computed before the lock was taken (a CRC of a large
+ * sample under it would stall the I/O thread); bytes that fail it are
+ * never admitted.
+ */
 static void admit_locked(struct dlc_peer *p, uint32_t id,
-			 const struct dlc_buf *b)
+			 const struct dlc_buf *b, int ok)
 {
 	struct dlc_buf *keep;
 
-	if (id >= p->n || p->owner[id] != p->rank || p->share[id] ||
-	    b->len != dlc_index_size(p->idx, id))
+	if (!ok || id >= p->n || p->owner[id] != p->rank || p->share[id] ||
+	    b->len != p->size[id])
 		return;
 	if (p->used + b->len > p->c.capacity) {
 		p->full = 1;
@@ -286,9 +379,30 @@ static void admit_locked(struct dlc_peer *p, uint32_t id,
 	if (!keep)
 		return;
 	memcpy(keep->data, b->data, b->len);
+	/* The CRC checked is the copy's too: answers need not redo it. */
+	keep->crc_memo = __atomic_load_n(&b->crc_memo, __ATOMIC_RELAXED);
 	p->share[id] = keep;
 	p->used += b->len;
 	p->c.admitted++;
+}
+
+/*
+ * Called with the lock held: the share's bytes @b of @id failed their
+ * check (memory went bad under them): never served again.
+ */
+static void drop_share_locked(struct dlc_peer *p, uint32_t id,
+			      const struct dlc_buf *b)
+{
+	if (id >= p->n || !p->share[id] || p->share[id] != b)
+		return;
+	p->used -= p->share[id]->len;
+	dlc_buf_put(p->share[id]);
+	p->share[id] = NULL;
+	p->c.share_dropped++;
+	if (!p->said_dropped++)
+		plog(p, DLC_LOG_WARN,
+		     "cluster: this rank's cached bytes of sample %u are not the indexed file's: dropped from the share (counted; not logged again)",
+		     id);
 }
 
 /* ---- the rates ---- */
@@ -393,9 +507,9 @@ static void mark_dead(struct dlc_peer *p, uint32_t peer, const char *what)
 	p->dead[peer] = 1;
 	p->c.dead_peers++;
 	__atomic_store_n(&mpi_peer_died, 1, __ATOMIC_RELAXED);
-	dlc_logf(p->log, DLC_LOG_WARN,
-		 "cluster: rank %u did not %s within %llu ms: taken for dead; its samples come from storage",
-		 peer, what, (unsigned long long)(p->timeout_ns / 1000000));
+	plog(p, DLC_LOG_WARN,
+	     "cluster: rank %u did not %s within %llu ms: taken for dead; its samples come from storage",
+	     peer, what, (unsigned long long)(p->timeout_ns / 1000000));
 	for (i = 0; i < p->nslots; i++) {
 		struct slot *s = &p->slot[i];
 
@@ -432,6 +546,11 @@ static int send_msg(struct dlc_peer *p, uint32_t peer, int tag, void *mem,
 {
 	struct op *o;
 
+	/* Close gave up on this thread: no MPI call after the one it was in. */
+	if (orphaned(p)) {
+		free(mem);
+		return -ECANCELED;
+	}
 	if (len > INT32_MAX || !(o = op_add(p))) {
 		free(mem);
 		return -ENOMEM;
@@ -444,8 +563,10 @@ static int send_msg(struct dlc_peer *p, uint32_t peer, int tag, void *mem,
 		      &o->req) != MPI_SUCCESS) {
 		free(mem);
 		p->nops--;
+		beat(p);
 		return -EIO;
 	}
+	beat(p);
 	if (tag == TAG_PUT)
 		p->pushing++;
 	return 0;
@@ -467,6 +588,16 @@ static void answer(struct dlc_peer *p, uint32_t peer, const struct dlc_buf *m)
 	pthread_mutex_lock(&p->lock);
 	if (q.id < p->n && p->share[q.id])
 		b = dlc_buf_get(p->share[q.id]);
+	pthread_mutex_unlock(&p->lock);
+	/* Memoised at admission: a CRC only when the bytes changed since. */
+	if (b && !sample_ok(p, q.id, b)) {
+		pthread_mutex_lock(&p->lock);
+		drop_share_locked(p, q.id, b);
+		pthread_mutex_unlock(&p->lock);
+		dlc_buf_put(b);
+		b = NULL;
+	}
+	pthread_mutex_lock(&p->lock);
 	a.err = b ? 0 : -ENOENT;
 	a.flags = p->full ? REP_FULL : 0;
 	p->c.served++;
@@ -528,17 +659,28 @@ static void answered(struct dlc_peer *p, uint32_t peer, struct dlc_buf *m)
 	dlc_buf_put(m);	/* a late answer, to a request that timed out */
 }
 
-static void pushed_in(struct dlc_peer *p, struct dlc_buf *m)
+/* A peer's storage read of a sample this rank owns: checked, then kept. */
+static void pushed_in(struct dlc_peer *p, uint32_t peer, struct dlc_buf *m)
 {
 	struct put_msg h;
+	int ok;
 
 	if (m->len < sizeof(h))
 		return;
 	memcpy(&h, m->data, sizeof(h));
 	m->data += sizeof(h);
 	m->len -= sizeof(h);
+	ok = sample_ok(p, h.id, m) && p->owner[h.id] == p->rank;
 	pthread_mutex_lock(&p->lock);
-	admit_locked(p, h.id, m);
+	if (ok) {
+		admit_locked(p, h.id, m, 1);
+	} else {
+		p->c.bad_pushes++;
+		if (!p->said_bad_push++)
+			plog(p, DLC_LOG_WARN,
+			     "cluster: rank %u sent %zu bytes as sample %u, not the indexed file's (size, CRC-32C or owner): not kept (counted; not logged again)",
+			     peer, m->len, h.id);
+	}
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -556,7 +698,7 @@ static void received(struct dlc_peer *p, struct op *o)
 		answered(p, o->peer, m);
 		return;
 	case TAG_PUT:
-		pushed_in(p, m);
+		pushed_in(p, o->peer, m);
 		break;
 	case TAG_BYE:
 		p->bye[o->peer] = 1;
@@ -565,34 +707,134 @@ static void received(struct dlc_peer *p, struct op *o)
 	dlc_buf_put(m);
 }
 
+/*
+ * The bytes a message from @src of @tag may have, by the protocol: a
+ * request's and a goodbye's are fixed; an answer holds at most the
+ * largest sample @src owns, a push the largest this rank owns (their
+ * exact sizes are checked when their sample's ID is read).
+ */
+static int size_allowed(const struct dlc_peer *p, int src, int tag,
+			int count)
+{
+	size_t n = (size_t)count;
+
+	if (count < 0 || src < 0 || (uint32_t)src >= p->world ||
+	    (uint32_t)src == p->rank)
+		return 0;
+	switch (tag) {
+	case TAG_REQ:
+		return n == sizeof(struct req_msg);
+	case TAG_REP:
+		return n >= sizeof(struct rep_msg) &&
+		       n - sizeof(struct rep_msg) <= p->max_owned[src];
+	case TAG_PUT:
+		return n >= sizeof(struct put_msg) &&
+		       n - sizeof(struct put_msg) <= p->max_owned[p->rank];
+	case TAG_BYE:
+		return n == 0;
+	}
+	return 0;
+}
+
+/*
+ * Where a message is received into no bytes: a page no one may touch.
+ * Open MPI's shared-memory transport (vader, single copy) reads a
+ * truncated message's whole length into the buffer given for none of it:
+ * here its process_vm_readv() fails at the first byte (EFAULT, one line
+ * on stderr) instead of writing over what follows.
+ */
+static pthread_once_t nowhere_once = PTHREAD_ONCE_INIT;
+static void *nowhere_page;
+
+static void nowhere_init(void)
+{
+	void *m = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+
+	nowhere_page = m == MAP_FAILED ? NULL : m;
+}
+
+static void *nowhere(void)
+{
+	pthread_once(&nowhere_once, nowhere_init);
+	return nowhere_page;
+}
+
+/* Consume the message @msg into no bytes, waiting: a last resort. */
+static void drain(MPI_Message *msg)
+{
+	void *none = nowhere();
+
+	if (none)
+		MPI_Mrecv(none, 0, MPI_BYTE, msg, MPI_STATUS_IGNORE);
+}
+
+/*
+ * A message the protocol has no room for: received into no bytes (MPI
+ * drops what does not fit: MPI_ERR_TRUNCATE), counted, logged once.
+ */
+static void refuse(struct dlc_peer *p, MPI_Message *msg, int src, int tag,
+		   int count)
+{
+	void *none = nowhere();
+	struct op *o = none ? op_add(p) : NULL;
+
+	pthread_mutex_lock(&p->lock);
+	p->c.rejected++;
+	if (!p->said_rejected++)
+		plog(p, DLC_LOG_WARN,
+		     "cluster: a message from rank %d of tag %d announced %d bytes, not what the protocol allows for it: dropped unread (counted; not logged again)",
+		     src, tag, count);
+	pthread_mutex_unlock(&p->lock);
+	if (!o) {
+		drain(msg);
+		return;
+	}
+	o->tag = OP_DROP;
+	o->peer = src >= 0 && (uint32_t)src < p->world ? (uint32_t)src :
+		  p->rank;
+	o->deadline = p->heard + p->timeout_ns;
+	if (MPI_Imrecv(none, 0, MPI_BYTE, msg, &o->req) != MPI_SUCCESS)
+		p->nops--;
+}
+
 /* Take what arrived off the wire: 1 when something did. */
 static int receive(struct dlc_peer *p)
 {
 	int i, any = 0;
 
-	for (i = 0; i < RECV_BURST; i++) {
+	for (i = 0; i < RECV_BURST && !orphaned(p); i++) {
 		MPI_Message msg;
 		MPI_Status st;
 		struct op *o;
-		int flag = 0, count = 0;
+		int flag = 0, count = -1;
 
 		if (MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, p->comm, &flag,
-				&msg, &st) != MPI_SUCCESS || !flag)
+				&msg, &st) != MPI_SUCCESS || !flag) {
+			beat(p);
+			break;
+		}
+		beat(p);
+		if (orphaned(p))
 			break;
 		any = 1;
 		MPI_Get_count(&st, MPI_BYTE, &count);
 		p->heard = dlc_now_ns();
+		/* Checked before a byte is allocated for it. */
+		if (!size_allowed(p, st.MPI_SOURCE, st.MPI_TAG, count)) {
+			refuse(p, &msg, st.MPI_SOURCE, st.MPI_TAG, count);
+			beat(p);
+			continue;
+		}
 		o = op_add(p);
 		if (o)
 			o->b = dlc_buf_alloc(count > 0 ? (size_t)count : 1);
-		if (!o || !o->b || st.MPI_SOURCE < 0 ||
-		    (uint32_t)st.MPI_SOURCE >= p->world) {
+		if (!o || !o->b) {
 			/* Consume it anyway, into nothing: MPI_ERR_TRUNCATE. */
-			char none;
-
 			if (o)
 				p->nops--;
-			MPI_Mrecv(&none, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+			drain(&msg);
+			beat(p);
 			continue;
 		}
 		o->b->len = (size_t)count;
@@ -604,6 +846,7 @@ static int receive(struct dlc_peer *p)
 			dlc_buf_put(o->b);
 			p->nops--;
 		}
+		beat(p);
 	}
 	return any;
 }
@@ -636,6 +879,10 @@ static int progress(struct dlc_peer *p, uint64_t now)
 		int done = 0;
 
 		MPI_Test(&p->ops[i].req, &done, MPI_STATUS_IGNORE);
+		beat(p);
+		/* Close gave up on this thread: nothing more of ours is touched. */
+		if (orphaned(p))
+			return any;
 		if (!done && now < o.deadline) {
 			i++;
 			continue;
@@ -650,10 +897,13 @@ static int progress(struct dlc_peer *p, uint64_t now)
 			if (o.b)
 				received(p, &o);
 			free(o.mem);
+			beat(p);
 		} else {
+			/* A refused message is no sign of life or death. */
 			pthread_mutex_lock(&p->lock);
-			mark_dead(p, o.peer, o.mem ? "take a message" :
-				  "finish sending one");
+			if (o.tag != OP_DROP)
+				mark_dead(p, o.peer, o.mem ? "take a message" :
+					  "finish sending one");
 			pthread_mutex_unlock(&p->lock);
 			bury(p, &o);
 		}
@@ -662,6 +912,9 @@ static int progress(struct dlc_peer *p, uint64_t now)
 		int done = 0;
 
 		MPI_Test(&p->grave[i].req, &done, MPI_STATUS_IGNORE);
+		beat(p);
+		if (orphaned(p))
+			return any;
 		if (!done) {
 			i++;
 			continue;
@@ -673,7 +926,6 @@ static int progress(struct dlc_peer *p, uint64_t now)
 	return any;
 }
 
-/* Requests to send, pushes to send, answers that are late. */
 /*
  * Requests to send, pushes to send, answers that are late. MPI is never
  * called under the lock: a call that blocks (a dead peer's connection)
@@ -780,6 +1032,21 @@ static void say_bye(struct dlc_peer *p)
 	}
 }
 
+static void peer_free(struct dlc_peer *p);
+
+/* Drop a reference to @p: the last one frees it. */
+static void peer_put(struct dlc_peer *p)
+{
+	if (!__atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL))
+		peer_free(p);
+}
+
+/*
+ * The service thread: from dlc_peer_open() until close saw it leave its
+ * loop (and joined it), or, when it was blocked in MPI for the timeout,
+ * until that call returns (close detached it; it then leaves at once and
+ * drops the last reference).
+ */
 static void *service_main(void *arg)
 {
 	struct dlc_peer *p = arg;
@@ -792,9 +1059,11 @@ static void *service_main(void *arg)
 		struct timespec ts;
 		int stopping, any;
 
+		beat(p);
+		if (orphaned(p))
+			break;
 		pthread_mutex_lock(&p->lock);
 		stopping = p->stopping;
-		p->beat = now;
 		pthread_mutex_unlock(&p->lock);
 		if (stopping && !bye_sent) {
 			say_bye(p);
@@ -804,7 +1073,8 @@ static void *service_main(void *arg)
 		any = outgoing(p, now);
 		any |= receive(p);
 		any |= progress(p, dlc_now_ns());
-		if (stopping && all_done(p, dlc_now_ns()) && !p->nops)
+		if (orphaned(p) ||
+		    (stopping && all_done(p, dlc_now_ns()) && !p->nops))
 			break;
 		if (any) {
 			idle = 0;
@@ -818,16 +1088,27 @@ static void *service_main(void *arg)
 		ns += (uint64_t)ts.tv_nsec;
 		ts.tv_sec += (time_t)(ns / 1000000000);
 		ts.tv_nsec = (long)(ns % 1000000000);
+		beat(p);
 		pthread_mutex_lock(&p->lock);
 		if (!p->kick)
 			pthread_cond_timedwait(&p->cv, &p->lock, &ts);
 		p->kick = 0;
 		pthread_mutex_unlock(&p->lock);
+		beat(p);
 		idle++;
 	}
+	pthread_mutex_lock(&p->lock);
+	p->service_done = 1;
+	pthread_cond_broadcast(&p->done_cv);
+	pthread_mutex_unlock(&p->lock);
+	peer_put(p);
 	return NULL;
 }
 
+/*
+ * The watchdog: from dlc_peer_open() until dlc_peer_close() joins it
+ * (always, before it returns).
+ */
 static void *watchdog_main(void *arg)
 {
 	struct dlc_peer *p = arg;
@@ -845,13 +1126,28 @@ static void *watchdog_main(void *arg)
 		ts.tv_nsec = (long)(ns % 1000000000);
 		pthread_cond_timedwait(&p->wd_cv, &p->lock, &ts);
 		now = dlc_now_ns();
-		if (p->wd_stop || p->stuck || now - p->beat <= p->timeout_ns)
+		if (p->wd_stop)
+			continue;
+		if (p->stuck) {
+			/*
+			 * It beats again (the stall was a SIGSTOP, a cgroup
+			 * freeze, swap): the peers are asked again.
+			 */
+			if (!beat_stale(p, now)) {
+				p->stuck = 0;
+				plog(p, DLC_LOG_WARN,
+				     "cluster: the MPI service thread runs again: peers are asked again");
+			}
+			continue;
+		}
+		if (!beat_stale(p, now))
 			continue;
 		p->stuck = 1;
+		p->c.stalls++;
 		__atomic_store_n(&mpi_peer_died, 1, __ATOMIC_RELAXED);
-		dlc_logf(p->log, DLC_LOG_WARN,
-			 "cluster: the MPI service thread has been inside Open MPI for over %llu ms (a dead peer's connection?): no peer is asked from now on, samples come from storage",
-			 (unsigned long long)(p->timeout_ns / 1000000));
+		plog(p, DLC_LOG_WARN,
+		     "cluster: the MPI service thread has been inside Open MPI for over %llu ms (a dead peer's connection?): no peer is asked until it runs again, samples come from storage",
+		     (unsigned long long)(p->timeout_ns / 1000000));
 		for (i = 0; i < p->nslots; i++)
 			if (p->slot[i].state == SLOT_NEW ||
 			    p->slot[i].state == SLOT_SENT) {
@@ -950,7 +1246,7 @@ static int peer_served(void *tier, uint32_t id, struct dlc_read_done *d)
 {
 	struct dlc_peer *p = tier;
 	struct dlc_buf *b = NULL;
-	uint32_t want, from = p->rank;
+	uint32_t from = p->rank;
 	struct slot *s;
 	int err = d->err;
 
@@ -973,15 +1269,16 @@ static int peer_served(void *tier, uint32_t id, struct dlc_read_done *d)
 		b = NULL;
 	}
 	pthread_mutex_unlock(&p->lock);
-	if (!err && (d->buf->len != dlc_index_size(p->idx, id) ||
-		     (!dlc_index_crc32c(p->idx, id, &want) &&
-		      !dlc_buf_crc_matches(d->buf, want)))) {
+	if (!err && !sample_ok(p, id, d->buf)) {
 		err = -EBADMSG;
-		dlc_logf(p->log, DLC_LOG_WARN,
-			 "cluster: the bytes of sample %u from rank %u are not the indexed file's: reading storage",
-			 id, from);
+		if (s)
+			plog(p, DLC_LOG_WARN,
+			     "cluster: the bytes of sample %u from rank %u are not the indexed file's: reading storage",
+			     id, from);
 	}
 	pthread_mutex_lock(&p->lock);
+	if (err == -EBADMSG && !s)
+		drop_share_locked(p, id, d->buf);
 	if (!err) {
 		p->ours[id] = 1;
 		if (s) {
@@ -1008,10 +1305,14 @@ static void peer_offer(void *tier, uint32_t id, struct dlc_buf *b)
 {
 	struct dlc_peer *p = tier;
 	uint32_t owner;
+	int ok = 0;
 
 	if (id >= p->n)
 		return;
 	owner = p->owner[id];
+	/* Outside the lock: a CRC (memoised when the reader checked it). */
+	if (owner == p->rank)
+		ok = sample_ok(p, id, b);
 	pthread_mutex_lock(&p->lock);
 	if (p->to_origin[id]) {
 		p->to_origin[id] = 0;
@@ -1021,12 +1322,12 @@ static void peer_offer(void *tier, uint32_t id, struct dlc_buf *b)
 		/* The bytes came from this tier, not storage. */
 		p->ours[id] = 0;
 	} else if (owner == p->rank) {
-		admit_locked(p, id, b);
+		admit_locked(p, id, b, ok);
 	} else if (!p->dead[owner] && !p->peer_full[owner] &&
 		   !p->rate[owner].divert && !p->stopping && !p->stuck &&
 		   p->plen < PUSHES &&
 		   p->pbytes + b->len <= PUSH_BYTES &&
-		   b->len == dlc_index_size(p->idx, id)) {
+		   b->len == p->size[id]) {
 		p->push[(p->phead + p->plen++) % PUSHES] =
 			(struct push){ id, dlc_buf_get(b) };
 		p->pbytes += b->len;
@@ -1073,7 +1374,13 @@ void dlc_peer_counters(struct dlc_peer *p, struct dlc_peer_counters *out)
 	pthread_mutex_lock(&p->lock);
 	*out = p->c;
 	out->used = p->used;
+	out->stuck = (uint64_t)p->stuck;
 	pthread_mutex_unlock(&p->lock);
+}
+
+uint32_t dlc_peer_owner(const struct dlc_peer *p, uint32_t id)
+{
+	return id < p->n ? p->owner[id] : 0;
 }
 
 /* ---- open and close ---- */
@@ -1102,7 +1409,7 @@ static int dup_world(struct dlc_peer *p)
 		if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
 			return -EIO;
 		if (!done && dlc_now_ns() > deadline) {
-			dlc_logf(p->log, DLC_LOG_ERROR,
+			plog(p, DLC_LOG_ERROR,
 				 "cluster: not every one of the %u ranks created its loader within %llu s",
 				 p->world,
 				 (unsigned long long)(JOIN_TIMEOUT_NS / 1000000000));
@@ -1126,7 +1433,7 @@ static int join_mpi(struct dlc_peer *p)
 	MPI_Initialized(&init);
 	MPI_Finalized(&fin);
 	if (fin) {
-		dlc_logf(p->log, DLC_LOG_ERROR,
+		plog(p, DLC_LOG_ERROR,
 			 "cluster: MPI was finalised in this process already");
 		ret = -EINVAL;
 		goto out;
@@ -1134,7 +1441,7 @@ static int join_mpi(struct dlc_peer *p)
 	if (!init) {
 		if (MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &level) !=
 		    MPI_SUCCESS) {
-			dlc_logf(p->log, DLC_LOG_ERROR,
+			plog(p, DLC_LOG_ERROR,
 				 "cluster: MPI_Init_thread failed");
 			ret = -EIO;
 			goto out;
@@ -1145,7 +1452,7 @@ static int join_mpi(struct dlc_peer *p)
 		MPI_Query_thread(&level);
 	}
 	if (level < MPI_THREAD_MULTIPLE) {
-		dlc_logf(p->log, DLC_LOG_ERROR,
+		plog(p, DLC_LOG_ERROR,
 			 "cluster: MPI gives thread level %d, not MPI_THREAD_MULTIPLE: the peer tier's thread cannot share it",
 			 level);
 		ret = -EOPNOTSUPP;
@@ -1154,7 +1461,7 @@ static int join_mpi(struct dlc_peer *p)
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	if ((uint32_t)rank != p->rank || (uint32_t)size != p->world) {
-		dlc_logf(p->log, DLC_LOG_ERROR,
+		plog(p, DLC_LOG_ERROR,
 			 "cluster: dlc_config says rank %u of %u, MPI says rank %d of %d",
 			 p->rank, p->world, rank, size);
 		ret = -EINVAL;
@@ -1180,10 +1487,12 @@ static void peer_free(struct dlc_peer *p)
 			dlc_buf_put(p->share[i]);
 	for (i = 0; i < p->plen; i++)
 		dlc_buf_put(p->push[(p->phead + i) % PUSHES].b);
-	for (i = 0; i < p->nops; i++) {
-		free(p->ops[i].mem);
-		dlc_buf_put(p->ops[i].b);
-	}
+	/* Left to MPI by close: it may still own what its operations hold. */
+	if (!orphaned(p))
+		for (i = 0; i < p->nops; i++) {
+			free(p->ops[i].mem);
+			dlc_buf_put(p->ops[i].b);
+		}
 	free(p->slot);
 	free(p->reqs);
 	free(p->req_peer);
@@ -1197,9 +1506,15 @@ static void peer_free(struct dlc_peer *p)
 	free(p->bye);
 	free(p->rate);
 	free(p->to_origin);
+	free(p->size);
+	free(p->crc);
+	free(p->has_crc);
+	free(p->max_owned);
+	pthread_cond_destroy(&p->done_cv);
 	pthread_cond_destroy(&p->wd_cv);
 	pthread_cond_destroy(&p->cv);
 	pthread_mutex_destroy(&p->lock);
+	pthread_mutex_destroy(&p->log_lock);
 	free(p);
 }
 
@@ -1212,9 +1527,21 @@ int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
 
 	if (!p)
 		return -ENOMEM;
+	if (o->log)
+		p->log = *o->log;
+	if (o->timeout_ms && o->timeout_ms < TIMEOUT_MIN_MS) {
+		dlc_logf(o->log, DLC_LOG_ERROR,
+			 "cluster: peer_timeout_ms must be 0 or at least %u, got %u",
+			 TIMEOUT_MIN_MS, o->timeout_ms);
+		free(p);
+		return -EINVAL;
+	}
+	p->refs = 1;
 	pthread_mutex_init(&p->lock, NULL);
+	pthread_mutex_init(&p->log_lock, NULL);
 	pthread_cond_init(&p->cv, NULL);
 	pthread_cond_init(&p->wd_cv, NULL);
+	pthread_cond_init(&p->done_cv, NULL);
 	p->nslots = o->queue_depth < SLOTS_MAX ? o->queue_depth : SLOTS_MAX;
 	if (!p->nslots)
 		p->nslots = 1;
@@ -1230,8 +1557,6 @@ int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
 	}
 	for (i = 0; i < p->nslots; i++)
 		p->slot[i].efd = -1;
-	p->idx = o->idx;
-	p->log = o->log;
 	p->rank = o->rank;
 	p->world = o->world;
 	p->n = dlc_index_count(o->idx);
@@ -1247,18 +1572,28 @@ int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
 	p->bye = calloc(p->world, 1);
 	p->rate = calloc(p->world + 1, sizeof(*p->rate));
 	p->to_origin = calloc(p->n, 1);
+	p->size = malloc(sizeof(*p->size) * p->n);
+	p->crc = calloc(p->n, sizeof(*p->crc));
+	p->has_crc = calloc(p->n, 1);
+	p->max_owned = calloc(p->world, sizeof(*p->max_owned));
 	env = getenv("DLCACHE_CLUSTER_BALANCE");
 	p->balancing = !env || strcmp(env, "0");
 	if (!p->n || !p->owner || !p->share || !p->ours ||
-	    !p->dead || !p->peer_full || !p->bye || !p->rate || !p->to_origin) {
+	    !p->dead || !p->peer_full || !p->bye || !p->rate || !p->to_origin ||
+	    !p->size || !p->crc || !p->has_crc || !p->max_owned) {
 		ret = p->n ? -ENOMEM : -EINVAL;
 		goto err_free;
+	}
+	/* Copies: the service thread may outlive the caller's index. */
+	for (i = 0; i < p->n; i++) {
+		p->size[i] = dlc_index_size(o->idx, i);
+		p->has_crc[i] = !dlc_index_crc32c(o->idx, i, &p->crc[i]);
 	}
 	for (i = 0; i < p->nslots; i++) {
 		p->slot[i].efd = eventfd(0, EFD_CLOEXEC);
 		if (p->slot[i].efd < 0) {
 			ret = -errno;
-			dlc_logf(p->log, DLC_LOG_ERROR, "cluster: eventfd: %s",
+			plog(p, DLC_LOG_ERROR, "cluster: eventfd: %s",
 				 strerror(-ret));
 			goto err_free;
 		}
@@ -1270,8 +1605,10 @@ int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
 	if (ret)
 		goto err_free;
 	p->beat = dlc_now_ns();
+	p->refs = 2;	/* the service thread's */
 	ret = pthread_create(&p->thread, NULL, service_main, p);
 	if (ret) {
+		p->refs = 1;
 		ret = -ret;
 		goto err_free_comm;
 	}
@@ -1282,7 +1619,7 @@ int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
 		return -ret;
 	}
 	p->watchdog_started = 1;
-	dlc_logf(p->log, DLC_LOG_INFO,
+	plog(p, DLC_LOG_INFO,
 		 "cluster: rank %u of %u over MPI; this rank's share %llu MiB, peers time out after %llu ms%s",
 		 p->rank, p->world, (unsigned long long)(o->capacity >> 20),
 		 (unsigned long long)(p->timeout_ns / 1000000),
@@ -1310,35 +1647,67 @@ static void log_rates(struct dlc_peer *p)
 					      " %u: %.1f (%u/16 to storage)", i,
 					      (double)p->rate[i].bps / 1e6,
 					      p->rate[i].divert);
-	dlc_logf(p->log, DLC_LOG_INFO,
+	plog(p, DLC_LOG_INFO,
 		 "cluster: rates measured, MB/s: storage %.1f; peers%s",
 		 (double)p->rate[p->world].bps / 1e6, n ? line : " none");
 }
 
+/*
+ * Waits for the service thread to leave its loop (its goodbyes said and
+ * answered, or the peers silent for the timeout) and joins both threads.
+ * A service thread that stopped beating for the timeout is blocked inside
+ * Open MPI: it is left to MPI (orphaned, detached) with the last
+ * reference, and this returns; it touches nothing of the caller's.
+ */
 void dlc_peer_close(struct dlc_peer *p)
 {
-	int stuck;
+	struct dlc_peer_counters c;
+	int orphan = 0;
 
 	if (!p)
 		return;
 	pthread_mutex_lock(&p->lock);
 	log_rates(p);
-	pthread_mutex_unlock(&p->lock);
-	pthread_mutex_lock(&p->lock);
 	p->stopping = 1;
 	p->kick = 1;
 	pthread_cond_signal(&p->cv);
+	while (p->thread_started && !p->service_done) {
+		struct timespec ts;
+		uint64_t ns;
+
+		if (beat_stale(p, dlc_now_ns())) {
+			orphan = 1;
+			__atomic_store_n(&p->orphaned, 1, __ATOMIC_RELEASE);
+			break;
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ns = (uint64_t)ts.tv_nsec + p->timeout_ns / 4;
+		ts.tv_sec += (time_t)(ns / 1000000000);
+		ts.tv_nsec = (long)(ns % 1000000000);
+		pthread_cond_timedwait(&p->done_cv, &p->lock, &ts);
+	}
 	p->wd_stop = 1;
 	pthread_cond_signal(&p->wd_cv);
+	c = p->c;
 	pthread_mutex_unlock(&p->lock);
 	if (p->watchdog_started)
 		pthread_join(p->watchdog, NULL);
-	pthread_mutex_lock(&p->lock);
-	stuck = p->stuck;
-	pthread_mutex_unlock(&p->lock);
-	if (stuck && p->thread_started) {
-		/* Blocked in MPI: it still owns this struct. */
+	if (c.rejected || c.bad_pushes || c.share_dropped)
+		plog(p, DLC_LOG_WARN,
+		     "cluster: peers sent %llu messages the protocol has no room for and %llu pushes of bytes not the indexed files'; %llu cached samples failed their check",
+		     (unsigned long long)c.rejected,
+		     (unsigned long long)c.bad_pushes,
+		     (unsigned long long)c.share_dropped);
+	if (orphan) {
+		plog(p, DLC_LOG_WARN,
+		     "cluster: the MPI service thread has been inside Open MPI for over %llu ms: left to it (it frees its own state if the call ever returns)",
+		     (unsigned long long)(p->timeout_ns / 1000000));
+		/* From here on the thread's lines go nowhere. */
+		pthread_mutex_lock(&p->log_lock);
+		p->log_closed = 1;
+		pthread_mutex_unlock(&p->log_lock);
 		pthread_detach(p->thread);
+		peer_put(p);
 		return;
 	}
 	if (p->thread_started)
@@ -1347,5 +1716,6 @@ void dlc_peer_close(struct dlc_peer *p)
 	if (p->comm != MPI_COMM_NULL && !p->ngrave &&
 	    !p->c.dead_peers)
 		MPI_Comm_free(&p->comm);
-	peer_free(p);
+	p->log_closed = 1;
+	peer_put(p);
 }

@@ -28,7 +28,22 @@
  * thread's; one service thread makes every MPI call after
  * dlc_peer_open() (which initialises MPI when the application has not,
  * and duplicates MPI_COMM_WORLD: collective). What they share is under
- * the peer's lock, taken after the loader's, never before.
+ * the peer's lock, taken after the loader's, never before. A watchdog
+ * thread takes the tier off the peers while the service thread is blocked
+ * in MPI for the timeout, and back on when it runs again.
+ *
+ * Lifetimes: both threads start in dlc_peer_open(). dlc_peer_close()
+ * joins the watchdog always, and the service thread unless it is blocked
+ * in MPI for the timeout; that one is detached and owns the peer's state
+ * (a reference; copies of the index's sizes and CRCs; a log that is
+ * silent once close returned), so the caller may free its index and
+ * logger as soon as close returns.
+ *
+ * What peers send is checked before it is used: a message's announced
+ * size against what the protocol allows for its tag before any memory is
+ * taken for it (else it is received into no bytes and counted), and a
+ * pushed sample's bytes against the index's size and CRC-32C before the
+ * share keeps them (else counted, not kept).
  */
 #ifndef DLC_PEER_H
 #define DLC_PEER_H
@@ -46,7 +61,7 @@ struct dlc_peer_opts {
 	uint32_t rank;		/* dlc_config.rank: must be the MPI rank */
 	uint32_t world;		/* dlc_config.world: must be the MPI size */
 	uint64_t capacity;	/* this rank's share: dlc_config.cache_bytes */
-	uint32_t timeout_ms;	/* dlc_config.peer_timeout_ms, 0: 2000 */
+	uint32_t timeout_ms;	/* dlc_config.peer_timeout_ms, 0: 2000; >= 100 */
 	uint32_t queue_depth;	/* the reader's: requests in flight at most */
 };
 
@@ -61,6 +76,11 @@ struct dlc_peer_counters {
 	uint64_t pushed, pushed_bytes;		/* storage reads sent on */
 	uint64_t admitted, used, capacity;	/* the share */
 	uint64_t dead_peers;
+	uint64_t rejected;	/* messages of a size or tag not the protocol's */
+	uint64_t bad_pushes;	/* pushed bytes not the indexed file's */
+	uint64_t share_dropped;	/* cached bytes that failed their check */
+	uint64_t stalls;	/* the watchdog found the service thread stuck */
+	uint64_t stuck;		/* 1: it is stuck now */
 };
 
 /*
@@ -79,9 +99,14 @@ void dlc_peer_cancel(struct dlc_peer *p);
 /*
  * Tell the peers this rank is done, keep answering them until each said
  * so too (or was silent for the timeout), and free; MPI is finalised when
- * dlc_peer_open() initialised it and no peer died.
+ * dlc_peer_open() initialised it and no peer died. When the service thread
+ * is blocked in MPI for the timeout, it is left to it (it frees the state
+ * if the call returns): after this returns, nothing borrowed from
+ * dlc_peer_opts (the index, the logger) is touched again.
  */
 void dlc_peer_close(struct dlc_peer *p);
 void dlc_peer_counters(struct dlc_peer *p, struct dlc_peer_counters *out);
+/* The rank that owns sample @id (tests); 0 without MPI. */
+uint32_t dlc_peer_owner(const struct dlc_peer *p, uint32_t id);
 
 #endif

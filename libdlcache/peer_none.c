@@ -33,3 +33,8 @@ void dlc_peer_counters(struct dlc_peer *p, struct dlc_peer_counters *out)
 {
 	*out = (struct dlc_peer_counters){ 0 };
 }
+
+uint32_t dlc_peer_owner(const struct dlc_peer *p, uint32_t id)
+{
+	return 0;
+}

@@ -665,7 +665,9 @@ struct dlc_config {
 	/*
 	 * Milliseconds a peer may take to answer a request or take a
 	 * message before it is taken for dead and never asked again (its
-	 * samples then come from storage); 0: 2000.
+	 * samples then come from storage); 0: 2000, else at least 100
+	 * (-EINVAL below: the watchdog of the MPI service thread looks
+	 * every quarter of it).
 	 */
 	uint32_t peer_timeout_ms;
 	/*

@@ -328,10 +328,12 @@ class Loader:
                 raise ValueError("peer_timeout needs cluster=True")
             if isinstance(peer_timeout, bool) or \
                     not isinstance(peer_timeout, (int, float)) or \
-                    not 0.001 <= peer_timeout <= 600:
+                    not 0.1 <= peer_timeout <= 600:
+                # The library's bound (peer_timeout_ms >= 100): shorter,
+                # its watchdog takes an idle service thread for stuck.
                 raise ValueError("peer_timeout must be seconds in "
-                                 "0.001 .. 600, got %r" % (peer_timeout,))
-            cfg.peer_timeout_ms = max(1, int(round(peer_timeout * 1000)))
+                                 "0.1 .. 600, got %r" % (peer_timeout,))
+            cfg.peer_timeout_ms = max(100, int(round(peer_timeout * 1000)))
         cfg.log = _log_fn
         cfg.log_arg = self._sink.id
         cfg.log_level = (_lib.LOG_INFO if log.isEnabledFor(logging.INFO)
