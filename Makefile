@@ -177,7 +177,9 @@ bench-cluster: deps lib tools
 # ---- tests ----------------------------------------------------------------
 check: deps
 	@$(MAKE) --no-print-directory lib tools tests python module
-	@$(MAKE) --no-print-directory MPI=1 BUILD=$(BUILD)/mpi lib tools
+	@# test_cluster.sh runs these under mpirun (the peer protocol's checks)
+	@$(MAKE) --no-print-directory MPI=1 BUILD=$(BUILD)/mpi lib tools \
+		$(BUILD)/mpi/release/tests/test_cluster $(BUILD)/mpi/asan/tests/test_cluster
 	@tests/run-checks.sh $(BUILD)
 
 -include kmod/kmod.mk

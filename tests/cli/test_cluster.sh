@@ -24,6 +24,9 @@
 #     (DLCACHE_CLUSTER_BALANCE=0), printed; the steady epochs are no
 #     longer with it (at most 1.1x), no slow peer is taken for dead, and
 #     the batches are the same.
+#   - mpi-release/*, mpi-asan/*: the peer protocol's boundaries, two ranks
+#     on this host, no root needed (tests/unit/test_cluster.c built with
+#     MPI=1, next to $DLCACHECTL_MPI); ONLY_MPI=1 runs these alone.
 # Root only (namespaces, loop device, cgroups). Needs dlcachectl built with
 # MPI=1 ($DLCACHECTL_MPI; make check builds it as BUILD/mpi/dlcachectl).
 #
@@ -44,6 +47,33 @@ if ! command -v mpirun > /dev/null; then
 	skip test_cluster "no mpirun (Debian's openmpi-bin)"
 	finish
 fi
+
+# ---- the peer protocol's boundaries: two ranks on this host ----
+# test_cluster built with MPI=1 (release and ASan; make check builds both
+# next to $mctl): rank 1 a hand-written peer sending rank 0's tier short,
+# oversized and foreign-tag messages and a corrupt push, and a service
+# thread held in MPI_Test past the timeout while its caller frees what it
+# lent (tests/unit/test_cluster.c). Its lines, as mpi-FLAVOUR/NAME.
+for flavour in release asan; do
+	t=$(dirname "$mctl")/$flavour/tests/test_cluster
+	if [ ! -x "$t" ]; then
+		skip "mpi-$flavour" "no $t (make MPI=1 BUILD=$(dirname "$mctl") $t)"
+		continue
+	fi
+	log=$(mktemp)
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 timeout -k 5 110 \
+		mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 \
+		"$t" > "$log" 2>&1
+	rc=$?
+	sed -nE "s#^(ok|FAIL|skip) #\1 mpi-$flavour/#p" "$log"
+	if [ $rc -ne 0 ] || grep -q '^FAIL' "$log"; then
+		fail "mpi-$flavour: exit $rc"
+		grep -E '^(FAIL: |==[0-9]+==ERROR|    #[0-9] )' "$log" | head -n 30 | sed 's/^/  | /'
+	fi
+	rm -f "$log"
+done
+[ -n "${ONLY_MPI:-}" ] && finish
+
 if [ "$(id -u)" -ne 0 ] || ! losetup -f > /dev/null 2>&1 ||
    ! ip netns add "dlcprobe$$" 2> /dev/null; then
 	skip test_cluster "needs root, network namespaces and a free loop device"

@@ -99,6 +99,7 @@ def bad_values(root, tmp):
     for kw, word in ((dict(cluster="yes"), "cluster"),
                      (dict(peer_timeout=1), "peer_timeout"),
                      (dict(cluster=True, peer_timeout=0), "peer_timeout"),
+                     (dict(cluster=True, peer_timeout=0.05), "peer_timeout"),
                      (dict(cluster=True, peer_timeout="1s"), "peer_timeout"),
                      (dict(cluster=True, cache="kernel"), "kernel")):
         try:

@@ -6,9 +6,27 @@
  * refuses cluster mode with -EOPNOTSUPP in one log line that says how to
  * get it. Cluster mode itself runs under mpirun, four ranks in network
  * namespaces: tests/cli/test_cluster.sh.
+ *
+ * Built with MPI=1 and run under mpirun with two ranks (test_cluster.sh
+ * does, release and ASan), rank 0 opens the peer tier and rank 1 is a
+ * hand-written peer speaking its wire protocol on the duplicated
+ * communicator:
+ *   - peer_messages: short, oversized (64 MiB announced) and foreign-tag
+ *     messages are refused before any memory is taken for them (counted;
+ *     rank 0's peak RSS does not grow by their size), a push of the right
+ *     size and wrong CRC-32C is not kept nor served, a good one is.
+ *   - stuck_clears: the service thread held in MPI_Test (this file's
+ *     PMPI wrapper) past peer_timeout_ms is taken for stuck, and no longer
+ *     once it runs again.
+ *   - stuck_close: held in MPI_Test with pushes received, close returns,
+ *     the caller frees its logger and index, then the call returns: the
+ *     detached thread ends without touching them (ASan: no
+ *     heap-use-after-free).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dlcache.h"
@@ -56,6 +74,15 @@ static void bad_values(void)
 	cfg.cluster = DLC_CLUSTER_MPI;
 	cfg.peer_timeout_ms = 600001;
 	refused(&cfg, "peer_timeout_ms");
+	/* The watchdog would fire on an idle service thread. */
+	config(&cfg);
+	cfg.cluster = DLC_CLUSTER_MPI;
+	cfg.peer_timeout_ms = 99;
+	refused(&cfg, "peer_timeout_ms");
+	config(&cfg);
+	cfg.cluster = DLC_CLUSTER_MPI;
+	cfg.peer_timeout_ms = 1;
+	refused(&cfg, "peer_timeout_ms");
 }
 
 static void not_available(void)
@@ -80,10 +107,484 @@ static void not_available(void)
 #endif
 }
 
+#ifdef DLC_HAVE_MPI
+#include <mpi.h>
+#include <pthread.h>
+
+#include "peer.h"
+
+/* The peer tier's wire format (peer.c), as a foreign peer speaks it. */
+enum { TAG_REQ = 1, TAG_REP, TAG_PUT, TAG_BYE };
+struct req_msg { uint32_t seq, id; };
+struct rep_msg { uint32_t seq, id; int32_t err; uint32_t flags; };
+struct put_msg { uint32_t id, pad; };
+
+#define BIG		(64U << 20)	/* an oversized message's bytes */
+#define WAIT_MS		10000		/* any wait of this test, at most */
+#define NPICK		3
+
+static int g_rank;
+static pthread_t g_main;
+
+/*
+ * The PMPI wrapper: when armed, the next MPI_Test of a thread other than
+ * main (the service thread) blocks until released, as Open MPI's does on
+ * a dead peer's socket.
+ */
+static pthread_mutex_t g_hold_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_hold_cv = PTHREAD_COND_INITIALIZER;
+static int g_hold_armed, g_held, g_hold_released;
+
+int MPI_Test(MPI_Request *req, int *flag, MPI_Status *st)
+{
+	if (!pthread_equal(pthread_self(), g_main)) {
+		pthread_mutex_lock(&g_hold_lock);
+		if (g_hold_armed) {
+			g_hold_armed = 0;
+			g_held = 1;
+			pthread_cond_broadcast(&g_hold_cv);
+			while (!g_hold_released)
+				pthread_cond_wait(&g_hold_cv, &g_hold_lock);
+		}
+		pthread_mutex_unlock(&g_hold_lock);
+	}
+	return PMPI_Test(req, flag, st);
+}
+
+static void hold_arm(void)
+{
+	pthread_mutex_lock(&g_hold_lock);
+	g_hold_armed = 1;
+	g_held = 0;
+	g_hold_released = 0;
+	pthread_mutex_unlock(&g_hold_lock);
+}
+
+/* Wait until the service thread is held: 0, or -ETIMEDOUT. */
+static int hold_wait(void)
+{
+	struct timespec ts;
+	int ret = 0;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += WAIT_MS / 1000;
+	pthread_mutex_lock(&g_hold_lock);
+	while (!g_held && !ret)
+		ret = pthread_cond_timedwait(&g_hold_cv, &g_hold_lock, &ts);
+	pthread_mutex_unlock(&g_hold_lock);
+	return g_held ? 0 : -ETIMEDOUT;
+}
+
+static void hold_release(void)
+{
+	pthread_mutex_lock(&g_hold_lock);
+	g_hold_armed = 0;
+	g_hold_released = 1;
+	pthread_cond_broadcast(&g_hold_cv);
+	pthread_mutex_unlock(&g_hold_lock);
+}
+
+/* Poll @what (a log line, or a counter) for up to WAIT_MS: 1 when seen. */
+static int log_has(const char *what)
+{
+	return strstr(t_logbuf, what) != NULL;
+}
+
+static int wait_log(const char *what)
+{
+	int i;
+
+	for (i = 0; i < WAIT_MS / 5; i++) {
+		if (log_has(what))
+			return 1;
+		t_sleep_ms(5);
+	}
+	return 0;
+}
+
+static uint64_t vm_hwm_kib(void)
+{
+	char line[256];
+	uint64_t kib = 0;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmHWM: %lu", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
+static int nthreads(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* What rank 0 tells rank 1: samples it owns, their sizes and files. */
+struct picks {
+	uint32_t n;
+	uint32_t id[NPICK];
+	uint64_t size[NPICK];
+	char path[NPICK][512];
+};
+
+/* Rank 0: open the tier on @idx (collective with rank 1's fake_open). */
+static struct dlc_peer *tier_open(const struct dlc_index *idx,
+				  const struct dlc_logger *lg,
+				  uint32_t timeout_ms, struct picks *pk)
+{
+	struct dlc_peer_opts o = {
+		.idx = idx, .log = lg, .rank = 0, .world = 2,
+		.capacity = 64 << 20, .timeout_ms = timeout_ms,
+		.queue_depth = 16,
+	};
+	struct dlc_peer *p = NULL;
+	uint32_t i;
+	int ret = dlc_peer_open(&o, &p);
+
+	CHECK_EQ(ret, 0);
+	memset(pk, 0, sizeof(*pk));
+	for (i = 0; p && i < dlc_index_count(idx) && pk->n < NPICK; i++)
+		if (dlc_peer_owner(p, i) == 0) {
+			pk->id[pk->n] = i;
+			pk->size[pk->n] = dlc_index_size(idx, i);
+			snprintf(pk->path[pk->n], sizeof(pk->path[0]), "%s/%s",
+				 dlc_index_root(idx), dlc_index_relpath(idx, i));
+			pk->n++;
+		}
+	CHECK_EQ(pk->n, NPICK);
+	MPI_Send(pk, sizeof(*pk), MPI_BYTE, 1, 0, MPI_COMM_WORLD);
+	return p;
+}
+
+/* Rank 1: the other half of dlc_peer_open()'s MPI_Comm_idup. */
+static MPI_Comm fake_open(struct picks *pk)
+{
+	MPI_Comm comm;
+	MPI_Request req;
+
+	MPI_Comm_idup(MPI_COMM_WORLD, &comm, &req);
+	MPI_Wait(&req, MPI_STATUS_IGNORE);
+	MPI_Recv(pk, sizeof(*pk), MPI_BYTE, 0, 0, MPI_COMM_WORLD,
+		 MPI_STATUS_IGNORE);
+	return comm;
+}
+
+/* Rank 1: goodbyes both ways, so that rank 0's close ends at once. */
+static void fake_close(MPI_Comm *comm)
+{
+	MPI_Send(NULL, 0, MPI_BYTE, 0, TAG_BYE, *comm);
+	MPI_Recv(NULL, 0, MPI_BYTE, 0, TAG_BYE, *comm, MPI_STATUS_IGNORE);
+	MPI_Comm_free(comm);
+}
+
+/* Rank 1: a push of @len bytes at @data as sample @id. */
+static void fake_push(MPI_Comm comm, uint32_t id, const void *data,
+		      size_t len)
+{
+	uint8_t *m = malloc(sizeof(struct put_msg) + len);
+	struct put_msg h = { id, 0 };
+
+	memcpy(m, &h, sizeof(h));
+	memcpy(m + sizeof(h), data, len);
+	MPI_Send(m, (int)(sizeof(h) + len), MPI_BYTE, 0, TAG_PUT, comm);
+	free(m);
+}
+
+/* Rank 1: ask rank 0 for @id; its answer's error, the bytes in @out. */
+static int fake_ask(MPI_Comm comm, uint32_t id, uint8_t *out, size_t cap,
+		    size_t *len)
+{
+	static uint32_t seq = 100;
+	struct req_msg q = { ++seq, id };
+	uint8_t *m = malloc(sizeof(struct rep_msg) + cap);
+	struct rep_msg a;
+	MPI_Status st;
+	int n = 0;
+
+	MPI_Send(&q, sizeof(q), MPI_BYTE, 0, TAG_REQ, comm);
+	MPI_Recv(m, (int)(sizeof(a) + cap), MPI_BYTE, 0, TAG_REP, comm, &st);
+	MPI_Get_count(&st, MPI_BYTE, &n);
+	memcpy(&a, m, sizeof(a));
+	CHECK_EQ(a.seq, q.seq);
+	CHECK_EQ(a.id, id);
+	*len = (size_t)n - sizeof(a);
+	memcpy(out, m + sizeof(a), *len);
+	free(m);
+	return a.err;
+}
+
+static void peer_messages0(struct dlc_index *idx)
+{
+	struct dlc_logger lg = { t_log_capture, NULL, DLC_LOG_INFO };
+	struct dlc_peer_counters c;
+	struct dlc_peer *p;
+	struct picks pk;
+	uint64_t hwm0 = vm_hwm_kib(), hwm1;
+	int i, fails1 = 0;
+
+	t_log_clear();
+	p = tier_open(idx, &lg, 2000, &pk);
+	if (!p)
+		return;
+	/* Rank 1 sent 8 messages the protocol has no room for, a bad push. */
+	for (i = 0; i < WAIT_MS / 5; i++) {
+		dlc_peer_counters(p, &c);
+		if (c.rejected >= 8 && c.bad_pushes >= 1)
+			break;
+		t_sleep_ms(5);
+	}
+	MPI_Barrier(MPI_COMM_WORLD);
+	MPI_Barrier(MPI_COMM_WORLD);	/* rank 1 asked and pushed */
+	dlc_peer_counters(p, &c);
+	hwm1 = vm_hwm_kib();
+	CHECK_EQ(c.rejected, 8);
+	CHECK_EQ(c.bad_pushes, 1);
+	CHECK_EQ(c.admitted, 1);
+	CHECK_EQ(c.dead_peers, 0);
+	CHECK(hwm1 - hwm0 < (BIG >> 10) / 2,
+	      "peak RSS grew %lu KiB with %u-byte messages announced",
+	      (unsigned long)(hwm1 - hwm0), BIG);
+	printf("  peer_messages: peak RSS grew %lu KiB with 3 messages of %u MiB refused\n",
+	       (unsigned long)(hwm1 - hwm0), BIG >> 20);
+	CHECK(log_has("not what the protocol allows"), "log: %s", t_logbuf);
+	CHECK(log_has("not the indexed file's"), "log: %s", t_logbuf);
+	MPI_Recv(&fails1, 1, MPI_INT, 1, 0, MPI_COMM_WORLD,
+		 MPI_STATUS_IGNORE);
+	CHECK(fails1 == 0, "rank 1 saw %d failures", fails1);
+	dlc_peer_close(p);
+}
+
+static void peer_messages1(void)
+{
+	MPI_Request big[3];
+	struct picks pk;
+	MPI_Comm comm = fake_open(&pk);
+	uint8_t *file, *got, *bad, *huge = calloc(1, BIG);
+	size_t len = 0, n = 0;
+	uint8_t small[16] = { 0 };
+	struct put_msg h = { pk.id[0], 0 };
+	int i, err, f0 = t_failures;
+
+	file = t_read_file(pk.path[0], &len);
+	CHECK(file && huge && len == pk.size[0], "%s", pk.path[0]);
+	if (!file || !huge)
+		exit(1);
+	got = malloc(len + 64);
+	bad = malloc(len);
+	memcpy(bad, file, len);
+	bad[len / 2] ^= 0x40;	/* the right size, a wrong CRC */
+	memcpy(huge, &h, sizeof(h));
+	/* Short, oversized, foreign: never allocated at their size. */
+	MPI_Send(small, 4, MPI_BYTE, 0, TAG_PUT, comm);
+	MPI_Isend(huge, BIG, MPI_BYTE, 0, TAG_PUT, comm, &big[0]);
+	MPI_Send(small, 4, MPI_BYTE, 0, TAG_REQ, comm);
+	MPI_Send(small, 16, MPI_BYTE, 0, TAG_REQ, comm);
+	MPI_Isend(huge, BIG, MPI_BYTE, 0, TAG_REP, comm, &big[1]);
+	MPI_Send(small, 8, MPI_BYTE, 0, TAG_BYE, comm);
+	MPI_Isend(huge, BIG, MPI_BYTE, 0, 77, comm, &big[2]);
+	MPI_Send(small, 1, MPI_BYTE, 0, 0, comm);
+	fake_push(comm, pk.id[0], bad, len);
+	MPI_Waitall(3, big, MPI_STATUSES_IGNORE);
+	MPI_Barrier(MPI_COMM_WORLD);
+	/* The bad bytes were not kept: not served. */
+	err = fake_ask(comm, pk.id[0], got, len, &n);
+	CHECK_EQ(err, -ENOENT);
+	/* The good bytes are, as they were sent. */
+	fake_push(comm, pk.id[0], file, len);
+	for (i = 0; i < WAIT_MS / 5; i++) {
+		err = fake_ask(comm, pk.id[0], got, len, &n);
+		if (!err)
+			break;
+		t_sleep_ms(5);
+	}
+	CHECK_EQ(err, 0);
+	CHECK(n == len && !memcmp(got, file, len), "served %zu bytes", n);
+	MPI_Barrier(MPI_COMM_WORLD);
+	f0 = t_failures - f0;
+	MPI_Send(&f0, 1, MPI_INT, 0, 0, MPI_COMM_WORLD);
+	fake_close(&comm);
+	free(file);
+	free(got);
+	free(bad);
+	free(huge);
+}
+
+/* Rank 1 of the stuck tests: pushes of the picked samples, then goodbye. */
+static void stuck1(int bye)
+{
+	struct picks pk;
+	MPI_Comm comm = fake_open(&pk);
+	uint32_t i;
+
+	/*
+	 * One push when rank 0's thread will be left to MPI: a second would
+	 * never be taken off the wire, and its send never end.
+	 */
+	for (i = 0; i < (bye ? pk.n : 1); i++) {
+		size_t len = 0;
+		uint8_t *file = t_read_file(pk.path[i], &len);
+
+		if (file)
+			fake_push(comm, pk.id[i], file, len);
+		free(file);
+	}
+	MPI_Barrier(MPI_COMM_WORLD);
+	if (bye)
+		fake_close(&comm);
+	/* Else rank 0's tier was left to MPI: it says nothing more. */
+}
+
+static void stuck_clears0(struct dlc_index *idx)
+{
+	struct dlc_logger lg = { t_log_capture, NULL, DLC_LOG_INFO };
+	struct dlc_peer_counters c = { 0 };
+	struct dlc_peer *p;
+	struct picks pk;
+	int i;
+
+	t_log_clear();
+	hold_arm();
+	p = tier_open(idx, &lg, 200, &pk);
+	if (!p) {
+		hold_release();
+		return;
+	}
+	CHECK_EQ(hold_wait(), 0);
+	CHECK(wait_log("inside Open MPI"), "log: %s", t_logbuf);
+	dlc_peer_counters(p, &c);
+	CHECK_EQ(c.stuck, 1);
+	hold_release();
+	/* It runs again: the tier asks the peers again. */
+	for (i = 0; i < WAIT_MS / 5; i++) {
+		dlc_peer_counters(p, &c);
+		if (!c.stuck)
+			break;
+		t_sleep_ms(5);
+	}
+	CHECK_EQ(c.stuck, 0);
+	CHECK_EQ(c.stalls, 1);
+	CHECK(wait_log("runs again"), "log: %s", t_logbuf);
+	MPI_Barrier(MPI_COMM_WORLD);
+	dlc_peer_close(p);
+}
+
+static void stuck_close0(const char *dir)
+{
+	struct dlc_logger *lg = malloc(sizeof(*lg));
+	struct dlc_index *idx = NULL;
+	struct dlc_peer *p;
+	struct picks pk;
+	uint64_t t0;
+	int n, i;
+
+	CHECK_EQ(dlc_index_build(dir, &idx), 0);
+	if (!idx || !lg)
+		exit(1);
+	*lg = (struct dlc_logger){ t_log_capture, NULL, DLC_LOG_INFO };
+	t_log_clear();
+	hold_arm();
+	p = tier_open(idx, lg, 200, &pk);
+	if (!p) {
+		hold_release();
+		return;
+	}
+	/* Held in MPI_Test with rank 1's pushes taken off the wire. */
+	CHECK_EQ(hold_wait(), 0);
+	CHECK(wait_log("inside Open MPI"), "log: %s", t_logbuf);
+	t0 = (dlc_now_ns() / 1000000);
+	dlc_peer_close(p);
+	CHECK((dlc_now_ns() / 1000000) - t0 < 2000, "close took %llu ms",
+	      (unsigned long long)((dlc_now_ns() / 1000000) - t0));
+	CHECK(log_has("left to it"), "log: %s", t_logbuf);
+	n = nthreads();
+	/* What the loader's destroy and the caller free, the thread held. */
+	memset(lg, 0xa5, sizeof(*lg));
+	free(lg);
+	dlc_index_free(idx);
+	t_log_clear();
+	hold_release();
+	/* The call returns: the thread ends, touching none of it. */
+	for (i = 0; i < WAIT_MS / 5 && nthreads() >= n; i++)
+		t_sleep_ms(5);
+	CHECK(nthreads() < n, "the detached service thread is still there");
+	CHECK(!t_logbuf[0], "logged after close: %s", t_logbuf);
+	MPI_Barrier(MPI_COMM_WORLD);
+}
+
+/* Under mpirun -np 2: rank 0 runs the checks, rank 1 the fake peer. */
+static int mpi_main(const char *dir)
+{
+	int level = 0, size = 0, ret = 0;
+
+	g_main = pthread_self();
+	MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &level);
+	MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	if (size != 2 || level < MPI_THREAD_MULTIPLE) {
+		if (!g_rank)
+			printf("skip peer_messages: needs 2 ranks with MPI_THREAD_MULTIPLE (%d ranks, level %d)\n",
+			       size, level);
+		MPI_Finalize();
+		return 0;
+	}
+	if (g_rank == 1) {
+		peer_messages1();
+		stuck1(1);
+		stuck1(0);
+		MPI_Barrier(MPI_COMM_WORLD);
+		MPI_Finalize();
+		return t_failures ? 1 : 0;
+	}
+	T_RUN(bad_values);
+	T_RUN_AS("peer_messages", peer_messages0, g_idx);
+	T_RUN_AS("stuck_clears", stuck_clears0, g_idx);
+	T_RUN_AS("stuck_close", stuck_close0, dir);
+	MPI_Barrier(MPI_COMM_WORLD);
+	ret = t_done("test_cluster");
+	MPI_Finalize();
+	return ret;
+}
+#endif
+
 int main(void)
 {
 	int ret;
 
+#ifdef DLC_HAVE_MPI
+	/* Rank 0 makes the data set; rank 1 reads its files by path. */
+	if (getenv("OMPI_COMM_WORLD_SIZE")) {
+		static char dir[512];
+		int rank = atoi(getenv("OMPI_COMM_WORLD_RANK") ?: "0");
+
+		if (!rank) {
+			g_dir = t_mkdtemp(NULL);
+			if (!g_dir || t_make_dataset(g_dir, 2, 8) ||
+			    dlc_index_build(g_dir, &g_idx)) {
+				printf("FAIL peer_messages: cannot make a data set\n");
+				return 1;
+			}
+			snprintf(dir, sizeof(dir), "%s", g_dir);
+		}
+		ret = mpi_main(dir);
+		if (g_idx)
+			dlc_index_free(g_idx);
+		if (g_dir)
+			t_rmtree(g_dir);
+		return ret;
+	}
+#endif
 	g_dir = t_mkdtemp(NULL);
 	if (!g_dir || t_make_dataset(g_dir, 2, 8)) {
 		printf("cannot make a data set\n");
@@ -94,6 +595,11 @@ int main(void)
 		return t_done("test_cluster");
 	T_RUN(bad_values);
 	T_RUN(not_available);
+#ifdef DLC_HAVE_MPI
+	printf("skip peer_messages: run under mpirun -np 2 (tests/cli/test_cluster.sh does)\n");
+#else
+	printf("skip peer_messages: this build has no MPI (make MPI=1 builds it; tests/cli/test_cluster.sh runs it)\n");
+#endif
 	ret = t_done("test_cluster");
 	dlc_index_free(g_idx);
 	t_rmtree(g_dir);
