@@ -18,6 +18,9 @@
  *   - stuck_clears: the service thread held in MPI_Test (this file's
  *     PMPI wrapper) past peer_timeout_ms is taken for stuck, and no longer
  *     once it runs again.
+ *   - busy_not_stuck: a turn of 29 messages whose MPI calls take 50 ms
+ *     each (1.45 s) against a timeout of 1 s is not taken for stuck: the
+ *     thread beats on every message.
  *   - stuck_close: held in MPI_Test with pushes received, close returns,
  *     the caller frees its logger and index, then the call returns: the
  *     detached thread ends without touching them (ASan: no
@@ -134,10 +137,18 @@ static pthread_t g_main;
 static pthread_mutex_t g_hold_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_hold_cv = PTHREAD_COND_INITIALIZER;
 static int g_hold_armed, g_held, g_hold_released;
+/* Atomic: each MPI_Test of the service thread takes this long (busy MPI). */
+static uint32_t g_slow_ms, g_slow_calls;
 
 int MPI_Test(MPI_Request *req, int *flag, MPI_Status *st)
 {
 	if (!pthread_equal(pthread_self(), g_main)) {
+		uint32_t ms = __atomic_load_n(&g_slow_ms, __ATOMIC_RELAXED);
+
+		if (ms) {
+			t_sleep_ms(ms);
+			__atomic_fetch_add(&g_slow_calls, 1, __ATOMIC_RELAXED);
+		}
 		pthread_mutex_lock(&g_hold_lock);
 		if (g_hold_armed) {
 			g_hold_armed = 0;
@@ -480,6 +491,86 @@ static void stuck_clears0(struct dlc_index *idx)
 	dlc_peer_close(p);
 }
 
+/*
+ * A turn of the service loop that handles many messages, each MPI call of
+ * it slow but returning (a loaded node): 29 receives of 50 ms each, 1.45 s
+ * in one turn, against a timeout of 1 s. A thread that beats on every
+ * message is not taken for stuck.
+ */
+#define BUSY_PUSHES	30
+#define BUSY_MS		50
+
+static void busy_not_stuck0(struct dlc_index *idx)
+{
+	struct dlc_logger lg = { t_log_capture, NULL, DLC_LOG_INFO };
+	struct dlc_peer_counters c = { 0 };
+	struct dlc_peer *p;
+	struct picks pk;
+	int i;
+
+	t_log_clear();
+	__atomic_store_n(&g_slow_calls, 0, __ATOMIC_RELAXED);
+	hold_arm();
+	p = tier_open(idx, &lg, 1000, &pk);
+	if (!p) {
+		hold_release();
+		return;
+	}
+	/* Held on the first push while rank 1 sends the others. */
+	CHECK_EQ(hold_wait(), 0);
+	MPI_Barrier(MPI_COMM_WORLD);
+	__atomic_store_n(&g_slow_ms, BUSY_MS, __ATOMIC_RELAXED);
+	hold_release();
+	for (i = 0; i < WAIT_MS / 5; i++) {
+		dlc_peer_counters(p, &c);
+		if (c.admitted == NPICK &&
+		    __atomic_load_n(&g_slow_calls, __ATOMIC_RELAXED) >=
+		    BUSY_PUSHES - 5)
+			break;
+		t_sleep_ms(5);
+	}
+	__atomic_store_n(&g_slow_ms, 0, __ATOMIC_RELAXED);
+	CHECK_EQ(c.admitted, NPICK);
+	CHECK(__atomic_load_n(&g_slow_calls, __ATOMIC_RELAXED) >=
+	      BUSY_PUSHES - 5, "%u slow MPI_Test calls", g_slow_calls);
+	CHECK_EQ(c.stalls, 0);
+	CHECK(!log_has("inside Open MPI"), "log: %s", t_logbuf);
+	MPI_Barrier(MPI_COMM_WORLD);
+	dlc_peer_close(p);
+}
+
+static void busy1(void)
+{
+	MPI_Request req[BUSY_PUSHES];
+	uint8_t *m[NPICK] = { NULL };
+	size_t len[NPICK] = { 0 };
+	struct picks pk;
+	MPI_Comm comm = fake_open(&pk);
+	uint32_t i;
+
+	for (i = 0; i < NPICK; i++) {
+		struct put_msg h = { pk.id[i], 0 };
+		uint8_t *file = t_read_file(pk.path[i], &len[i]);
+
+		m[i] = malloc(sizeof(h) + len[i]);
+		if (!file || !m[i])
+			exit(1);
+		memcpy(m[i], &h, sizeof(h));
+		memcpy(m[i] + sizeof(h), file, len[i]);
+		free(file);
+	}
+	for (i = 0; i < BUSY_PUSHES; i++)
+		MPI_Isend(m[i % NPICK], (int)(sizeof(struct put_msg) +
+					      len[i % NPICK]),
+			  MPI_BYTE, 0, TAG_PUT, comm, &req[i]);
+	MPI_Barrier(MPI_COMM_WORLD);
+	MPI_Waitall(BUSY_PUSHES, req, MPI_STATUSES_IGNORE);
+	MPI_Barrier(MPI_COMM_WORLD);
+	fake_close(&comm);
+	for (i = 0; i < NPICK; i++)
+		free(m[i]);
+}
+
 static void stuck_close0(const char *dir)
 {
 	struct dlc_logger *lg = malloc(sizeof(*lg));
@@ -542,6 +633,7 @@ static int mpi_main(const char *dir)
 	if (g_rank == 1) {
 		peer_messages1();
 		stuck1(1);
+		busy1();
 		stuck1(0);
 		MPI_Barrier(MPI_COMM_WORLD);
 		MPI_Finalize();
@@ -550,6 +642,7 @@ static int mpi_main(const char *dir)
 	T_RUN(bad_values);
 	T_RUN_AS("peer_messages", peer_messages0, g_idx);
 	T_RUN_AS("stuck_clears", stuck_clears0, g_idx);
+	T_RUN_AS("busy_not_stuck", busy_not_stuck0, g_idx);
 	T_RUN_AS("stuck_close", stuck_close0, dir);
 	MPI_Barrier(MPI_COMM_WORLD);
 	ret = t_done("test_cluster");
