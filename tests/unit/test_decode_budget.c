@@ -163,14 +163,6 @@ static double wall_s(void)
 	return dlc_now_ns() / 1e9;
 }
 
-static double cpu_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* RGB of @buf as libjpeg alone decodes it (ISLOW, fancy upsampling). */
 static uint8_t *libjpeg_rgb(const uint8_t *buf, size_t len, uint32_t *w,
 			    uint32_t *h)
@@ -276,7 +268,7 @@ static int decode_by(struct dlc_decoder *d, int m, const uint8_t *buf,
 		return -EINVAL;
 	}
 	t0 = wall_s();
-	c0 = cpu_s();
+	c0 = t_thread_cpu_s();
 	switch (m) {
 	case M_FULL:
 		ret = dlc_decoder_full(d, buf, len, &rgb, &w, &h);
@@ -302,7 +294,7 @@ static int decode_by(struct dlc_decoder *d, int m, const uint8_t *buf,
 					     0, DLC_LAYOUT_NCHW, out, NULL);
 		break;
 	}
-	*cpu = cpu_s() - c0;
+	*cpu = t_thread_cpu_s() - c0;
 	if (ret)
 		printf("# %s: %d after %.3f s of CPU, %.3f s: %s\n",
 		       method_names[m], ret, *cpu, wall_s() - t0,
@@ -548,15 +540,15 @@ static void test_transcode(void)
 	uint8_t *rst = NULL, *flat;
 	size_t rst_len = 0, len;
 	char why[256] = "";
-	double c0 = cpu_s();
+	double c0 = t_thread_cpu_s();
 	uint32_t n;
 	int ret;
 
 	ret = dlc_rst_transcode(bomb, bomb_len, &o, 0, &rst, &rst_len, why,
 				sizeof(why));
 	CHECK(ret == -E2BIG && strstr(why, "over max_scans 64") &&
-	      cpu_s() - c0 < 2.0,
-	      "704 scans: %d (%s) after %.2f s of CPU", ret, why, cpu_s() - c0);
+	      t_thread_cpu_s() - c0 < 2.0,
+	      "704 scans: %d (%s) after %.2f s of CPU", ret, why, t_thread_cpu_s() - c0);
 	free(rst);
 	rst = NULL;
 	/* 64 scans: transcoded, and decodes to the same flat gray */

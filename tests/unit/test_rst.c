@@ -705,10 +705,19 @@ static void splice_lies(void)
 		 -ENOSPC);
 }
 
+/*
+ * The most CPU one damaged file of the few hundred pixels here may take
+ * (a clean decode takes about 1 ms; ASan makes it a few): a damaged one
+ * that takes far longer is a decoder stuck on it, which a check of the
+ * result alone would never see.
+ */
+#define FUZZ_CPU_S	0.25
+
 /* Damage inside the intervals a sample decodes: -EBADMSG or a decode. */
 static void decode_damage(void)
 {
 	uint32_t rows[DLC_RST_MAX_ROWS + 1], k, s, nbad = 0;
+	double c0, slowest = 0;
 	struct dlc_transform t;
 	struct dlc_decoder *d;
 	struct dlc_rst_geom g;
@@ -739,19 +748,28 @@ static void decode_damage(void)
 		CHECK(strstr(dlc_decoder_error(d), "JPEG") != NULL, "%s",
 		      dlc_decoder_error(d));
 	}
-	/* random flips: an error or an output, never a crash */
+	/*
+	 * random flips: an error or an output, never a crash, and never
+	 * more than FUZZ_CPU_S of CPU for one of these small files
+	 */
 	for (k = 0; k < 200; k++) {
 		memcpy(b, rst[6], len);
 		for (s = 0; s < 3; s++)
 			b[g.scan_off + rnd(g.end_off - g.scan_off)] ^=
 				(uint8_t)(1 + rnd(255));
+		c0 = t_thread_cpu_s();
 		ret = dlc_decoder_sample_rst(d, b, len, &g, rows, &t, 5, 0, k,
 					     DLC_LAYOUT_NCHW, out, NULL);
+		c0 = t_thread_cpu_s() - c0;
+		slowest = c0 > slowest ? c0 : slowest;
 		CHECK(ret == 0 || ret == -EBADMSG, "ret %d", ret);
 		if (ret)
 			nbad++;
 	}
-	printf("# damage: %u of 200 flipped samples rejected\n", nbad);
+	printf("# damage: %u of 200 flipped samples rejected, slowest %.1f ms of CPU\n",
+	       nbad, slowest * 1e3);
+	CHECK(slowest < FUZZ_CPU_S, "a damaged sample took %.3f s of CPU",
+	      slowest);
 	/* the decoder is still good */
 	CHECK_EQ(dlc_decoder_sample_rst(d, rst[6], len, &g, rows, &t, 5, 0, 0,
 					DLC_LAYOUT_NCHW, out, NULL), 0);
@@ -778,6 +796,7 @@ static void fuzz_parse_splice(void)
 	const uint8_t *r = rst[0];
 	size_t len = rst_len[0], blen, cap;
 	uint8_t *b = malloc(len), *out = NULL, px[32 * 32 * 3];
+	double c0, slowest = 0;
 	const char *why;
 	ssize_t n;
 
@@ -812,15 +831,20 @@ static void fuzz_parse_splice(void)
 			if (n > 0)
 				nspliced++;
 		}
+		c0 = t_thread_cpu_s();
 		n = dlc_decoder_crop_rst(d, b, blen, &g, rows,
 			&(struct dlc_crop){ .x = rnd(g.width / 2),
 					    .y = rnd(g.height / 2),
 					    .w = g.width / 2, .h = g.height / 2 },
 			32, 32, DLC_LAYOUT_NHWC, px);
+		c0 = t_thread_cpu_s() - c0;
+		slowest = c0 > slowest ? c0 : slowest;
 		CHECK(n == 0 || n == -EBADMSG, "decode: %zd", n);
 	}
-	printf("# fuzz: %u of 3000 damaged files parse, %u of 9000 splices made\n",
-	       nparsed, nspliced);
+	printf("# fuzz: %u of 3000 damaged files parse, %u of 9000 splices made, slowest decode %.1f ms of CPU\n",
+	       nparsed, nspliced, slowest * 1e3);
+	CHECK(slowest < FUZZ_CPU_S, "a damaged file took %.3f s of CPU",
+	      slowest);
 	dlc_decoder_destroy(d);
 	free(out);
 	free(b);

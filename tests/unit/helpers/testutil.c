@@ -59,6 +59,14 @@ void t_sleep_ms(unsigned int ms)
 		;
 }
 
+double t_thread_cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 void t_fail(const char *file, int line, const char *cond, const char *fmt, ...)
 {
 	va_list ap;

@@ -53,6 +53,11 @@ struct dlc_batch;
 uint64_t t_fnv_batch(const struct dlc_batch *b, uint64_t h);
 /* Sleep @ms milliseconds (a consumer's pace, not a stand-in for I/O). */
 void t_sleep_ms(unsigned int ms);
+/*
+ * The calling thread's CPU time in seconds: what a decode cost, whatever
+ * else the machine runs (wall time on a shared 2-core machine is not).
+ */
+double t_thread_cpu_s(void);
 
 /*
  * Sub-checks: each is one counted result in `make check`. A test program
