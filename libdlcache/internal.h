@@ -201,6 +201,12 @@ struct dlc_reader_opts {
 	 * the kernel's -EINVAL where io_uring has neither (before 5.19).
 	 */
 	uint32_t passthru;
+	/*
+	 * A path read or a file range read not done this many ms after it
+	 * was queued fails with -ETIMEDOUT (why dlc_read_timed_out); 0: no
+	 * deadline.
+	 */
+	uint32_t read_timeout_ms;
 	const struct dlc_logger *log;
 	struct dlc_stats *stats; /* counters to add to (atomics) */
 	/*
@@ -267,6 +273,15 @@ int dlc_reader_queue_buf(struct dlc_reader *r, struct dlc_buf *buf,
  */
 int dlc_reader_queue_range(struct dlc_reader *r, int fd, uint64_t off,
 			   uint32_t len, int direct, uint64_t tag);
+/*
+ * dlc_reader_queue_range() of a regular file, under the reader's
+ * read_timeout_ms (a range read of an eventfd, which waits on purpose,
+ * has none).
+ */
+int dlc_reader_queue_file_range(struct dlc_reader *r, int fd, uint64_t off,
+				uint32_t len, int direct, uint64_t tag);
+/* The why of a read that passed its read_timeout_ms (-ETIMEDOUT). */
+extern const char dlc_read_timed_out[];
 /* The why of a range read whose O_DIRECT read was refused (-EINVAL). */
 extern const char dlc_read_direct_refused[];
 
@@ -387,9 +402,25 @@ void dlc_source_offer(struct dlc_source *s, uint32_t id, struct dlc_buf *b);
  */
 int dlc_source_requeue(struct dlc_source *s, struct dlc_reader *r,
 		       uint32_t id, const struct dlc_read_done *d);
-/* Read sample @id's bytes now, blocking; files over @max: -EFBIG. */
+/*
+ * Read sample @id's bytes now, blocking the caller at most @s's read
+ * timeout (dlc_source_set_timeout()): a file is opened O_NONBLOCK and
+ * refused (-EINVAL) unless regular; files over @max: -EFBIG; past the
+ * deadline -ETIMEDOUT, after dlc_source_cancel() -ECANCELED. Any thread.
+ */
 int dlc_source_read(struct dlc_source *s, uint32_t id, uint64_t max,
 		    struct dlc_buf **out);
+/*
+ * dlc_source_read()'s deadline, @ms after it starts (0: none), and where
+ * it says a file is not a regular one.
+ */
+void dlc_source_set_timeout(struct dlc_source *s, uint32_t ms,
+			    const struct dlc_logger *log);
+/*
+ * Make every dlc_source_read() in progress or to come return -ECANCELED
+ * within about 0.1 s (teardown: no thread waits on a hung origin).
+ */
+void dlc_source_cancel(struct dlc_source *s);
 /*
  * 1 with @g and @rows (room for DLC_RST_MAX_ROWS + 1) filled when sample
  * @id is restart-indexed (a pack's DLC_PACK_RST), else 0.

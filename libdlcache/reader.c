@@ -13,8 +13,10 @@
  * (buf.c) sized for the file rounded up to 4 KiB, so that misses neither
  * pollute nor depend on the page cache, and the bytes are never copied:
  * the buffer the kernel filled is the one the decoder reads and the
- * cache keeps. Where a file system refuses O_DIRECT (tmpfs, some FUSE),
- * reads fall back to buffered I/O, logged once. Short reads continue
+ * cache keeps. O_DIRECT is asked for per file, once it is known to be a
+ * regular file: where a file system refuses it (ramfs, some FUSE), that
+ * file is read buffered (logged once), and the next file asks again; one
+ * file never turns O_DIRECT off for the others. Short reads continue
  * where they stopped; EINTR and EAGAIN resubmit. Reads are split in
  * chunks of at most max_read_bytes (DLC_READ_CHUNK_MAX when 0): sizes are
  * 64-bit throughout, io_uring lengths 32-bit.
@@ -31,6 +33,18 @@
  * device, bypassing the file system and the block layer; the ring then
  * has 128-byte SQEs (the command is in the SQE) and 32-byte CQEs. The
  * completion's res is the NVMe status (0: success) or -errno.
+ *
+ * The open asks for O_NONBLOCK (a FIFO or a file under a lease must not
+ * block it; statx then refuses anything but a regular file), taken off
+ * again before the first read. With a deadline (read_timeout_ms), every
+ * operation of a path read or a file range read carries a linked timeout
+ * (IORING_OP_LINK_TIMEOUT) at the request's deadline: the kernel cancels
+ * what has not completed by then and the read fails with -ETIMEDOUT. An
+ * operation the kernel cannot cancel (an io-wq worker in an
+ * uninterruptible wait: a hard NFS mount that stopped answering) is given
+ * up on at the deadline all the same: -ETIMEDOUT is reported, and the
+ * request keeps its slot (and its memory) until the kernel completes it.
+ * NVMe commands have none: the driver times them out itself.
  *
  * A second eventfd read sits on the ring at all times, so that another
  * thread can wake the owner out of io_uring_wait_cqe() by writing to it.
@@ -53,6 +67,10 @@
 #define WAKE_TAG	0ULL	/* user_data of the eventfd read */
 #define WATCH_TAG	UINT64_MAX /* user_data of the watched fd's poll */
 #define CLOSE_TAG	(UINT64_MAX - 1) /* a close: its completion is dropped */
+/* A linked timeout: the request's index in the low 32 bits. */
+#define TIMEOUT_TAG	(1ULL << 62)
+/* After its deadline, how long destroy waits for an operation. */
+#define STUCK_GRACE_NS	1000000000ULL
 
 enum req_state { RQ_OPEN, RQ_STATX, RQ_READ, RQ_NVME };
 
@@ -75,8 +93,16 @@ struct dlc_read_req {
 	uint64_t tag;
 	uint64_t t0;
 	int dirfd;		/* what path is relative to: AT_FDCWD or the caller's */
+	/* CLOCK_MONOTONIC ns past which it fails (-ETIMEDOUT), 0: never */
+	uint64_t deadline;
+	struct __kernel_timespec deadline_ts;	/* the same, for the kernel */
+	/*
+	 * Reported timed out while its operation was still on the ring: the
+	 * slot, its buffer and stx stay the kernel's until it completes.
+	 */
+	int abandoned;
 	char *path;		/* a copy: io_uring reads it at submit */
-	struct statx stx;
+	struct statx stx;	/* written when the statx completes */
 	/* RQ_NVME: the namespace, the bytes asked for, sends of this chunk */
 	struct dlc_nvme_target nvme;
 	uint32_t want;
@@ -90,7 +116,8 @@ struct dlc_reader {
 	uint32_t *free_list;
 	uint32_t nfree;
 	uint32_t inflight;
-	int direct_ok;		/* O_DIRECT not refused yet */
+	int direct_logged;	/* a file refused O_DIRECT: said once */
+	uint64_t timeout_ns;	/* read_timeout_ms, 0: no deadline */
 	int unsubmitted;	/* SQEs prepared since the last submit */
 	int wake_fd;
 	uint64_t wake_val;
@@ -144,7 +171,7 @@ int dlc_reader_create(const struct dlc_reader_opts *o, struct dlc_reader **out)
 	if (!r)
 		return -ENOMEM;
 	r->o = *o;
-	r->direct_ok = o->direct;
+	r->timeout_ns = (uint64_t)o->read_timeout_ms * 1000000ULL;
 	r->wake_fd = -1;
 	r->req = calloc(qd, sizeof(*r->req));
 	r->free_list = calloc(qd, sizeof(*r->free_list));
@@ -163,10 +190,11 @@ int dlc_reader_create(const struct dlc_reader_opts *o, struct dlc_reader **out)
 		goto err_free_ret;
 	}
 	/*
-	 * One operation per request, a close per request just released,
-	 * the wake-up read and a watched fd's poll.
+	 * One operation and its linked timeout per request, a close per
+	 * request just released, the wake-up read, a watched fd's poll and
+	 * a cancel.
 	 */
-	ret = io_uring_queue_init(2 * qd + 2, &r->ring, o->passthru ?
+	ret = io_uring_queue_init(3 * qd + 3, &r->ring, o->passthru ?
 				  IORING_SETUP_SQE128 | IORING_SETUP_CQE32 : 0);
 	if (ret)
 		goto err_free_ret;
@@ -194,24 +222,62 @@ err_free:
 }
 
 /*
+ * The linked timeout of request @q completed with @res. -ECANCELED: the
+ * operation completed first; -ETIME: it fired and cancelled it (whose
+ * completion follows); else (-EALREADY, -ENOENT) the kernel could not
+ * cancel it (an io-wq worker in an uninterruptible wait). Gives up on @q (returns 1) when that is so and its deadline has
+ * passed (a timeout of the slot's previous request has not: its deadline
+ * is later); the operation's completion then only frees the slot.
+ */
+static int give_up(struct dlc_read_req *q, int res)
+{
+	if (res == -ECANCELED || res == -ETIME || !q->busy || q->abandoned ||
+	    !q->deadline ||
+	    dlc_now_ns() < q->deadline)
+		return 0;
+	q->abandoned = 1;
+	return 1;
+}
+
+/* Every request in flight is given up on, or past its deadline and grace. */
+static int all_stuck(const struct dlc_reader *r)
+{
+	uint64_t now = dlc_now_ns();
+	uint32_t i;
+
+	for (i = 0; i < r->o.queue_depth; i++) {
+		const struct dlc_read_req *q = &r->req[i];
+
+		if (q->busy && !q->abandoned &&
+		    (!q->deadline || now < q->deadline + STUCK_GRACE_NS))
+			return 0;
+	}
+	return 1;
+}
+
+/*
  * Wait until the kernel is done with the requests' memory: cancel what is
  * on the ring and reap until every request in flight has completed.
  * io_uring_queue_exit() does not wait: the ring is torn down after its fd
  * is closed, and a read still in flight then (an O_DIRECT transfer, an
  * io-wq worker's copy) lands in a buffer already back in the pool or
- * freed, which corrupts whatever uses that memory next. Returns the
- * requests still in flight after @secs seconds (their buffers must be
- * leaked, not freed), normally 0.
+ * freed, which corrupts whatever uses that memory next. Stops early when
+ * every request left is past its deadline (read_timeout_ms) and a grace
+ * (the kernel cannot cancel them: a hung origin), else after @secs
+ * seconds. Requests still in flight stay busy (their buffers and the
+ * statx targets in r->req must be leaked, not freed); returns how many,
+ * normally 0.
  */
 static uint32_t quiesce(struct dlc_reader *r, unsigned int secs)
 {
-	struct __kernel_timespec ts = { .tv_sec = 1 };
-	uint32_t busy = r->inflight, waited = 0;
+	struct __kernel_timespec ts = { .tv_nsec = 100000000 };
+	uint64_t end = dlc_now_ns() + secs * 1000000000ULL, ud;
 	struct io_uring_sqe *sqe;
 	struct io_uring_cqe *cqe;
-	uint64_t ud;
+	struct dlc_read_req *q;
+	int res;
 
-	if (!busy)
+	if (!r->inflight)
 		return 0;
 	sqe = get_sqe(r);
 	if (sqe) {
@@ -219,39 +285,55 @@ static uint32_t quiesce(struct dlc_reader *r, unsigned int secs)
 		io_uring_sqe_set_data64(sqe, CLOSE_TAG);
 	}
 	io_uring_submit(&r->ring);
-	while (busy && waited < secs) {
-		if (io_uring_wait_cqe_timeout(&r->ring, &cqe, &ts)) {
-			waited++;
+	while (r->inflight && dlc_now_ns() < end && !all_stuck(r)) {
+		if (io_uring_wait_cqe_timeout(&r->ring, &cqe, &ts))
+			continue;
+		ud = cqe->user_data;
+		res = cqe->res;
+		io_uring_cqe_seen(&r->ring, cqe);
+		if (ud == WAKE_TAG || ud == WATCH_TAG || ud == CLOSE_TAG)
+			continue;
+		if (ud & TIMEOUT_TAG) {
+			give_up(&r->req[(uint32_t)ud], res);
 			continue;
 		}
-		ud = cqe->user_data;
-		if (ud != WAKE_TAG && ud != WATCH_TAG && ud != CLOSE_TAG)
-			busy--;
-		io_uring_cqe_seen(&r->ring, cqe);
+		/* Its operation is done: its memory is free to release. */
+		q = &r->req[ud - 1];
+		q->busy = 0;
+		r->inflight--;
 	}
-	return busy;
+	return r->inflight;
 }
 
 void dlc_reader_destroy(struct dlc_reader *r)
 {
+	struct dlc_read_req *q;
 	uint32_t i, stuck;
 
 	if (!r)
 		return;
 	stuck = quiesce(r, 30);
+	if (stuck)
+		dlc_logf(r->o.log, DLC_LOG_WARN,
+			 "%u reads still in flight at teardown (a hung file system?): their memory is left allocated",
+			 stuck);
 	io_uring_queue_exit(&r->ring);
 	for (i = 0; i < r->o.queue_depth; i++) {
-		if (r->req[i].fd >= 0 && !r->req[i].range)
-			close(r->req[i].fd);
-		/* A read that never completed may still write: leak it. */
-		if (!stuck)
-			dlc_buf_put(r->req[i].out);
-		free(r->req[i].path);
+		q = &r->req[i];
+		if (q->fd >= 0 && !q->range)
+			close(q->fd);
+		/* An operation that never completed may still write: leak. */
+		if (q->busy)
+			continue;
+		dlc_buf_put(q->out);
+		free(q->path);
 	}
 	for (i = 0; i < r->nearly; i++)
 		dlc_buf_put(r->early[i].buf);
 	close(r->wake_fd);
-	free(r->req);
+	/* A late statx writes into its request's stx: r->req stays then. */
+	if (!stuck)
+		free(r->req);
 	free(r->free_list);
 	free(r->early);
 	free(r);
@@ -329,13 +411,42 @@ static void release(struct dlc_reader *r, struct dlc_read_req *q)
 	free(q->path);
 	q->path = NULL;
 	q->busy = 0;
+	q->abandoned = 0;
 	r->free_list[r->nfree++] = (uint32_t)(q - r->req);
+}
+
+/* An SQE for @q's next operation; with a deadline, room for its timeout. */
+static struct io_uring_sqe *op_sqe(struct dlc_reader *r,
+				   struct dlc_read_req *q)
+{
+	if (q->deadline && io_uring_sq_space_left(&r->ring) < 2)
+		dlc_reader_submit(r);
+	return get_sqe(r);
+}
+
+/*
+ * Link a timeout at @q's deadline to @sqe (@q's operation, prepared):
+ * the kernel cancels the operation when it has not completed by then.
+ */
+static void link_deadline(struct dlc_reader *r, struct dlc_read_req *q,
+			  struct io_uring_sqe *sqe)
+{
+	struct io_uring_sqe *t;
+
+	if (!q->deadline)
+		return;
+	t = io_uring_get_sqe(&r->ring);
+	if (!t)
+		return;		/* op_sqe() made room; a failed submit did not */
+	sqe->flags |= IOSQE_IO_LINK;
+	io_uring_prep_link_timeout(t, &q->deadline_ts, IORING_TIMEOUT_ABS);
+	io_uring_sqe_set_data64(t, TIMEOUT_TAG | (uint64_t)(q - r->req));
 }
 
 /* Prepare the next read of @q; the caller submits. */
 static int prep_read(struct dlc_reader *r, struct dlc_read_req *q)
 {
-	struct io_uring_sqe *sqe = get_sqe(r);
+	struct io_uring_sqe *sqe = op_sqe(r, q);
 	uint64_t cap = r->o.max_read_bytes ? r->o.max_read_bytes :
 		       DLC_READ_CHUNK_MAX;
 	uint64_t len = q->size - q->done;
@@ -355,6 +466,7 @@ static int prep_read(struct dlc_reader *r, struct dlc_read_req *q)
 	q->asked = (uint32_t)len;
 	io_uring_prep_read(sqe, q->fd, dst, q->asked, q->start + q->done);
 	io_uring_sqe_set_data64(sqe, (uint64_t)(q - r->req) + 1);
+	link_deadline(r, q, sqe);
 	return 0;
 }
 
@@ -398,18 +510,24 @@ static int prep_op(struct dlc_reader *r, struct dlc_read_req *q)
 		return prep_read(r, q);
 	if (q->state == RQ_NVME)
 		return prep_nvme(r, q);
-	sqe = get_sqe(r);
+	sqe = op_sqe(r, q);
 	if (!sqe)
 		return -EBUSY;
+	/*
+	 * O_NONBLOCK: opening a FIFO (or a file another process holds a
+	 * lease on) returns at once; statx then refuses it. O_DIRECT comes
+	 * after statx, per file (set_flags()).
+	 */
 	if (q->state == RQ_OPEN)
 		io_uring_prep_openat(sqe, q->dirfd, q->path,
-				     O_RDONLY | O_CLOEXEC |
-				     (q->direct ? O_DIRECT : 0), 0);
+				     O_RDONLY | O_CLOEXEC | O_NONBLOCK |
+				     O_NOCTTY, 0);
 	else
 		io_uring_prep_statx(sqe, q->fd, "", AT_EMPTY_PATH,
 				    STATX_TYPE | STATX_SIZE | STATX_MTIME,
 				    &q->stx);
 	io_uring_sqe_set_data64(sqe, (uint64_t)(q - r->req) + 1);
+	link_deadline(r, q, sqe);
 	return 0;
 }
 
@@ -424,15 +542,38 @@ static void fail_early(struct dlc_reader *r, uint64_t tag, int err,
 	d->buf = buf;
 }
 
-/* Stop asking for O_DIRECT, and say so the first time only. */
+/* A file refused O_DIRECT: say so the first time only. */
 static void direct_refused(struct dlc_reader *r, const char *path, int err)
 {
-	if (!r->direct_ok)
+	if (r->direct_logged)
 		return;
-	r->direct_ok = 0;
+	r->direct_logged = 1;
 	dlc_logf(r->o.log, DLC_LOG_WARN,
-		 "O_DIRECT refused for %s (%s); using buffered reads from now on",
+		 "O_DIRECT refused for %s (%s); reading it, and any other file that refuses it, buffered",
 		 path, strerror(err));
+}
+
+/*
+ * @q's fd is a regular file: take O_NONBLOCK off (before 5.x-era kernels
+ * gave io_uring reads of O_NONBLOCK files -EAGAIN on a page cache miss)
+ * and ask for O_DIRECT, which this file alone may refuse.
+ */
+static int set_flags(struct dlc_reader *r, struct dlc_read_req *q)
+{
+	int fl = fcntl(q->fd, F_GETFL);
+
+	if (fl < 0)
+		return -errno;
+	fl &= ~O_NONBLOCK;
+	q->direct = 0;
+	if (r->o.direct) {
+		if (!fcntl(q->fd, F_SETFL, fl | O_DIRECT)) {
+			q->direct = 1;
+			return 0;
+		}
+		direct_refused(r, q->path, errno);
+	}
+	return fcntl(q->fd, F_SETFL, fl) ? -errno : 0;
 }
 
 static void drop_direct(struct dlc_reader *r, struct dlc_read_req *q, int err)
@@ -459,9 +600,21 @@ static struct dlc_read_req *claim(struct dlc_reader *r, uint64_t tag)
 	q->done = 0;
 	q->tag = tag;
 	q->t0 = dlc_now_ns();
+	q->deadline = 0;
+	q->abandoned = 0;
 	q->path = NULL;
 	q->out = NULL;
 	return q;
+}
+
+/* @q fails with -ETIMEDOUT unless done within read_timeout_ms. */
+static void set_deadline(struct dlc_reader *r, struct dlc_read_req *q)
+{
+	if (!r->timeout_ns)
+		return;
+	q->deadline = q->t0 + r->timeout_ns;
+	q->deadline_ts.tv_sec = (int64_t)(q->deadline / 1000000000ULL);
+	q->deadline_ts.tv_nsec = (long long)(q->deadline % 1000000000ULL);
 }
 
 /*
@@ -498,10 +651,11 @@ int dlc_reader_queue_at(struct dlc_reader *r, int dirfd, const char *path,
 	if (!r->nfree || r->nearly + r->inflight >= r->o.queue_depth)
 		return -EBUSY;
 	q = claim(r, tag);
-	q->direct = r->direct_ok;
+	q->direct = 0;
 	q->state = RQ_OPEN;
 	q->dirfd = dirfd;
 	q->path = strdup(path);
+	set_deadline(r, q);
 	return launch(r, q, q->path != NULL);
 }
 
@@ -546,8 +700,8 @@ static struct dlc_read_req *claim_range(struct dlc_reader *r, uint64_t tag,
 	return q;
 }
 
-int dlc_reader_queue_range(struct dlc_reader *r, int fd, uint64_t off,
-			   uint32_t len, int direct, uint64_t tag)
+static int queue_range(struct dlc_reader *r, int fd, uint64_t off,
+		       uint32_t len, int direct, uint64_t tag, int timed)
 {
 	struct dlc_read_req *q;
 	uint32_t lead = direct ? (uint32_t)(off % DIO_ALIGN) : 0;
@@ -561,7 +715,21 @@ int dlc_reader_queue_range(struct dlc_reader *r, int fd, uint64_t off,
 	q = claim_range(r, tag, RQ_READ, off, len, lead);
 	q->fd = fd;
 	q->direct = !!direct;
+	if (timed)
+		set_deadline(r, q);
 	return launch(r, q, q->out != NULL);
+}
+
+int dlc_reader_queue_range(struct dlc_reader *r, int fd, uint64_t off,
+			   uint32_t len, int direct, uint64_t tag)
+{
+	return queue_range(r, fd, off, len, direct, tag, 0);
+}
+
+int dlc_reader_queue_file_range(struct dlc_reader *r, int fd, uint64_t off,
+				uint32_t len, int direct, uint64_t tag)
+{
+	return queue_range(r, fd, off, len, direct, tag, 1);
 }
 
 int dlc_reader_queue_nvme(struct dlc_reader *r, const struct dlc_nvme_target *t,
@@ -608,6 +776,8 @@ int dlc_reader_submit(struct dlc_reader *r)
 const char dlc_read_direct_refused[] =
 	"O_DIRECT read refused (queue it again with direct = 0, on a buffered fd)";
 
+const char dlc_read_timed_out[] = "read within read_timeout_ms";
+
 static int finish_err(struct dlc_read_done *d, int err, const char *why)
 {
 	d->err = err;
@@ -621,12 +791,9 @@ static int opened(struct dlc_reader *r, struct dlc_read_req *q, int res,
 {
 	const struct statx *sx = &q->stx;
 
+	int ret;
+
 	if (q->state == RQ_OPEN) {
-		if (res == -EINVAL && q->direct) {
-			direct_refused(r, q->path, EINVAL);
-			q->direct = 0;
-			return prep_op(r, q) ? finish_err(d, -EIO, "resubmit") : 0;
-		}
 		if (res < 0)
 			return finish_err(d, res, "open");
 		q->fd = res;
@@ -650,6 +817,9 @@ static int opened(struct dlc_reader *r, struct dlc_read_req *q, int res,
 		return finish_err(d, d->buf ? 0 : -ENOMEM, "allocate");
 	}
 	/* Straight into the result: the bytes are never copied. */
+	ret = set_flags(r, q);
+	if (ret)
+		return finish_err(d, ret, "fcntl");
 	q->out = dlc_buf_alloc_io(q->size, 0);
 	if (!q->out)
 		return finish_err(d, -ENOMEM, "allocate");
@@ -733,6 +903,10 @@ static int complete(struct dlc_reader *r, struct dlc_read_req *q, int res,
 {
 	struct dlc_stats *st = r->o.stats;
 
+	/* Cancelled by its linked timeout, or interrupted past it. */
+	if ((res == -ECANCELED || res == -EINTR || res == -EAGAIN) &&
+	    q->deadline && dlc_now_ns() >= q->deadline)
+		return finish_err(d, -ETIMEDOUT, dlc_read_timed_out);
 	if (res == -EINTR || res == -EAGAIN) {
 		dlc_stat_add(st->retries, 1);
 		return prep_op(r, q) ? finish_err(d, -EIO, "resubmit") : 0;
@@ -817,6 +991,17 @@ int dlc_reader_reap(struct dlc_reader *r, struct dlc_read_done *done,
 		io_uring_cqe_seen(&r->ring, cqe);
 		if (ud == CLOSE_TAG)
 			continue;
+		if (ud != WATCH_TAG && ud != WAKE_TAG && (ud & TIMEOUT_TAG)) {
+			struct dlc_read_req *q = &r->req[(uint32_t)ud];
+
+			if (give_up(q, res)) {
+				done[n].tag = q->tag;
+				done[n].buf = NULL;
+				finish_err(&done[n++], -ETIMEDOUT,
+					   dlc_read_timed_out);
+			}
+			continue;
+		}
 		if (ud == WATCH_TAG) {
 			r->watch_armed = 0;
 			if (res > 0)
@@ -834,6 +1019,12 @@ int dlc_reader_reap(struct dlc_reader *r, struct dlc_read_done *done,
 		struct dlc_read_req *q = &r->req[ud - 1];
 		struct dlc_read_done *d = &done[n];
 
+		if (q->abandoned) {
+			/* Reported timed out: the kernel is done with it now. */
+			r->inflight--;
+			release(r, q);
+			continue;
+		}
 		d->tag = q->tag;
 		d->buf = NULL;
 		if (complete(r, q, res, d)) {

@@ -216,6 +216,56 @@ static void test_buffered_fallback(void)
 	free(dir);
 }
 
+/*
+ * O_DIRECT is per file: a file that refuses it (on ramfs) is read
+ * buffered, logged once, and the files after it (on /tmp) still read
+ * with O_DIRECT. One at a time, so that the refusal comes first.
+ */
+static void test_direct_per_file(const char *dir)
+{
+	char paths[NSIZES][512], first[1][512];
+	struct dlc_logger lg = { count_log, NULL, DLC_LOG_WARN };
+	struct dlc_stats st;
+	struct dlc_read_done d;
+	struct dlc_reader *r;
+	int mounted, n;
+	char *nodirect = no_direct_dir(&mounted);
+
+	if (!nodirect) {
+		t_skip("test_direct_per_file", "no file system here refuses O_DIRECT (tmpfs takes it since 6.6; ramfs needs root)");
+		return;
+	}
+	snprintf(first[0], sizeof(first[0]), "%s/refuses.bin", nodirect);
+	CHECK(t_write_file(first[0], "0123456789", 10) == 0, "write");
+	make_files(dir, paths);
+	memset(&st, 0, sizeof(st));
+	direct_logs = 0;
+	r = reader(1, 0, &lg, &st);
+	if (r) {
+		CHECK_EQ(dlc_reader_queue(r, first[0], 99), 0);
+		CHECK_EQ(dlc_reader_submit(r), 0);
+		do {
+			n = dlc_reader_reap(r, &d, 1, 1);
+		} while (n == 0);
+		CHECK(n == 1 && d.err == 0 && d.buf && d.buf->len == 10,
+		      "the refusing file reads buffered: %d", d.err);
+		dlc_buf_put(d.buf);
+		CHECK_EQ(st.direct_reads, 0);
+		read_all(r, paths, 1);
+		CHECK(st.direct_reads == NSIZES,
+		      "%llu of the %zu files on /tmp read with O_DIRECT after one refused it",
+		      (unsigned long long)st.direct_reads, (size_t)NSIZES);
+		CHECK(direct_logs == 1, "refusal logged %d times", direct_logs);
+		dlc_reader_destroy(r);
+	}
+	t_rmtree(nodirect);
+	if (mounted) {
+		umount(nodirect);
+		rmdir(nodirect);
+	}
+	free(nodirect);
+}
+
 static void shrink_hook(void *arg, const char *path)
 {
 	CHECK(truncate(path, 10000) == 0, "truncate");
@@ -786,6 +836,7 @@ int main(void)
 	}
 	T_RUN(test_direct_and_split, dir);
 	T_RUN(test_buffered_fallback);
+	T_RUN(test_direct_per_file, dir);
 	T_RUN(test_short_read, dir);
 	T_RUN(test_errors, dir);
 	T_RUN(test_eintr, dir);
