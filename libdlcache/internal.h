@@ -25,6 +25,18 @@ struct dlc_logger {
 void dlc_logf(const struct dlc_logger *lg, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/*
+ * Memory left to the kernel on purpose (an io_uring operation that never
+ * completed may still write into it, so it is never freed): not a leak
+ * to LeakSanitizer, where one is linked in. What it points to neither.
+ */
+void __lsan_ignore_object(const void *p) __attribute__((weak));
+static inline void dlc_leave_to_kernel(const void *p)
+{
+	if (__lsan_ignore_object && p)
+		__lsan_ignore_object(p);
+}
+
 static inline uint64_t dlc_now_ns(void)
 {
 	struct timespec ts;

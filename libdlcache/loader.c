@@ -102,7 +102,6 @@ const char *dlc_verify_name(uint32_t verify)
 static int check_config(const struct dlc_config *c, const struct dlc_logger *log)
 {
 	const char *why = NULL;
-	size_t i;
 
 	if (c->batch_size < 1 || c->batch_size > 65536)
 		BAD("batch_size", "must be 1..65536, got %u", c->batch_size);
@@ -172,19 +171,24 @@ static int check_config(const struct dlc_config *c, const struct dlc_logger *log
 	if (c->decode_budget_ms > 3600000)
 		BAD("decode_budget_ms", "at most 3600000 (1 h), got %u",
 		    c->decode_budget_ms);
-	for (i = 0; i < sizeof(c->reserved) / sizeof(c->reserved[0]); i++)
-		if (c->reserved[i])
-			BAD("reserved", "reserved[%zu] must be zero, got %#llx",
-			    i, (unsigned long long)c->reserved[i]);
+	if (c->read_timeout_ms > DLC_READ_TIMEOUT_MAX_MS)
+		BAD("read_timeout_ms", "at most %u (1 hour), got %u",
+		    DLC_READ_TIMEOUT_MAX_MS, c->read_timeout_ms);
+	if (c->pad2)
+		BAD("pad2", "must be zero");
 	return 0;
 }
 
-/* staging_dir takes a u64 slot of reserved[]: 64-bit pointers only. */
+/* staging_dir took a u64 slot of the reserved space: 64-bit pointers only. */
 _Static_assert(sizeof(void *) == 8, "64-bit");
 _Static_assert(offsetof(struct dlc_config, shard_drop_last) ==
 	       DLC_CONFIG_SIZE_VER0, "DLC_CONFIG_SIZE_VER0");
-/* reserved[] gives way to new fields: the size never changes. */
-_Static_assert(sizeof(struct dlc_config) == 240, "struct dlc_config size");
+/*
+ * The reserved space is spent: from DLC_CONFIG_SIZE_VER1 on the struct
+ * grows at its end (library.md, "How the structs grow from here").
+ */
+_Static_assert(sizeof(struct dlc_config) == DLC_CONFIG_SIZE_VER1,
+	       "struct dlc_config size");
 
 /* Largest config size looked at: bytes past ours up to it must be zero. */
 #define DLC_CONFIG_SIZE_MAX	4096
@@ -1281,9 +1285,67 @@ static void *io_main(void *arg)
 /* ------------------------------------------------------------------ */
 /* Public API                                                          */
 
+/* How long a thread that returned may take to end before it is detached. */
+#define EXIT_GRACE_MS	1000
+
+/*
+ * Join @t, one of @l's @nthreads pipeline threads: bounded. Every wait of
+ * theirs on storage has a deadline (read_timeout_ms), so each returns;
+ * but a thread whose io_uring has an operation the kernel cannot cancel
+ * (a hard NFS mount that stopped answering) cannot end: the kernel's
+ * exit waits for its io-wq workers. Once every thread returned (none
+ * touches @l any more), one still not ended after EXIT_GRACE_MS is
+ * detached, said in the log.
+ */
+static void join_bounded(struct dlc_loader *l, pthread_t t, uint32_t nthreads)
+{
+	uint32_t waited = 0;
+	struct timespec ts;
+
+	for (;;) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 100000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		if (pthread_timedjoin_np(t, NULL, &ts) != ETIMEDOUT)
+			return;
+		if (__atomic_load_n(&l->threads_returned, __ATOMIC_ACQUIRE) <
+		    nthreads)
+			continue;
+		waited += 100;
+		if (waited >= EXIT_GRACE_MS)
+			break;
+	}
+	dlc_logf(&l->log, DLC_LOG_WARN,
+		 "a pipeline thread returned but has not ended after %u ms (an io_uring read on a hung file system?): detached",
+		 EXIT_GRACE_MS);
+	pthread_detach(t);
+}
+
+/* The threads' entry points: their last act says they are done with @l. */
+static void *io_entry(void *arg)
+{
+	struct dlc_loader *l = arg;
+
+	io_main(l);
+	__atomic_add_fetch(&l->threads_returned, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void *decode_entry(void *arg)
+{
+	struct dlc_loader *l = arg;
+
+	decode_main(l);
+	__atomic_add_fetch(&l->threads_returned, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
 static void stop_threads(struct dlc_loader *l)
 {
-	uint32_t i;
+	uint32_t i, n = !!l->io_started + l->nthreads_started;
 
 	pthread_mutex_lock(&l->lock);
 	l->stop = 1;
@@ -1293,9 +1355,9 @@ static void stop_threads(struct dlc_loader *l)
 	if (l->reader)
 		dlc_reader_wake(l->reader);
 	if (l->io_started)
-		pthread_join(l->io_thread, NULL);
+		join_bounded(l, l->io_thread, n);
 	for (i = 0; i < l->nthreads_started; i++)
-		pthread_join(l->decode_threads[i], NULL);
+		join_bounded(l, l->decode_threads[i], n);
 	l->io_started = 0;
 	l->nthreads_started = 0;
 }
@@ -1550,6 +1612,8 @@ void dlc_loader_destroy(struct dlc_loader *l)
 
 	if (!l)
 		return;
+	/* No blocking read of a thread waits on the storage any more. */
+	dlc_source_cancel(l->src);
 	stop_threads(l);
 	/* Samples still queued hold buffer references. */
 	for (i = 0; i < l->qlen; i++)
@@ -1689,6 +1753,10 @@ int dlc_loader_create(const struct dlc_config *ucfg,
 			 dlc_index_root(idx), strerror(-ret));
 		goto err;
 	}
+	/* Before the stager starts: it reads through dlc_source_read(). */
+	dlc_source_set_timeout(l->src, cfg->read_timeout_ms ?
+			       cfg->read_timeout_ms :
+			       DLC_READ_TIMEOUT_DEFAULT_MS, &l->log);
 	/* Cluster mode's caches are the ranks' in-process ones. */
 	if (cfg->cluster)
 		l->backend = DLC_BACKEND_INPROCESS;
@@ -1730,6 +1798,8 @@ int dlc_loader_create(const struct dlc_config *ucfg,
 	ro.slot_bytes = 256 << 10;
 	ro.log = &l->log;
 	ro.stats = &l->stats;
+	ro.read_timeout_ms = cfg->read_timeout_ms ? cfg->read_timeout_ms :
+			     DLC_READ_TIMEOUT_DEFAULT_MS;
 	if (cfg->nvme_passthru == DLC_PASSTHRU_AUTO)
 		ro.passthru = (uint32_t)dlc_source_passthru(l->src, &l->log);
 	ret = dlc_reader_create(&ro, &l->reader);
@@ -1756,7 +1826,7 @@ int dlc_loader_create(const struct dlc_config *ucfg,
 			 (unsigned long long)(cfg->cache_bytes >> 20), l->n,
 			 l->ndecode);
 
-	ret = pthread_create(&l->io_thread, NULL, io_main, l);
+	ret = pthread_create(&l->io_thread, NULL, io_entry, l);
 	if (ret) {
 		dlc_logf(&l->log, DLC_LOG_ERROR, "cannot start the I/O thread: %s",
 			 strerror(ret));
@@ -1765,7 +1835,8 @@ int dlc_loader_create(const struct dlc_config *ucfg,
 	}
 	l->io_started = 1;
 	for (i = 0; i < l->ndecode; i++) {
-		ret = pthread_create(&l->decode_threads[i], NULL, decode_main, l);
+		ret = pthread_create(&l->decode_threads[i], NULL, decode_entry,
+				     l);
 		if (ret) {
 			dlc_logf(&l->log, DLC_LOG_ERROR,
 				 "cannot start decode thread %u of %u: %s", i + 1,

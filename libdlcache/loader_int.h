@@ -119,6 +119,12 @@ struct dlc_loader {
 	pthread_t *decode_threads;
 	uint32_t nthreads_started;
 	int io_started;
+	/*
+	 * Pipeline threads past their last touch of the loader (atomic):
+	 * one that does not end then is held in the kernel's exit by an
+	 * io_uring operation on a hung file system, and is detached.
+	 */
+	uint32_t threads_returned;
 	uint32_t threads_up;		/* threads past their setup */
 	int thread_err;			/* first setup failure of a thread */
 

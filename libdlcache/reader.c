@@ -334,6 +334,8 @@ void dlc_reader_destroy(struct dlc_reader *r)
 	/* A late statx writes into its request's stx: r->req stays then. */
 	if (!stuck)
 		free(r->req);
+	else
+		dlc_leave_to_kernel(r->req);
 	free(r->free_list);
 	free(r->early);
 	free(r);

@@ -13,12 +13,27 @@
  * character device usable, samples are read with NVMe commands through
  * io_uring instead (reader.c), until the kernel refuses one: then every
  * read goes back to O_DIRECT on the block device, said once in the log.
+ *
+ * Blocking reads (dlc_source_read: substitutes, on a decode thread or the
+ * I/O thread, and the stager's copies) run on pipeline threads, so they
+ * never wait unbounded on the data set's storage: a file is opened with
+ * O_NONBLOCK (a FIFO or a leased file does not block the open) and
+ * refused unless statx says it is a regular file, and every operation
+ * (openat, statx, read) goes through a small io_uring of the calling
+ * thread with a linked timeout at the read's deadline (read_timeout_ms).
+ * An operation the kernel cannot cancel (a hard NFS mount that stopped
+ * answering) is given up on at the deadline: the thread's ring and the
+ * memory the operation writes into are left to the kernel (leaked), and
+ * the next read makes a new ring.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <liburing.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -51,7 +66,22 @@ struct dlc_source {
 	/* Read tiers (tier.h), asked in this order before the origin. */
 	struct dlc_tier tiers[DLC_TIERS_MAX];
 	uint32_t ntiers;
+	uint64_t timeout_ns;	/* dlc_source_read()'s deadline, 0: none */
+	int cancelled;		/* dlc_source_cancel(): atomic */
 };
+
+void dlc_source_set_timeout(struct dlc_source *s, uint32_t ms,
+			    const struct dlc_logger *log)
+{
+	s->timeout_ns = (uint64_t)ms * 1000000ULL;
+	s->log = log;
+}
+
+void dlc_source_cancel(struct dlc_source *s)
+{
+	if (s)
+		__atomic_store_n(&s->cancelled, 1, __ATOMIC_RELEASE);
+}
 
 int dlc_source_open(const struct dlc_index *idx, int direct,
 		    struct dlc_source **out)
@@ -259,9 +289,9 @@ static int queue_origin(struct dlc_source *s, struct dlc_reader *r,
 		return ret;
 	if (s->nvme.fd >= 0 && !s->nvme_refused)
 		return dlc_reader_queue_nvme(r, &s->nvme, e.off, e.len, tag);
-	return dlc_reader_queue_range(r, s->dfd >= 0 && !s->refused ? s->dfd :
-				      s->fd, e.off, e.len,
-				      s->dfd >= 0 && !s->refused, tag);
+	return dlc_reader_queue_file_range(r, s->dfd >= 0 && !s->refused ?
+					   s->dfd : s->fd, e.off, e.len,
+					   s->dfd >= 0 && !s->refused, tag);
 }
 
 int dlc_source_requeue(struct dlc_source *s, struct dlc_reader *r,
@@ -283,13 +313,312 @@ int dlc_source_requeue(struct dlc_source *s, struct dlc_reader *r,
 	return first ? 2 : 1;
 }
 
+/* ---- blocking reads with a deadline ---- */
+
+/* How often a blocking read looks whether it was cancelled. */
+#define CANCEL_POLL_NS	100000000LL
+/* After its cancel, how long an operation gets to complete. */
+#define CANCEL_GRACE_NS	100000000ULL
+/* A blocking read's ring: one operation and its timeout, and a cancel. */
+#define RING_ENTRIES	4
+#define OP_TAG		1ULL
+#define TIMEOUT_TAG	2ULL
+#define CANCEL_TAG	3ULL
+
+static pthread_key_t ring_key;
+static int ring_key_ok;
+static pthread_once_t ring_once = PTHREAD_ONCE_INIT;
+
+static void ring_free(void *ring)
+{
+	io_uring_queue_exit(ring);
+	free(ring);
+}
+
+static void ring_key_make(void)
+{
+	ring_key_ok = !pthread_key_create(&ring_key, ring_free);
+}
+
+/*
+ * The calling thread's ring for blocking reads, made on first use and
+ * freed when the thread exits; NULL when none can be made (then plain
+ * system calls, with no deadline).
+ */
+static struct io_uring *thread_ring(void)
+{
+	struct io_uring *ring;
+
+	pthread_once(&ring_once, ring_key_make);
+	if (!ring_key_ok)
+		return NULL;
+	ring = pthread_getspecific(ring_key);
+	if (ring)
+		return ring;
+	ring = calloc(1, sizeof(*ring));
+	if (!ring)
+		return NULL;
+	if (io_uring_queue_init(RING_ENTRIES, ring, 0)) {
+		free(ring);
+		return NULL;
+	}
+	if (pthread_setspecific(ring_key, ring)) {
+		ring_free(ring);
+		return NULL;
+	}
+	return ring;
+}
+
+/* One blocking read of a sample: its ring, deadline and fate. */
+struct timed_io {
+	struct dlc_source *s;
+	struct io_uring *ring;	/* the thread's; NULL: plain system calls */
+	uint64_t deadline;	/* CLOCK_MONOTONIC ns, 0: none */
+	struct __kernel_timespec deadline_ts;
+	/*
+	 * An operation was given up on while the kernel still held it: what
+	 * it writes into (buffer, statx) must be leaked, and the ring (its
+	 * completion would come later) is the thread's no more.
+	 */
+	int stuck;
+};
+
+static int cancelled(const struct dlc_source *s)
+{
+	return __atomic_load_n(&s->cancelled, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * The thread's ring is used no more: @stuck, an operation is still on it
+ * (its memory is leaked); else a submit failed and left SQEs behind.
+ */
+static void drop_ring(struct timed_io *io, int stuck)
+{
+	io->stuck |= stuck;
+	pthread_setspecific(ring_key, NULL);
+	/* Unmaps and closes; the kernel tears it down when the op ends. */
+	ring_free(io->ring);
+	io->ring = NULL;
+}
+
+/*
+ * Submit the operation prepared in @sqe with a linked timeout at @io's
+ * deadline, and wait for it: its result, -ETIMEDOUT past the deadline,
+ * -ECANCELED after dlc_source_cancel(). When the kernel neither
+ * completes nor cancels it in time, @io is stuck (the caller leaks what
+ * the operation writes into) and its ring gone.
+ */
+static int run_op(struct timed_io *io, struct io_uring_sqe *sqe)
+{
+	struct io_uring *ring = io->ring;
+	struct __kernel_timespec ts = { .tv_nsec = CANCEL_POLL_NS };
+	int res = 0, op_done = 0, timer_done = !io->deadline, fired = 0;
+	int cancel_sent = 0, ret;
+	uint64_t give_up = 0, now;
+	struct io_uring_cqe *cqe;
+	struct io_uring_sqe *t;
+
+	io_uring_sqe_set_data64(sqe, OP_TAG);
+	if (io->deadline) {
+		/* RING_ENTRIES leaves room: the ring is empty between ops. */
+		t = io_uring_get_sqe(ring);
+		sqe->flags |= IOSQE_IO_LINK;
+		io_uring_prep_link_timeout(t, &io->deadline_ts,
+					   IORING_TIMEOUT_ABS);
+		io_uring_sqe_set_data64(t, TIMEOUT_TAG);
+	}
+	do {
+		ret = io_uring_submit(ring);
+	} while (ret == -EINTR || ret == -EAGAIN);
+	if (ret < 0) {
+		drop_ring(io, 0);
+		return ret;
+	}
+	while (!op_done || !timer_done) {
+		now = dlc_now_ns();
+		if (!op_done && !cancel_sent && cancelled(io->s)) {
+			t = io_uring_get_sqe(ring);
+			if (t) {
+				io_uring_prep_cancel64(t, OP_TAG, 0);
+				io_uring_sqe_set_data64(t, CANCEL_TAG);
+				io_uring_submit(ring);
+			}
+			cancel_sent = 1;
+			give_up = now + CANCEL_GRACE_NS;
+		}
+		/*
+		 * Cancelled, or its timeout fired, and the kernel could not
+		 * take it back (an uninterruptible wait): wait no more.
+		 */
+		if (!op_done && ((give_up && now >= give_up) ||
+				 (fired && now >= io->deadline +
+				  CANCEL_GRACE_NS))) {
+			drop_ring(io, 1);
+			return cancel_sent ? -ECANCELED : -ETIMEDOUT;
+		}
+		ret = io_uring_wait_cqe_timeout(ring, &cqe, &ts);
+		if (ret == -ETIME || ret == -EINTR)
+			continue;
+		if (ret < 0) {
+			drop_ring(io, 1);
+			return ret;
+		}
+		switch (io_uring_cqe_get_data64(cqe)) {
+		case OP_TAG:
+			res = cqe->res;
+			op_done = 1;
+			break;
+		case TIMEOUT_TAG:
+			/* -ECANCELED: the operation completed first. */
+			fired = cqe->res != -ECANCELED;
+			timer_done = 1;
+			break;
+		}
+		io_uring_cqe_seen(ring, cqe);
+	}
+	if (res < 0 && fired)
+		return -ETIMEDOUT;
+	if (res < 0 && cancel_sent)
+		return -ECANCELED;
+	return res;
+}
+
+static void timed_start(struct timed_io *io, struct dlc_source *s)
+{
+	memset(io, 0, sizeof(*io));
+	io->s = s;
+	io->ring = thread_ring();
+	if (!s->timeout_ns || !io->ring)
+		return;
+	io->deadline = dlc_now_ns() + s->timeout_ns;
+	io->deadline_ts.tv_sec = (int64_t)(io->deadline / 1000000000ULL);
+	io->deadline_ts.tv_nsec = (long long)(io->deadline % 1000000000ULL);
+}
+
+/*
+ * Open @path for reading whatever it is, without blocking on it: a FIFO
+ * with no writer, a file another process holds a lease on.
+ */
+static int timed_open(struct timed_io *io, const char *path)
+{
+	int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, fd;
+	struct io_uring_sqe *sqe;
+
+	if (cancelled(io->s))
+		return -ECANCELED;
+	if (!io->ring) {
+		fd = open(path, flags);
+		return fd < 0 ? -errno : fd;
+	}
+	sqe = io_uring_get_sqe(io->ring);
+	/* io_uring copies @path when the SQE is submitted. */
+	io_uring_prep_openat(sqe, AT_FDCWD, path, flags, 0);
+	return run_op(io, sqe);
+}
+
+/*
+ * The size of @fd, which must be a regular file (-EINVAL, or -EISDIR,
+ * with "not a regular file" logged naming @name), into *@size; then
+ * O_NONBLOCK is taken off for the reads.
+ */
+static int timed_size(struct timed_io *io, int fd, const char *name,
+		      uint64_t *size)
+{
+	struct io_uring_sqe *sqe;
+	struct statx *stx;
+	struct stat st;
+	int ret, fl;
+
+	if (!io->ring) {
+		if (fstat(fd, &st))
+			return -errno;
+		*size = (uint64_t)st.st_size;
+		ret = S_ISREG(st.st_mode) ? 0 :
+		      S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+	} else {
+		/* Written when the statx completes, which may be late. */
+		stx = malloc(sizeof(*stx));
+		if (!stx)
+			return -ENOMEM;
+		sqe = io_uring_get_sqe(io->ring);
+		io_uring_prep_statx(sqe, fd, "", AT_EMPTY_PATH,
+				    STATX_TYPE | STATX_SIZE, stx);
+		ret = run_op(io, sqe);
+		if (io->stuck) {
+			dlc_leave_to_kernel(stx);
+			return ret;
+		}
+		if (!ret) {
+			*size = stx->stx_size;
+			ret = S_ISREG(stx->stx_mode) ? 0 :
+			      S_ISDIR(stx->stx_mode) ? -EISDIR : -EINVAL;
+		}
+		free(stx);
+	}
+	if (ret == -EINVAL || ret == -EISDIR) {
+		dlc_logf(io->s->log, DLC_LOG_WARN, "%s: not a regular file",
+			 name);
+		return ret;
+	}
+	if (ret)
+		return ret;
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK))
+		return -errno;
+	return 0;
+}
+
+/* Read @len bytes at @off of @fd into @dst, all of them (-EIO at EOF). */
+static int timed_pread(struct timed_io *io, int fd, uint8_t *dst,
+		       uint64_t len, uint64_t off)
+{
+	struct io_uring_sqe *sqe;
+	uint64_t done = 0;
+	uint32_t chunk;
+	ssize_t n;
+
+	while (done < len) {
+		if (cancelled(io->s))
+			return -ECANCELED;
+		chunk = len - done > DLC_READ_CHUNK_MAX ? DLC_READ_CHUNK_MAX :
+			(uint32_t)(len - done);
+		if (io->ring) {
+			sqe = io_uring_get_sqe(io->ring);
+			io_uring_prep_read(sqe, fd, dst + done, chunk,
+					   off + done);
+			n = run_op(io, sqe);
+			if (n == -EINTR || n == -EAGAIN)
+				continue;
+		} else {
+			n = pread(fd, dst + done, chunk, (off_t)(off + done));
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0)
+				n = -errno;
+		}
+		if (n <= 0)
+			return n < 0 ? (int)n : -EIO;
+		done += (uint64_t)n;
+	}
+	return 0;
+}
+
+/* The end of a blocking read: what it wrote into is leaked when stuck. */
+static int timed_end(struct timed_io *io, struct dlc_buf *b, int ret)
+{
+	if (!io->stuck)
+		dlc_buf_put(b);
+	else
+		dlc_leave_to_kernel(b);
+	return ret;
+}
+
 /* A blocking read of a pack's sample: substitutes are rare. */
 static int pack_read(struct dlc_source *s, uint32_t id, struct dlc_buf **out)
 {
 	struct dlc_pack_entry e;
+	struct timed_io io;
 	struct dlc_buf *b;
-	uint32_t done = 0;
-	ssize_t n;
 	int ret;
 
 	ret = dlc_pack_entry(s->pack, id, &e);
@@ -298,50 +627,43 @@ static int pack_read(struct dlc_source *s, uint32_t id, struct dlc_buf **out)
 	b = dlc_buf_alloc(e.len);
 	if (!b)
 		return -ENOMEM;
-	while (done < e.len) {
-		n = pread(s->fd, b->data + done, e.len - done, e.off + done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			ret = n < 0 ? -errno : -EIO;
-			dlc_buf_put(b);
-			return ret;
-		}
-		done += (uint32_t)n;
-	}
+	timed_start(&io, s);
+	ret = timed_pread(&io, s->fd, b->data, e.len, e.off);
+	if (ret)
+		return timed_end(&io, b, ret);
 	*out = b;
 	return 0;
 }
 
-/* A blocking read of a whole file. */
-static int file_read(const char *path, uint64_t max, struct dlc_buf **out)
+/* A blocking read of a whole file, which must be a regular one. */
+static int file_read(struct dlc_source *s, const char *path, uint64_t max,
+		     struct dlc_buf **out)
 {
-	FILE *f = fopen(path, "rb");
-	struct dlc_buf *b;
-	long sz;
+	struct dlc_buf *b = NULL;
+	struct timed_io io;
+	uint64_t size = 0;
+	int fd, ret;
 
-	if (!f)
-		return -errno;
-	if (fseek(f, 0, SEEK_END) || (sz = ftell(f)) < 0 ||
-	    fseek(f, 0, SEEK_SET)) {
-		fclose(f);
-		return -EIO;
+	timed_start(&io, s);
+	fd = timed_open(&io, path);
+	if (fd < 0)
+		return fd;
+	ret = timed_size(&io, fd, path, &size);
+	if (!ret && max && size > max)
+		ret = -EFBIG;
+	if (!ret && size > SIZE_MAX / 2)
+		ret = -EFBIG;
+	if (!ret) {
+		b = dlc_buf_alloc((size_t)size);
+		if (!b)
+			ret = -ENOMEM;
 	}
-	if (max && (uint64_t)sz > max) {
-		fclose(f);
-		return -EFBIG;
-	}
-	b = dlc_buf_alloc((size_t)sz);
-	if (!b) {
-		fclose(f);
-		return -ENOMEM;
-	}
-	if (sz && fread(b->data, 1, (size_t)sz, f) != (size_t)sz) {
-		fclose(f);
-		dlc_buf_put(b);
-		return -EIO;
-	}
-	fclose(f);
+	if (!ret)
+		ret = timed_pread(&io, fd, b->data, size, 0);
+	/* A stuck operation holds its own reference to the file. */
+	close(fd);
+	if (ret)
+		return timed_end(&io, b, ret);
 	*out = b;
 	return 0;
 }
@@ -354,7 +676,7 @@ int dlc_source_read(struct dlc_source *s, uint32_t id, uint64_t max,
 	if (s->pack)
 		return pack_read(s, id, out);
 	dlc_source_name(s, id, path, sizeof(path));
-	return file_read(path, max, out);
+	return file_read(s, path, max, out);
 }
 
 int dlc_source_rst(const struct dlc_source *s, uint32_t id,

@@ -527,8 +527,9 @@ const char *dlc_validate_name(uint32_t validate);
  * fields. Extensible in the manner of clone3() and statx(): @size says
  * which version of the struct the caller was built with, and the loader
  * takes fields past it (a caller built against an older header) at their
- * dlc_config_init() defaults; @reserved must be zero, so that fields taken
- * from it later (whose zero is their default) mean nothing to old callers.
+ * dlc_config_init() defaults. The reserved space it had is spent: new
+ * fields are appended (library.md, "How the structs grow from here"), and
+ * a caller's bytes past this library's struct must be zero.
  */
 struct dlc_config {
 	/*
@@ -681,8 +682,24 @@ struct dlc_config {
 	 */
 	uint32_t max_scans;
 	uint32_t decode_budget_ms;
-	uint64_t reserved[1];	/* must be zero: room for new fields */
+	/*
+	 * Milliseconds one sample's read from the data set's storage may
+	 * take, from the moment it is queued (open, statx and every read):
+	 * past it the sample fails with -ETIMEDOUT, counted as DLC_ERR_IO
+	 * and handled as on_error says, and the loader goes on (a hung NFS
+	 * mount costs this long per sample, never a hung thread or destroy).
+	 * Substitutes and the staging tier's copies read under the same
+	 * deadline. 0: DLC_READ_TIMEOUT_DEFAULT_MS; at most
+	 * DLC_READ_TIMEOUT_MAX_MS.
+	 */
+	uint32_t read_timeout_ms;
+	uint32_t pad2;		/* must be zero */
 };
+
+/* dlc_config.read_timeout_ms: 0 means this, 30 s. */
+#define DLC_READ_TIMEOUT_DEFAULT_MS	30000U
+/* dlc_config.read_timeout_ms: the longest accepted, 1 hour. */
+#define DLC_READ_TIMEOUT_MAX_MS		3600000U
 
 /* dlc_config.cluster */
 #define DLC_CLUSTER_OFF		0U
@@ -701,6 +718,11 @@ struct dlc_config {
 
 /* The size of struct dlc_config up to and including its field pad. */
 #define DLC_CONFIG_SIZE_VER0	172
+/*
+ * Up to and including pad2, where the reserved space ran out: later
+ * fields are appended past it (library.md, "How the structs grow").
+ */
+#define DLC_CONFIG_SIZE_VER1	240
 
 /* Defaults: batch 64, NCHW, train transform at 224, depth 64, window 256. */
 void dlc_config_init(struct dlc_config *cfg);

@@ -91,7 +91,8 @@ class Config(ctypes.Structure):
         ("peer_timeout_ms", ctypes.c_uint32),
         ("max_scans", ctypes.c_uint32),
         ("decode_budget_ms", ctypes.c_uint32),
-        ("reserved", ctypes.c_uint64 * 1),
+        ("read_timeout_ms", ctypes.c_uint32),
+        ("pad2", ctypes.c_uint32),
     ]
 
 

@@ -78,12 +78,19 @@ static void check_config(void)
 		 offsetof(struct dlc_config, staging_bytes) + 8);
 	CHECK_EQ(offsetof(struct dlc_config, peer_timeout_ms),
 		 offsetof(struct dlc_config, cluster) + 4);
-	CHECK_EQ(offsetof(struct dlc_config, reserved),
+	CHECK_EQ(offsetof(struct dlc_config, max_scans),
 		 offsetof(struct dlc_config, peer_timeout_ms) + 4);
+	CHECK_EQ(offsetof(struct dlc_config, decode_budget_ms),
+		 offsetof(struct dlc_config, max_scans) + 4);
+	CHECK_EQ(offsetof(struct dlc_config, read_timeout_ms),
+		 offsetof(struct dlc_config, decode_budget_ms) + 4);
+	CHECK_EQ(offsetof(struct dlc_config, pad2),
+		 offsetof(struct dlc_config, read_timeout_ms) + 4);
 	CHECK_EQ(sizeof(struct dlc_config),
-		 offsetof(struct dlc_config, reserved) + 2 * 8);
+		 offsetof(struct dlc_config, pad2) + 4);
 	/* The size of the config before readahead_bytes and epochs came. */
 	CHECK_EQ(sizeof(struct dlc_config), 240);
+	CHECK_EQ(DLC_CONFIG_SIZE_VER1, 240);
 
 	CHECK_EQ(create(&cfg), 0);
 	cfg.kernel_fallback = DLC_KERNEL_FALLBACK_FAIL;

@@ -595,7 +595,7 @@ out:
 	free(dir);
 }
 
-/* The config's size and reserved space. */
+/* The config's size, and its padding. */
 static void check_config_versions(void)
 {
 	struct {
@@ -612,10 +612,15 @@ static void check_config_versions(void)
 		 DLC_CONFIG_SIZE_VER0);
 
 	t_logbuf[0] = 0;
-	cfg.reserved[0] = 1;
+	cfg.pad2 = 1;
 	CHECK_EQ(dlc_loader_create(&cfg, g_idx, &l), -EINVAL);
-	CHECK(strstr(t_logbuf, "reserved[0] must be zero"), "logged: %s", t_logbuf);
-	cfg.reserved[0] = 0;
+	CHECK(strstr(t_logbuf, "pad2"), "logged: %s", t_logbuf);
+	cfg.pad2 = 0;
+	t_logbuf[0] = 0;
+	cfg.read_timeout_ms = DLC_READ_TIMEOUT_MAX_MS + 1;
+	CHECK_EQ(dlc_loader_create(&cfg, g_idx, &l), -EINVAL);
+	CHECK(strstr(t_logbuf, "read_timeout_ms"), "logged: %s", t_logbuf);
+	cfg.read_timeout_ms = 0;
 
 	t_logbuf[0] = 0;
 	cfg.size = 0;
@@ -629,7 +634,7 @@ static void check_config_versions(void)
 	cfg.world = 7;
 	cfg.rank = 6;
 	cfg.shard_drop_last = 1;	/* not the caller's: ignored */
-	cfg.reserved[0] = 99;		/* likewise */
+	cfg.read_timeout_ms = 1;	/* likewise: 1 ms would time out */
 	CHECK_EQ(dlc_loader_create(&cfg, g_idx, &l), 0);
 	if (l)
 		CHECK_EQ(dlc_loader_epoch_samples(l), (g_n + 6) / 7);

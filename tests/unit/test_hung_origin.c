@@ -1,0 +1,467 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Files of the data set that would block a pipeline thread: a FIFO where
+ * a sample was indexed, and a regular file whose read never completes.
+ * - fifo_substitute: on_error substitute, a FIFO beside a truncated file
+ *   (the FIFO is the truncated sample's first substitute, and a sample
+ *   itself): every batch is delivered, the FIFO's error names its path
+ *   ("not a regular file"), and destroy returns within a few seconds;
+ * - fifo_staging: with the staging tier on, whose stager copies every
+ *   sample through the blocking read, a FIFO in the data set neither
+ *   stalls the epochs nor hangs destroy;
+ * - source_fifo: the blocking read itself (dlc_source_read) refuses a
+ *   FIFO at once, and returns -ECANCELED after dlc_source_cancel();
+ * - hung_read: one file's O_DIRECT read waits in the kernel for as long
+ *   as another process holds the file's inode lock (its write() faults on
+ *   memory registered with userfaultfd and never served: an
+ *   uninterruptible wait, as on a hard NFS mount that stopped answering).
+ *   With read_timeout_ms 500 the sample fails with -ETIMEDOUT (an I/O
+ *   error, skipped), the epoch ends, and destroy returns within a few
+ *   seconds while the read is still stuck; then the lock is let go.
+ * A hang is a failure: an alarm prints FAIL and exits.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "dlcache.h"
+#include "internal.h"
+#include "helpers/testutil.h"
+
+#define PER_CLASS	10
+#define HANG_SECS	40	/* a test running longer than this hangs */
+
+static const char *g_test = "?";
+static pid_t g_holder = -1;	/* hung_read's lock holder, killed on a hang */
+
+static void on_alarm(int sig)
+{
+	char msg[160];
+	int n;
+
+	(void)sig;
+	if (g_holder > 0)
+		kill(g_holder, SIGKILL);
+	n = snprintf(msg, sizeof(msg), "FAIL %s: hung for %d s\n", g_test,
+		     HANG_SECS);
+	if (write(STDOUT_FILENO, msg, (size_t)n) < 0) {
+		/* Exiting anyway. */
+	}
+	_exit(1);
+}
+
+static void watchdog(const char *name)
+{
+	g_test = name;
+	signal(SIGALRM, on_alarm);
+	alarm(HANG_SECS);
+}
+
+static void config(struct dlc_config *cfg, uint32_t on_error)
+{
+	dlc_config_init(cfg);
+	cfg->batch_size = 4;
+	cfg->transform.out_w = cfg->transform.out_h = 32;
+	cfg->window = 8;
+	cfg->queue_depth = 4;
+	cfg->decode_threads = 2;
+	cfg->shuffle = 0;
+	cfg->on_error = on_error;
+	cfg->backend = DLC_BACKEND_INPROCESS;
+	cfg->log = t_log_capture;
+	cfg->log_level = DLC_LOG_WARN;
+}
+
+/* One epoch: the images delivered; *@err is how it ended. */
+static uint32_t run_epoch(struct dlc_loader *l, uint32_t epoch, int *err)
+{
+	struct dlc_batch *b;
+	uint32_t images = 0;
+	int ret;
+
+	CHECK_EQ(dlc_loader_start_epoch(l, epoch, 0), 0);
+	while ((ret = dlc_next_batch(l, &b)) == 0) {
+		images += b->count;
+		CHECK_EQ(dlc_release_batch(l, b), 0);
+	}
+	*err = ret;
+	return images;
+}
+
+/*
+ * One epoch with a consumer slower than the pipeline: each batch is
+ * asked for once it is ready, so the stager may read ahead from the
+ * origin (the pipeline does not wait on it).
+ */
+static uint32_t run_epoch_slow(struct dlc_loader *l, uint32_t epoch, int *err)
+{
+	struct dlc_batch *b;
+	uint32_t images = 0;
+	int ret;
+
+	CHECK_EQ(dlc_loader_start_epoch(l, epoch, 0), 0);
+	for (;;) {
+		ret = dlc_next_batch_timeout(l, &b, 0);
+		if (ret == -ETIMEDOUT) {
+			t_sleep_ms(2);
+			continue;
+		}
+		if (ret)
+			break;
+		images += b->count;
+		CHECK_EQ(dlc_release_batch(l, b), 0);
+	}
+	*err = ret;
+	return images;
+}
+
+/* Destroy @l: the seconds it took. */
+static double destroy_secs(struct dlc_loader *l)
+{
+	uint64_t t0 = dlc_now_ns();
+
+	dlc_loader_destroy(l);
+	return (double)(dlc_now_ns() - t0) / 1e9;
+}
+
+/* A data set of 2 x PER_CLASS JPEGs under a new directory, indexed. */
+static char *make_set(struct dlc_index **idx)
+{
+	char *dir = t_mkdtemp(NULL);
+
+	*idx = NULL;
+	if (!dir || t_make_dataset(dir, 2, PER_CLASS) ||
+	    dlc_index_build(dir, idx)) {
+		CHECK(0, "make and index a data set");
+		return dir;
+	}
+	return dir;
+}
+
+/* Replace @dir/@rel (indexed as a file) with a FIFO nobody writes. */
+static void make_fifo(const char *dir, const char *rel, char *path,
+		      size_t len)
+{
+	snprintf(path, len, "%s/%s", dir, rel);
+	CHECK(unlink(path) == 0 && mkfifo(path, 0644) == 0, "mkfifo %s", path);
+}
+
+static void free_set(char *dir, struct dlc_index *idx)
+{
+	dlc_index_free(idx);
+	if (dir)
+		t_rmtree(dir);
+	free(dir);
+}
+
+static void fifo_substitute(void)
+{
+	struct dlc_index *idx;
+	char *dir = make_set(&idx), fifo[4096], path[4096];
+	struct dlc_loader *l = NULL;
+	struct dlc_config cfg;
+	struct dlc_stats st;
+	uint8_t *good;
+	uint32_t n, images;
+	size_t len;
+	double secs;
+	int err;
+
+	if (!idx)
+		goto out;
+	n = dlc_index_count(idx);
+	/* img0003 truncated; its first substitute, img0004, a FIFO. */
+	snprintf(path, sizeof(path), "%s/class00/img0003.jpg", dir);
+	good = t_read_file(path, &len);
+	CHECK(good && t_write_file(path, good, len / 2) == 0, "truncate");
+	free(good);
+	make_fifo(dir, "class00/img0004.jpg", fifo, sizeof(fifo));
+	config(&cfg, DLC_ON_ERROR_SUBSTITUTE);
+	t_logbuf[0] = 0;
+	watchdog("fifo_substitute");
+	CHECK_EQ(dlc_loader_create(&cfg, idx, &l), 0);
+	if (!l)
+		goto out;
+	images = run_epoch(l, 0, &err);
+	CHECK(err == -ENODATA && images == n, "%u of %u images, end %d",
+	      images, n, err);
+	dlc_loader_stats(l, &st, sizeof(st));
+	CHECK(st.substituted == 2, "substituted %llu, want 2",
+	      (unsigned long long)st.substituted);
+	CHECK(strstr(t_logbuf, fifo) && strstr(t_logbuf, "not a regular file"),
+	      "the FIFO is named as not a regular file:\n%s", t_logbuf);
+	secs = destroy_secs(l);
+	alarm(0);
+	CHECK(secs < 3, "destroy took %.1f s", secs);
+out:
+	free_set(dir, idx);
+}
+
+/* Whether the log says "@path: not a regular file" within 3 s. */
+static int logged_not_regular(const char *path)
+{
+	char want[4200];
+	uint32_t i;
+
+	snprintf(want, sizeof(want), "%s: not a regular file", path);
+	for (i = 0; i < 300; i++) {
+		if (strstr(t_logbuf, want))
+			return 1;
+		t_sleep_ms(10);
+	}
+	return 0;
+}
+
+static void fifo_staging(void)
+{
+	struct dlc_index *idx;
+	char *dir = make_set(&idx), *stage = t_mkdtemp(NULL), fifo[4096];
+	char want[4200];
+	struct dlc_loader *l = NULL;
+	struct dlc_config cfg;
+	uint32_t n, images, e;
+	double secs;
+	int err;
+
+	if (!idx || !stage)
+		goto out;
+	n = dlc_index_count(idx);
+	/* Epoch 1's first sample: the stager reads it ahead in epoch 0. */
+	make_fifo(dir, "class00/img0000.jpg", fifo, sizeof(fifo));
+	snprintf(want, sizeof(want), "%s: not a regular file", fifo);
+	config(&cfg, DLC_ON_ERROR_SKIP);
+	cfg.staging_dir = stage;
+	cfg.readahead_bytes = DLC_READAHEAD_OFF;
+	t_logbuf[0] = 0;
+	watchdog("fifo_staging");
+	CHECK_EQ(dlc_loader_create(&cfg, idx, &l), 0);
+	if (!l)
+		goto out;
+	/* Until the stager has tried the FIFO (each epoch may: timing). */
+	for (e = 0; e < 8 && !strstr(t_logbuf, want); e++) {
+		images = run_epoch_slow(l, e, &err);
+		CHECK(err == -ENODATA && images == n - 1,
+		      "epoch %u: %u of %u images, end %d", e, images, n, err);
+	}
+	/*
+	 * The stager read it ahead from the origin, through dlc_source_read(),
+	 * which names it (the reader's own message says "io: not a regular
+	 * file failed").
+	 */
+	CHECK(logged_not_regular(fifo), "the stager's read names the FIFO:\n%s",
+	      t_logbuf);
+	if (getenv("DLCTEST_VERBOSE")) {
+		struct dlc_stats st;
+
+		dlc_loader_stats(l, &st, sizeof(st));
+		printf("# prefetched %llu writes %llu\n%s",
+		       (unsigned long long)st.staging_prefetched,
+		       (unsigned long long)st.staging_writes, t_logbuf);
+	}
+	secs = destroy_secs(l);
+	alarm(0);
+	CHECK(secs < 3, "destroy took %.1f s", secs);
+out:
+	free_set(dir, idx);
+	if (stage)
+		t_rmtree(stage);
+	free(stage);
+}
+
+static void source_fifo(void)
+{
+	struct dlc_logger lg = { t_log_capture, NULL, DLC_LOG_WARN };
+	struct dlc_index *idx;
+	char *dir = make_set(&idx), fifo[4096];
+	struct dlc_source *s = NULL;
+	struct dlc_buf *b = NULL;
+	uint64_t t0;
+
+	if (!idx)
+		goto out;
+	make_fifo(dir, "class00/img0000.jpg", fifo, sizeof(fifo));
+	CHECK_EQ(dlc_source_open(idx, 0, &s), 0);
+	if (!s)
+		goto out;
+	dlc_source_set_timeout(s, 10000, &lg);
+	t_logbuf[0] = 0;
+	watchdog("source_fifo");
+	t0 = dlc_now_ns();
+	CHECK_EQ(dlc_source_read(s, 0, 0, &b), -EINVAL);
+	CHECK(dlc_now_ns() - t0 < 1000000000ULL, "refused within a second");
+	CHECK(strstr(t_logbuf, fifo) && strstr(t_logbuf, "not a regular file"),
+	      "logged: %s", t_logbuf);
+	/* A good file reads; after a cancel, none does. */
+	CHECK_EQ(dlc_source_read(s, 1, 0, &b), 0);
+	CHECK(b && b->len == dlc_index_size(idx, 1), "sample 1's bytes");
+	dlc_buf_put(b);
+	b = NULL;
+	dlc_source_cancel(s);
+	CHECK_EQ(dlc_source_read(s, 1, 0, &b), -ECANCELED);
+	CHECK(!b, "no buffer after a cancel");
+	alarm(0);
+	dlc_source_close(s);
+out:
+	free_set(dir, idx);
+}
+
+/*
+ * Hold @path's inode lock until hold_end(): a child write()s to it from
+ * memory registered with userfaultfd that nobody serves, so the write
+ * waits in its page fault with the lock held (ext4 and XFS take it for a
+ * buffered write); O_DIRECT reads of the file then wait for it in the
+ * kernel. 0 with the child's pid in *@pid, or -errno (no userfaultfd for
+ * kernel faults: unprivileged; or a file system whose O_DIRECT reads do
+ * not take the lock).
+ */
+static int hold_start(const char *path, pid_t *pid)
+{
+	struct iovec iov;
+	uint64_t t0;
+	int p[2], fd, held = 0;
+	void *buf = NULL;
+	char c = 0;
+
+	if (pipe(p))
+		return -errno;
+	*pid = fork();
+	if (*pid < 0)
+		return -errno;
+	if (!*pid) {
+		struct uffdio_api api = { .api = UFFD_API };
+		struct uffdio_register reg = { 0 };
+		int f = open(path, O_WRONLY);
+		int u = (int)syscall(SYS_userfaultfd, O_CLOEXEC);
+		char *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		reg.range.start = (unsigned long)m;
+		reg.range.len = 4096;
+		reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+		if (f < 0 || u < 0 || m == MAP_FAILED ||
+		    ioctl(u, UFFDIO_API, &api) || ioctl(u, UFFDIO_REGISTER, &reg))
+			_exit(1);
+		c = 'r';
+		if (write(p[1], &c, 1) != 1)
+			_exit(1);
+		/* Waits in the fault until killed. */
+		if (write(f, m, 4096) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	close(p[1]);
+	if (read(p[0], &c, 1) != 1 || c != 'r') {
+		close(p[0]);
+		waitpid(*pid, NULL, 0);
+		return -EPERM;
+	}
+	close(p[0]);
+	/* Held when a read that may not wait for the lock is refused. */
+	fd = open(path, O_RDONLY | O_DIRECT);
+	if (fd >= 0 && !posix_memalign(&buf, 4096, 4096)) {
+		iov.iov_base = buf;
+		iov.iov_len = 4096;
+		t0 = dlc_now_ns();
+		while (!held && dlc_now_ns() - t0 < 2000000000ULL) {
+			held = preadv2(fd, &iov, 1, 0, RWF_NOWAIT) < 0 &&
+			       errno == EAGAIN;
+			if (!held)
+				t_sleep_ms(1);
+		}
+	}
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	if (!held) {
+		kill(*pid, SIGKILL);
+		waitpid(*pid, NULL, 0);
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
+static void hold_end(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+static void hung_read(void)
+{
+	struct dlc_index *idx;
+	char *dir = make_set(&idx), path[4096];
+	struct dlc_loader *l = NULL;
+	struct dlc_config cfg;
+	struct dlc_stats st;
+	uint32_t n, images;
+	pid_t holder = -1;
+	double secs;
+	int err, ret;
+
+	if (!idx)
+		goto out;
+	n = dlc_index_count(idx);
+	snprintf(path, sizeof(path), "%s/class00/img0002.jpg", dir);
+	ret = hold_start(path, &holder);
+	if (ret) {
+		t_skip("hung_read", "cannot hold an inode lock with userfaultfd here (%s): root on ext4 or XFS needed",
+		       strerror(-ret));
+		goto out;
+	}
+	g_holder = holder;
+	config(&cfg, DLC_ON_ERROR_SKIP);
+	cfg.direct_io = 1;
+	cfg.read_timeout_ms = 500;
+	t_logbuf[0] = 0;
+	watchdog("hung_read");
+	CHECK_EQ(dlc_loader_create(&cfg, idx, &l), 0);
+	if (l) {
+		images = run_epoch(l, 0, &err);
+		CHECK(err == -ENODATA && images == n - 1,
+		      "%u of %u images, end %d", images, n, err);
+		dlc_loader_stats(l, &st, sizeof(st));
+		CHECK(st.errors_by_kind[DLC_ERR_IO] == 1, "I/O errors: %llu",
+		      (unsigned long long)st.errors_by_kind[DLC_ERR_IO]);
+		CHECK(strstr(t_logbuf, "img0002.jpg") &&
+		      strstr(t_logbuf, strerror(ETIMEDOUT)),
+		      "the timeout is named:\n%s", t_logbuf);
+		secs = destroy_secs(l);
+		CHECK(secs < 5, "destroy took %.1f s", secs);
+		if (getenv("DLCTEST_VERBOSE"))
+			printf("# %s", t_logbuf);
+	}
+	alarm(0);
+	/* The stuck read completes now, into memory the loader left it. */
+	hold_end(holder);
+	g_holder = -1;
+	t_sleep_ms(100);
+out:
+	free_set(dir, idx);
+}
+
+/* With an argument, only the sub-check of that name. */
+#define RUN(fn)								\
+	do {								\
+		if (argc < 2 || !strcmp(argv[1], #fn))			\
+			T_RUN(fn);					\
+	} while (0)
+
+int main(int argc, char **argv)
+{
+	RUN(source_fifo);
+	RUN(fifo_substitute);
+	RUN(fifo_staging);
+	RUN(hung_read);
+	return t_done("test_hung_origin");
+}
