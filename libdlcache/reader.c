@@ -909,6 +909,12 @@ static int complete(struct dlc_reader *r, struct dlc_read_req *q, int res,
 	if ((res == -ECANCELED || res == -EINTR || res == -EAGAIN) &&
 	    q->deadline && dlc_now_ns() >= q->deadline)
 		return finish_err(d, -ETIMEDOUT, dlc_read_timed_out);
+	/*
+	 * An O_NONBLOCK open that would block: another process holds a
+	 * lease on the file. Again at once would only spin.
+	 */
+	if (res == -EAGAIN && q->state == RQ_OPEN)
+		return finish_err(d, res, "open (would block: a lease?)");
 	if (res == -EINTR || res == -EAGAIN) {
 		dlc_stat_add(st->retries, 1);
 		return prep_op(r, q) ? finish_err(d, -EIO, "resubmit") : 0;

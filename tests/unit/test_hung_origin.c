@@ -11,6 +11,10 @@
  *   stalls the epochs nor hangs destroy;
  * - source_fifo: the blocking read itself (dlc_source_read) refuses a
  *   FIFO at once, and returns -ECANCELED after dlc_source_cancel();
+ * - leased_file: a file under another open file's write lease fails at
+ *   once (-EWOULDBLOCK), in the blocking read and in the loader's
+ *   io_uring open (which does not retry it in a loop either): an open
+ *   that may block would wait for the lease's break time (45 s);
  * - hung_read: one file's O_DIRECT read waits in the kernel for as long
  *   as another process holds the file's inode lock (its write() faults on
  *   memory registered with userfaultfd and never served: an
@@ -317,6 +321,93 @@ out:
 }
 
 /*
+ * Take a write lease on @path through a file of ours (the test's own
+ * open counts as another's: a lease is broken per open file): an open
+ * of it that may block waits until the lease is given up, up to
+ * /proc/sys/fs/lease-break-time (45 s by default). The fd, or -errno.
+ */
+static int lease_take(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
+
+	if (fd < 0)
+		return -errno;
+	/* A break is said with SIGIO, which would end the test. */
+	signal(SIGIO, SIG_IGN);
+	if (fcntl(fd, F_SETLEASE, F_WRLCK)) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+static void lease_drop(int fd)
+{
+	fcntl(fd, F_SETLEASE, F_UNLCK);
+	close(fd);
+}
+
+/*
+ * A file another process holds a lease on: neither the blocking read nor
+ * the loader's io_uring open waits for it (an O_NONBLOCK open fails with
+ * -EWOULDBLOCK at once), and the loader does not spin on it either.
+ */
+static void leased_file(void)
+{
+	struct dlc_logger lg = { t_log_capture, NULL, DLC_LOG_WARN };
+	struct dlc_index *idx;
+	char *dir = make_set(&idx), path[4096];
+	struct dlc_source *s = NULL;
+	struct dlc_loader *l = NULL;
+	struct dlc_buf *b = NULL;
+	struct dlc_config cfg;
+	struct dlc_stats st;
+	uint32_t n, images;
+	uint64_t t0;
+	int fd, err;
+
+	if (!idx)
+		goto out;
+	n = dlc_index_count(idx);
+	snprintf(path, sizeof(path), "%s/class01/img0003.jpg", dir);
+	fd = lease_take(path);
+	if (fd < 0) {
+		t_skip("leased_file", "no write lease here: %s", strerror(-fd));
+		goto out;
+	}
+	watchdog("leased_file");
+	CHECK_EQ(dlc_source_open(idx, 0, &s), 0);
+	if (s) {
+		dlc_source_set_timeout(s, 10000, &lg);
+		t0 = dlc_now_ns();
+		CHECK_EQ(dlc_source_read(s, PER_CLASS + 3, 0, &b), -EWOULDBLOCK);
+		CHECK(dlc_now_ns() - t0 < 1000000000ULL, "failed within a second");
+		dlc_source_close(s);
+	}
+	config(&cfg, DLC_ON_ERROR_SKIP);
+	t_logbuf[0] = 0;
+	CHECK_EQ(dlc_loader_create(&cfg, idx, &l), 0);
+	if (l) {
+		t0 = dlc_now_ns();
+		images = run_epoch(l, 0, &err);
+		CHECK(err == -ENODATA && images == n - 1,
+		      "%u of %u images, end %d", images, n, err);
+		CHECK(dlc_now_ns() - t0 < 5000000000ULL, "an epoch within 5 s");
+		dlc_loader_stats(l, &st, sizeof(st));
+		CHECK(st.retries < 100, "%llu retries: spinning on the open",
+		      (unsigned long long)st.retries);
+		CHECK(strstr(t_logbuf, "img0003.jpg") != NULL, "named:\n%s",
+		      t_logbuf);
+		dlc_loader_destroy(l);
+	}
+	alarm(0);
+	lease_drop(fd);
+out:
+	free_set(dir, idx);
+}
+
+/*
  * Hold @path's inode lock until hold_end(): a child write()s to it from
  * memory registered with userfaultfd that nobody serves, so the write
  * waits in its page fault with the lock held (ext4 and XFS take it for a
@@ -462,6 +553,7 @@ int main(int argc, char **argv)
 	RUN(source_fifo);
 	RUN(fifo_substitute);
 	RUN(fifo_staging);
+	RUN(leased_file);
 	RUN(hung_read);
 	return t_done("test_hung_origin");
 }
