@@ -7,6 +7,7 @@
 #ifndef DLC_INTERNAL_H
 #define DLC_INTERNAL_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stddef.h>
 #include <time.h>
@@ -36,6 +37,18 @@ static inline void dlc_leave_to_kernel(const void *p)
 	if (__lsan_ignore_object && p)
 		__lsan_ignore_object(p);
 }
+
+/*
+ * Join @t, one of @nthreads threads each of which adds 1 to *@returned
+ * (atomically) as its last touch of what it shares: bounded. A thread
+ * whose io_uring holds an operation the kernel cannot cancel (a hard NFS
+ * mount that stopped answering) cannot end: Linux makes its exit wait
+ * for its io-wq workers. So once all @nthreads returned (none touches
+ * shared memory any more), @t still not ended after 1 s is detached, said
+ * on @log. Every wait of the threads on storage must have a deadline.
+ */
+void dlc_join_bounded(pthread_t t, const uint32_t *returned,
+		      uint32_t nthreads, const struct dlc_logger *log);
 
 static inline uint64_t dlc_now_ns(void)
 {

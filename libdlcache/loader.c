@@ -1288,16 +1288,8 @@ static void *io_main(void *arg)
 /* How long a thread that returned may take to end before it is detached. */
 #define EXIT_GRACE_MS	1000
 
-/*
- * Join @t, one of @l's @nthreads pipeline threads: bounded. Every wait of
- * theirs on storage has a deadline (read_timeout_ms), so each returns;
- * but a thread whose io_uring has an operation the kernel cannot cancel
- * (a hard NFS mount that stopped answering) cannot end: the kernel's
- * exit waits for its io-wq workers. Once every thread returned (none
- * touches @l any more), one still not ended after EXIT_GRACE_MS is
- * detached, said in the log.
- */
-static void join_bounded(struct dlc_loader *l, pthread_t t, uint32_t nthreads)
+void dlc_join_bounded(pthread_t t, const uint32_t *returned,
+		      uint32_t nthreads, const struct dlc_logger *log)
 {
 	uint32_t waited = 0;
 	struct timespec ts;
@@ -1311,14 +1303,13 @@ static void join_bounded(struct dlc_loader *l, pthread_t t, uint32_t nthreads)
 		}
 		if (pthread_timedjoin_np(t, NULL, &ts) != ETIMEDOUT)
 			return;
-		if (__atomic_load_n(&l->threads_returned, __ATOMIC_ACQUIRE) <
-		    nthreads)
+		if (__atomic_load_n(returned, __ATOMIC_ACQUIRE) < nthreads)
 			continue;
 		waited += 100;
 		if (waited >= EXIT_GRACE_MS)
 			break;
 	}
-	dlc_logf(&l->log, DLC_LOG_WARN,
+	dlc_logf(log, DLC_LOG_WARN,
 		 "a pipeline thread returned but has not ended after %u ms (an io_uring read on a hung file system?): detached",
 		 EXIT_GRACE_MS);
 	pthread_detach(t);
@@ -1355,9 +1346,10 @@ static void stop_threads(struct dlc_loader *l)
 	if (l->reader)
 		dlc_reader_wake(l->reader);
 	if (l->io_started)
-		join_bounded(l, l->io_thread, n);
+		dlc_join_bounded(l->io_thread, &l->threads_returned, n, &l->log);
 	for (i = 0; i < l->nthreads_started; i++)
-		join_bounded(l, l->decode_threads[i], n);
+		dlc_join_bounded(l->decode_threads[i], &l->threads_returned, n,
+				 &l->log);
 	l->io_started = 0;
 	l->nthreads_started = 0;
 }
