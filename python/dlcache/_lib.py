@@ -23,6 +23,8 @@ TRANSFORM_F_EXACT = 1
 ON_ERROR = {"skip": 0, "substitute": 1, "fail": 2}
 BACKEND = {"auto": 0, "inprocess": 1, "kernel": 2}
 CLUSTER_MPI = 1
+# dlc_config.read_timeout_ms: the longest the library accepts (1 hour)
+READ_TIMEOUT_MAX_MS = 3600000
 ERR_KINDS = 9
 OWNER_SELF = 0xFFFFFFFF
 READAHEAD_OFF = 0xFFFFFFFFFFFFFFFF

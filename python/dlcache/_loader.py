@@ -210,6 +210,17 @@ def _readahead_bytes(readahead):
     return nbytes
 
 
+def _seconds_ms(name, value, max_ms):
+    """@value seconds (None: the library's default) as milliseconds."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+            not 0.001 <= value <= max_ms / 1000:
+        raise ValueError("%s must be seconds in 0.001 .. %g, got %r"
+                         % (name, max_ms / 1000, value))
+    return max(1, int(round(value * 1000)))
+
+
 class Loader:
     """The C loader. Options are those of dlcache.torch.DataLoader."""
 
@@ -217,7 +228,8 @@ class Loader:
                  drop_last, rank, world, cache, on_error, layout, threads,
                  nbatches, exact=False, pad_shards=True, readahead=None,
                  epochs=None, nvme_passthru=True, staging_dir=None,
-                 staging_bytes=None, cluster=False, peer_timeout=None):
+                 staging_bytes=None, cluster=False, peer_timeout=None,
+                 read_timeout=None, max_scans=None, decode_budget=None):
         self.index = index
         self._pid = os.getpid()
         self._sink = _Sink()
@@ -334,6 +346,17 @@ class Loader:
                 raise ValueError("peer_timeout must be seconds in "
                                  "0.1 .. 600, got %r" % (peer_timeout,))
             cfg.peer_timeout_ms = max(100, int(round(peer_timeout * 1000)))
+        cfg.read_timeout_ms = _seconds_ms("read_timeout", read_timeout,
+                                          _lib.READ_TIMEOUT_MAX_MS)
+        cfg.decode_budget_ms = _seconds_ms("decode_budget", decode_budget,
+                                           3600000)
+        if max_scans is not None:
+            if isinstance(max_scans, bool) or \
+                    not isinstance(max_scans, int) or \
+                    not 1 <= max_scans <= 65535:
+                raise ValueError("max_scans must be an int in 1..65535, "
+                                 "got %r" % (max_scans,))
+            cfg.max_scans = max_scans
         cfg.log = _log_fn
         cfg.log_arg = self._sink.id
         cfg.log_level = (_lib.LOG_INFO if log.isEnabledFor(logging.INFO)

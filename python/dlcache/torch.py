@@ -129,6 +129,13 @@ class DataLoader:
                    MPI job's. Every rank creates its DataLoader together.
       peer_timeout seconds a peer may stay silent before it is taken for
                    dead (its samples then come from storage); None: 2
+      read_timeout seconds one sample's read from storage may take (a hung
+                   NFS mount): past it the sample fails as an I/O error,
+                   handled as on_error says; None: 30
+      max_scans    scans a progressive JPEG may have before it fails as too
+                   large; None: 64
+      decode_budget  seconds of CPU one sample's decode may take before it
+                   fails as too large; None: 2 s plus 1 ms per 16 Ki pixels
     """
 
     def __init__(self, source, batch_size=256, train=True, size=224, seed=0,
@@ -138,7 +145,8 @@ class DataLoader:
                  return_ids=False, pad_shards=True, root=None,
                  readahead=None, epochs=None, nvme_passthru=True,
                  staging_dir=None, staging_bytes=None, cluster=False,
-                 peer_timeout=None):
+                 peer_timeout=None, read_timeout=None, max_scans=None,
+                 decode_budget=None):
         try:
             self.device = torch.device(device)
         except (RuntimeError, TypeError) as e:
@@ -184,7 +192,8 @@ class DataLoader:
             pad_shards=pad_shards, readahead=readahead, epochs=epochs,
             nvme_passthru=nvme_passthru, staging_dir=staging_dir,
             staging_bytes=staging_bytes, cluster=cluster,
-            peer_timeout=peer_timeout)
+            peer_timeout=peer_timeout, read_timeout=read_timeout,
+            max_scans=max_scans, decode_budget=decode_budget)
         self._loader = Loader(self.index, **self._loader_args)
         self.epoch = 0
         self._next_batch = 0	# grid position to start or resume at

@@ -63,6 +63,12 @@ def damage(path, how):
         b[i + 5:i + 9] = bytes([0x23, 0x28, 0x23, 0x28])
     elif how == "not_jpeg":
         b = b"this is a text file, not a JPEG\n" * 20
+    elif how == "progressive":
+        # the same pixels, losslessly, in libjpeg's progressive script
+        # (jpegtran, not the code under test): 10 scans for colour
+        import subprocess
+        b = subprocess.run(["jpegtran", "-progressive", path], check=True,
+                           stdout=subprocess.PIPE).stdout
     else:
         raise ValueError(how)
     with open(path, "wb") as f:
@@ -330,7 +336,18 @@ def bad_args():
             (dict(normalize=(0.5, 0.2)), ["normalize"]),
             (dict(normalize=([0.5] * 3, [0.2, 0.0, 0.2])), ["normalize"]),
             (dict(device="tpu"), ["device"]),
-            (dict(device="cuda:x"), ["device"])]:
+            (dict(device="cuda:x"), ["device"]),
+            (dict(read_timeout=0), ["read_timeout"]),
+            (dict(read_timeout=-1), ["read_timeout"]),
+            (dict(read_timeout="30"), ["read_timeout"]),
+            (dict(read_timeout=3601), ["read_timeout"]),
+            (dict(max_scans=0), ["max_scans"]),
+            (dict(max_scans=65536), ["max_scans"]),
+            (dict(max_scans=2.0), ["max_scans"]),
+            (dict(max_scans=True), ["max_scans"]),
+            (dict(decode_budget=0), ["decode_budget"]),
+            (dict(decode_budget=True), ["decode_budget"]),
+            (dict(decode_budget=7200), ["decode_budget"])]:
         raises(VT, names, DataLoader, BASE, **kw)
     dl = DataLoader(BASE, batch_size=8, size=32)
     for v in (-1, 2 ** 32, "1", 1.0):
@@ -341,6 +358,30 @@ def bad_args():
                        (dict(state, dataset="0" * 32), ["dataset"]),
                        (dict(state, batches_done=99), ["batches_done"])]:
         raises(ValueError, names, dl.load_state_dict, bad)
+    dl.close()
+
+
+def scan_budget():
+    """A progressive sample over max_scans fails as too large, naming the
+    budget; under the default it decodes (10 scans < 64)."""
+    sample = 6
+    source, paths = make_set("scans", {sample: "progressive"})
+    dl = loader(source, on_error="fail", cache=0, max_scans=9)
+    check(dl._loader.config.max_scans == 9, "max_scans not passed on")
+    try:
+        n = sum(len(ids) for _, _, ids in dl)
+        check(False, "an epoch of %d samples under max_scans 9, no error" % n)
+    except dlcache.DataLoaderError as e:
+        check(e.sample == sample and e.kind == "too_large",
+              "sample %r kind %r" % (e.sample, e.kind))
+        check("max_scans" in str(e), "the message names no budget: %s" % e)
+    dl.close()
+    dl = loader(source, on_error="fail", cache=0, read_timeout=5,
+                decode_budget=10)
+    check((dl._loader.config.read_timeout_ms,
+           dl._loader.config.decode_budget_ms) == (5000, 10000),
+          "read_timeout / decode_budget not passed on")
+    check(sum(len(ids) for _, _, ids in dl) == N, "default budgets: short")
     dl.close()
 
 
@@ -481,6 +522,7 @@ run("skip_bad", skip_bad)
 run("substitute_bad", substitute_bad)
 run("all_bad", all_bad)
 run("bad_args", bad_args)
+run("scan_budget", scan_budget)
 run("bad_sources", bad_sources)
 run("cuda_absent", cuda_absent)
 run("auto_fallback_levels", auto_fallback_levels)
