@@ -184,6 +184,7 @@ check: deps
 
 -include kmod/kmod.mk
 -include tests/qemu/qemu.mk
+-include tests/fuzz/lib/fuzz.mk
 
 clean:
 	rm -rf $(BUILD)

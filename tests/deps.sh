@@ -34,6 +34,8 @@ pkgs=(
 	libturbojpeg0-dev fio gnuplot-nox
 	# cluster mode (make MPI=1) and its tests: ranks in network namespaces
 	libopenmpi-dev openmpi-bin iproute2
+	# make fuzz-lib, fuzz-lib-check: libFuzzer (tests/fuzz/lib/fuzz.mk)
+	clang libclang-rt-14-dev
 )
 
 installed() {

@@ -106,7 +106,7 @@ done
 # printing a result line counts as a failure, never as silently absent.
 # debug-kernel builds the QEMU suite's debug kernel once per machine
 # (cached in /var/cache/dlcache): tens of minutes cold, seconds after.
-for target in kunit qemu-test debug-kernel qemu-debug fuzz-check style dkms-test; do
+for target in kunit qemu-test debug-kernel qemu-debug fuzz-check fuzz-lib-check style dkms-test; do
 	log="$log_dir/$target.log"
 	limit=2400
 	[ "$target" = debug-kernel ] && limit=3600
