@@ -8,7 +8,7 @@
 #                                  between runs); findings in
 #                                  $(BUILD)/fuzzlib/artifacts
 #   make fuzz-lib-check            the same, bounded for make check
-#                                  (FUZZ_LIB_CHECK_SECONDS=18 each, from
+#                                  (FUZZ_LIB_CHECK_SECONDS=15 each, from
 #                                  the seeds alone); one line per harness:
 #                                  "ok fuzz-lib:NAME (...)", "FAIL ..." or
 #                                  "skip ..."; "# fuzz-lib: ..." lines with
@@ -34,7 +34,7 @@
 FUZZ_LIB_NAMES := pack index jpeg jpeg_exact jpeg_rst stage
 FUZZ_LIB_DIR := $(BUILD)/fuzzlib
 FUZZ_LIB_CLANG ?= clang
-FUZZ_LIB_CHECK_SECONDS ?= 18
+FUZZ_LIB_CHECK_SECONDS ?= 15
 FUZZ_LIB_TIMEOUT ?= 10
 FUZZ_LIB_RSS_MB ?= 1024
 FUZZ_LIB_MALLOC_MB ?= 1024

@@ -11,8 +11,9 @@
  * mutated bytes before the open, as issue 30's 40,000 mutated packs
  * were: otherwise nearly every input stops at the first CRC and the
  * structural checks behind it are never reached. An input whose last
- * byte is 0x00 keeps its CRCs as they are, so the CRC checks themselves
- * still see wrong values.
+ * reserved header byte (4091) is RAW_CRCS keeps its CRCs as they are, so
+ * the CRC checks themselves still see wrong values (the header's CRC is
+ * checked before its reserved bytes).
  */
 #include "harness.h"
 
@@ -24,6 +25,10 @@
 
 /* Samples decoded per input, at most: a pack of many is no slower. */
 #define DECODE_MAX	4
+/* Byte PK_HDR_CRC - 1 of an input whose CRCs are left as they are. */
+#define RAW_CRCS	0xa5
+/* The longest sparse file an input's header may make (see above). */
+#define SPARSE_MAX	(8ULL << 30)
 
 static struct dlc_decoder *dec;
 static struct dlc_transform train;
@@ -42,6 +47,20 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
+/* The metadata ends past @size: the file's length it claims, else 0. */
+static uint64_t claimed_size(const uint8_t *b, size_t size)
+{
+	uint64_t moff, mlen;
+
+	if (size < PK_HDR_LEN || memcmp(b, DLC_PACK_MAGIC, 8))
+		return 0;
+	moff = pk_get64(b + PK_HDR_META_OFF);
+	mlen = pk_get64(b + PK_HDR_META_LEN);
+	if (moff > SPARSE_MAX || mlen > SPARSE_MAX - moff || moff + mlen <= size)
+		return 0;
+	return moff + mlen;
+}
+
 static void fix_crcs(uint8_t *b, size_t size)
 {
 	uint64_t moff, mlen;
@@ -55,8 +74,9 @@ static void fix_crcs(uint8_t *b, size_t size)
 	pk_put32(b + PK_HDR_CRC, dlc_crc32c(0, b, PK_HDR_CRC));
 }
 
+/* @file: the first @size bytes of the pack's @fsize. */
 static void read_samples(const struct dlc_pack *p, const uint8_t *file,
-			 size_t size)
+			 size_t size, uint64_t fsize)
 {
 	static uint8_t out[32 * 32 * 3];
 	struct dlc_pack_device dev;
@@ -68,16 +88,18 @@ static void read_samples(const struct dlc_pack *p, const uint8_t *file,
 	dlc_pack_key(p, key);
 	dlc_pack_device(p, &dev);
 	for (i = 0; i < dlc_pack_num_classes(p); i++)
-		if (strlen(dlc_pack_class_name(p, i)) > size)
+		if (strlen(dlc_pack_class_name(p, i)) > fsize)
 			abort();
 	for (i = 0; i < n; i++) {
 		if (dlc_pack_entry(p, i, &e))
 			abort();	/* every ID below the count has one */
-		if (strlen(e.path) > size)
+		if (strlen(e.path) > fsize)
 			abort();
 		/* Checked at open: the bytes lie inside the file. */
-		if (e.off > size || e.len > size - e.off)
+		if (e.off > fsize || e.len > fsize - e.off)
 			abort();
+		if (e.off > size || e.len > size - e.off)
+			continue;	/* in the sparse tail */
 		if (dlc_crc32c(0, file + e.off, e.len) != e.crc)
 			continue;	/* the loader's verdict: corrupt */
 		if (e.kind != DLC_PACK_RST || decoded >= DECODE_MAX)
@@ -103,6 +125,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct dlc_pack *p;
 	char why[256];
 	uint8_t *b;
+	uint64_t claimed;
 	uint32_t i;
 	int ret;
 
@@ -110,15 +133,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!b)
 		abort();
 	memcpy(b, data, size);
-	if (!size || data[size - 1])
+	if (size < PK_HDR_LEN || b[PK_HDR_CRC - 1] != RAW_CRCS)
 		fix_crcs(b, size);
 	fuzz_write(path, b, size);
+	claimed = claimed_size(b, size);
+	if (claimed && truncate(path, (off_t)claimed))
+		abort();
 	ret = dlc_pack_open(path, &p, why, sizeof(why));
 	if (!ret) {
-		read_samples(p, b, size);
+		read_samples(p, b, size, claimed ? claimed : size);
 		dlc_pack_close(p);
 	} else if (ret == -EBADMSG && (!why[0] || strchr(why, '\n'))) {
-		abort();	/* every refusal names its reason, on one line */
+		/* every refusal names its reason, on one line */
+		fprintf(stderr, "dlc_pack_open: -EBADMSG, why '%s'\n", why);
+		abort();
 	}
 	if (!dlc_index_load(path, &idx)) {
 		for (i = 0; i < dlc_index_count(idx); i++) {

@@ -25,8 +25,10 @@ rc=0
 
 # libFuzzer's own budgets are its flags; the driver's memory budget under
 # ASan is ASan's (its shadow needs more address space than RLIMIT_AS
-# would leave).
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}max_allocation_size_mb=$malloc:allocator_may_return_null=0:detect_leaks=1"
+# would leave). ASan's quarantine of freed memory is cut from 256 to 64
+# MiB so that the RSS a run reaches is the inputs' (measured: the index
+# harness at 480 MiB after 45 s with 256, 72 MiB with 16).
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}max_allocation_size_mb=$malloc:allocator_may_return_null=0:detect_leaks=1:quarantine_size_mb=64"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}print_stacktrace=1:halt_on_error=1"
 
 # The value of FIELD (cov, ft) on the last line matching PATTERN of @log.
@@ -62,7 +64,11 @@ for name in "$@"; do
 	ft1=$(field "$log" '(DONE|NEW|pulse|REDUCE)' ft)
 	execs=$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\).*/\1/p; s/^Done \([0-9]*\) runs.*/\1/p' "$log" | tail -n 1)
 	after=$(find "$corpus/$name" -type f | wc -l)
-	echo "# fuzz-lib: $name ($engine, ${secs} s): coverage of the seeds ${cov0:-?} PCs/edges (${ft0:-?} features), after ${cov1:-${cov0:-?}} (${ft1:-${ft0:-?}}); corpus $before -> $after inputs in $corpus/$name"
+	if [ -n "$cov0" ]; then
+		echo "# fuzz-lib: $name ($engine, ${secs} s): coverage of the seeds $cov0 PCs/edges ($ft0 features), after ${cov1:-$cov0} (${ft1:-$ft0}); corpus $before -> $after inputs in $corpus/$name"
+	else
+		echo "# fuzz-lib: $name ($engine, ${secs} s): stopped on a seed or corpus input, before any coverage was counted"
+	fi
 	if [ $status -eq 0 ]; then
 		echo "ok fuzz-lib:$name (${execs:-?} execs, $((after - before)) new coverage units, corpus $after)"
 		continue

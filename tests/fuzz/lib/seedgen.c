@@ -6,7 +6,10 @@
  * restart-indexed transcodes (dlc_rst_transcode()), a pack written by the
  * pack writer (packwrite.c) over a data set of a few such JPEGs and one
  * file that is not a JPEG (kept plain), that data set's index file
- * (dlc_index_save()), and staging directory programs for fuzz_stage.c.
+ * (dlc_index_save()), that pack as if written onto a device, packs that
+ * reach issue 30's known pack defects (a device pack inside its own
+ * header, a path with a newline, metadata claimed up to 4 GiB), and
+ * staging directory programs for fuzz_stage.c.
  * seeds.sh adds jpegtran's variants (progressive, arithmetic, restarts).
  *
  * usage: seedgen OUTDIR   (writes OUTDIR/{jpeg,jpeg_rst,pack,index,stage}/)
@@ -105,6 +108,72 @@ static void device_pack(void)
 	pk_put64(d + PK_HDR_DEV_LEN, n);
 	pk_put32(d + PK_HDR_CRC, dlc_crc32c(0, d, PK_HDR_CRC));
 	put("pack", "dataset-0-device.dlp", d, n);
+	/*
+	 * A device pack of 100 bytes, inside its own header, with no data
+	 * and metadata from 4096 to 100: its length wraps to near 2^64
+	 * (issue 30, item 8: fsize - data_off is computed before
+	 * pack_bytes >= the header is checked).
+	 */
+	pk_put64(d + PK_HDR_DEV_PACK_LEN, 100);
+	pk_put64(d + PK_HDR_DATA_LEN, 0);
+	pk_put64(d + PK_HDR_META_OFF, PK_HDR_LEN);
+	pk_put64(d + PK_HDR_META_LEN, 100 - (uint64_t)PK_HDR_LEN);
+	pk_put32(d + PK_HDR_CRC, dlc_crc32c(0, d, PK_HDR_CRC));
+	put("pack", "device-wrap.dlp", d, PK_HDR_LEN + 512);
+	free(d);
+}
+
+/*
+ * The first pack with metadata that claims to end at 4 GiB: fuzz_pack.c
+ * makes the file that long, sparse (issue 30, item 5: the reader mallocs
+ * and reads meta_len bytes before any check but the file's size).
+ */
+static void sparse_pack(void)
+{
+	char path[4096];
+	uint64_t moff;
+	uint8_t *d;
+	size_t n;
+
+	snprintf(path, sizeof(path), "%s/pack/dataset-0.dlp", out);
+	d = t_read_file(path, &n);
+	if (!d || n < PK_HDR_LEN)
+		exit(1);
+	moff = pk_get64(d + PK_HDR_META_OFF);
+	pk_put64(d + PK_HDR_META_LEN, (4ULL << 30) - moff);
+	put("pack", "meta-4gib.dlp", d, n);
+	free(d);
+}
+
+/*
+ * The first pack with sample 0's path starting with a newline and its
+ * label out of range (CRCs recomputed): the refusal names the path, and
+ * must stay on one line (issue 30, item 8: pack paths are not checked
+ * for control characters).
+ */
+static void newline_pack(void)
+{
+	uint64_t moff, classes, records, rows;
+	uint8_t *d, *m, *rec;
+	char path[4096];
+	size_t n;
+
+	snprintf(path, sizeof(path), "%s/pack/dataset-0.dlp", out);
+	d = t_read_file(path, &n);
+	if (!d || n < PK_HDR_LEN)
+		exit(1);
+	moff = pk_get64(d + PK_HDR_META_OFF);
+	m = d + moff;
+	classes = pk_get64(m + PK_META_CLASSES_LEN);
+	records = pk_get64(m + PK_META_RECORDS_LEN);
+	rows = pk_get64(m + PK_META_ROWS_LEN);
+	rec = m + PK_META_LEN + classes;
+	m[PK_META_LEN + classes + records + rows + pk_get32(rec + PK_REC_PATH)] = '\n';
+	pk_put32(rec + PK_REC_LABEL, UINT32_MAX);
+	pk_put32(d + PK_HDR_META_CRC,
+		 dlc_crc32c(0, m, pk_get64(d + PK_HDR_META_LEN)));
+	pk_put32(d + PK_HDR_CRC, dlc_crc32c(0, d, PK_HDR_CRC));
+	put("pack", "path-newline.dlp", d, n);
 	free(d);
 }
 
@@ -159,6 +228,8 @@ static void dataset(void)
 			goto fail;
 	}
 	device_pack();
+	newline_pack();
+	sparse_pack();
 	dlc_index_free(idx);
 	snprintf(root, sizeof(root), "%s/.data", out);
 	t_rmtree(root);
