@@ -6,9 +6,9 @@
 # budgets FUZZ_LIB_TIMEOUT (s), FUZZ_LIB_RSS_MB and FUZZ_LIB_MALLOC_MB.
 # Prints per harness "ok fuzz-lib:NAME (N execs, M new coverage units,
 # corpus K)", "FAIL fuzz-lib:NAME (crash|timeout|oom: ARTIFACT)" or "skip
-# fuzz-lib:NAME: why" (tests/skip-required.sh: FAIL under CI=true), and
-# "# fuzz-lib: NAME coverage ..." lines: what the seeds reached and what
-# the run added, as tests/fuzz/kcov_fuzz.c's "# kcov-fuzz: ..." lines do.
+# fuzz-lib:NAME (why)" (tests/skip-required.sh: FAIL under CI=true), and
+# "# fuzz-lib: NAME ..." lines: the coverage at start (the seeds and the
+# corpus) and after the run, as tests/fuzz/kcov_fuzz.c's "# kcov-fuzz: ..." lines do.
 # Exits 1 when any harness failed.
 set -uo pipefail
 
@@ -65,7 +65,7 @@ for name in "$@"; do
 	execs=$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\).*/\1/p; s/^Done \([0-9]*\) runs.*/\1/p' "$log" | tail -n 1)
 	after=$(find "$corpus/$name" -type f | wc -l)
 	if [ -n "$cov0" ]; then
-		echo "# fuzz-lib: $name ($engine, ${secs} s): coverage of the seeds $cov0 PCs/edges ($ft0 features), after ${cov1:-$cov0} (${ft1:-$ft0}); corpus $before -> $after inputs in $corpus/$name"
+		echo "# fuzz-lib: $name ($engine, ${secs} s): coverage at start (seeds and corpus) $cov0 PCs/edges ($ft0 features), after ${cov1:-$cov0} (${ft1:-$ft0}); corpus $before -> $after inputs in $corpus/$name"
 	else
 		echo "# fuzz-lib: $name ($engine, ${secs} s): stopped on a seed or corpus input, before any coverage was counted"
 	fi
