@@ -10,7 +10,8 @@
  *
  * Inputs that reach the library through a path (packs, index files, the
  * staging directory) are written into a private directory made once per
- * process (fuzz_dir()), on tmpfs when /dev/shm is there.
+ * process (fuzz_dir()), under $FUZZ_LIB_TMPDIR (run.sh's) or on tmpfs
+ * when /dev/shm is there.
  */
 #ifndef DLC_FUZZ_HARNESS_H
 #define DLC_FUZZ_HARNESS_H
@@ -34,7 +35,11 @@ static inline const char *fuzz_dir(void)
 	static char dir[64];
 
 	if (!dir[0]) {
-		const char *base = access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm";
+		/* run.sh's, removed after the run even when the harness crashed */
+		const char *base = getenv("FUZZ_LIB_TMPDIR");
+
+		if (!base || strlen(base) > sizeof(dir) - 20)
+			base = access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm";
 
 		snprintf(dir, sizeof(dir), "%s/dlc-fuzz-XXXXXX", base);
 		if (!mkdtemp(dir)) {

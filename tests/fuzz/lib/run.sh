@@ -47,16 +47,19 @@ for name in "$@"; do
 	[ "$mode" = fresh ] && rm -rf "${corpus:?}/$name"
 	mkdir -p "$corpus/$name"
 	before=$(find "$corpus/$name" -type f | wc -l)
+	# The harness's files (a crashed one leaves them), on tmpfs if any.
+	tmp=$(mktemp -d /dev/shm/dlc-fuzz-run.XXXXXX 2>/dev/null || mktemp -d)
 	start=$(date +%s)
 	# A hung harness past every limit still ends: libFuzzer's own
 	# -max_total_time is checked between inputs.
-	timeout $((seconds + 2 * timeout + 60)) "$h" \
+	FUZZ_LIB_TMPDIR=$tmp timeout $((seconds + 2 * timeout + 60)) "$h" \
 		-max_total_time="$seconds" -timeout="$timeout" \
 		-rss_limit_mb="$rss" -malloc_limit_mb="$malloc" \
 		-max_len=65536 -print_final_stats=1 \
 		-artifact_prefix="$artifacts/$name-" \
 		"$corpus/$name" "$bin/seeds/$name" > "$log" 2>&1
 	status=$?
+	rm -rf "$tmp"
 	secs=$(( $(date +%s) - start ))
 	cov0=$(field "$log" 'INITED' cov)
 	cov1=$(field "$log" '(DONE|NEW|pulse|REDUCE)' cov)
