@@ -115,7 +115,7 @@ for target in kunit qemu-test debug-kernel qemu-debug fuzz-check fuzz-lib-check 
 	count_results "" "$log"
 	# The measurements worth seeing without opening the log: the
 	# fuzzers' coverage side by side, the debug kernel's build time.
-	grep -E '^# (kcov-fuzz: (new|functions)|qemu-debug:)' "$log" | sed 's/^/     /'
+	grep -E '^# (kcov-fuzz: (new|functions)|qemu-debug:|fuzz-lib:)' "$log" | sed 's/^/     /'
 	if [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$log"; then
 		result "make-$target" fail
 	fi
