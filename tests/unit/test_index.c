@@ -172,56 +172,6 @@ static uint32_t idx_crc(const struct dlc_index *idx, uint32_t id)
 	return c;
 }
 
-/*
- * The same index in format 1, as an older libdlcache wrote it: the magic
- * of version 1 and no crc field in the sample lines (those start with a
- * digit). Malloc'd, NUL-terminated; *@out_len set.
- */
-static char *to_format1(const char *v2, size_t *out_len)
-{
-	char *r = malloc(strlen(v2) + 1), *w = r;
-	const char *p = v2;
-
-	if (!r)
-		return NULL;
-	if (strncmp(p, "dlcache-index 2\n", 16)) {
-		CHECK(0, "not a format 2 index");
-		free(r);
-		return NULL;
-	}
-	memcpy(w, "dlcache-index 1\n", 16);
-	w += 16;
-	p += 16;
-	while (*p) {
-		const char *nl = strchr(p, '\n');
-		size_t n = nl ? (size_t)(nl - p) + 1 : strlen(p);
-
-		if (*p >= '0' && *p <= '9') {
-			/* "label size crc path": drop "crc " */
-			const char *sp1 = strchr(p, ' ');
-			const char *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
-			const char *sp3 = sp2 ? strchr(sp2 + 1, ' ') : NULL;
-
-			if (!sp3) {
-				CHECK(0, "bad sample line");
-				free(r);
-				return NULL;
-			}
-			memcpy(w, p, (size_t)(sp2 - p) + 1);
-			w += sp2 - p + 1;
-			memcpy(w, sp3 + 1, n - (size_t)(sp3 + 1 - p));
-			w += n - (size_t)(sp3 + 1 - p);
-		} else {
-			memcpy(w, p, n);
-			w += n;
-		}
-		p += n;
-	}
-	*w = '\0';
-	*out_len = (size_t)(w - r);
-	return r;
-}
-
 static int build(const char *root, struct dlc_index **idx)
 {
 	*idx = NULL;
@@ -662,7 +612,7 @@ static void test_malformed(void)
 	CHECK_EQ(dlc_index_load(at("m.idx"), &idx), 0);
 	dlc_index_free(idx);
 	/* The edits below are on format 1, whose lines are simpler. */
-	good = to_format1(good2, &len);
+	good = t_index_format1(good2, &len);
 	if (!good) {
 		free(good2);
 		return;

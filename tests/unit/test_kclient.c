@@ -642,43 +642,6 @@ static void test_wrong_bytes(void)
 }
 
 /*
- * The format 1 text of index @v2 (no crc field: the sample lines, which
- * start with a digit, lose their third field). Malloc'd.
- */
-static char *to_format1(const char *v2)
-{
-	char *r = malloc(strlen(v2) + 1), *w = r;
-	const char *p = v2 + 16;
-
-	if (!r || strncmp(v2, "dlcache-index 2\n", 16)) {
-		free(r);
-		return NULL;
-	}
-	memcpy(w, "dlcache-index 1\n", 16);
-	w += 16;
-	while (*p) {
-		const char *nl = strchr(p, '\n');
-		size_t n = nl ? (size_t)(nl - p) + 1 : strlen(p);
-		const char *sp2 = NULL, *sp3 = NULL;
-
-		if (*p >= '0' && *p <= '9') {
-			sp2 = strchr(strchr(p, ' ') + 1, ' ');
-			sp3 = strchr(sp2 + 1, ' ');
-			memcpy(w, p, (size_t)(sp2 - p) + 1);
-			w += sp2 - p + 1;
-			memcpy(w, sp3 + 1, n - (size_t)(sp3 + 1 - p));
-			w += n - (size_t)(sp3 + 1 - p);
-		} else {
-			memcpy(w, p, n);
-			w += n;
-		}
-		p += n;
-	}
-	*w = '\0';
-	return r;
-}
-
-/*
  * An index without CRCs (format 1), and a module that says it holds
  * 1.5 GiB of one sample (-EMSGSIZE with that size): the GET is not
  * re-issued with a buffer of that size (the largest asked for is a
@@ -703,7 +666,7 @@ static void test_size_claim(void)
 	if (v2)
 		memcpy(v2, raw, len);
 	free(raw);
-	v1 = v2 ? to_format1(v2) : NULL;
+	v1 = v2 ? t_index_format1(v2, NULL) : NULL;
 	CHECK(v1 != NULL);
 	if (v1) {
 		CHECK_EQ(t_write_file(ipath, v1, strlen(v1)), 0);

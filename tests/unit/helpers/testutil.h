@@ -58,6 +58,11 @@ void t_sleep_ms(unsigned int ms);
  * else the machine runs (wall time on a shared 2-core machine is not).
  */
 double t_thread_cpu_s(void);
+/*
+ * Index text @v2 (format 2) as format 1, as an older libdlcache wrote it:
+ * no crc field. Malloc'd; NULL when it is not a format 2 index.
+ */
+char *t_index_format1(const char *v2, size_t *out_len);
 
 /*
  * Sub-checks: each is one counted result in `make check`. A test program
