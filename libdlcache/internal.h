@@ -436,6 +436,12 @@ int dlc_source_requeue(struct dlc_source *s, struct dlc_reader *r,
 int dlc_source_read(struct dlc_source *s, uint32_t id, uint64_t max,
 		    struct dlc_buf **out);
 /*
+ * The mtime (ns) of sample @id's file, by a statx of its path with
+ * dlc_source_read()'s deadline and cancel: 0 or -errno (-ETIMEDOUT,
+ * -ECANCELED). Any thread; a tree of files only.
+ */
+int dlc_source_mtime(struct dlc_source *s, uint32_t id, uint64_t *mtime_ns);
+/*
  * dlc_source_read()'s deadline, @ms after it starts (0: none), and where
  * it says a file is not a regular one.
  */

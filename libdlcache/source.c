@@ -518,11 +518,12 @@ static int timed_open(struct timed_io *io, const char *path)
 
 /*
  * The size of @fd, which must be a regular file (-EINVAL, or -EISDIR,
- * with "not a regular file" logged naming @name), into *@size; then
+ * with "not a regular file" logged naming @name), into *@size, and its
+ * mtime in ns into *@mtime_ns (the staging tier's copies carry it); then
  * O_NONBLOCK is taken off for the reads.
  */
 static int timed_size(struct timed_io *io, int fd, const char *name,
-		      uint64_t *size)
+		      uint64_t *size, uint64_t *mtime_ns)
 {
 	struct io_uring_sqe *sqe;
 	struct statx *stx;
@@ -533,6 +534,8 @@ static int timed_size(struct timed_io *io, int fd, const char *name,
 		if (fstat(fd, &st))
 			return -errno;
 		*size = (uint64_t)st.st_size;
+		*mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000ULL +
+			    (uint64_t)st.st_mtim.tv_nsec;
 		ret = S_ISREG(st.st_mode) ? 0 :
 		      S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
 	} else {
@@ -542,7 +545,7 @@ static int timed_size(struct timed_io *io, int fd, const char *name,
 			return -ENOMEM;
 		sqe = io_uring_get_sqe(io->ring);
 		io_uring_prep_statx(sqe, fd, "", AT_EMPTY_PATH,
-				    STATX_TYPE | STATX_SIZE, stx);
+				    STATX_TYPE | STATX_SIZE | STATX_MTIME, stx);
 		ret = run_op(io, sqe);
 		if (io->stuck) {
 			dlc_leave_to_kernel(stx);
@@ -550,6 +553,10 @@ static int timed_size(struct timed_io *io, int fd, const char *name,
 		}
 		if (!ret) {
 			*size = stx->stx_size;
+			if (stx->stx_mask & STATX_MTIME)
+				*mtime_ns = (uint64_t)stx->stx_mtime.tv_sec *
+					    1000000000ULL +
+					    stx->stx_mtime.tv_nsec;
 			ret = S_ISREG(stx->stx_mode) ? 0 :
 			      S_ISDIR(stx->stx_mode) ? -EISDIR : -EINVAL;
 		}
@@ -639,16 +646,16 @@ static int pack_read(struct dlc_source *s, uint32_t id, struct dlc_buf **out)
 static int file_read(struct dlc_source *s, const char *path, uint64_t max,
 		     struct dlc_buf **out)
 {
+	uint64_t size = 0, mtime_ns = 0;
 	struct dlc_buf *b = NULL;
 	struct timed_io io;
-	uint64_t size = 0;
 	int fd, ret;
 
 	timed_start(&io, s);
 	fd = timed_open(&io, path);
 	if (fd < 0)
 		return fd;
-	ret = timed_size(&io, fd, path, &size);
+	ret = timed_size(&io, fd, path, &size, &mtime_ns);
 	if (!ret && max && size > max)
 		ret = -EFBIG;
 	if (!ret && size > SIZE_MAX / 2)
@@ -657,6 +664,8 @@ static int file_read(struct dlc_source *s, const char *path, uint64_t max,
 		b = dlc_buf_alloc((size_t)size);
 		if (!b)
 			ret = -ENOMEM;
+		else
+			b->mtime_ns = mtime_ns;
 	}
 	if (!ret)
 		ret = timed_pread(&io, fd, b->data, size, 0);
@@ -677,6 +686,47 @@ int dlc_source_read(struct dlc_source *s, uint32_t id, uint64_t max,
 		return pack_read(s, id, out);
 	dlc_source_name(s, id, path, sizeof(path));
 	return file_read(s, path, max, out);
+}
+
+int dlc_source_mtime(struct dlc_source *s, uint32_t id, uint64_t *mtime_ns)
+{
+	struct io_uring_sqe *sqe;
+	struct timed_io io;
+	char path[4096];
+	struct statx *stx;
+	struct stat sb;
+	int ret;
+
+	dlc_source_name(s, id, path, sizeof(path));
+	timed_start(&io, s);
+	if (cancelled(s))
+		return -ECANCELED;
+	if (!io.ring) {
+		if (stat(path, &sb))
+			return -errno;
+		*mtime_ns = (uint64_t)sb.st_mtim.tv_sec * 1000000000ULL +
+			    (uint64_t)sb.st_mtim.tv_nsec;
+		return 0;
+	}
+	/* Written when the statx completes, which may be late. */
+	stx = malloc(sizeof(*stx));
+	if (!stx)
+		return -ENOMEM;
+	sqe = io_uring_get_sqe(io.ring);
+	/* io_uring copies @path when the SQE is submitted. */
+	io_uring_prep_statx(sqe, AT_FDCWD, path, 0, STATX_MTIME, stx);
+	ret = run_op(&io, sqe);
+	if (io.stuck) {
+		dlc_leave_to_kernel(stx);
+		return ret;
+	}
+	if (!ret && !(stx->stx_mask & STATX_MTIME))
+		ret = -EOPNOTSUPP;
+	if (!ret)
+		*mtime_ns = (uint64_t)stx->stx_mtime.tv_sec * 1000000000ULL +
+			    stx->stx_mtime.tv_nsec;
+	free(stx);
+	return ret;
 }
 
 int dlc_source_rst(const struct dlc_source *s, uint32_t id,

@@ -85,8 +85,13 @@ struct dlc_stage {
 	pthread_mutex_t lock;
 	pthread_cond_t cv;		/* an offer, a move, or stop */
 	int stop;
+	/*
+	 * The stager: stager_entry() adds 1 to returned (atomic) as its last
+	 * touch of this struct; dlc_stage_close() says why that is soon.
+	 */
 	pthread_t thread;
 	int started;
+	uint32_t returned;
 	/* Under lock. */
 	uint8_t *state;			/* per sample: ST_* */
 	uint32_t *staged;		/* the staged samples: a heap, heap_up() */
@@ -298,29 +303,29 @@ static int admit(struct dlc_stage *st, uint64_t size, uint64_t use)
 
 /*
  * The origin's mtime of sample @id: its pack's (stat()ed once), or its
- * file's: @b's, as the pipeline's read of it saw it, else stat()ed (a
- * metadata read of the origin, which waits behind the pipeline's reads
- * when they keep a throttled origin busy).
+ * file's: @b's, as the read of it (the pipeline's or the stager's own)
+ * saw it on the fd it read, else a statx of its path with the source's
+ * read deadline (dlc_source_mtime(): a hung origin costs at most that,
+ * and dlc_source_cancel() ends it).
  */
 static int origin_mtime(struct dlc_stage *st, uint32_t id,
 			const struct dlc_buf *b, struct timespec *t)
 {
-	char path[4096];
-	struct stat sb;
+	uint64_t ns;
+	int ret;
 
 	if (st->pack_mtime.tv_sec || st->pack_mtime.tv_nsec) {
 		*t = st->pack_mtime;
 		return 0;
 	}
-	if (b && b->mtime_ns) {
-		t->tv_sec = (time_t)(b->mtime_ns / 1000000000ULL);
-		t->tv_nsec = (long)(b->mtime_ns % 1000000000ULL);
-		return 0;
+	ns = b ? b->mtime_ns : 0;
+	if (!ns) {
+		ret = dlc_source_mtime(st->src, id, &ns);
+		if (ret)
+			return ret;
 	}
-	dlc_source_name(st->src, id, path, sizeof(path));
-	if (stat(path, &sb))
-		return -errno;
-	*t = sb.st_mtim;
+	t->tv_sec = (time_t)(ns / 1000000000ULL);
+	t->tv_nsec = (long)(ns % 1000000000ULL);
 	return 0;
 }
 
@@ -542,6 +547,16 @@ static void *stager_main(void *arg)
 			pthread_cond_wait(&st->cv, &st->lock);
 	}
 	pthread_mutex_unlock(&st->lock);
+	return NULL;
+}
+
+static void *stager_entry(void *arg)
+{
+	struct dlc_stage *st = arg;
+
+	stager_main(st);
+	/* The last touch of @st: dlc_stage_close() may free it from now on. */
+	__atomic_add_fetch(&st->returned, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -818,7 +833,7 @@ int dlc_stage_open(const struct dlc_stage_opts *o, struct dlc_stage **out)
 	}
 	map_counters(st);
 	scan(st);
-	ret = pthread_create(&st->thread, NULL, stager_main, st);
+	ret = pthread_create(&st->thread, NULL, stager_entry, st);
 	if (ret) {
 		ret = -ret;
 		goto err;
@@ -835,6 +850,20 @@ err:
 	return ret;
 }
 
+/*
+ * The stager's lifetime: from dlc_stage_open() to dlc_stage_close(),
+ * which waits until it returned, and never frees what it borrows (@st,
+ * and through it the index, the source, the logger, the directory's fd)
+ * before. That wait is bounded: its origin reads and stats
+ * (dlc_source_read(), dlc_source_mtime()) have the source's deadline
+ * and end within about 0.1 s of dlc_source_cancel(), done here first;
+ * what is left is its offers' writes to the node-local staging disk
+ * (only where io_uring is refused are origin reads plain blocking ones).
+ * Its exit is another matter: the kernel holds it while an io_uring read
+ * it gave up on is still stuck (a hard NFS mount that stopped
+ * answering), so once it returned it is given 1 s to end and then
+ * detached (dlc_join_bounded()): it touches nothing of ours any more.
+ */
 void dlc_stage_close(struct dlc_stage *st)
 {
 	uint32_t i;
@@ -842,11 +871,13 @@ void dlc_stage_close(struct dlc_stage *st)
 	if (!st)
 		return;
 	if (st->started) {
+		/* Its read in progress, if any, ends now, as every later one. */
+		dlc_source_cancel(st->src);
 		pthread_mutex_lock(&st->lock);
 		st->stop = 1;
 		pthread_cond_signal(&st->cv);
 		pthread_mutex_unlock(&st->lock);
-		pthread_join(st->thread, NULL);
+		dlc_join_bounded(st->thread, &st->returned, 1, st->log);
 	}
 	for (; st->olen; st->olen--) {
 		dlc_buf_put(st->offers[st->ohead].buf);

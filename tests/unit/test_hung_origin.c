@@ -22,10 +22,19 @@
  *   With read_timeout_ms 500 the sample fails with -ETIMEDOUT (an I/O
  *   error, skipped), the epoch ends, and destroy returns within a few
  *   seconds while the read is still stuck; then the lock is let go.
+ * - hung_stager: with staging on, one file of the data set is a FUSE
+ *   mount whose server never answers a READ (as a hard NFS mount that
+ *   stopped answering: the read waits in the kernel, and the thread that
+ *   queued it on its io_uring cannot end until it completes). The stager
+ *   reads it ahead and gives up at read_timeout_ms; dlc_loader_destroy
+ *   then returns within a few seconds although the stager's exit is
+ *   held, and nothing is touched after it is freed (ASan); then the
+ *   server is killed, which fails the stuck reads.
  * A hang is a failure: an alarm prints FAIL and exits.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fuse.h>
 #include <linux/userfaultfd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -33,6 +42,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -48,6 +58,7 @@
 
 static const char *g_test = "?";
 static pid_t g_holder = -1;	/* hung_read's lock holder, killed on a hang */
+static char g_mnt[4096];	/* hung_stager's FUSE mount, undone on a hang */
 
 static void on_alarm(int sig)
 {
@@ -57,6 +68,8 @@ static void on_alarm(int sig)
 	(void)sig;
 	if (g_holder > 0)
 		kill(g_holder, SIGKILL);
+	if (g_mnt[0])
+		umount2(g_mnt, MNT_DETACH);
 	n = snprintf(msg, sizeof(msg), "FAIL %s: hung for %d s\n", g_test,
 		     HANG_SECS);
 	if (write(STDOUT_FILENO, msg, (size_t)n) < 0) {
@@ -541,6 +554,188 @@ out:
 	free_set(dir, idx);
 }
 
+/* One reply of the FUSE server on @fd: @err, or @len bytes of @body. */
+static void fuse_reply(int fd, uint64_t unique, int err, const void *body,
+		       size_t len)
+{
+	struct fuse_out_header h = {
+		.len = (uint32_t)(sizeof(h) + (err ? 0 : len)),
+		.error = err, .unique = unique,
+	};
+	struct iovec v[2] = { { &h, sizeof(h) }, { (void *)body, len } };
+
+	if (writev(fd, v, err || !len ? 1 : 2) < 0) {
+		/* The kernel dropped the request (interrupted): nothing to do. */
+	}
+}
+
+/*
+ * The FUSE server of a file system that is one regular file of @size
+ * bytes (its root), on @fd: it answers everything but a READ, which it
+ * never answers (nor the INTERRUPT that follows). Until killed.
+ */
+static void fuse_serve(int fd, uint64_t size)
+{
+	static uint8_t req[FUSE_MIN_READ_BUFFER + 65536];
+	struct fuse_in_header *in = (struct fuse_in_header *)req;
+	struct fuse_init_out init = {
+		.major = FUSE_KERNEL_VERSION, .minor = FUSE_KERNEL_MINOR_VERSION,
+		/* Else a read waits in the thread that submits it. */
+		.flags = FUSE_ASYNC_READ,
+		.max_readahead = 65536, .max_background = 16,
+		.congestion_threshold = 12, .max_write = 65536, .time_gran = 1,
+	};
+	struct fuse_attr_out attr = { .attr_valid = 3600 };
+	/* Else an open waits for the pages of the read that hangs. */
+	struct fuse_open_out open_out = { .open_flags = FOPEN_KEEP_CACHE };
+	ssize_t n;
+
+	attr.attr.ino = FUSE_ROOT_ID;
+	attr.attr.size = size;
+	attr.attr.blocks = (size + 511) / 512;
+	attr.attr.mode = S_IFREG | 0644;
+	attr.attr.nlink = 1;
+	attr.attr.blksize = 4096;
+	for (;;) {
+		n = read(fd, req, sizeof(req));
+		if (n < 0 && (errno == EINTR || errno == ENOENT))
+			continue;
+		if (n < (ssize_t)sizeof(*in))
+			_exit(0);
+		switch (in->opcode) {
+		case FUSE_INIT:
+			fuse_reply(fd, in->unique, 0, &init, sizeof(init));
+			break;
+		case FUSE_GETATTR:
+			fuse_reply(fd, in->unique, 0, &attr, sizeof(attr));
+			break;
+		case FUSE_OPEN:
+			fuse_reply(fd, in->unique, 0, &open_out,
+				   sizeof(open_out));
+			break;
+		case FUSE_FLUSH:
+		case FUSE_RELEASE:
+			fuse_reply(fd, in->unique, 0, NULL, 0);
+			break;
+		case FUSE_READ:		/* the hung origin */
+		case FUSE_INTERRUPT:	/* never answered */
+		case FUSE_FORGET:
+		case FUSE_BATCH_FORGET:
+			break;
+		default:
+			fuse_reply(fd, in->unique, -ENOSYS, NULL, 0);
+		}
+	}
+}
+
+/*
+ * Mount over the regular file @path a FUSE file system whose one file
+ * has @path's size and whose reads never complete: 0 with the server's
+ * pid in *@pid (killing it fails the reads stuck on it), or -errno.
+ */
+static int fuse_hang_start(const char *path, pid_t *pid)
+{
+	char opts[128];
+	struct stat sb;
+	int fd, ret;
+
+	if (stat(path, &sb))
+		return -errno;
+	fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	snprintf(opts, sizeof(opts),
+		 "fd=%d,rootmode=%o,user_id=0,group_id=0,allow_other", fd,
+		 (unsigned int)S_IFREG);
+	if (mount("dlctest", path, "fuse.dlctest", MS_NOSUID | MS_NODEV,
+		  opts)) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	snprintf(g_mnt, sizeof(g_mnt), "%s", path);
+	*pid = fork();
+	if (*pid < 0) {
+		ret = -errno;
+		umount2(path, MNT_DETACH);
+		g_mnt[0] = 0;
+		close(fd);
+		return ret;
+	}
+	if (!*pid)
+		fuse_serve(fd, (uint64_t)sb.st_size);
+	/* The server's fd is the connection's last: killing it aborts it. */
+	close(fd);
+	return 0;
+}
+
+static void fuse_hang_end(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	umount2(g_mnt, MNT_DETACH);
+	g_mnt[0] = 0;
+}
+
+static void hung_stager(void)
+{
+	struct dlc_index *idx;
+	char *dir = make_set(&idx), *stage = t_mkdtemp(NULL), path[4096];
+	const char *want = "staging: cannot stage sample 2";
+	struct dlc_loader *l = NULL;
+	struct dlc_config cfg;
+	uint32_t n, images, e;
+	pid_t server = -1;
+	double secs;
+	int err, ret;
+
+	if (!idx || !stage)
+		goto out;
+	n = dlc_index_count(idx);
+	snprintf(path, sizeof(path), "%s/class00/img0002.jpg", dir);
+	ret = fuse_hang_start(path, &server);
+	if (ret) {
+		t_skip("hung_stager", "cannot mount a FUSE file system here (%s): root and /dev/fuse needed",
+		       strerror(-ret));
+		goto out;
+	}
+	g_holder = server;
+	config(&cfg, DLC_ON_ERROR_SKIP);
+	cfg.staging_dir = stage;
+	cfg.readahead_bytes = DLC_READAHEAD_OFF;
+	/* Buffered: FUSE does an O_DIRECT read in the submitting thread. */
+	cfg.direct_io = 0;
+	cfg.read_timeout_ms = 300;
+	t_logbuf[0] = 0;
+	watchdog("hung_stager");
+	CHECK_EQ(dlc_loader_create(&cfg, idx, &l), 0);
+	if (!l)
+		goto end;
+	/* Until the stager's own read of it gave up (each epoch may: timing). */
+	for (e = 0; e < 8 && !strstr(t_logbuf, want); e++) {
+		images = run_epoch_slow(l, e, &err);
+		CHECK(err == -ENODATA && images == n - 1,
+		      "epoch %u: %u of %u images, end %d", e, images, n, err);
+	}
+	CHECK(strstr(t_logbuf, want) && strstr(t_logbuf, strerror(ETIMEDOUT)),
+	      "the stager's read of the hung file timed out:\n%s", t_logbuf);
+	if (getenv("DLCTEST_VERBOSE"))
+		printf("# %s", t_logbuf);
+	secs = destroy_secs(l);
+	CHECK(secs < 5, "destroy took %.1f s", secs);
+end:
+	alarm(0);
+	/* The stuck reads fail now, into memory the loader left them. */
+	fuse_hang_end(server);
+	g_holder = -1;
+	t_sleep_ms(100);
+out:
+	free_set(dir, idx);
+	if (stage)
+		t_rmtree(stage);
+	free(stage);
+}
+
 /* With an argument, only the sub-check of that name. */
 #define RUN(fn)								\
 	do {								\
@@ -555,5 +750,6 @@ int main(int argc, char **argv)
 	RUN(fifo_staging);
 	RUN(leased_file);
 	RUN(hung_read);
+	RUN(hung_stager);
 	return t_done("test_hung_origin");
 }
