@@ -64,6 +64,66 @@ static void *at(void *base, uint32_t off)
 	return (uint8_t *)base + off;
 }
 
+/* Whether @len bytes at @off fit in @size. */
+static int fits(uint64_t off, uint64_t len, uint64_t size)
+{
+	return off <= size && len <= size - off;
+}
+
+/* Whether a __u32 at @off fits in @size, aligned (it is used atomically). */
+static int field_fits(uint64_t off, uint64_t size)
+{
+	return !(off % 4) && fits(off, 4, size);
+}
+
+static int entries_ok(uint32_t n, uint64_t most)
+{
+	return n && !(n & (n - 1)) && n <= most;
+}
+
+int dlc_kclient_check_layout(const struct dlcache_ring_setup *rs,
+			     uint32_t asked, const char **why)
+{
+	const struct dlcache_sqring_offsets *sq = &rs->sq_off;
+	const struct dlcache_cqring_offsets *cq = &rs->cq_off;
+	uint64_t most = 1;
+
+	while (most < asked)
+		most <<= 1;
+	*why = "SETUP_RING returned ring sizes beyond what was asked";
+	if (!entries_ok(rs->sq_entries, most) ||
+	    !entries_ok(rs->cq_entries, 2 * most))
+		return -EPROTO;
+	*why = "SETUP_RING returned mmap sizes out of range";
+	if (!rs->sq_mmap_size || rs->sq_mmap_size > DLC_KCLIENT_RING_MAX ||
+	    !rs->cq_mmap_size || rs->cq_mmap_size > DLC_KCLIENT_RING_MAX)
+		return -EPROTO;
+	*why = "SETUP_RING returned SQ offsets outside the SQ mapping";
+	if (!field_fits(sq->head, rs->sq_mmap_size) ||
+	    !field_fits(sq->tail, rs->sq_mmap_size) ||
+	    !field_fits(sq->ring_mask, rs->sq_mmap_size) ||
+	    !field_fits(sq->ring_entries, rs->sq_mmap_size) ||
+	    !field_fits(sq->flags, rs->sq_mmap_size) ||
+	    !field_fits(sq->dropped, rs->sq_mmap_size) ||
+	    sq->sqes % 8 ||
+	    !fits(sq->sqes, (uint64_t)rs->sq_entries *
+			sizeof(struct dlcache_sqe), rs->sq_mmap_size))
+		return -EPROTO;
+	*why = "SETUP_RING returned CQ offsets outside the CQ mapping";
+	if (!field_fits(cq->head, rs->cq_mmap_size) ||
+	    !field_fits(cq->tail, rs->cq_mmap_size) ||
+	    !field_fits(cq->ring_mask, rs->cq_mmap_size) ||
+	    !field_fits(cq->ring_entries, rs->cq_mmap_size) ||
+	    !field_fits(cq->flags, rs->cq_mmap_size) ||
+	    !field_fits(cq->pending, rs->cq_mmap_size) ||
+	    cq->cqes % 8 ||
+	    !fits(cq->cqes, (uint64_t)rs->cq_entries *
+			sizeof(struct dlcache_cqe), rs->cq_mmap_size))
+		return -EPROTO;
+	*why = NULL;
+	return 0;
+}
+
 uint32_t dlc_kclient_attach_flags(uint32_t owner, uint32_t self)
 {
 	if (owner == DLC_KCLIENT_SELF || owner == self)
@@ -179,6 +239,10 @@ int dlc_kclient_open(const char *dev, const uint64_t key[2],
 		*why = "SETUP_RING failed";
 		goto err;
 	}
+	/* Every offset and size below is the module's: checked first. */
+	ret = dlc_kclient_check_layout(&rs, entries, why);
+	if (ret)
+		goto err;
 	k->sq_size = rs.sq_mmap_size;
 	k->cq_size = rs.cq_mmap_size;
 	k->sq_map = mmap(NULL, k->sq_size, PROT_READ | PROT_WRITE, MAP_SHARED,
@@ -201,6 +265,13 @@ int dlc_kclient_open(const char *dev, const uint64_t key[2],
 	k->cq_flags = at(k->cq_map, rs.cq_off.flags);
 	k->cq_mask = *(uint32_t *)at(k->cq_map, rs.cq_off.ring_mask);
 	k->cqes = at(k->cq_map, rs.cq_off.cqes);
+	/* The ring's own words must say what SETUP_RING did (checked). */
+	if (k->sq_entries != rs.sq_entries || k->sq_mask != rs.sq_entries - 1 ||
+	    k->cq_mask != rs.cq_entries - 1) {
+		ret = -EPROTO;
+		*why = "the mapped rings' sizes are not those SETUP_RING returned";
+		goto err;
+	}
 	*out = k;
 	*why = NULL;
 	return 0;

@@ -13,6 +13,21 @@ struct dlcache_cqe;
 struct dlcache_stats;
 struct dlc_kclient;
 
+struct dlcache_ring_setup;
+
+/*
+ * Whether the ring layout SETUP_RING returned in @rs, for @asked SQ
+ * entries (and the default CQ, twice as many), can be used with the
+ * rings mapped at @rs's sizes: each entry count a power of two no larger
+ * than asked (rounded up), the sizes at most DLC_KCLIENT_RING_MAX, and
+ * every field (aligned) and entry array inside its mapping. 0, or
+ * -EPROTO with *@why saying what is wrong. A size from the module is
+ * checked before it is used.
+ */
+#define DLC_KCLIENT_RING_MAX	(1ULL << 30)
+int dlc_kclient_check_layout(const struct dlcache_ring_setup *rs,
+			     uint32_t asked, const char **why);
+
 /* @owner of dlc_kclient_open(): this process's own data set. */
 #define DLC_KCLIENT_SELF	UINT32_MAX
 

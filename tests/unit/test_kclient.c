@@ -24,7 +24,12 @@
  *    module): look-ups ahead, the misses read and PUT after their use,
  *    each use still one GET F_AT, the batches those of the in-process
  *    backend, also when the module goes away mid-run at any of 30 points;
- *    none without the bit.
+ *    none without the bit;
+ *  - ring layout: SETUP_RING replies whose offsets, entry arrays or
+ *    sizes fall outside the mappings, or whose entry counts exceed what
+ *    was asked, are refused by dlc_kclient_check_layout() (-EPROTO, with
+ *    a reason), and through the loader (the fake's reply with its SQE
+ *    array past the SQ mapping) mean no kernel backend, with a log line.
  *
  * Exit 0 pass, 1 fail.
  */
@@ -32,6 +37,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +50,7 @@
 #include <linux/types.h>
 #include "../uapi/dlcache.h"
 #include "dlcache.h"
+#include "kclient.h"
 
 #include "helpers/testutil.h"
 
@@ -90,6 +97,8 @@ static struct {
 	int parked;
 	struct dlcache_sqe park_sqe;
 	uint32_t park_enters, max_get_index;
+	/* SETUP_RING's reply: sq_off.sqes moved by this many bytes */
+	uint32_t sqes_shift;
 } fk;
 
 #define SQ_HDR	64
@@ -283,7 +292,8 @@ static int fake_ioctl(int fd, unsigned long req, void *arg)
 		rs->cq_mmap_size = CQ_HDR + (uint64_t)2 * e * sizeof(struct dlcache_cqe);
 		rs->sq_off = (struct dlcache_sqring_offsets){
 			.head = 0, .tail = 4, .ring_mask = 8, .ring_entries = 12,
-			.flags = 16, .dropped = 20, .sqes = SQ_HDR };
+			.flags = 16, .dropped = 20,
+			.sqes = SQ_HDR + fk.sqes_shift };
 		rs->cq_off = (struct dlcache_cqring_offsets){
 			.head = 0, .tail = 4, .ring_mask = 8, .ring_entries = 12,
 			.flags = 16, .pending = 20, .cqes = CQ_HDR };
@@ -357,6 +367,7 @@ static void fake_reset(void)
 	fk.ahead_at = fk.bare_uses = 0;
 	memset(fk.used, 0, sizeof(fk.used));
 	fk.enters = fk.fail_enter = 0;
+	fk.sqes_shift = 0;
 	fk.attach_flags = fk.attach_owner = 0xdeadbeef;
 }
 
@@ -553,6 +564,98 @@ static void test_trust(void)
 	CHECK_EQ(fk.attach_calls, 0);
 	cfg.backend = DLC_BACKEND_KERNEL;
 	CHECK_EQ(try_backend(&cfg), -EPROTO);
+}
+
+/* ---- ring layout --------------------------------------------------------- */
+
+/* A good SETUP_RING reply for @asked SQ entries, as the fake gives. */
+static void good_layout(struct dlcache_ring_setup *rs, uint32_t asked)
+{
+	uint32_t e = 1;
+
+	while (e < asked)
+		e <<= 1;
+	memset(rs, 0, sizeof(*rs));
+	rs->sq_entries = e;
+	rs->cq_entries = 2 * e;
+	rs->sq_mmap_size = SQ_HDR + (uint64_t)e * sizeof(struct dlcache_sqe);
+	rs->cq_mmap_size = CQ_HDR + (uint64_t)2 * e * sizeof(struct dlcache_cqe);
+	rs->sq_off = (struct dlcache_sqring_offsets){
+		.head = 0, .tail = 4, .ring_mask = 8, .ring_entries = 12,
+		.flags = 16, .dropped = 20, .sqes = SQ_HDR };
+	rs->cq_off = (struct dlcache_cqring_offsets){
+		.head = 0, .tail = 4, .ring_mask = 8, .ring_entries = 12,
+		.flags = 16, .pending = 20, .cqes = CQ_HDR };
+}
+
+static void test_ring_layout(void)
+{
+	struct dlcache_ring_setup rs;
+	struct dlc_config cfg;
+	const char *why;
+	uint32_t i;
+	/* Each a bad reply to 16 entries asked: what it changes. */
+	static const struct {
+		const char *name;
+		uint32_t field;		/* byte offset in the reply */
+		uint64_t value;
+		uint32_t width;
+	} bad[] = {
+#define BAD(f, v) { #f "=" #v, offsetof(struct dlcache_ring_setup, f), v, \
+		    sizeof(((struct dlcache_ring_setup *)0)->f) }
+		BAD(sq_entries, 32), BAD(sq_entries, 0), BAD(sq_entries, 12),
+		BAD(cq_entries, 64), BAD(cq_entries, 0), BAD(cq_entries, 24),
+		BAD(sq_mmap_size, 0), BAD(sq_mmap_size, (2ULL << 30)),
+		BAD(sq_mmap_size, 64 + 15 * 64),
+		BAD(cq_mmap_size, 64 + 31 * 32), BAD(cq_mmap_size, 0),
+		BAD(sq_off.head, 64 + 16 * 64), BAD(sq_off.head, 0xfffffffe),
+		BAD(sq_off.tail, 2), BAD(sq_off.ring_mask, 0xffffffff),
+		BAD(sq_off.ring_entries, 64 + 16 * 64 - 2),
+		BAD(sq_off.flags, 1 << 20), BAD(sq_off.dropped, 0x7ffffffc),
+		BAD(sq_off.sqes, 72), BAD(sq_off.sqes, 68),
+		BAD(sq_off.sqes, 0xffffffc0),
+		BAD(cq_off.head, 64 + 32 * 32), BAD(cq_off.tail, 0xfffffffc),
+		BAD(cq_off.ring_mask, 7), BAD(cq_off.ring_entries, 1 << 30),
+		BAD(cq_off.flags, 64 + 32 * 32 - 3), BAD(cq_off.pending, 1 << 24),
+		BAD(cq_off.cqes, 96), BAD(cq_off.cqes, 0xffffffe0),
+		BAD(cq_off.cqes, 4),
+#undef BAD
+	};
+
+	good_layout(&rs, 16);
+	CHECK_EQ(dlc_kclient_check_layout(&rs, 16, &why), 0);
+	/* Fewer than asked is the module's right (its max_ring_entries). */
+	good_layout(&rs, 4);
+	CHECK_EQ(dlc_kclient_check_layout(&rs, 16, &why), 0);
+	good_layout(&rs, 12);
+	CHECK_EQ(dlc_kclient_check_layout(&rs, 12, &why), 0);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		good_layout(&rs, 16);
+		if (bad[i].width == 8)
+			memcpy((uint8_t *)&rs + bad[i].field, &bad[i].value, 8);
+		else
+			memcpy((uint8_t *)&rs + bad[i].field,
+			       &(uint32_t){ (uint32_t)bad[i].value }, 4);
+		why = NULL;
+		CHECK(dlc_kclient_check_layout(&rs, 16, &why) == -EPROTO &&
+		      why && strstr(why, "SETUP_RING"),
+		      "%s: refused with a reason", bad[i].name);
+	}
+
+	/* Through the loader: the fake's SQEs end past the SQ mapping. */
+	fake_reset();
+	log_clear();
+	fk.sqes_shift = 8;
+	config(&cfg, DLC_BACKEND_AUTO);
+	CHECK_EQ(try_backend(&cfg), DLC_BACKEND_INPROCESS);
+	CHECK_EQ(fk.setup_calls, 1);
+	CHECK(log_count("SETUP_RING returned SQ offsets outside the SQ mapping") == 1,
+	      "log:\n%s", logbuf);
+	cfg.backend = DLC_BACKEND_KERNEL;
+	CHECK_EQ(try_backend(&cfg), -EPROTO);
+	fake_reset();
+	cfg.backend = DLC_BACKEND_AUTO;
+	CHECK_EQ(try_backend(&cfg), DLC_BACKEND_KERNEL);
 }
 
 /* ---- integrity ------------------------------------------------------------ */
@@ -985,6 +1088,7 @@ int main(void)
 	setenv("DLCACHE_DEVICE", devpath, 1);
 
 	T_RUN(test_trust);
+	T_RUN(test_ring_layout);
 	T_RUN(test_wrong_bytes);
 	T_RUN(test_verify_all);
 	T_RUN(test_size_claim);
