@@ -47,6 +47,10 @@ expect_usage "bench with a bad read-ahead" bench /tmp --readahead lots
 expect_usage "bench with a read-ahead past 1 TiB" bench /tmp --readahead 1025G
 expect_usage "bench with a negative read-ahead" bench /tmp --readahead -1
 expect_usage "bench with an empty read-ahead" bench /tmp --readahead ""
+expect_usage "bench with a peer timeout under 100 ms" bench /tmp --cluster --rank 0 --world 2 --peer-timeout 99
+err=$("$ctl" bench /tmp --cluster --rank 0 --world 2 --peer-timeout 1 2>&1 >/dev/null)
+echo "$err" | grep -q "want 100..600000 ms" ||
+	fail "bench --peer-timeout 1 does not say the range: $err"
 expect_usage "decode without -o" decode /tmp/x.jpg
 expect_usage "preview with a bad epoch" preview /tmp -o /tmp/x.png --epoch minus --batch 0
 expect_usage "preview without -o" preview /tmp --epoch 0 --batch 0
