@@ -470,8 +470,12 @@ static void stage_one(struct dlc_stage *st, uint32_t id, struct dlc_buf *b)
 			st->budget = st->used;
 	} else if (ret) {
 		st->state[id] = ST_ABSENT;
-		/* Once per errno: a failing disk must not flood the log. */
-		if (ret != -EBADMSG && ret != -ENOENT && ret != st->last_err)
+		/*
+		 * Once per errno: a failing disk must not flood the log.
+		 * -ECANCELED: the loader is being destroyed.
+		 */
+		if (ret != -EBADMSG && ret != -ENOENT && ret != -ECANCELED &&
+		    ret != st->last_err)
 			dlc_logf(st->log, DLC_LOG_WARN,
 				 "staging: cannot stage sample %u in %s: %s",
 				 id, st->dir, strerror(-ret));

@@ -681,7 +681,7 @@ static void hung_stager(void)
 {
 	struct dlc_index *idx;
 	char *dir = make_set(&idx), *stage = t_mkdtemp(NULL), path[4096];
-	const char *want = "staging: cannot stage sample 2";
+	const char *want = "staging: cannot stage sample 19";
 	struct dlc_loader *l = NULL;
 	struct dlc_config cfg;
 	uint32_t n, images, e;
@@ -692,7 +692,14 @@ static void hung_stager(void)
 	if (!idx || !stage)
 		goto out;
 	n = dlc_index_count(idx);
-	snprintf(path, sizeof(path), "%s/class00/img0002.jpg", dir);
+	/*
+	 * The epoch's last sample: the stager reads it ahead before the
+	 * pipeline asks for it. Each pipeline read of it holds one of the
+	 * reader's queue_depth requests until the kernel gives it back:
+	 * room for every epoch below.
+	 */
+	snprintf(path, sizeof(path), "%s/class01/img%04u.jpg", dir,
+		 PER_CLASS - 1);
 	ret = fuse_hang_start(path, &server);
 	if (ret) {
 		t_skip("hung_stager", "cannot mount a FUSE file system here (%s): root and /dev/fuse needed",
@@ -706,6 +713,7 @@ static void hung_stager(void)
 	/* Buffered: FUSE does an O_DIRECT read in the submitting thread. */
 	cfg.direct_io = 0;
 	cfg.read_timeout_ms = 300;
+	cfg.queue_depth = 16;
 	t_logbuf[0] = 0;
 	watchdog("hung_stager");
 	CHECK_EQ(dlc_loader_create(&cfg, idx, &l), 0);
