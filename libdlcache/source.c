@@ -345,28 +345,44 @@ static void ring_key_make(void)
  * freed when the thread exits; NULL when none can be made (then plain
  * system calls, with no deadline).
  */
+/* A thread's ring, and the process it was made in (ring first: freed as one). */
+struct thread_ring {
+	struct io_uring ring;
+	pid_t pid;
+};
+
 static struct io_uring *thread_ring(void)
 {
-	struct io_uring *ring;
+	struct thread_ring *tr;
 
 	pthread_once(&ring_once, ring_key_make);
 	if (!ring_key_ok)
 		return NULL;
-	ring = pthread_getspecific(ring_key);
-	if (ring)
-		return ring;
-	ring = calloc(1, sizeof(*ring));
-	if (!ring)
+	tr = pthread_getspecific(ring_key);
+	if (tr && tr->pid == getpid())
+		return &tr->ring;
+	if (tr) {
+		/*
+		 * Made before a fork(): its SQ and CQ are the parent's too
+		 * (shared mappings), so this child must not use it. Undoing
+		 * the child's mappings and fd leaves the parent's alone.
+		 */
+		pthread_setspecific(ring_key, NULL);
+		ring_free(tr);
+	}
+	tr = calloc(1, sizeof(*tr));
+	if (!tr)
 		return NULL;
-	if (io_uring_queue_init(RING_ENTRIES, ring, 0)) {
-		free(ring);
+	if (io_uring_queue_init(RING_ENTRIES, &tr->ring, 0)) {
+		free(tr);
 		return NULL;
 	}
-	if (pthread_setspecific(ring_key, ring)) {
-		ring_free(ring);
+	tr->pid = getpid();
+	if (pthread_setspecific(ring_key, tr)) {
+		ring_free(tr);
 		return NULL;
 	}
-	return ring;
+	return &tr->ring;
 }
 
 /* One blocking read of a sample: its ring, deadline and fate. */
