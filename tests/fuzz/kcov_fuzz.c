@@ -326,7 +326,8 @@ static void kf_check_cqe(const struct dlcache_cqe *c)
 
 	if (c->resv)
 		kf_fail("CQE resv %u", c->resv);
-	if (c->flags & ~(DLCACHE_CQE_F_CACHED | DLCACHE_CQE_F_FILL | DLCACHE_CQE_F_WAITED))
+	if (c->flags & ~(DLCACHE_CQE_F_CACHED | DLCACHE_CQE_F_FILL |
+			 DLCACHE_CQE_F_WAITED | DLCACHE_CQE_F_SOONER))
 		kf_fail("CQE flags %#x", c->flags);
 	if (c->res < 0 && !kf_errno_in(-c->res, e_cqe))
 		kf_fail("CQE res %s outside the documented set", t_errname(c->res));
@@ -348,11 +349,17 @@ static void kf_check_cqe(const struct dlcache_cqe *c)
 			kf_fail("GET -EMSGSIZE with size %u <= len %u", c->size, len);
 		if (c->flags & DLCACHE_CQE_F_CACHED)
 			kf_fail("GET CQE with F_CACHED");
+		/* A look-up ahead for a later use: a miss, nothing taken. */
+		if ((c->flags & DLCACHE_CQE_F_SOONER) &&
+		    (c->res != -ENOENT || (c->flags & DLCACHE_CQE_F_FILL)))
+			kf_fail("GET F_SOONER with res %s, flags %#x",
+				t_errname(c->res), c->flags);
 		break;
 	case DLCACHE_OP_PUT:
 		if (c->res >= 0 && (uint32_t)c->res != len)
 			kf_fail("PUT res %d, len %u", c->res, len);
-		if (c->flags & (DLCACHE_CQE_F_FILL | DLCACHE_CQE_F_WAITED))
+		if (c->flags & (DLCACHE_CQE_F_FILL | DLCACHE_CQE_F_WAITED |
+				DLCACHE_CQE_F_SOONER))
 			kf_fail("PUT CQE flags %#x", c->flags);
 		break;
 	case DLCACHE_OP_ABORT:
