@@ -2,6 +2,15 @@
 # tests/qemu/integration/integration.sh, tests/qemu/nvme/nvme.sh), from
 # the repository root: what their guests have in common. Not a test.
 
+# The kernel command line every guest starts from. acpi=noirq: PCI
+# interrupts are routed by the BIOS's table, not by evaluating QEMU's ACPI
+# _PRT method (a 128-turn AML loop). Under TCG the debug kernel (KASAN,
+# KCOV, kmemleak, lockdep) spends over 20 s in that loop when the first PCI
+# device is enabled (the integration's virtio disk, the NVMe controller):
+# the RCU stall and soft-lockup reports fired, and the guest hung printing
+# them (stop 37: qemu-debug-int never reached /init in 1500 s).
+QEMU_APPEND_BASE="console=ttyS0 panic=-1 quiet loglevel=3 log_buf_len=4M rdinit=/init acpi=noirq"
+
 # qemu_stage_busybox STAGE BUSYBOX [DIR...]: a root file system at STAGE
 # holding a static busybox and its applet links in /bin (and /sbin,
 # /usr/bin, /usr/sbin), root and nobody (65534) in /etc/passwd and

@@ -198,9 +198,9 @@ else
 fi
 
 # ---- initramfs -------------------------------------------------------------
+. "$ROOT/tests/qemu/lib.sh"
 if newer_than "$STAGE/bin/busybox" "$BUSYBOX"; then
 	rm -rf "$STAGE"
-	. "$ROOT/tests/qemu/lib.sh"
 	qemu_stage_busybox "$STAGE" "$BUSYBOX" tests
 fi
 install -m 0755 "$SRC/init.sh" "$STAGE/init"
@@ -230,7 +230,7 @@ CPIO="$OUT/initramfs-${KREL:-custom}.cpio"
 mv "$CPIO.tmp" "$CPIO"
 
 # ---- boot ------------------------------------------------------------------
-APPEND="console=ttyS0 panic=-1 quiet loglevel=3 log_buf_len=4M rdinit=/init"
+APPEND="$QEMU_APPEND_BASE"
 # The guest's /init reads its settings from /proc/cmdline.
 APPEND+=" dlcqemu.mode=$MODE dlcqemu.test_timeout=$TEST_TIMEOUT"
 [ -z "$ONLY" ] || APPEND+=" dlcqemu.only=$ONLY"

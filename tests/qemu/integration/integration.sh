@@ -253,7 +253,7 @@ cpio_entry() {
 
 # ---- boot ------------------------------------------------------------------
 LOG="$OUT/console.log"
-APPEND="console=ttyS0 panic=-1 quiet loglevel=3 log_buf_len=4M rdinit=/init"
+APPEND="$QEMU_APPEND_BASE"
 APPEND+=" dlcint.cap_mb=$CAP_MB dlcint.epochs=$EPOCHS dlcint.nokernel=$NOKERNEL"
 APPEND+=" dlcint.storage_kbps=$STORAGE_KBPS"
 echo "# $TAG: $(basename "$KERNEL"), 2 cpus, $MEM, tcg; $NFILES samples, $DS_BYTES bytes ($PAGE_BYTES in pages), capacity_mb=$CAP_MB; log in $LOG"

@@ -145,7 +145,7 @@ CPIO="$OUT/initramfs.cpio"
 
 # ---- boot ------------------------------------------------------------------
 LOG="$OUT/console.log"
-APPEND="console=ttyS0 panic=-1 quiet loglevel=3 rdinit=/init dlcnv.cap_mb=$CAP_MB"
+APPEND="$QEMU_APPEND_BASE dlcnv.cap_mb=$CAP_MB"
 echo "# $TAG: $(basename "$KERNEL"), NVMe controller with 4 namespaces (mdts=4: 64 KiB a command), tcg; log in $LOG"
 start=$(date +%s)
 set +e
