@@ -596,6 +596,7 @@ static int ktier_ahead_read(struct dlc_loader *l, uint64_t g, char *path,
 		dlc_ra_release(e);
 		return 0;
 	}
+	dlc_ra_reading(l->ra, e);
 	d.err = dlc_source_queue(l->src, l->reader, e->id, DLC_RA_TAG(g), path,
 				 len);
 	if (d.err)

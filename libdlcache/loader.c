@@ -1034,6 +1034,7 @@ static int read_ahead(struct dlc_loader *l, uint64_t my_gen, char *path,
 			break;
 		e = dlc_ra_at(l->ra, g);
 		dlc_ra_begin(l->ra, e, g, id, bytes);
+		dlc_ra_reading(l->ra, e);
 		ret = dlc_source_queue(l->src, l->reader, id, DLC_RA_TAG(g),
 				       path, len);
 		if (ret)

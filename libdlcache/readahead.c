@@ -88,7 +88,16 @@ void dlc_ra_begin(struct dlc_ra *ra, struct dlc_ra_entry *e, uint64_t g,
 		.g = g, .id = id, .bytes = bytes, .state = DLC_RA_IN_FLIGHT,
 	};
 	ra->c.held += bytes;
+}
+
+void dlc_ra_reading(struct dlc_ra *ra, struct dlc_ra_entry *e)
+{
+	if (e->reading)
+		return;
+	e->reading = 1;
 	ra->c.reads++;
+	if (e->claimed)
+		ra->c.used++;
 }
 
 void dlc_ra_done(struct dlc_ra_entry *e, struct dlc_buf *buf, int err,
@@ -110,7 +119,8 @@ static void uncharge(struct dlc_ra *ra, struct dlc_ra_entry *e)
 void dlc_ra_take(struct dlc_ra *ra, struct dlc_ra_entry *e, uint32_t pos)
 {
 	uncharge(ra, e);
-	ra->c.used++;
+	if (e->reading)
+		ra->c.used++;
 	if (e->state == DLC_RA_READY) {
 		e->state = DLC_RA_FREE;
 		e->buf = NULL;
@@ -127,15 +137,14 @@ void dlc_ra_release(struct dlc_ra_entry *e)
 	e->abandoned = 0;
 	e->probing = 0;
 	e->fill = 0;
+	e->reading = 0;
 	e->buf = NULL;
 }
 
 void dlc_ra_cancel(struct dlc_ra *ra, struct dlc_ra_entry *e)
 {
-	if (!e->claimed && !e->abandoned) {
+	if (!e->claimed && !e->abandoned)
 		uncharge(ra, e);
-		ra->c.reads--;
-	}
 	dlc_ra_release(e);
 }
 

@@ -20,7 +20,7 @@
  *
  * With dlcache.ko an entry's IN_FLIGHT starts with a look-up (a GET with
  * DLCACHE_SQE_F_AHEAD, ->probing): a sample the module holds is not read
- * (dlc_ra_cancel(): FREE again, as if never begun), a miss is, and when
+ * (dlc_ra_cancel(): FREE again), a miss is (dlc_ra_reading()), and when
  * the look-up took the sample's fill (->fill) the loader must end it: a
  * PUT after the use, or an ABORT when the entry is dropped. The table
  * never ends fills itself: dlc_ra_retain() leaves READY entries with a
@@ -50,11 +50,18 @@ struct dlc_ra_entry {
 	uint8_t abandoned;	/* IN_FLIGHT: drop it on completion */
 	uint8_t probing;	/* IN_FLIGHT: the module's look-up is out */
 	uint8_t fill;		/* the look-up took the module's fill: ours to end */
+	uint8_t reading;	/* dlc_ra_reading(): a read from storage */
 };
 
 struct dlc_ra_counters {
-	uint64_t reads;		/* dlc_ra_begin() calls, less dlc_ra_cancel()s */
-	uint64_t used;		/* taken by the pipeline */
+	/*
+	 * Counters only grow (the stats take differences of them): a read
+	 * counts when it goes to storage, not when its entry begins, since
+	 * a look-up begun in one epoch may find the module holding the
+	 * sample in the next.
+	 */
+	uint64_t reads;		/* dlc_ra_reading() calls */
+	uint64_t used;		/* of those, taken by the pipeline */
 	uint64_t dropped;	/* dropped unused */
 	uint64_t held;		/* bytes charged now */
 	uint64_t budget;
@@ -82,9 +89,14 @@ struct dlc_ra_entry *dlc_ra_at(struct dlc_ra *ra, uint64_t g);
 struct dlc_ra_entry *dlc_ra_find(struct dlc_ra *ra, uint64_t g);
 /* Whether @bytes more fit in the budget. */
 int dlc_ra_room(const struct dlc_ra *ra, uint64_t bytes);
-/* FREE entry @e: a read of @bytes of sample @id for @g is queued. */
+/*
+ * FREE entry @e: @bytes of sample @id for @g are on their way (a read
+ * queued, or the module's look-up first).
+ */
 void dlc_ra_begin(struct dlc_ra *ra, struct dlc_ra_entry *e, uint64_t g,
 		  uint32_t id, uint64_t bytes);
+/* IN_FLIGHT entry @e: its read goes to storage now; counts it once. */
+void dlc_ra_reading(struct dlc_ra *ra, struct dlc_ra_entry *e);
 /* IN_FLIGHT, unclaimed entry @e: its read ended (or failed to queue). */
 void dlc_ra_done(struct dlc_ra_entry *e, struct dlc_buf *buf, int err,
 		 const char *why);
@@ -99,7 +111,7 @@ void dlc_ra_take(struct dlc_ra *ra, struct dlc_ra_entry *e, uint32_t pos);
 void dlc_ra_release(struct dlc_ra_entry *e);
 /*
  * An IN_FLIGHT entry turned out to need no read (the module holds the
- * sample): FREE it, its charge and its dlc_ra_begin() undone. A claimed
+ * sample): FREE it, its charge undone. A claimed
  * or abandoned one has no charge left, so this is dlc_ra_release() then.
  */
 void dlc_ra_cancel(struct dlc_ra *ra, struct dlc_ra_entry *e);

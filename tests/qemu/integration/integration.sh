@@ -300,6 +300,29 @@ print(f"# capacity {cap} bytes; data set {ds_bytes} bytes in {nfiles} samples, "
       f"{page_bytes} bytes in whole pages; optimum hit ratio for one-pass shuffles "
       f"= capacity / pages = {opt:.4f}")
 
+# A bench epoch's counters are differences of counters that only grow: one
+# past 2^63 went down during the epoch (readahead_reads did, by 44, when a
+# look-up begun in one epoch found the module holding the sample in the
+# next).
+# The JSON a step printed only as a comment ("#   {...}") counts too.
+went_down = []
+printed = [("line %d" % n, l[1:].strip())
+           for n, l in enumerate(open(log, errors="replace"), 1)
+           if l.startswith("#   {")]
+for name, v in [(n, v) for n, vs in sorted(data.items()) for v in vs] + printed:
+    try:
+        b = json.loads(v)
+    except ValueError:
+        continue
+    for e in b.get("epochs", []) if isinstance(b, dict) else []:
+        went_down += ["%s epoch %s %s=%d" % (name, e.get("epoch"), k, x)
+                      for k, x in e.items()
+                      if isinstance(x, int) and x >= 1 << 63]
+if went_down:
+    result("FAIL", "counters-grow", "; ".join(went_down[:4]))
+else:
+    result("ok", "counters-grow")
+
 def epoch_hits(e):
     """hits and misses of one bench epoch object (exact fields, else derived)."""
     if "hits" in e and "misses" in e:
