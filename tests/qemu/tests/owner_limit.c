@@ -9,8 +9,10 @@
  * SUBUID..SUBUID+NU-1. Inside, each uid in turn creates PER data sets and
  * keeps them attached: NU * PER is max_datasets, so per-kuid limits let
  * them take every slot. Their total must stop at uid_max_datasets
- * (-EDQUOT beyond), OWNER itself outside the namespace is at its limit
- * too, and another user's ATTACH of a new key still succeeds.
+ * (-EDQUOT beyond); inside uid 0 in a namespace nested in that one (whose
+ * own owner, kuid SUBUID, has no data set) is at OWNER's limit too, as is
+ * OWNER itself outside the namespace; another user's ATTACH of a new key
+ * still succeeds.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -75,10 +77,41 @@ static int inside(int u)
 	return 0;
 }
 
+/* Inside uid 0, in a namespace of its own: one more data set. */
+static int nested(void)
+{
+	struct rec r = { .uid = NU };
+	uint64_t k[2];
+	long h;
+	int fd;
+
+	if (setresuid(0, 0, 0) < 0 || unshare(CLONE_NEWUSER) < 0) {
+		r.err = -errno;
+		r.made = -1;
+	} else {
+		fd = open(DLCACHE_DEVICE, O_RDWR);
+		if (fd < 0) {
+			r.err = -errno;
+			r.made = -1;
+		} else {
+			t_key("owner-limit-nested", k);
+			h = t_attach(fd, k, N, 0600, 0, NULL);
+			if (h < 0)
+				r.err = h;
+			else
+				r.made = 1;
+		}
+	}
+	if (write(res[1], &r, sizeof(r)) != sizeof(r))
+		return 1;
+	t_await(go[0], 60);
+	return 0;
+}
+
 /* OWNER: make the namespace, wait for its map, run the inside uids. */
 static int owner_ns(void)
 {
-	pid_t kids[NU];
+	pid_t kids[NU + 1];
 	int u, st, err = 0, bad = 0;
 
 	if (unshare(CLONE_NEWUSER) < 0)
@@ -97,7 +130,12 @@ static int owner_ns(void)
 		if (!t_await(step[0], 30))
 			return 1;
 	}
-	for (u = 0; u < NU; u++) {
+	kids[NU] = fork();
+	if (kids[NU] < 0)
+		return 1;
+	if (kids[NU] == 0)
+		exit(nested());
+	for (u = 0; u <= NU; u++) {
 		st = t_wait(kids[u], 90);
 		if (st)
 			bad = 1;
@@ -156,6 +194,8 @@ int main(void)
 	per = info.max_datasets / NU;
 	if (lim >= (unsigned long long)per * NU)
 		t_skip("uid_max_datasets %llu is not below %u", lim, per * NU);
+	if (access("/proc/self/ns/user", F_OK))
+		t_skip("the kernel has no user namespaces (CONFIG_USER_NS)");
 	if (chown(DLCACHE_DEVICE, 0, T_DEVGRP))
 		FATAL("chown %s: %m", DLCACHE_DEVICE);
 	/* Debian's switch for unprivileged user namespaces, where present. */
@@ -182,6 +222,11 @@ int main(void)
 	snprintf(map, sizeof(map), "0 %d %d\n", SUBUID, NU);
 	if (!t_write_file(path, map))
 		FATAL("writing %s: %m", path);
+	/* OWNER's gid as gid 0: a nested namespace needs its creator's. */
+	snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)c);
+	snprintf(map, sizeof(map), "0 %d 1\n", OWNER);
+	if (!t_write_file(path, map))
+		FATAL("writing %s: %m", path);
 	t_signal(mapped[1]);
 
 	for (u = 0; u < NU; u++) {
@@ -201,10 +246,21 @@ int main(void)
 	t_info("the owner's namespace uids created %d data sets; uid_max_datasets %llu, max_datasets %u",
 	       total, lim, info.max_datasets);
 	CHECK_EQ(total, lim, "data sets of one owner's namespace uids");
+	if (read(res[0], &r, sizeof(r)) != sizeof(r)) {
+		FAIL("no result from the nested namespace");
+	} else {
+		t_info("inside uid 0 in a nested namespace: created %d, error %s", r.made,
+		       t_errname(r.err));
+		if (r.made < 0)
+			FAIL("nested user namespace: %s", t_errname(r.err));
+		else
+			CHECK_ERR(r.made ? 0 : r.err, -EDQUOT,
+				  "a nested namespace's uid creating past the owner's limit");
+	}
 	CHECK_EQ(t_wait(t_start_user(OWNER, owner_outside), 30), 0, "the owner outside");
 	CHECK_EQ(t_wait(t_start_user(OTHER, other), 30), 0, "another user");
 
-	for (u = 0; u < NU; u++)
+	for (u = 0; u <= NU; u++)
 		t_signal(go[1]);
 	st = t_wait(c, 60);
 	CHECK_EQ(st, 0, "the namespace's processes");
