@@ -223,6 +223,13 @@ struct dlc_dataset {
 	u32 lookahead;
 	kuid_t uid;			/* owner: half of the name */
 	kgid_t gid;
+	/*
+	 * Accounting owner: the uid in the initial user namespace that owns
+	 * the creator's user namespace chain (@uid itself for a creator in
+	 * init_user_ns). Per-owner quotas (main.c) and cache shares count
+	 * by it, so subordinate uids do not multiply them.
+	 */
+	kuid_t acct;
 	u32 nattached;			/* cache lock */
 	/* Time line memory of the consumers, charged to the owner; cache lock */
 	u64 consumer_bytes;

@@ -49,6 +49,7 @@
 #include <linux/spinlock.h>
 #include <linux/uaccess.h>
 #include <linux/uio.h>
+#include <linux/user_namespace.h>
 #include <linux/vmalloc.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
@@ -1383,19 +1384,20 @@ static void dlc_detach(struct dlc_session *sess, struct dlc_attachment *att)
 }
 
 /*
- * Per-uid limits on data set creation, so that one user cannot take the
+ * Per-owner limits on data set creation, so that one user cannot take the
  * global limits (DLC_MAX_DATASETS, the policy memory) that the others need.
- * Read at each creation.
+ * They count by accounting owner (dlc_acct_owner()), not by kuid. Read at
+ * each creation.
  */
 static unsigned int uid_max_datasets = 16;
 module_param(uid_max_datasets, uint, 0644);
 MODULE_PARM_DESC(uid_max_datasets,
-		 "Data sets one owner uid may have at once (default 16; -EDQUOT beyond)");
+		 "Data sets one owner (a uid with its user namespaces' uids) may have at once (default 16; -EDQUOT beyond)");
 
 static unsigned int uid_max_policy_mb;
 module_param(uid_max_policy_mb, uint, 0644);
 MODULE_PARM_DESC(uid_max_policy_mb,
-		 "Policy memory in MiB of one owner uid's data sets (0: a quarter of the global policy limit; -EDQUOT beyond)");
+		 "Policy memory in MiB of one owner's data sets (0: a quarter of the global policy limit; -EDQUOT beyond)");
 
 /*
  * A data set being created: its slot and policy memory are counted on
@@ -1404,8 +1406,28 @@ MODULE_PARM_DESC(uid_max_policy_mb,
 struct dlc_reservation {
 	struct list_head node;		/* cache->reserved */
 	kuid_t uid;			/* the owner to be */
+	kuid_t acct;			/* its accounting owner */
 	u64 bytes;			/* policy memory */
 };
+
+/*
+ * The accounting owner of the caller, in the manner of ucounts: a uid
+ * that creates user namespaces (or is given /etc/subuid ranges in them)
+ * gets no more than one uid's quota. For a caller in a user namespace,
+ * the uid in init_user_ns that owns the outermost namespace of its chain
+ * (the one whose parent is init_user_ns); for a caller in init_user_ns,
+ * its own fsuid.
+ */
+static kuid_t dlc_acct_owner(void)
+{
+	const struct user_namespace *ns = current_user_ns();
+
+	if (ns == &init_user_ns)
+		return current_fsuid();
+	while (ns->parent != &init_user_ns)
+		ns = ns->parent;
+	return ns->owner;
+}
 
 static u64 dlc_uid_policy_limit(const struct dlc_cache *cache)
 {
@@ -1415,10 +1437,10 @@ static u64 dlc_uid_policy_limit(const struct dlc_cache *cache)
 }
 
 /*
- * Data sets of owner @uid and their policy bytes, reservations included.
- * At most DLC_MAX_DATASETS entries in all: a walk is cheap.
+ * Data sets of accounting owner @acct and their policy bytes, reservations
+ * included. At most DLC_MAX_DATASETS entries in all: a walk is cheap.
  */
-static void dlc_uid_usage(struct dlc_cache *cache, kuid_t uid, u32 *n,
+static void dlc_uid_usage(struct dlc_cache *cache, kuid_t acct, u32 *n,
 			  u64 *bytes)
 {
 	struct dlc_reservation *r;
@@ -1428,13 +1450,13 @@ static void dlc_uid_usage(struct dlc_cache *cache, kuid_t uid, u32 *n,
 	*n = 0;
 	*bytes = 0;
 	list_for_each_entry(ds, &cache->datasets, node) {
-		if (uid_eq(ds->uid, uid)) {
+		if (uid_eq(ds->acct, acct)) {
 			(*n)++;
 			*bytes += ds->policy_size + ds->consumer_bytes;
 		}
 	}
 	list_for_each_entry(r, &cache->reserved, node) {
-		if (uid_eq(r->uid, uid)) {
+		if (uid_eq(r->acct, acct)) {
 			(*n)++;
 			*bytes += r->bytes;
 		}
@@ -1448,11 +1470,12 @@ struct dlc_room {
 };
 
 /*
- * Whether @bytes more policy memory for owner @uid fits, with the idle
- * sets of @f freed: 0, -ENOMEM past the global policy limit, -EDQUOT past
- * the owner's. The owner's data sets (reservations included) in *@n.
+ * Whether @bytes more policy memory for accounting owner @acct fits, with
+ * the idle sets of @f freed: 0, -ENOMEM past the global policy limit,
+ * -EDQUOT past the owner's. The owner's data sets (reservations included)
+ * in *@n.
  */
-static int dlc_policy_room(struct dlc_cache *cache, kuid_t uid, u64 bytes,
+static int dlc_policy_room(struct dlc_cache *cache, kuid_t acct, u64 bytes,
 			   const struct dlc_room *f, u32 *n)
 {
 	u64 used;
@@ -1461,18 +1484,19 @@ static int dlc_policy_room(struct dlc_cache *cache, kuid_t uid, u64 bytes,
 	/* Bound the kernel memory unprivileged users can pin. */
 	if (cache->policy_bytes - f->bytes + bytes > cache->policy_limit)
 		return -ENOMEM;
-	dlc_uid_usage(cache, uid, n, &used);
+	dlc_uid_usage(cache, acct, n, &used);
 	if (used - f->uid_bytes + bytes > dlc_uid_policy_limit(cache))
 		return -EDQUOT;
 	return 0;
 }
 
 /*
- * Whether a data set of @bytes policy memory for owner @uid fits, with
- * the idle sets of @f freed: 0, -ENOSPC when DLC_MAX_DATASETS exist,
- * -ENOMEM past the global policy limit, -EDQUOT past the owner's limits.
+ * Whether a data set of @bytes policy memory for accounting owner @acct
+ * fits, with the idle sets of @f freed: 0, -ENOSPC when DLC_MAX_DATASETS
+ * exist, -ENOMEM past the global policy limit, -EDQUOT past the owner's
+ * limits.
  */
-static int dlc_reserve_check(struct dlc_cache *cache, kuid_t uid, u64 bytes,
+static int dlc_reserve_check(struct dlc_cache *cache, kuid_t acct, u64 bytes,
 			     const struct dlc_room *f)
 {
 	u32 n;
@@ -1481,7 +1505,7 @@ static int dlc_reserve_check(struct dlc_cache *cache, kuid_t uid, u64 bytes,
 	lockdep_assert_held(&cache->lock);
 	if (cache->ndatasets + cache->nreserved - f->n >= DLC_MAX_DATASETS)
 		return -ENOSPC;
-	ret = dlc_policy_room(cache, uid, bytes, f, &n);
+	ret = dlc_policy_room(cache, acct, bytes, f, &n);
 	if (ret)
 		return ret;
 	if (n - f->uid_n >= READ_ONCE(uid_max_datasets))
@@ -1490,11 +1514,11 @@ static int dlc_reserve_check(struct dlc_cache *cache, kuid_t uid, u64 bytes,
 }
 
 /*
- * The data set idle longest, of owner *@uid unless @uid is NULL, whose
- * list position is not set in @picked; its position in *@pos.
+ * The data set idle longest, of accounting owner *@acct unless @acct is
+ * NULL, whose list position is not set in @picked; its position in *@pos.
  */
 static struct dlc_dataset *dlc_idle_oldest(struct dlc_cache *cache,
-					   const kuid_t *uid, u64 picked,
+					   const kuid_t *acct, u64 picked,
 					   u32 *pos)
 {
 	struct dlc_dataset *ds, *best = NULL;
@@ -1504,7 +1528,7 @@ static struct dlc_dataset *dlc_idle_oldest(struct dlc_cache *cache,
 	BUILD_BUG_ON(DLC_MAX_DATASETS > 64);
 	list_for_each_entry(ds, &cache->datasets, node) {
 		if (ds->idle && !(picked & BIT_ULL(i)) &&
-		    (!uid || uid_eq(ds->uid, *uid)) &&
+		    (!acct || uid_eq(ds->acct, *acct)) &&
 		    (!best || time_before(ds->idle_since, best->idle_since))) {
 			best = ds;
 			*pos = i;
@@ -1515,7 +1539,8 @@ static struct dlc_dataset *dlc_idle_oldest(struct dlc_cache *cache,
 }
 
 /*
- * Reserve a data set slot and @bytes of policy memory for owner r->uid.
+ * Reserve a data set slot and @bytes of policy memory for accounting
+ * owner r->acct.
  * Idle data sets give way: while a limit is in the way, the set idle
  * longest is picked to be freed (for the owner's limits, -EDQUOT, only
  * the owner's own idle sets count). Only when the picks make room are
@@ -1532,15 +1557,15 @@ static int dlc_reserve(struct dlc_cache *cache, struct dlc_reservation *r,
 	int ret;
 
 	lockdep_assert_held(&cache->lock);
-	while ((ret = dlc_reserve_check(cache, r->uid, bytes, &f))) {
-		ds = dlc_idle_oldest(cache, ret == -EDQUOT ? &r->uid : NULL,
+	while ((ret = dlc_reserve_check(cache, r->acct, bytes, &f))) {
+		ds = dlc_idle_oldest(cache, ret == -EDQUOT ? &r->acct : NULL,
 				     picked, &pos);
 		if (!ds)
 			return ret;
 		picked |= BIT_ULL(pos);
 		f.n++;
 		f.bytes += ds->policy_size;
-		if (uid_eq(ds->uid, r->uid)) {
+		if (uid_eq(ds->acct, r->acct)) {
 			f.uid_n++;
 			f.uid_bytes += ds->policy_size;
 		}
@@ -1578,7 +1603,7 @@ static int dlc_consumer_charge(struct dlc_cache *cache, struct dlc_dataset *ds,
 	u32 n;
 	int ret;
 
-	ret = dlc_policy_room(cache, ds->uid, bytes, &none, &n);
+	ret = dlc_policy_room(cache, ds->acct, bytes, &none, &n);
 	if (ret)
 		return ret;
 	cache->policy_bytes += bytes;
@@ -1658,7 +1683,10 @@ static struct dlc_dataset *dlc_dataset_create_locked(struct dlc_cache *cache,
 						     u32 mode,
 						     struct dlc_dataset **spare)
 {
-	struct dlc_reservation resv = { .uid = current_fsuid() };
+	struct dlc_reservation resv = {
+		.uid = current_fsuid(),
+		.acct = dlc_acct_owner(),
+	};
 	struct dlc_dataset *ds, *mine;
 	LIST_HEAD(reap);
 	int ret;
@@ -1677,6 +1705,7 @@ static struct dlc_dataset *dlc_dataset_create_locked(struct dlc_cache *cache,
 	if (!IS_ERR(mine)) {
 		mine->uid = resv.uid;
 		mine->gid = current_fsgid();
+		mine->acct = resv.acct;
 	}
 
 	mutex_lock(&cache->lock);

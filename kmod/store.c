@@ -338,30 +338,138 @@ u64 dlc_store_drop(struct dlc_dataset *ds)
 }
 
 /*
- * Make room for @need bytes in another data set than @self: the one that
- * holds most, in its policy order; with @idle_only, the idle one that
- * holds most (idle sets give way first). Called with self->lock held, so
- * the cache lock and the other data set's lock are only tried.
+ * Shares of the cache. The capacity is divided equally among the
+ * accounting owners (dlc_dataset.acct) of the listed data sets, and an
+ * owner's share equally among its data sets: a user who makes many data
+ * sets, or many uids in user namespaces, splits its own share and takes
+ * nothing more from the others. At most DLC_MAX_DATASETS are listed, so
+ * the walks below are cheap.
  */
-static bool dlc_cache_steal(struct dlc_cache *cache, struct dlc_dataset *self,
-			    u64 need, bool idle_only)
+
+/* Data sets of accounting owner @acct, and in *@used the bytes they hold. */
+static u32 dlc_owner_usage(struct dlc_cache *cache, kuid_t acct, u64 *used)
+{
+	struct dlc_dataset *ds;
+	u32 n = 0;
+
+	lockdep_assert_held(&cache->lock);
+	*used = 0;
+	list_for_each_entry(ds, &cache->datasets, node) {
+		if (uid_eq(ds->acct, acct)) {
+			n++;
+			*used += READ_ONCE(ds->used);
+		}
+	}
+	return n;
+}
+
+/* Accounting owners of the listed data sets; at least 1. */
+static u32 dlc_owners(struct dlc_cache *cache)
+{
+	struct dlc_dataset *ds, *o;
+	u32 n = 0;
+
+	lockdep_assert_held(&cache->lock);
+	list_for_each_entry(ds, &cache->datasets, node) {
+		/* Count each owner at its first data set in the list. */
+		list_for_each_entry(o, &cache->datasets, node) {
+			if (o == ds)
+				n++;
+			if (uid_eq(o->acct, ds->acct))
+				break;
+		}
+	}
+	return max(n, 1U);
+}
+
+/* How dlc_cache_steal() picks the data set it takes room from. */
+enum dlc_steal {
+	DLC_STEAL_IDLE,		/* the idle set that holds most */
+	DLC_STEAL_ANY,		/* of the owner most over its share */
+	DLC_STEAL_FAIR,		/* the same, if @self is within its share */
+};
+
+/*
+ * The data set to take room from for @self: of the accounting owner most
+ * over its share, the one most over its share within that owner. With
+ * @fair, none when @self holding @need more bytes would be over its own
+ * share (it then competes inside itself).
+ */
+static struct dlc_dataset *dlc_share_victim(struct dlc_cache *cache,
+					    struct dlc_dataset *self, u64 need,
+					    bool fair)
+{
+	u64 oshare = div_u64(READ_ONCE(cache->capacity), dlc_owners(cache));
+	struct dlc_dataset *ds, *best = NULL;
+	s64 best_over = 0, best_ds_over = 0;
+	u64 used;
+	u32 n;
+
+	lockdep_assert_held(&cache->lock);
+	lockdep_assert_held(&self->lock);
+	if (fair) {
+		n = max(dlc_owner_usage(cache, self->acct, &used), 1U);
+		if (self->used + need > div_u64(oshare, n))
+			return NULL;
+	}
+	list_for_each_entry(ds, &cache->datasets, node) {
+		u64 ds_used = READ_ONCE(ds->used);
+		s64 over, ds_over;
+
+		if (ds == self || !ds_used)
+			continue;
+		n = dlc_owner_usage(cache, ds->acct, &used);
+		over = (s64)used - (s64)oshare;
+		ds_over = (s64)ds_used - (s64)div_u64(oshare, n);
+		if (!best || over > best_over ||
+		    (over == best_over && ds_over > best_ds_over)) {
+			best = ds;
+			best_over = over;
+			best_ds_over = ds_over;
+		}
+	}
+	return best;
+}
+
+/* The idle data set other than @self that holds most, or NULL. */
+static struct dlc_dataset *dlc_idle_victim(struct dlc_cache *cache,
+					   struct dlc_dataset *self)
 {
 	struct dlc_dataset *ds, *best = NULL;
-	u64 best_used = 0, freed = 0, f;
+	u64 best_used = 0;
 
-	lockdep_assert_held(&self->lock);
-	if (!mutex_trylock(&cache->lock))
-		return false;
+	lockdep_assert_held(&cache->lock);
 	list_for_each_entry(ds, &cache->datasets, node) {
 		u64 used = READ_ONCE(ds->used);
 
-		if (idle_only && !ds->idle)
-			continue;
-		if (ds != self && used > best_used) {
+		if (ds->idle && ds != self && used > best_used) {
 			best = ds;
 			best_used = used;
 		}
 	}
+	return best;
+}
+
+/*
+ * Make room for @need bytes in another data set than @self, in that data
+ * set's policy order, picked as @how says (idle sets give way first).
+ * Called with self->lock held, so the cache lock and the other data set's
+ * lock are only tried.
+ */
+static bool dlc_cache_steal(struct dlc_cache *cache, struct dlc_dataset *self,
+			    u64 need, enum dlc_steal how)
+{
+	struct dlc_dataset *best;
+	u64 freed = 0, f;
+
+	lockdep_assert_held(&self->lock);
+	if (!mutex_trylock(&cache->lock))
+		return false;
+	if (how == DLC_STEAL_IDLE)
+		best = dlc_idle_victim(cache, self);
+	else
+		best = dlc_share_victim(cache, self, need,
+					how == DLC_STEAL_FAIR);
 	if (best && mutex_trylock(&best->lock)) {
 		while (freed < need) {
 			f = dlc_store_evict_victim(best, false);
@@ -390,12 +498,14 @@ static bool dlc_cache_try_charge(struct dlc_cache *cache, u64 bytes)
 /*
  * Admission of @s (allocated, filled, not in the store). Room is made in
  * the policy's order: while the cache is full, take it from an idle data
- * set (main.c keeps detached sets cached until they are needed), else
- * evict this data set's victim if @s is used sooner (or @force: GETs are
- * waiting for it), or take room from the data set that holds most when
- * this one holds less than its share or nothing at all. On success @s replaces whatever entry
- * had its ID (the caller has dealt with a FILLING placeholder) and the
- * store holds the caller's reference; on false the caller keeps it.
+ * set (main.c keeps detached sets cached until they are needed); else,
+ * when this data set holds nothing or would stay within its share (its
+ * owner's share of the capacity divided among the owner's data sets),
+ * take room from the owner most over its share; else evict this data
+ * set's victim if @s is used sooner (or @force: GETs are waiting for it).
+ * On success @s replaces whatever entry had its ID (the caller has dealt
+ * with a FILLING placeholder) and the store holds the caller's reference;
+ * on false the caller keeps it.
  */
 bool dlc_store_admit(struct dlc_dataset *ds, struct dlc_sample *s, bool force)
 {
@@ -410,15 +520,13 @@ bool dlc_store_admit(struct dlc_dataset *ds, struct dlc_sample *s, bool force)
 	if (ds->policy.nlines > 1)
 		dlc_policy_expire(&ds->policy, ktime_get_ns(), dlc_stall_ns(ds));
 	while (!dlc_cache_try_charge(cache, charge)) {
-		u64 share = READ_ONCE(cache->capacity) /
-			    max_t(u32, READ_ONCE(cache->ndatasets), 1);
-
 		if (READ_ONCE(cache->nidle) &&
-		    dlc_cache_steal(cache, ds, charge, true))
+		    dlc_cache_steal(cache, ds, charge, DLC_STEAL_IDLE))
 			continue;
 		victim = dlc_policy_victim(&ds->policy);
-		if ((victim == DLC_POLICY_NIL || ds->used + charge <= share) &&
-		    dlc_cache_steal(cache, ds, charge, false))
+		if (dlc_cache_steal(cache, ds, charge,
+				    victim == DLC_POLICY_NIL ? DLC_STEAL_ANY :
+							       DLC_STEAL_FAIR))
 			continue;
 		if (victim == DLC_POLICY_NIL)
 			return false;

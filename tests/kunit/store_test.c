@@ -275,6 +275,46 @@ static void store_steal_between_datasets(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, f->cache.retired.evictions, 2);
 }
 
+/*
+ * Shares by owner: owner 2's four data sets split owner 2's half of the
+ * capacity and take no more from owner 1's one data set. (By data set
+ * alone, each would take a fifth and leave owner 1 a quarter.)
+ */
+static void store_share_by_owner(struct kunit *test)
+{
+	struct st_fixture *f = test->priv;
+	u32 ids[16], i, j;
+	struct dlc_dataset *a, *b[4];
+
+	dlc_cache_set_capacity(&f->cache, 16 * PAGE_SIZE);
+	for (i = 0; i < 16; i++)
+		ids[i] = i;
+	a = st_ds(test, 10, 16);
+	a->acct = KUIDT_INIT(1);
+	st_order(test, a, 1, ids, 16);
+	for (i = 0; i < 16; i++)
+		KUNIT_EXPECT_TRUE(test, st_admit(a, st_sample(test, i, 10)));
+	for (j = 0; j < 4; j++) {
+		b[j] = st_ds(test, 11 + j, 4);
+		b[j]->acct = KUIDT_INIT(2);
+		st_order(test, b[j], 1, ids, 4);
+	}
+	for (i = 0; i < 4; i++)
+		for (j = 0; j < 4; j++)
+			st_admit(b[j], st_sample(test, i, 10));
+	KUNIT_EXPECT_EQ(test, a->used, 8 * PAGE_SIZE);
+	for (j = 0; j < 4; j++) {
+		KUNIT_EXPECT_EQ(test, b[j]->used, 2 * PAGE_SIZE);
+		/* Within its share, each kept its nearest next uses. */
+		KUNIT_EXPECT_TRUE(test, st_cached(b[j], 0));
+		KUNIT_EXPECT_TRUE(test, st_cached(b[j], 1));
+	}
+	/* a gave up its farthest next uses. */
+	KUNIT_EXPECT_TRUE(test, st_cached(a, 7));
+	KUNIT_EXPECT_FALSE(test, st_cached(a, 8));
+	KUNIT_EXPECT_EQ(test, atomic64_read(&f->cache.used), 16 * PAGE_SIZE);
+}
+
 /* Mark @ds idle, or not, as main.c does at a last detach and an ATTACH. */
 static void st_set_idle(struct dlc_cache *cache, struct dlc_dataset *ds,
 			bool idle)
@@ -566,6 +606,7 @@ static struct kunit_case store_cases[] = {
 	KUNIT_CASE(store_admission_by_next_use),
 	KUNIT_CASE(store_capacity_shrink),
 	KUNIT_CASE(store_steal_between_datasets),
+	KUNIT_CASE(store_share_by_owner),
 	KUNIT_CASE(store_idle_gives_way_first),
 	KUNIT_CASE(store_fill_placeholders),
 	KUNIT_CASE(store_use_moves_cursor),
