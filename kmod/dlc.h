@@ -58,7 +58,7 @@
 			 DLCACHE_FEAT_SHRINKER | DLCACHE_FEAT_OWNER |	\
 			 DLCACHE_FEAT_FILL_LEASE | DLCACHE_FEAT_CONSUMERS |	\
 			 DLCACHE_FEAT_IDLE | DLCACHE_FEAT_DRAIN |	\
-			 DLCACHE_FEAT_GET_AHEAD)
+			 DLCACHE_FEAT_GET_AHEAD | DLCACHE_FEAT_ATTACH_MATCH)
 
 /* ------------------------------------------------------------------ */
 /* ring.c                                                              */

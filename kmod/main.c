@@ -1723,13 +1723,48 @@ static struct dlc_dataset *dlc_dataset_create_locked(struct dlc_cache *cache,
 	return mine;
 }
 
+/*
+ * The window that dlc_dataset_create() gives a data set asked with
+ * @window (not 0): a multiple of 64 (dlc_dataset_window()) rounded up to a
+ * power of two (dlc_policy_init()).
+ */
+static u32 dlc_attach_window(u32 window)
+{
+	return roundup_pow_of_two(ALIGN(window, 64));
+}
+
+/*
+ * Whether the existing @ds is the data set @a asks for: 0, -EINVAL for
+ * another sample count, -EEXIST for another mode, window or lookahead.
+ * A field of 0 asks for the default where this ATTACH could have created
+ * the data set (@may_create: the mode 0600; window and lookahead accept
+ * any), else for any value; other values are compared as created.
+ */
+static int dlc_attach_match(const struct dlc_dataset *ds,
+			    const struct dlcache_attach *a, bool may_create)
+{
+	u32 mode = a->mode ? a->mode : (may_create ? 0600 : 0);
+
+	if (ds->nsamples != a->nsamples)
+		return -EINVAL;
+	if (mode && ds->mode != mode)
+		return -EEXIST;
+	if (a->window && ds->window != dlc_attach_window(a->window))
+		return -EEXIST;
+	if (a->lookahead && ds->lookahead != min(a->lookahead, ds->window))
+		return -EEXIST;
+	return 0;
+}
+
 static long dlc_ioc_attach(struct dlc_session *sess, void __user *uarg)
 {
 	struct dlc_cache *cache = sess->cache;
 	struct dlc_dataset *ds, *spare = NULL;
 	struct dlc_attachment *att;
 	struct dlcache_attach a;
+	bool may_create;
 	u32 slot, perm, mode;
+	LIST_HEAD(reap);
 	kuid_t owner;
 	long ret;
 
@@ -1737,8 +1772,11 @@ static long dlc_ioc_attach(struct dlc_session *sess, void __user *uarg)
 		return -EFAULT;
 	if (a.resv0 || !dlc_zero(a.reserved, sizeof(a.reserved)) ||
 	    (a.flags & ~(DLCACHE_ATTACH_F_NOCREATE | DLCACHE_ATTACH_F_EXCL |
-			 DLCACHE_ATTACH_F_OWNER | DLCACHE_ATTACH_F_JOB)) ||
-	    (a.job && !(a.flags & DLCACHE_ATTACH_F_JOB)))
+			 DLCACHE_ATTACH_F_OWNER | DLCACHE_ATTACH_F_JOB |
+			 DLCACHE_ATTACH_F_REPLACE)) ||
+	    (a.job && !(a.flags & DLCACHE_ATTACH_F_JOB)) ||
+	    ((a.flags & DLCACHE_ATTACH_F_REPLACE) &&
+	     (a.flags & DLCACHE_ATTACH_F_NOCREATE)))
 		return -EINVAL;
 	if (!a.nsamples || a.nsamples > DLC_MAX_SAMPLES ||
 	    (a.mode & ~0666U) || a.window > DLC_MAX_WINDOW ||
@@ -1756,6 +1794,11 @@ static long dlc_ioc_attach(struct dlc_session *sess, void __user *uarg)
 	} else {
 		owner = current_fsuid();
 	}
+	/* Only the owner replaces, whether the data set exists or not. */
+	may_create = !(a.flags & DLCACHE_ATTACH_F_NOCREATE) &&
+		     uid_eq(owner, current_fsuid());
+	if ((a.flags & DLCACHE_ATTACH_F_REPLACE) && !may_create)
+		return -EPERM;
 	mode = a.mode ? a.mode : 0600;
 
 	att = kzalloc(sizeof(*att), GFP_KERNEL_ACCOUNT);
@@ -1780,11 +1823,25 @@ static long dlc_ioc_attach(struct dlc_session *sess, void __user *uarg)
 	if (dlc_draining())
 		goto unlock_cache;
 	ds = dlc_dataset_find(cache, a.key, owner);
+	/*
+	 * The owner's DLCACHE_ATTACH_F_REPLACE: a data set kept idle that
+	 * is not the one asked for makes way for a new, empty one as asked
+	 * (its samples may come from users its mode let write). One that
+	 * is attached stays as it is.
+	 */
+	if (ds && (a.flags & DLCACHE_ATTACH_F_REPLACE) &&
+	    !(a.flags & DLCACHE_ATTACH_F_EXCL) && (dlc_perm(ds) & 4) &&
+	    dlc_attach_match(ds, &a, may_create)) {
+		ret = -EBUSY;
+		if (!ds->idle)
+			goto unlock_cache;
+		dlc_idle_unlist(ds, &reap);
+		ds = NULL;
+	}
 	if (!ds) {
 		ret = -ENOENT;
 		/* Never another user's data set, whoever asks. */
-		if ((a.flags & DLCACHE_ATTACH_F_NOCREATE) ||
-		    !uid_eq(owner, current_fsuid()))
+		if (!may_create)
 			goto unlock_cache;
 		/* The creator needs read, as any attacher: else nothing. */
 		ret = -EACCES;
@@ -1802,15 +1859,21 @@ static long dlc_ioc_attach(struct dlc_session *sess, void __user *uarg)
 		}
 		/* A racing ATTACH created it first: attach to theirs. */
 	}
+	/*
+	 * Permission before existence: another owner's data set that the
+	 * caller may not read answers as a missing one, whatever the flags
+	 * and sample count asked, so that nobody learns of it.
+	 */
+	perm = dlc_perm(ds);
+	if (!(perm & 4)) {
+		ret = uid_eq(owner, current_fsuid()) ? -EACCES : -ENOENT;
+		goto unlock_cache;
+	}
 	ret = -EEXIST;
 	if (a.flags & DLCACHE_ATTACH_F_EXCL)
 		goto unlock_cache;
-	ret = -EINVAL;
-	if (ds->nsamples != a.nsamples)
-		goto unlock_cache;
-	perm = dlc_perm(ds);
-	ret = -EACCES;
-	if (!(perm & 4))
+	ret = dlc_attach_match(ds, &a, may_create);
+	if (ret)
 		goto unlock_cache;
 	dlc_dataset_hold(ds);
 attach:
@@ -1818,6 +1881,7 @@ attach:
 	mutex_unlock(&cache->lock);
 	if (spare)
 		dlc_dataset_free(spare);
+	dlc_idle_reap(&reap);
 
 	att->sess = sess;
 	att->ds = ds;
@@ -1860,6 +1924,7 @@ unlock_cache:
 	mutex_unlock(&cache->lock);
 	if (spare)
 		dlc_dataset_free(spare);
+	dlc_idle_reap(&reap);
 unlock_ring:
 	mutex_unlock(&sess->ring_lock);
 	kfree(att);

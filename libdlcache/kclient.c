@@ -131,16 +131,40 @@ uint32_t dlc_kclient_attach_flags(uint32_t owner, uint32_t self)
 	return DLCACHE_ATTACH_F_OWNER | DLCACHE_ATTACH_F_NOCREATE;
 }
 
+/*
+ * ATTACH @req; with a job, and no room for the job's own time line
+ * (consumers or policy memory), again without it: the shared one still
+ * works, with less precision. Returns 0 or -errno.
+ */
+static int kattach(struct dlc_kclient *k, struct dlcache_attach *req)
+{
+	struct dlcache_attach a = *req;
+	int ret;
+
+	ret = ioctl(k->fd, DLCACHE_IOC_ATTACH, &a) ? -errno : 0;
+	if ((ret == -EUSERS || ret == -EDQUOT || ret == -ENOMEM) &&
+	    (a.flags & DLCACHE_ATTACH_F_JOB)) {
+		k->job_refused = ret;
+		a = *req;
+		a.flags &= ~DLCACHE_ATTACH_F_JOB;
+		a.job = 0;
+		ret = ioctl(k->fd, DLCACHE_IOC_ATTACH, &a) ? -errno : 0;
+	}
+	if (!ret)
+		*req = a;
+	return ret;
+}
+
 int dlc_kclient_open(const char *dev, const uint64_t key[2],
 		     uint32_t nsamples, uint32_t mode, uint32_t window,
 		     uint32_t entries, uint32_t owner, uint64_t job,
 		     struct dlc_kclient **out, const char **why)
 {
 	struct dlcache_ring_setup rs;
-	struct dlcache_attach at_req;
+	struct dlcache_attach at_req, base;
 	struct dlc_kclient *k;
-	uint32_t self = (uint32_t)geteuid(), expect;
-	int ret;
+	uint32_t self = (uint32_t)geteuid(), expect, want_mode = 0;
+	int ret, own;
 
 	*why = "out of memory";
 	k = calloc(1, sizeof(*k));
@@ -186,38 +210,62 @@ int dlc_kclient_open(const char *dev, const uint64_t key[2],
 	at_req.key[0] = key[0];
 	at_req.key[1] = key[1];
 	at_req.nsamples = nsamples;
-	at_req.mode = mode;
 	at_req.window = window;
 	at_req.flags = dlc_kclient_attach_flags(owner, self);
-	if (at_req.flags & DLCACHE_ATTACH_F_OWNER)
+	own = !(at_req.flags & DLCACHE_ATTACH_F_OWNER);
+	/*
+	 * Our own data set has the mode we create it with (0: 0600), asked
+	 * explicitly; a trusted owner's has the owner's, whatever it is.
+	 */
+	if (own)
+		want_mode = mode ? mode : 0600;
+	at_req.mode = want_mode;
+	if (!own)
 		at_req.owner_uid = owner;
 	/* An ABI 2 module has one time line per data set: share it. */
 	if (job && (k->info.features & DLCACHE_FEAT_CONSUMERS)) {
 		at_req.flags |= DLCACHE_ATTACH_F_JOB;
 		at_req.job = job;
 	}
-	expect = at_req.flags & DLCACHE_ATTACH_F_OWNER ? owner : self;
-	ret = ioctl(k->fd, DLCACHE_IOC_ATTACH, &at_req) ? -errno : 0;
-	if ((ret == -EUSERS || ret == -EDQUOT || ret == -ENOMEM) &&
-	    (at_req.flags & DLCACHE_ATTACH_F_JOB)) {
+	expect = own ? self : owner;
+	base = at_req;
+	ret = kattach(k, &at_req);
+	if (ret == -EEXIST && own) {
 		/*
-		 * No room for the job's own time line (consumers or policy
-		 * memory): the shared one still works, with less precision.
+		 * DLCACHE_FEAT_ATTACH_MATCH: our data set exists with another
+		 * window or lookahead (another job's geometry: any will do)
+		 * or another mode (checked below). When it went meanwhile,
+		 * create it again as asked.
 		 */
-		k->job_refused = ret;
-		at_req.flags &= ~DLCACHE_ATTACH_F_JOB;
-		at_req.job = 0;
-		ret = ioctl(k->fd, DLCACHE_IOC_ATTACH, &at_req) ? -errno : 0;
+		at_req = base;
+		at_req.window = 0;
+		at_req.flags |= DLCACHE_ATTACH_F_NOCREATE;
+		ret = kattach(k, &at_req);
+		if (ret == -ENOENT) {
+			at_req = base;
+			ret = kattach(k, &at_req);
+		}
 	}
 	if (ret) {
 		*why = ret == -EUSERS ? "the data set has as many jobs (consumers) as the module allows" :
 		       ret == -EDQUOT ? "past the owner's limits on data sets or policy memory (uid_max_datasets, uid_max_policy_mb)" :
 		       ret == -ENOMEM ? "past the module's policy memory limit, or out of memory" :
-		       ret == -EACCES && (at_req.flags & DLCACHE_ATTACH_F_OWNER) ? "the trusted owner's data set does not let this user read it" :
+		       ret == -EACCES && !own ? "the trusted owner's data set does not let this user read it" :
 		       ret == -EACCES ? "no read permission on the data set" :
-		       ret == -ENOENT && (at_req.flags & DLCACHE_ATTACH_F_OWNER) ? "the trusted owner has no data set of this key (never created for another owner)" :
+		       ret == -ENOENT && !own ? "the trusted owner has no data set of this key that this user may read (never created for another owner)" :
+		       ret == -EEXIST ? "this user's data set of this key exists with another mode than kernel_mode asks (kept idle after its last use: it expires after the module's idle_keep_s)" :
 		       ret == -EINVAL ? "a data set with this key has another sample count" :
 		       "ATTACH failed";
+		goto err;
+	}
+	/*
+	 * Whatever the module says (one without DLCACHE_FEAT_ATTACH_MATCH
+	 * returns a kept data set's mode), use only the mode asked for: a
+	 * wider one lets other users write the bytes this process reads.
+	 */
+	if (own && at_req.mode != want_mode) {
+		ret = -EEXIST;
+		*why = "ATTACH gave this user's data set with another mode than kernel_mode asks (kept idle from an earlier run): not used";
 		goto err;
 	}
 	/* Whatever the module says, use only the owner we trust. */

@@ -47,7 +47,8 @@
  *          attachments share the data set's time line 0). A client should
  *          accept any abi_version >= the one it was built for and test
  *          feature bits, which is how ABI 3 and later stay additive.
- *          Added within ABI 3: DLCACHE_FEAT_DRAIN, DLCACHE_FEAT_GET_AHEAD.
+ *          Added within ABI 3: DLCACHE_FEAT_DRAIN, DLCACHE_FEAT_GET_AHEAD,
+ *          DLCACHE_FEAT_ATTACH_MATCH.
  */
 #ifndef _UAPI_LINUX_DLCACHE_H
 #define _UAPI_LINUX_DLCACHE_H
@@ -111,6 +112,12 @@
  * use and copies nothing (see the flag).
  */
 #define DLCACHE_FEAT_GET_AHEAD	(1ULL << 10)
+/*
+ * ATTACH of an existing data set holds to what was asked: another mode,
+ * window or lookahead gives -EEXIST; DLCACHE_ATTACH_F_REPLACE; another
+ * owner's data set the caller may not read gives -ENOENT, as a missing one.
+ */
+#define DLCACHE_FEAT_ATTACH_MATCH (1ULL << 11)
 
 /* ------------------------------------------------------------------ */
 /* DLCACHE_IOC_GET_INFO                                                */
@@ -341,6 +348,15 @@ struct dlcache_enter {
  * Without this flag an attachment uses time line 0, shared as in ABI 2.
  */
 #define DLCACHE_ATTACH_F_JOB		(1U << 3)
+/*
+ * The caller's own data set only (else -EPERM; not with F_NOCREATE,
+ * -EINVAL): when it exists idle (DLCACHE_DS_F_IDLE) with another sample
+ * count, mode, window or lookahead than asked, it is freed, samples and
+ * all, and a new one is created as asked (DLCACHE_ATTACH_CREATED); when
+ * attached, -EBUSY. The owner's way to change the mode
+ * (DLCACHE_FEAT_ATTACH_MATCH).
+ */
+#define DLCACHE_ATTACH_F_REPLACE	(1U << 4)
 
 /* Output flags (result_flags). */
 #define DLCACHE_ATTACH_CREATED		(1U << 0)
@@ -356,8 +372,12 @@ struct dlcache_enter {
  * missing. The owner is the caller's fsuid, or @owner_uid with
  * DLCACHE_ATTACH_F_OWNER: two users with the same key have two data sets,
  * and one user reaches another's only by naming that owner, and only as
- * far as the owner's mode allows. A data set that exists with another
- * sample count gives -EINVAL. Read permission is needed to attach
+ * far as the owner's mode allows. Another owner's data set that the
+ * caller may not read gives -ENOENT, as a missing one, whatever else was
+ * asked. A data set that exists with another sample count gives -EINVAL,
+ * with another mode, window or lookahead -EEXIST (DLCACHE_FEAT_ATTACH_MATCH:
+ * a field of 0 asks for any value, but a mode of 0 for 0600 where this
+ * ATTACH could create the data set). Read permission is needed to attach
  * (-EACCES), also for the creator; write permission to PUT, ABORT,
  * SET_ORDER and to move the policy cursor with GET. Creating fails with
  * -ENOSPC when max_datasets exist and with -EDQUOT past the per-uid
@@ -367,19 +387,22 @@ struct dlcache_attach {
 	__u64 key[2];		/* user: 128-bit data set key */
 	__u32 nsamples;		/* user: sample count, 1 .. max_samples */
 	/*
-	 * user: on create, permission bits within 0666 (0600, 0640, 0660
-	 * style; 0 means 0600); kernel: the data set's mode.
+	 * user: permission bits within 0666 (0600, 0640, 0660 style; 0
+	 * means 0600 where the ATTACH may create, else any) that the data
+	 * set is created with or must have; kernel: the data set's mode.
 	 */
 	__u32 mode;
 	__u32 flags;		/* user: DLCACHE_ATTACH_F_* */
 	/*
-	 * user: on create, order positions held at once, rounded up to a
-	 * power of two, at least 64 (0: 2 * nsamples); kernel: actual.
+	 * user: order positions held at once, rounded up to a power of
+	 * two, at least 64 (0: 2 * nsamples on create, else any); kernel:
+	 * actual.
 	 */
 	__u32 window;
 	/*
-	 * user: on create, how far past the policy cursor a GET without
-	 * DLCACHE_SQE_F_AT may move it (0: 65536); kernel: actual.
+	 * user: how far past the policy cursor a GET without
+	 * DLCACHE_SQE_F_AT may move it, at most the window (0: 65536 on
+	 * create, else any); kernel: actual.
 	 */
 	__u32 lookahead;
 	__u32 handle;		/* kernel: handle for SQEs and ioctls, >= 1 */

@@ -264,7 +264,7 @@ static void kf_check_ioctl(unsigned long cmd, long ret, int err, uint32_t to_sub
 	static const int e_setup[] = { EFAULT, EINVAL, EBUSY, ENOMEM, 0 };
 	static const int e_enter[] = { EFAULT, EINVAL, ENXIO, ETIME, EINTR, 0 };
 	static const int e_attach[] = { EFAULT, EINVAL, EMFILE, EEXIST, EACCES, ENOENT,
-					ENOSPC, ENOMEM, EPERM, EDQUOT, 0 };
+					ENOSPC, ENOMEM, EPERM, EDQUOT, EBUSY, 0 };
 	static const int e_detach[] = { EFAULT, EINVAL, EBADF, 0 };
 	static const int e_order[] = { EFAULT, EINVAL, EBADF, EACCES, ENOMEM, ENOSPC, 0 };
 	static const int e_stats[] = { EFAULT, EINVAL, ENOMEM, ENOENT, EBADF, 0 };

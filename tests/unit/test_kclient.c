@@ -68,8 +68,11 @@ static struct {
 	uint64_t supported;
 	int64_t owner_reply;		/* -1: the owner asked for, or euid */
 	int attach_err;
+	uint32_t mode_reply;		/* 0: the mode asked for */
+	/* -EEXIST for an ATTACH asking a window (another geometry) */
+	int window_differs;
 	/* seen */
-	uint32_t attach_calls, attach_flags, attach_owner;
+	uint32_t attach_calls, attach_flags, attach_owner, attach_mode;
 	uint32_t setup_calls, gets, puts;
 	/* GETs with F_AHEAD, of them hits, and any sent without the feature */
 	uint32_t aheads, ahead_hits, ahead_unasked;
@@ -266,10 +269,17 @@ static int fake_ioctl(int fd, unsigned long req, void *arg)
 		fk.attach_calls++;
 		fk.attach_flags = a->flags;
 		fk.attach_owner = a->owner_uid;
+		fk.attach_mode = a->mode;
 		if (fk.attach_err) {
 			errno = fk.attach_err;
 			return -1;
 		}
+		if (fk.window_differs && a->window) {
+			errno = EEXIST;
+			return -1;
+		}
+		if (fk.mode_reply)
+			a->mode = fk.mode_reply;
 		a->handle = 1;
 		a->result_flags = DLCACHE_ATTACH_MAY_WRITE;
 		a->owner_uid = fk.owner_reply >= 0 ? (uint32_t)fk.owner_reply :
@@ -357,6 +367,8 @@ static void fake_reset(void)
 		       DLCACHE_FEAT_GET_AHEAD;
 	fk.owner_reply = -1;
 	fk.attach_err = 0;
+	fk.mode_reply = 0;
+	fk.window_differs = 0;
 	fk.park_index = -1;
 	fk.parked = 0;
 	fk.park_enters = fk.max_get_index = 0;
@@ -564,6 +576,54 @@ static void test_trust(void)
 	CHECK_EQ(fk.attach_calls, 0);
 	cfg.backend = DLC_BACKEND_KERNEL;
 	CHECK_EQ(try_backend(&cfg), -EPROTO);
+}
+
+/*
+ * The mode: our own data set is asked for with kernel_mode (0: 0600)
+ * spelled out, and one that ATTACH returns with another mode (a module
+ * that gives back a data set kept idle from a 0666 run) is never used;
+ * -EEXIST for another geometry is retried for any window, F_NOCREATE;
+ * a trusted owner's data set is asked for with any mode.
+ */
+static void test_mode(void)
+{
+	struct dlc_config cfg;
+	uint32_t other = (uint32_t)geteuid() + 4242;
+
+	fake_reset();
+	config(&cfg, DLC_BACKEND_AUTO);
+	CHECK_EQ(try_backend(&cfg), DLC_BACKEND_KERNEL);
+	CHECK_EQ(fk.attach_mode, 0600);
+	cfg.kernel_mode = 0640;
+	CHECK_EQ(try_backend(&cfg), DLC_BACKEND_KERNEL);
+	CHECK_EQ(fk.attach_mode, 0640);
+
+	/* Asked 0600, given 0666: fall back, say why; KERNEL fails. */
+	fake_reset();
+	log_clear();
+	cfg.kernel_mode = 0600;
+	fk.mode_reply = 0666;
+	CHECK_EQ(try_backend(&cfg), DLC_BACKEND_INPROCESS);
+	CHECK_EQ(fk.setup_calls, 0);
+	CHECK(log_count("another mode than kernel_mode asks") == 1, "log:\n%s", logbuf);
+	cfg.backend = DLC_BACKEND_KERNEL;
+	CHECK_EQ(try_backend(&cfg), -EEXIST);
+	cfg.backend = DLC_BACKEND_AUTO;
+
+	/* Another window: attached without one, never created. */
+	fake_reset();
+	fk.window_differs = 1;
+	CHECK_EQ(try_backend(&cfg), DLC_BACKEND_KERNEL);
+	CHECK_EQ(fk.attach_calls, 2);
+	CHECK(fk.attach_flags & DLCACHE_ATTACH_F_NOCREATE, "flags %#x", fk.attach_flags);
+	CHECK_EQ(fk.attach_mode, 0600);
+
+	/* A trusted owner's data set: its mode is the owner's. */
+	fake_reset();
+	cfg.kernel_owner_uid = other;
+	fk.mode_reply = 0644;
+	CHECK_EQ(try_backend(&cfg), DLC_BACKEND_KERNEL);
+	CHECK_EQ(fk.attach_mode, 0);
 }
 
 /* ---- ring layout --------------------------------------------------------- */
@@ -1088,6 +1148,7 @@ int main(void)
 	setenv("DLCACHE_DEVICE", devpath, 1);
 
 	T_RUN(test_trust);
+	T_RUN(test_mode);
 	T_RUN(test_ring_layout);
 	T_RUN(test_wrong_bytes);
 	T_RUN(test_verify_all);

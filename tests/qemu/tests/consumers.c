@@ -142,18 +142,18 @@ static void test_two_jobs(void)
 		FATAL("job A ATTACH: %s", t_errname(ha));
 	CHECK_EQ(a.result_flags & (DLCACHE_ATTACH_JOINED | DLCACHE_ATTACH_JOB_CREATED),
 		 DLCACHE_ATTACH_JOINED | DLCACHE_ATTACH_JOB_CREATED, "job A: created");
-	hb = attach_job(fb, key, N, 0, 2, &a);
+	hb = attach_job(fb, key, N, 0644, 2, &a);
 	if (hb < 0)
 		FATAL("job B ATTACH: %s", t_errname(hb));
 	CHECK_EQ(a.result_flags & (DLCACHE_ATTACH_JOINED | DLCACHE_ATTACH_JOB_CREATED),
 		 DLCACHE_ATTACH_JOINED | DLCACHE_ATTACH_JOB_CREATED, "job B: created");
-	hc = attach_job(fc, key, N, 0, 1, &a);
+	hc = attach_job(fc, key, N, 0644, 1, &a);
 	if (hc < 0)
 		FATAL("job A's second rank ATTACH: %s", t_errname(hc));
 	CHECK_EQ(a.result_flags & (DLCACHE_ATTACH_JOINED | DLCACHE_ATTACH_JOB_CREATED),
 		 DLCACHE_ATTACH_JOINED, "job A's second rank: joined, not created");
 	/* A probe on time line 0, which holds no order: its GETs move nothing. */
-	hp = t_attach(fp, key, N, 0, 0, NULL);
+	hp = t_attach(fp, key, N, 0644, 0, NULL);
 	if (hp < 0)
 		FATAL("probe ATTACH: %s", t_errname(hp));
 	CHECK_EQ(t_wait(t_start_user(READER, reader), 30), 0, "reader");

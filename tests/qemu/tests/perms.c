@@ -9,10 +9,11 @@
  * - Data sets are named by (key, owner): another user reaches one only by
  *   naming its owner (DLCACHE_ATTACH_F_OWNER), then as far as the mode
  *   allows. A key alone attaches (or creates) the caller's own.
- * - A 0600 data set of root: another uid cannot attach (-EACCES).
+ * - A 0600 data set of root: another uid cannot attach (-ENOENT, as for a
+ *   missing one: permission before existence).
  * - A 0640 data set of uid 4242/gid 4242: a member of group 4242 attaches
  *   read-only (GET hits; PUT, ABORT, SET_ORDER give -EACCES), a stranger
- *   cannot attach, the owner may write, root may write.
+ *   cannot attach (-ENOENT), the owner may write, root may write.
  * - Creating with a mode that gives the creator no read: -EACCES, nothing
  *   created (root may).
  * - 0660: a group member may PUT. 0604: anyone may read, not write.
@@ -150,7 +151,7 @@ static int member_child(void)
 
 	if (t_ring_init(&r, fd, 4, 0) < 0)
 		FATAL("member ring");
-	CHECK_ERR(t_attach_owner(fd, k_root600, N, 0, 0, NULL), -EACCES,
+	CHECK_ERR(t_attach_owner(fd, k_root600, N, 0, 0, NULL), -ENOENT,
 		  "group member ATTACH of root's 0600 data set");
 
 	h = t_attach_owner(fd, k_640, N, OWNER, 0, &a);
@@ -199,13 +200,13 @@ static int stranger(void)
 
 	if (t_ring_init(&r, fd, 4, 0) < 0)
 		FATAL("stranger ring");
-	CHECK_ERR(t_attach_owner(fd, k_root600, N, 0, 0, NULL), -EACCES,
+	CHECK_ERR(t_attach_owner(fd, k_root600, N, 0, 0, NULL), -ENOENT,
 		  "stranger ATTACH of root's 0600 data set");
-	CHECK_ERR(t_attach_owner(fd, k_640, N, OWNER, 0, NULL), -EACCES,
+	CHECK_ERR(t_attach_owner(fd, k_640, N, OWNER, 0, NULL), -ENOENT,
 		  "stranger ATTACH of 0640");
-	CHECK_ERR(t_attach_owner(fd, k_660, N, OWNER, 0, NULL), -EACCES,
+	CHECK_ERR(t_attach_owner(fd, k_660, N, OWNER, 0, NULL), -ENOENT,
 		  "stranger ATTACH of 0660");
-	CHECK_ERR(t_attach_owner(fd, k_640, N, OWNER, DLCACHE_ATTACH_F_NOCREATE, NULL), -EACCES,
+	CHECK_ERR(t_attach_owner(fd, k_640, N, OWNER, DLCACHE_ATTACH_F_NOCREATE, NULL), -ENOENT,
 		  "stranger ATTACH F_NOCREATE of 0640");
 	/* The key alone names the stranger's own data set, which is missing. */
 	CHECK_ERR(t_attach(fd, k_640, N, 0600, DLCACHE_ATTACH_F_NOCREATE, NULL), -ENOENT,
@@ -268,7 +269,7 @@ static int setuid_after_open(void)
 	if (ret == SZ)
 		t_pattern_ok(buf, SZ, k_root600[0], 0);
 	CHECK_ERR(t_detach(fd, (uint32_t)h), 0, "DETACH after setuid");
-	CHECK_ERR(t_attach_owner(fd, k_root600, N, 0, 0, NULL), -EACCES,
+	CHECK_ERR(t_attach_owner(fd, k_root600, N, 0, 0, NULL), -ENOENT,
 		  "ATTACH of root's 0600 data set after setuid, on root's fd");
 	CHECK_ERR(t_set_capacity(fd, 1 << 20, NULL), -EPERM, "SET_CAPACITY after setuid");
 	CHECK_ERR(t_drop(fd, NULL, NULL), -EPERM, "DROP after setuid");
@@ -281,13 +282,13 @@ static int owner_again(void)
 {
 	struct dlcache_attach a;
 	int fd = t_open();
-	long h = t_attach(fd, k_640, N, 0600, 0, &a);
+	long h = t_attach(fd, k_640, N, 0640, 0, &a);
 
 	CHECK(h >= 1, "owner re-ATTACH: %s", t_errname(h));
 	CHECK_EQ(a.result_flags, DLCACHE_ATTACH_MAY_READ | DLCACHE_ATTACH_MAY_WRITE,
 		 "owner result_flags on re-attach");
 	/* Only root may attach root's private data set. */
-	CHECK_ERR(t_attach_owner(fd, k_root600, N, 0, 0, NULL), -EACCES,
+	CHECK_ERR(t_attach_owner(fd, k_root600, N, 0, 0, NULL), -ENOENT,
 		  "owner ATTACH of root's 0600 data set");
 	close(fd);
 	return t_done();

@@ -10,9 +10,10 @@
  *   every GET misses: A never sees B's bytes. A fills it and reads its own.
  * - A naming B (DLCACHE_ATTACH_F_OWNER) reaches B's data set, because B's
  *   mode allows it: the bytes are B's, and A chose them.
- * - B's 0600 data set: A naming B gets -EACCES; A's key alone makes A's.
+ * - B's 0600 data set: A naming B gets -ENOENT (as if missing); A's key
+ *   alone makes A's.
  * - F_OWNER never creates another's data set: -ENOENT.
- * - B naming A reaches A's 0600 data set only as far as its mode: -EACCES.
+ * - B naming A reaches A's 0600 data set only as far as its mode: -ENOENT.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -68,7 +69,7 @@ static int user_b(void)
 		FAIL("B: never told to go on");
 
 	/* A's data set is 0600: naming A does not open it to B. */
-	CHECK_ERR(t_attach_owner(fd, k_shared, N, UID_A, 0, NULL), -EACCES,
+	CHECK_ERR(t_attach_owner(fd, k_shared, N, UID_A, 0, NULL), -ENOENT,
 		  "B naming A for A's 0600 data set");
 	t_ring_unmap(&r);
 	close(fd);
@@ -131,7 +132,7 @@ static int user_a(void)
 	}
 
 	/* B's 0600 data set: naming B is not enough. */
-	CHECK_ERR(t_attach_owner(fd, k_private, N, UID_B, 0, NULL), -EACCES,
+	CHECK_ERR(t_attach_owner(fd, k_private, N, UID_B, 0, NULL), -ENOENT,
 		  "A naming B for B's 0600 data set");
 	h = t_attach(fd, k_private, N, 0600, 0, &a);
 	CHECK(h >= 1 && (a.result_flags & DLCACHE_ATTACH_CREATED) && a.owner_uid == UID_A,
