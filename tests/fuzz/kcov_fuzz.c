@@ -36,7 +36,8 @@
  * (none, F_AT, F_AHEAD | F_AT, F_AHEAD: 45/20/20/15 %), so look-ups run
  * as often as uses. ATTACH joins a job (F_JOB) 40 % of the time, mostly
  * one of jobs 1..4, so data sets have several consumers and jobs several
- * members; now and then it fills one data set with max_consumers jobs or
+ * members; now and then (at most every KF_FLOOD_S per thread: it costs
+ * hundreds of ioctls) it fills one data set with max_consumers jobs or
  * one job with max_members members in sessions of its own (-EUSERS).
  * Root's DRAIN (and drain=1) lasts one call: the session then makes one
  * call under the drain (ENTER, ATTACH, SETUP_RING, SET_ORDER or poll:
@@ -116,7 +117,7 @@
 #define KF_UID2		1002
 #define KF_TAG		0xd1c0ULL
 #define KF_MAX_FAILS	20
-#define KF_FLOOD_S	5		/* seconds between a thread's floods */
+#define KF_FLOOD_S	15		/* seconds between a thread's floods */
 
 /* ---- inputs ------------------------------------------------------------------ */
 
