@@ -1211,6 +1211,14 @@ static void kf_do_enter(struct kf_thr *t, struct kf_sess *s, struct kf_call *c)
 	if (ret > 0 && earg == &e && e.submitted != ret && !s->shared)
 		kf_fail("ENTER returned %ld but submitted %u", ret, e.submitted);
 	kf_reap(s, c->x % 5 == 0 ? 1 : c->x % 5 == 1 ? 2 : 0);
+	if (ret >= 0 && s->dirty && s->cq) {
+		/* A scribbled ring (C_CORRUPT under a drain): republished now. */
+		uint32_t *head = AT(s->cq, s->p.cq_off.head);
+
+		__atomic_store_n(head, __atomic_load_n((uint32_t *)AT(s->cq, s->p.cq_off.tail),
+						       __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
+		s->dirty = false;
+	}
 	if (!s->shared && s->sq) {
 		/* Withdraw what the kernel did not consume. */
 		uint32_t *head = AT(s->sq, s->p.sq_off.head), *tail = AT(s->sq, s->p.sq_off.tail);
@@ -1759,14 +1767,20 @@ static void kf_exec_call(struct kf_thr *t, struct kf_call *c)
 		}
 		*(uint32_t *)AT(s->sq, s->p.sq_off.tail) = *(uint32_t *)AT(s->sq, s->p.sq_off.head);
 		*(uint32_t *)AT(s->cq, s->p.cq_off.head) = *(uint32_t *)AT(s->cq, s->p.cq_off.tail);
-		/* The kernel republishes its indices at the next ENTER. */
+		/*
+		 * The kernel republishes its indices at the next ENTER that
+		 * runs: not at one refused while the module drains
+		 * (-ESHUTDOWN), so the session stays dirty until kf_do_enter()
+		 * sees one succeed.
+		 */
 		{
 			struct dlcache_enter e = { 0 };
+			long ret = kf_ioctl(s->fd, DLCACHE_IOC_ENTER, &e, 0);
 
-			kf_ioctl(s->fd, DLCACHE_IOC_ENTER, &e, 0);
+			*(uint32_t *)AT(s->cq, s->p.cq_off.head) =
+				*(uint32_t *)AT(s->cq, s->p.cq_off.tail);
+			s->dirty = ret < 0;
 		}
-		*(uint32_t *)AT(s->cq, s->p.cq_off.head) = *(uint32_t *)AT(s->cq, s->p.cq_off.tail);
-		s->dirty = false;
 		break;
 	}
 }
