@@ -41,6 +41,7 @@
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
+#include <linux/nospec.h>
 #include <linux/poll.h>
 #include <linux/sched/signal.h>
 #include <linux/seq_file.h>
@@ -2213,35 +2214,45 @@ static long dlc_ioc_drain(struct dlc_session *sess, void __user *uarg)
 	return 0;
 }
 
+/*
+ * The commands, generated from DLCACHE_IOCTLS: indexed by _IOC_NR, each
+ * with its full command word (size and direction included) and handler.
+ * The build fails unless a command's #define is the table's number,
+ * direction and struct, and the struct has the table's size and ends in
+ * reserved[] (dlc_check_abi() catches a number used twice).
+ */
+struct dlc_ioc {
+	unsigned int cmd;
+	long (*fn)(struct dlc_session *sess, void __user *uarg);
+};
+
+#define DLC_IOC_ENTRY(NAME, name, nr, type, size, dir)			\
+	[nr] = {								\
+		DLCACHE_IOC_##NAME +						\
+		BUILD_BUG_ON_ZERO(DLCACHE_IOC_##NAME !=			\
+				  _##dir(DLCACHE_IOC_MAGIC, nr, struct type)) +	\
+		BUILD_BUG_ON_ZERO(sizeof(struct type) != (size)) +		\
+		BUILD_BUG_ON_ZERO(offsetofend(struct type, reserved) !=	\
+				  sizeof(struct type)),				\
+		dlc_ioc_##name							\
+	},
+static const struct dlc_ioc dlc_iocs[] = {
+	DLCACHE_IOCTLS(DLC_IOC_ENTRY)
+};
+
+#undef DLC_IOC_ENTRY
+
 static long dlc_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct dlc_session *sess = file->private_data;
-	void __user *uarg = (void __user *)arg;
+	unsigned int nr = _IOC_NR(cmd);
 
-	switch (cmd) {
-	case DLCACHE_IOC_GET_INFO:
-		return dlc_ioc_get_info(sess, uarg);
-	case DLCACHE_IOC_SETUP_RING:
-		return dlc_ioc_setup_ring(sess, uarg);
-	case DLCACHE_IOC_ENTER:
-		return dlc_ioc_enter(sess, uarg);
-	case DLCACHE_IOC_ATTACH:
-		return dlc_ioc_attach(sess, uarg);
-	case DLCACHE_IOC_DETACH:
-		return dlc_ioc_detach(sess, uarg);
-	case DLCACHE_IOC_SET_ORDER:
-		return dlc_ioc_set_order(sess, uarg);
-	case DLCACHE_IOC_STATS:
-		return dlc_ioc_stats(sess, uarg);
-	case DLCACHE_IOC_SET_CAPACITY:
-		return dlc_ioc_set_capacity(sess, uarg);
-	case DLCACHE_IOC_DROP:
-		return dlc_ioc_drop(sess, uarg);
-	case DLCACHE_IOC_DRAIN:
-		return dlc_ioc_drain(sess, uarg);
-	default:
+	if (_IOC_TYPE(cmd) != DLCACHE_IOC_MAGIC || nr >= ARRAY_SIZE(dlc_iocs))
 		return -ENOTTY;
-	}
+	nr = array_index_nospec(nr, ARRAY_SIZE(dlc_iocs));
+	if (!dlc_iocs[nr].fn || dlc_iocs[nr].cmd != cmd)
+		return -ENOTTY;
+	return dlc_iocs[nr].fn(sess, (void __user *)arg);
 }
 
 /* ------------------------------------------------------------------ */
@@ -2582,21 +2593,20 @@ static struct dentry *dlc_debugfs;
 
 static void dlc_check_abi(void)
 {
-	BUILD_BUG_ON(sizeof(struct dlcache_info) != 96);
+	/*
+	 * Each command of DLCACHE_IOCTLS is checked in dlc_iocs[]; a number
+	 * used twice is a duplicate enumerator here.
+	 */
+	enum {
+#define DLC_IOC_NR(NAME, name, nr, type, size, dir) DLC_IOC_NR_##nr,
+		DLCACHE_IOCTLS(DLC_IOC_NR)
+#undef DLC_IOC_NR
+	};
 	BUILD_BUG_ON(sizeof(struct dlcache_sqring_offsets) != 40);
 	BUILD_BUG_ON(sizeof(struct dlcache_cqring_offsets) != 40);
-	BUILD_BUG_ON(sizeof(struct dlcache_ring_setup) != 144);
 	BUILD_BUG_ON(sizeof(struct dlcache_sqe) != 64);
 	BUILD_BUG_ON(sizeof(struct dlcache_cqe) != 32);
-	BUILD_BUG_ON(sizeof(struct dlcache_enter) != 40);
-	BUILD_BUG_ON(sizeof(struct dlcache_attach) != 72);
-	BUILD_BUG_ON(sizeof(struct dlcache_detach) != 24);
-	BUILD_BUG_ON(sizeof(struct dlcache_order) != 40);
 	BUILD_BUG_ON(sizeof(struct dlcache_counters) != 192);
-	BUILD_BUG_ON(sizeof(struct dlcache_stats) != 504);
-	BUILD_BUG_ON(sizeof(struct dlcache_capacity) != 40);
-	BUILD_BUG_ON(sizeof(struct dlcache_drop) != 48);
-	BUILD_BUG_ON(sizeof(struct dlcache_drain) != 32);
 	BUILD_BUG_ON(offsetof(struct dlcache_sqe, addr) != 16);
 	BUILD_BUG_ON(offsetof(struct dlcache_sqe, user_data) != 24);
 	BUILD_BUG_ON(offsetof(struct dlcache_sqe, epoch) != 32);

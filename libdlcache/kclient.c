@@ -18,15 +18,19 @@
 #include "../uapi/dlcache.h"
 #include "kclient.h"
 
-/* The layouts this library was built against (uapi comments give them). */
-_Static_assert(sizeof(struct dlcache_info) == 96, "dlcache_info");
-_Static_assert(sizeof(struct dlcache_ring_setup) == 144, "dlcache_ring_setup");
+/*
+ * The layouts this library was built against: every command of the
+ * table (uapi/dlcache.h DLCACHE_IOCTLS) has its number, struct and size,
+ * and the ring entries theirs.
+ */
+#define DLC_IOC_ASSERT(NAME, name, nr, type, size, dir)			\
+	_Static_assert(sizeof(struct type) == (size), #type);		\
+	_Static_assert(DLCACHE_IOC_##NAME ==				\
+		       _##dir(DLCACHE_IOC_MAGIC, nr, struct type), #NAME);
+DLCACHE_IOCTLS(DLC_IOC_ASSERT)
+#undef DLC_IOC_ASSERT
 _Static_assert(sizeof(struct dlcache_sqe) == 64, "dlcache_sqe");
 _Static_assert(sizeof(struct dlcache_cqe) == 32, "dlcache_cqe");
-_Static_assert(sizeof(struct dlcache_enter) == 40, "dlcache_enter");
-_Static_assert(sizeof(struct dlcache_attach) == 72, "dlcache_attach");
-_Static_assert(sizeof(struct dlcache_order) == 40, "dlcache_order");
-_Static_assert(sizeof(struct dlcache_stats) == 504, "dlcache_stats");
 
 struct dlc_kclient {
 	int fd;

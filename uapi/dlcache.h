@@ -589,4 +589,27 @@ struct dlcache_drain {
 #define DLCACHE_IOC_DROP	_IOWR(DLCACHE_IOC_MAGIC, 0x08, struct dlcache_drop)
 #define DLCACHE_IOC_DRAIN	_IOWR(DLCACHE_IOC_MAGIC, 0x10, struct dlcache_drain)
 
+/*
+ * Every command, one line each: X(NAME, name, nr, struct, size, dir), for
+ * DLCACHE_IOC_NAME = _IOdir(DLCACHE_IOC_MAGIC, nr, struct NAME's type)
+ * with sizeof(struct) == size. Each argument struct ends in
+ * "__u64 reserved[n]" (must be 0). The module's size checks and dispatch
+ * (its handler is dlc_ioc_<name>), libdlcache's asserts, the KCOV fuzzer
+ * and the badio test are generated from this list, so that a command
+ * added here (with its #define above) is checked, dispatched, fuzzed and
+ * tested for bad sizes and reserved fields, and one added only above is
+ * not dispatched at all. See Documentation/abi.md, "Adding an ioctl".
+ */
+#define DLCACHE_IOCTLS(X)						\
+	X(GET_INFO,	get_info,	0x00, dlcache_info,	  96, IOWR) \
+	X(SETUP_RING,	setup_ring,	0x01, dlcache_ring_setup, 144, IOWR) \
+	X(ENTER,	enter,		0x02, dlcache_enter,	  40, IOWR) \
+	X(ATTACH,	attach,		0x03, dlcache_attach,	  72, IOWR) \
+	X(DETACH,	detach,		0x04, dlcache_detach,	  24, IOWR) \
+	X(SET_ORDER,	set_order,	0x05, dlcache_order,	  40, IOWR) \
+	X(STATS,	stats,		0x06, dlcache_stats,	 504, IOWR) \
+	X(SET_CAPACITY,	set_capacity,	0x07, dlcache_capacity,	  40, IOWR) \
+	X(DROP,		drop,		0x08, dlcache_drop,	  48, IOWR) \
+	X(DRAIN,	drain,		0x10, dlcache_drain,	  32, IOWR)
+
 #endif /* _UAPI_LINUX_DLCACHE_H */

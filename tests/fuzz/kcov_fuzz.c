@@ -11,21 +11,38 @@
  * dumps it at the end).
  *
  * Inputs. An input is a program of up to KF_MAX_CALLS calls, each one of:
- * every DLCACHE_IOC_* ioctl, ENTER with up to KF_MAX_SQE ring entries of
- * every opcode and flag (with and without GETEVENTS/TIMEOUT, blocking
- * waits broken by a per-thread timer), poll, mmap at good and bad offsets,
- * munmap and remap of the rings, close of a session (with its rings still
- * mapped or not, fills owned), garbage in the ring indices, a forked
- * child that takes fills in its own session and is SIGKILLed while this
- * session waits on them, and (root) writes of small values to the module
- * parameters (capacity_mb, fill_lease_ms: short leases expire fills,
- * uid_max_*), reads of debugfs dlcache/stats, and drop_caches=2 (the
- * shrinker runs in the writer, so KCOV sees it). Fields are kept symbolic
- * where that matters (handle = n-th handle of the session, sample = k mod the data set's
- * sample count or just past it, buffer = valid / NULL / kernel / into a
- * PROT_NONE page / read-only page, epoch = the handle's current order
- * epoch or the next), so that most mutations pass the reserved-field
- * checks; byte flips of the raw structures give the rest.
+ * every command of uapi/dlcache.h's DLCACHE_IOCTLS (one call kind per
+ * command, made from the table: its weight KF_W_NAME, documented errnos
+ * kf_e_name, generator kf_gen_name and executor kf_do_name; a command
+ * added to the table without them does not build), ENTER with up to
+ * KF_MAX_SQE ring entries of every opcode and flag (with and without
+ * GETEVENTS/TIMEOUT, blocking waits broken by a per-thread timer), poll,
+ * mmap at good and bad offsets, munmap and remap of the rings, close of a
+ * session (with its rings still mapped or not, fills owned), garbage in
+ * the ring indices, a forked child that takes fills in its own session
+ * and is SIGKILLed while this session waits on them, and (root) writes of
+ * small values to every writable module parameter (capacity_mb,
+ * fill_lease_ms: short leases expire fills, uid_max_*, idle_keep_s,
+ * consumer_stall_ms, drain), reads of debugfs dlcache/stats, and
+ * drop_caches=2 (the shrinker runs in the writer, so KCOV sees it).
+ * Fields are kept symbolic where that matters (handle = n-th handle of
+ * the session, sample = k mod the data set's sample count or just past
+ * it, buffer = valid / NULL / kernel / into a PROT_NONE page / read-only
+ * page, epoch = the handle's current order epoch or the next), so that
+ * most mutations pass the reserved-field checks; byte flips of the raw
+ * structures give the rest.
+ *
+ * ABI 3. The valid flag combinations of GET have weights of their own
+ * (none, F_AT, F_AHEAD | F_AT, F_AHEAD: 45/20/20/15 %), so look-ups run
+ * as often as uses. ATTACH joins a job (F_JOB) 40 % of the time, mostly
+ * one of jobs 1..4, so data sets have several consumers and jobs several
+ * members; now and then (at most every KF_FLOOD_S per thread: it costs
+ * hundreds of ioctls) it fills one data set with max_consumers jobs or
+ * one job with max_members members in sessions of its own (-EUSERS).
+ * Root's DRAIN (and drain=1) lasts one call: the session then makes one
+ * call under the drain (ENTER, ATTACH, SETUP_RING, SET_ORDER or poll:
+ * -ESHUTDOWN, EPOLLHUP) and the drain is ended; the other workers meet
+ * it meanwhile.
  *
  * Workers: a root process with KF_ROOT_THREADS (2) threads that also share
  * one session between them, and processes of uid 1001 and uid 1002 (in
@@ -38,8 +55,14 @@
  * fails (exit 1) only when the device answers outside the documented set
  * (an ioctl result or errno, a CQE result, flags or reserved field, poll
  * bits), or a worker cannot be killed. It exits 77 when KCOV is missing.
+ * A CQE's user_data carries the SQE's opcode, flags and len, so that a
+ * look-up's hit (res = size, any len) and DLCACHE_CQE_F_SOONER (a miss
+ * of a GET with F_AHEAD) are judged as Documentation/abi.md says.
  *
- * At the end it prints the executions, the distinct PCs, the corpus size,
+ * At the end it prints the executions, per command how many were issued
+ * and succeeded, the ABI 3 paths met (drains, -ESHUTDOWN, parameter
+ * writes, F_AHEAD SQEs and hits, F_SOONER, F_JOB joins and consumers
+ * created, -EUSERS), the distinct PCs, the corpus size,
  * the PCs per function where the two fuzzers differ and the functions
  * neither reached (work items such as the lease worker run in kworkers,
  * which per-task KCOV does not see).
@@ -94,17 +117,41 @@
 #define KF_UID2		1002
 #define KF_TAG		0xd1c0ULL
 #define KF_MAX_FAILS	20
+#define KF_FLOOD_S	15		/* seconds between a thread's floods */
 
 /* ---- inputs ------------------------------------------------------------------ */
 
+/*
+ * Calls: first one per command of uapi/dlcache.h's DLCACHE_IOCTLS (C_NAME,
+ * in the table's order), then the rest. Each command has its entry in
+ * kf_iocs[] below, made from the table: generation weight KF_W_NAME, the
+ * documented errnos kf_e_name, generator kf_gen_name and executor
+ * kf_do_name. A command added to the table that lacks one of them does
+ * not compile.
+ */
 enum {
-	C_INFO, C_SETUP, C_ENTER, C_ATTACH, C_DETACH, C_ORDER, C_STATS, C_CAP,
-	C_DROP, C_BADCMD, C_MMAP, C_UNMAP, C_REMAP, C_CLOSE, C_POLL, C_FORKKILL,
+#define KF_IOC_OP(NAME, name, nr, type, size, dir) C_##NAME,
+	DLCACHE_IOCTLS(KF_IOC_OP)
+#undef KF_IOC_OP
+	C_NIOC,				/* the commands end here */
+	C_BADCMD = C_NIOC, C_MMAP, C_UNMAP, C_REMAP, C_CLOSE, C_POLL, C_FORKKILL,
 	C_CORRUPT, C_PARAM, C_DEBUGFS, C_SHRINK, C_NOPS
 };
-/* Generation weights. */
-static const unsigned kf_op_weight[C_NOPS] = {
-	2, 3, 36, 10, 4, 8, 6, 3, 3, 3, 3, 2, 2, 3, 3, 2, 2, 2, 1, 1,
+
+/* Generation weights of the commands (kf_iocs[].weight). */
+#define KF_W_GET_INFO		2
+#define KF_W_SETUP_RING		3
+#define KF_W_ENTER		36
+#define KF_W_ATTACH		12
+#define KF_W_DETACH		4
+#define KF_W_SET_ORDER		8
+#define KF_W_STATS		6
+#define KF_W_SET_CAPACITY	3
+#define KF_W_DROP		3
+#define KF_W_DRAIN		3
+/* Generation weights of the other calls, from C_BADCMD on. */
+static const unsigned kf_op_weight[C_NOPS - C_NIOC] = {
+	3, 3, 2, 2, 3, 3, 2, 2, 3, 1, 1,
 };
 
 struct kf_sqe {
@@ -129,6 +176,7 @@ struct kf_call {
 		struct dlcache_order ord;
 		struct dlcache_capacity cap;
 		struct dlcache_drop drop;
+		struct dlcache_drain drain;
 		struct {
 			uint32_t handle, flags;
 			uint64_t bad;
@@ -149,6 +197,10 @@ struct kf_shared {
 	struct kcov_range range;
 	uint64_t ioctls, inputs, new_inputs, forks, kills, blind_calls;
 	uint64_t cqes, cqe_fill, cqe_waited, cqe_hit, eintr;
+	/* ABI 3: what reached the module (the report's "abi3" line) */
+	uint64_t ioc_calls[C_NIOC], ioc_ok[C_NIOC];
+	uint64_t ahead_sqes, ahead_hits, cqe_sooner, joined, job_created, eusers;
+	uint64_t eshutdown, drains, params, sooner_no_at;
 	uint64_t nfail;
 	pthread_mutex_t lock;		/* corpus */
 	uint32_t ncorpus;
@@ -230,6 +282,7 @@ struct kf_thr {
 	size_t zsq_len, zcq_len;
 	struct kf_prog cur;
 	unsigned added;			/* PCs added by the current input */
+	double next_flood;		/* kf_attach_flood() not before (costly) */
 };
 
 static struct kf_sess kf_shared_sess;
@@ -257,33 +310,73 @@ static bool kf_errno_in(int e, const int *set)
 	return false;
 }
 
+/*
+ * The commands, from DLCACHE_IOCTLS. kf_e_name: the errnos the command
+ * is documented to return (uapi/dlcache.h, Documentation/abi.md).
+ */
+static const int kf_e_get_info[] = { EFAULT, EINVAL, 0 };
+static const int kf_e_setup_ring[] = { EFAULT, EINVAL, EBUSY, ENOMEM, ESHUTDOWN, 0 };
+static const int kf_e_enter[] = { EFAULT, EINVAL, ENXIO, ETIME, EINTR, ESHUTDOWN, 0 };
+static const int kf_e_attach[] = { EFAULT, EINVAL, EMFILE, EEXIST, EACCES, ENOENT, ENOSPC,
+				   ENOMEM, EPERM, EDQUOT, EUSERS, ESHUTDOWN, EBUSY, 0 };
+static const int kf_e_detach[] = { EFAULT, EINVAL, EBADF, 0 };
+static const int kf_e_set_order[] = { EFAULT, EINVAL, EBADF, EACCES, ENOMEM, ENOSPC,
+				      ESHUTDOWN, 0 };
+static const int kf_e_stats[] = { EFAULT, EINVAL, ENOMEM, ENOENT, EBADF, 0 };
+static const int kf_e_set_capacity[] = { EPERM, EFAULT, EINVAL, 0 };
+static const int kf_e_drop[] = { EPERM, EFAULT, EINVAL, ENOENT, 0 };
+static const int kf_e_drain[] = { EPERM, EFAULT, EINVAL, 0 };
+
+struct kf_thr;
+struct kf_sess;
+#define KF_IOC_DECL(NAME, name, nr, type, size, dir)				\
+	static void kf_gen_##name(struct kf_thr *t, struct kf_call *c);		\
+	static void kf_do_##name(struct kf_thr *t, struct kf_sess *s, struct kf_call *c);
+DLCACHE_IOCTLS(KF_IOC_DECL)
+#undef KF_IOC_DECL
+
+static const struct kf_ioc {
+	const char *name;
+	unsigned long cmd;
+	uint32_t size;			/* of the argument */
+	unsigned weight;
+	const int *errs;
+	void (*gen)(struct kf_thr *t, struct kf_call *c);
+	void (*run)(struct kf_thr *t, struct kf_sess *s, struct kf_call *c);
+} kf_iocs[C_NIOC] = {
+#define KF_IOC(NAME, name, nr, type, size, dir)					\
+	[C_##NAME] = { #NAME, DLCACHE_IOC_##NAME, sizeof(struct type), KF_W_##NAME,	\
+		       kf_e_##name, kf_gen_##name, kf_do_##name },
+	DLCACHE_IOCTLS(KF_IOC)
+#undef KF_IOC
+};
+
+/* The C_* of a command, or -1. */
+static int kf_ioc_of(unsigned long cmd)
+{
+	for (int i = 0; i < C_NIOC; i++)
+		if (kf_iocs[i].cmd == cmd)
+			return i;
+	return -1;
+}
+
 /* Result of a dlcache ioctl against the documented set. */
 static void kf_check_ioctl(unsigned long cmd, long ret, int err, uint32_t to_submit)
 {
-	static const int e_info[] = { EFAULT, EINVAL, 0 };
-	static const int e_setup[] = { EFAULT, EINVAL, EBUSY, ENOMEM, 0 };
-	static const int e_enter[] = { EFAULT, EINVAL, ENXIO, ETIME, EINTR, 0 };
-	static const int e_attach[] = { EFAULT, EINVAL, EMFILE, EEXIST, EACCES, ENOENT,
-					ENOSPC, ENOMEM, EPERM, EDQUOT, EBUSY, 0 };
-	static const int e_detach[] = { EFAULT, EINVAL, EBADF, 0 };
-	static const int e_order[] = { EFAULT, EINVAL, EBADF, EACCES, ENOMEM, ENOSPC, 0 };
-	static const int e_stats[] = { EFAULT, EINVAL, ENOMEM, ENOENT, EBADF, 0 };
-	static const int e_cap[] = { EPERM, EFAULT, EINVAL, 0 };
-	static const int e_drop[] = { EPERM, EFAULT, EINVAL, ENOENT, 0 };
 	static const int e_other[] = { ENOTTY, 0 };
+	int op = kf_ioc_of(cmd);
 	const int *set;
 
-	switch (cmd) {
-	case DLCACHE_IOC_GET_INFO: set = e_info; break;
-	case DLCACHE_IOC_SETUP_RING: set = e_setup; break;
-	case DLCACHE_IOC_ENTER: set = e_enter; break;
-	case DLCACHE_IOC_ATTACH: set = e_attach; break;
-	case DLCACHE_IOC_DETACH: set = e_detach; break;
-	case DLCACHE_IOC_SET_ORDER: set = e_order; break;
-	case DLCACHE_IOC_STATS: set = e_stats; break;
-	case DLCACHE_IOC_SET_CAPACITY: set = e_cap; break;
-	case DLCACHE_IOC_DROP: set = e_drop; break;
-	default:
+	if (op >= 0) {
+		set = kf_iocs[op].errs;
+		__atomic_add_fetch(&sh->ioc_calls[op], 1, __ATOMIC_RELAXED);
+		if (ret >= 0)
+			__atomic_add_fetch(&sh->ioc_ok[op], 1, __ATOMIC_RELAXED);
+		if (ret < 0 && err == ESHUTDOWN)
+			__atomic_add_fetch(&sh->eshutdown, 1, __ATOMIC_RELAXED);
+		if (ret < 0 && err == EUSERS)
+			__atomic_add_fetch(&sh->eusers, 1, __ATOMIC_RELAXED);
+	} else {
 		/* Only commands of dlcache's magic are surely ours. */
 		if (_IOC_TYPE(cmd) != DLCACHE_IOC_MAGIC)
 			return;
@@ -292,12 +385,11 @@ static void kf_check_ioctl(unsigned long cmd, long ret, int err, uint32_t to_sub
 			kf_fail("unknown command %#lx succeeded", cmd);
 			return;
 		}
-		break;
 	}
 	if (ret < 0) {
 		if (!kf_errno_in(err, set))
-			kf_fail("ioctl %#lx (nr %u): errno %s outside the documented set",
-				cmd, (unsigned)_IOC_NR(cmd), t_errname(-err));
+			kf_fail("ioctl %s (%#lx): errno %s outside the documented set",
+				op >= 0 ? kf_iocs[op].name : "?", cmd, t_errname(-err));
 	} else if (cmd == DLCACHE_IOC_ENTER) {
 		if ((uint64_t)ret > to_submit)
 			kf_fail("ENTER consumed %ld SQEs, to_submit %u", ret, to_submit);
@@ -322,7 +414,7 @@ static void kf_check_cqe(const struct dlcache_cqe *c)
 {
 	static const int e_cqe[] = { ENOENT, EMSGSIZE, EINVAL, EBADF, EACCES, EFAULT, EIO,
 				     ETIMEDOUT, EBUSY, ENOMEM, ENOSPC, 0 };
-	uint32_t op, len;
+	uint32_t op, len, sqf;
 
 	if (c->resv)
 		kf_fail("CQE resv %u", c->resv);
@@ -333,7 +425,9 @@ static void kf_check_cqe(const struct dlcache_cqe *c)
 		kf_fail("CQE res %s outside the documented set", t_errname(c->res));
 	if (c->user_data >> 48 != KF_TAG)
 		return;
+	/* user_data: KF_TAG, the SQE's flags (low byte), opcode and len. */
 	op = (uint32_t)(c->user_data >> 32) & 0xff;
+	sqf = (uint32_t)(c->user_data >> 40) & 0xff;
 	len = (uint32_t)c->user_data;
 	switch (op) {
 	case DLCACHE_OP_NOP:
@@ -343,17 +437,37 @@ static void kf_check_cqe(const struct dlcache_cqe *c)
 			kf_fail("NOP CQE flags %#x", c->flags);
 		break;
 	case DLCACHE_OP_GET:
-		if (c->res >= 0 && ((uint32_t)c->res > len || c->size != (uint32_t)c->res))
-			kf_fail("GET res %d, len %u, size %u", c->res, len, c->size);
-		if (c->res == -EMSGSIZE && c->size <= len)
-			kf_fail("GET -EMSGSIZE with size %u <= len %u", c->size, len);
+		if (sqf & DLCACHE_SQE_F_AHEAD) {
+			/* A look-up copies nothing: a hit's res is the size, any len. */
+			if (c->res >= 0 && c->size != (uint32_t)c->res)
+				kf_fail("GET F_AHEAD res %d, size %u", c->res, c->size);
+			if (c->res == -EMSGSIZE)
+				kf_fail("GET F_AHEAD completed -EMSGSIZE (it copies nothing)");
+			if (c->res >= 0)
+				__atomic_add_fetch(&sh->ahead_hits, 1, __ATOMIC_RELAXED);
+		} else {
+			if (c->res >= 0 && ((uint32_t)c->res > len || c->size != (uint32_t)c->res))
+				kf_fail("GET res %d, len %u, size %u", c->res, len, c->size);
+			if (c->res == -EMSGSIZE && c->size <= len)
+				kf_fail("GET -EMSGSIZE with size %u <= len %u", c->size, len);
+		}
 		if (c->flags & DLCACHE_CQE_F_CACHED)
 			kf_fail("GET CQE with F_CACHED");
-		/* A look-up ahead for a later use: a miss, nothing taken. */
-		if ((c->flags & DLCACHE_CQE_F_SOONER) &&
-		    (c->res != -ENOENT || (c->flags & DLCACHE_CQE_F_FILL)))
-			kf_fail("GET F_SOONER with res %s, flags %#x",
-				t_errname(c->res), c->flags);
+		/*
+		 * F_SOONER: a look-up ahead (abi.md: F_AHEAD | F_AT) whose
+		 * earlier use, or this session's fill, reads the sample: a
+		 * miss, nothing taken. The module also sets it for F_AHEAD
+		 * without F_AT on this session's own fill (counted apart).
+		 */
+		if (c->flags & DLCACHE_CQE_F_SOONER) {
+			__atomic_add_fetch(&sh->cqe_sooner, 1, __ATOMIC_RELAXED);
+			if (!(sqf & DLCACHE_SQE_F_AHEAD) || c->res != -ENOENT ||
+			    (c->flags & DLCACHE_CQE_F_FILL))
+				kf_fail("GET F_SOONER with SQE flags %#x, res %s, flags %#x",
+					sqf, t_errname(c->res), c->flags);
+			else if (!(sqf & DLCACHE_SQE_F_AT))
+				__atomic_add_fetch(&sh->sooner_no_at, 1, __ATOMIC_RELAXED);
+		}
 		break;
 	case DLCACHE_OP_PUT:
 		if (c->res >= 0 && (uint32_t)c->res != len)
@@ -515,7 +629,17 @@ static int kf_hidx(struct kf_sess *s, uint8_t hsel)
 	return hsel % n;
 }
 
-static long kf_attach_key(struct kf_sess *s, int k, uint32_t flags, uint32_t owner)
+/* Counts the consumers joined and created (the report's abi3 line). */
+static void kf_note_joined(const struct dlcache_attach *a)
+{
+	if (a->result_flags & DLCACHE_ATTACH_JOINED)
+		__atomic_add_fetch(&sh->joined, 1, __ATOMIC_RELAXED);
+	if (a->result_flags & DLCACHE_ATTACH_JOB_CREATED)
+		__atomic_add_fetch(&sh->job_created, 1, __ATOMIC_RELAXED);
+}
+
+static long kf_attach_key(struct kf_sess *s, int k, uint32_t flags, uint32_t owner,
+			  uint64_t job)
 {
 	struct dlcache_attach a;
 	long ret;
@@ -526,9 +650,13 @@ static long kf_attach_key(struct kf_sess *s, int k, uint32_t flags, uint32_t own
 	a.mode = k & 1 ? 0660 : 0640;
 	a.flags = flags;
 	a.owner_uid = owner;
+	if (flags & DLCACHE_ATTACH_F_JOB)
+		a.job = job;
 	ret = kf_ioctl(s->fd, DLCACHE_IOC_ATTACH, &a, 0);
-	if (ret == 0)
+	if (ret == 0) {
 		kf_add_handle(s, &a, k);
+		kf_note_joined(&a);
+	}
 	return ret;
 }
 
@@ -636,9 +764,24 @@ static void kf_gen_sqe(struct kf_thr *t, struct kf_sqe *q)
 		}
 		break;
 	case DLCACHE_OP_GET:
-		if (kf_rn(t, 4) == 0) {
+		/*
+		 * The valid flag combinations have weights of their own:
+		 * none 45 %, F_AT 20 %, F_AHEAD | F_AT 20 %, F_AHEAD 15 %.
+		 */
+		r = kf_rn(t, 20);
+		if (r >= 13 && (kf_info.supported & DLCACHE_FEAT_GET_AHEAD)) {
+			q->s.flags = DLCACHE_SQE_F_AHEAD | (r < 17 ? DLCACHE_SQE_F_AT : 0);
+			if (kf_rn(t, 2)) {
+				/* A look-up proper: no buffer. */
+				q->s.len = 0;
+				q->asel = 1;
+			}
+		} else if (r >= 9) {
 			q->s.flags = DLCACHE_SQE_F_AT;
-			q->emode = (uint8_t)kf_rn(t, 3);
+		}
+		if (q->s.flags & DLCACHE_SQE_F_AT) {
+			/* Mostly a position of the current order. */
+			q->emode = (uint8_t)(kf_rn(t, 2) ? 1 : kf_rn(t, 3));
 			q->s.epoch = kf_rn(t, 4);
 			q->s.index = kf_rn(t, 100);
 		}
@@ -752,7 +895,8 @@ static void kf_fill_sqe(struct kf_thr *t, struct kf_sess *s, const struct kf_sqe
 		}
 	}
 	if (!(q->emode & 0x80))
-		out->user_data = KF_TAG << 48 | (uint64_t)out->opcode << 32 | out->len;
+		out->user_data = KF_TAG << 48 | (uint64_t)(out->flags & 0xff) << 40 |
+				 (uint64_t)out->opcode << 32 | out->len;
 }
 
 static bool kf_push(struct kf_sess *s, const struct dlcache_sqe *sqe)
@@ -792,20 +936,131 @@ static void kf_on_crash(int sig, siginfo_t *si, void *uc)
 
 /* ---- calls --------------------------------------------------------------- */
 
-static void kf_gen_call(struct kf_thr *t, struct kf_call *c, int op)
+/* ---- generators, one per command (kf_iocs[].gen) -------------------------- */
+
+static void kf_gen_get_info(struct kf_thr *t, struct kf_call *c)
+{
+	c->u.info.features = kf_rnd(t);
+}
+
+static void kf_gen_setup_ring(struct kf_thr *t, struct kf_call *c)
+{
+	uint32_t r = kf_rn(t, 10);
+
+	c->u.setup.sq_entries = r < 7 ? 1 + kf_rn(t, 32) : r < 8 ? 0 :
+				r < 9 ? kf_info.max_ring_entries + kf_rn(t, 2) : kf_rn(t, 512);
+	c->u.setup.cq_entries = kf_rn(t, 2) ? 0 : c->u.setup.sq_entries + kf_rn(t, 64) - 2;
+}
+
+static void kf_gen_enter(struct kf_thr *t, struct kf_call *c)
+{
+	c->nsqe = (uint8_t)kf_rn(t, KF_MAX_SQE + 1);
+	for (int i = 0; i < KF_MAX_SQE; i++)
+		kf_gen_sqe(t, &c->sq[i]);
+	c->v[0] = kf_rn(t, 10) < 7 ? 0 : kf_rn(t, 4);	/* to_submit mode */
+	c->v[1] = kf_rn(t, 10);				/* wait mode */
+	if (c->v[1] == 6 && kf_rn(t, 2))		/* costs ms: rarer */
+		c->v[1] = 0;
+}
+
+static void kf_gen_attach(struct kf_thr *t, struct kf_call *c)
 {
 	static const uint32_t modes[] = { 0, 0600, 0640, 0660, 0604, 0666, 0644, 0777 };
+	uint32_t r;
+
+	c->u.att.nsamples = kf_rn(t, 4) ? kf_rn(t, 2000) : (uint32_t)kf_rnd(t);
+	c->u.att.mode = modes[kf_rn(t, 8)];
+	r = kf_rn(t, 10);
+	c->u.att.flags = r < 6 ? 0 : r < 7 ? DLCACHE_ATTACH_F_NOCREATE :
+			 r < 8 ? DLCACHE_ATTACH_F_EXCL : r < 9 ? DLCACHE_ATTACH_F_OWNER :
+			 (uint32_t)kf_rn(t, 32);
+	if (c->osel)
+		c->u.att.flags |= DLCACHE_ATTACH_F_OWNER;
+	/*
+	 * Consumers (ABI 3): 40 % join a job, mostly one of a few, so that
+	 * a data set has several consumers and a job several members; now
+	 * and then a job past max_consumers, or any 64-bit one.
+	 */
+	if (kf_rn(t, 10) < 4) {
+		c->u.att.flags |= DLCACHE_ATTACH_F_JOB;
+		r = kf_rn(t, 10);
+		c->u.att.job = r < 6 ? 1 + kf_rn(t, 4) : r < 7 ? 0 :
+			       r < 9 ? kf_rn(t, 2 * kf_info.max_consumers + 2) : kf_rnd(t);
+	} else if (kf_rn(t, 50) == 0) {
+		c->u.att.job = 1 + kf_rn(t, 4);		/* without F_JOB: -EINVAL */
+	}
+	r = kf_rn(t, 10);
+	c->u.att.window = r < 7 ? 0 : r < 8 ? 64 : r < 9 ? 1 + kf_rn(t, 300) : (uint32_t)kf_rnd(t);
+	r = kf_rn(t, 10);
+	c->u.att.lookahead = r < 7 ? 0 : r < 9 ? kf_rn(t, 64) : (uint32_t)kf_rnd(t);
+	c->u.att.owner_uid = (uint32_t)kf_rnd(t);
+	c->v[0] = kf_rn(t, 10) == 0;	/* nsamples from the raw field */
+	/* 1: fill a data set with consumers; 2: a job with members (-EUSERS) */
+	c->v[1] = kf_rn(t, 100) ? 0 : 1 + kf_rn(t, 2);
+}
+
+static void kf_gen_detach(struct kf_thr *t, struct kf_call *c)
+{
+	c->u.det.handle = kf_rn(t, 70);
+}
+
+static void kf_gen_set_order(struct kf_thr *t, struct kf_call *c)
+{
+	c->u.ord.epoch = kf_rn(t, 8);
+	c->v[0] = kf_rn(t, 8);		/* len mode */
+	c->v[1] = kf_rn(t, 4);		/* epoch mode */
+	c->v[2] = kf_rn(t, 5);		/* ids mode */
+}
+
+static void kf_gen_stats(struct kf_thr *t, struct kf_call *c)
+{
+	uint32_t r = kf_rn(t, 10);
+
+	c->u.st.flags = r < 3 ? 0 : r < 6 ? DLCACHE_STATS_F_DATASET :
+			r < 9 ? DLCACHE_STATS_F_DATASET | DLCACHE_STATS_F_INDEX :
+			(uint32_t)kf_rn(t, 8);
+	c->u.st.handle = kf_rn(t, 70);
+	c->u.st.bad = kf_rn(t, 30) == 0;
+}
+
+static void kf_gen_set_capacity(struct kf_thr *t, struct kf_call *c)
+{
 	/* Mostly roomy (hits), sometimes tiny (eviction, shrink, bypass). */
 	static const uint64_t caps[] = { 0, 4096, 1 << 20, 4 << 20, 16 << 20, 16 << 20, 16 << 20,
 					 16 << 20 };
+
+	c->u.cap.bytes = caps[kf_rn(t, 8)] + (kf_rn(t, 4) ? 0 : kf_rn(t, 65536));
+}
+
+static void kf_gen_drop(struct kf_thr *t, struct kf_call *c)
+{
+	c->u.drop.flags = kf_rn(t, 3) ? DLCACHE_DROP_F_KEY : 0;
+}
+
+static void kf_gen_drain(struct kf_thr *t, struct kf_call *c)
+{
+	uint32_t r = kf_rn(t, 10);
+
+	c->u.drain.flags = r < 5 ? 0 : r < 7 ? DLCACHE_DRAIN_F_QUERY :
+			   r < 9 ? DLCACHE_DRAIN_F_OFF : kf_rn(t, 8);
+	c->v[0] = kf_rn(t, 5);		/* what this session does while it drains */
+}
+
+static void kf_gen_call(struct kf_thr *t, struct kf_call *c, int op)
+{
 	unsigned total = 0, r, i;
 
 	if (op < 0) {
 		for (i = 0; i < C_NOPS; i++)
-			total += kf_op_weight[i];
+			total += i < C_NIOC ? kf_iocs[i].weight : kf_op_weight[i - C_NIOC];
 		r = kf_rn(t, total);
-		for (op = 0; r >= kf_op_weight[op]; op++)
-			r -= kf_op_weight[op];
+		for (op = 0; op < C_NOPS; op++) {
+			unsigned w = op < C_NIOC ? kf_iocs[op].weight : kf_op_weight[op - C_NIOC];
+
+			if (r < w)
+				break;
+			r -= w;
+		}
 	}
 	memset(c, 0, sizeof(*c));
 	c->op = (uint8_t)op;
@@ -818,72 +1073,16 @@ static void kf_gen_call(struct kf_thr *t, struct kf_call *c, int op)
 	for (i = 0; i < 4; i++)
 		c->v[i] = (uint32_t)kf_rnd(t);
 
-	switch (op) {
-	case C_INFO:
-		c->u.info.features = kf_rnd(t);
-		break;
-	case C_SETUP:
-		r = kf_rn(t, 10);
-		c->u.setup.sq_entries = r < 7 ? 1 + kf_rn(t, 32) : r < 8 ? 0 :
-					r < 9 ? kf_info.max_ring_entries + kf_rn(t, 2) : kf_rn(t, 512);
-		c->u.setup.cq_entries = kf_rn(t, 2) ? 0 : c->u.setup.sq_entries + kf_rn(t, 64) - 2;
-		break;
-	case C_ENTER:
-		c->nsqe = (uint8_t)kf_rn(t, KF_MAX_SQE + 1);
-		for (i = 0; i < KF_MAX_SQE; i++)
-			kf_gen_sqe(t, &c->sq[i]);
-		c->v[0] = kf_rn(t, 10) < 7 ? 0 : kf_rn(t, 4);	/* to_submit mode */
-		c->v[1] = kf_rn(t, 10);				/* wait mode */
-		if (c->v[1] == 6 && kf_rn(t, 2))		/* costs ms: rarer */
-			c->v[1] = 0;
-		break;
-	case C_ATTACH:
-		c->u.att.nsamples = kf_rn(t, 4) ? kf_rn(t, 2000) : (uint32_t)kf_rnd(t);
-		c->u.att.mode = modes[kf_rn(t, 8)];
-		r = kf_rn(t, 10);
-		c->u.att.flags = r < 6 ? 0 : r < 7 ? DLCACHE_ATTACH_F_NOCREATE :
-				 r < 8 ? DLCACHE_ATTACH_F_EXCL : r < 9 ? DLCACHE_ATTACH_F_OWNER :
-				 (uint32_t)kf_rn(t, 16);
-		if (c->osel)
-			c->u.att.flags |= DLCACHE_ATTACH_F_OWNER;
-		r = kf_rn(t, 10);
-		c->u.att.window = r < 7 ? 0 : r < 8 ? 64 : r < 9 ? 1 + kf_rn(t, 300) : (uint32_t)kf_rnd(t);
-		r = kf_rn(t, 10);
-		c->u.att.lookahead = r < 7 ? 0 : r < 9 ? kf_rn(t, 64) : (uint32_t)kf_rnd(t);
-		c->u.att.owner_uid = (uint32_t)kf_rnd(t);
-		c->v[0] = kf_rn(t, 10) == 0;	/* nsamples from the raw field */
-		break;
-	case C_DETACH:
-		c->u.det.handle = kf_rn(t, 70);
-		break;
-	case C_ORDER:
-		c->u.ord.epoch = kf_rn(t, 8);
-		c->v[0] = kf_rn(t, 8);		/* len mode */
-		c->v[1] = kf_rn(t, 4);		/* epoch mode */
-		c->v[2] = kf_rn(t, 5);		/* ids mode */
-		break;
-	case C_STATS:
-		r = kf_rn(t, 10);
-		c->u.st.flags = r < 3 ? 0 : r < 6 ? DLCACHE_STATS_F_DATASET :
-				r < 9 ? DLCACHE_STATS_F_DATASET | DLCACHE_STATS_F_INDEX :
-				(uint32_t)kf_rn(t, 8);
-		c->u.st.handle = kf_rn(t, 70);
-		c->u.st.bad = kf_rn(t, 30) == 0;
-		break;
-	case C_CAP:
-		c->u.cap.bytes = caps[kf_rn(t, 8)] + (kf_rn(t, 4) ? 0 : kf_rn(t, 65536));
-		break;
-	case C_DROP:
-		c->u.drop.flags = kf_rn(t, 3) ? DLCACHE_DROP_F_KEY : 0;
-		break;
-	case C_BADCMD:
+	if (op < C_NIOC)
+		kf_iocs[op].gen(t, c);
+	else if (op == C_BADCMD)
 		c->v[0] = kf_rn(t, 4);
-		break;
-	}
-	if (kf_rn(t, 25) == 0 && op <= C_DROP) {
-		/* A reserved field or an unknown flag. */
-		size_t n = op == C_STATS ? sizeof(c->u.st) : sizeof(c->u.raw);
+	if (kf_rn(t, 25) == 0 && op < C_NIOC) {
+		/* A reserved field or an unknown flag, within the argument. */
+		size_t n = op == C_STATS ? sizeof(c->u.st) : kf_iocs[op].size;
 
+		if (n > sizeof(c->u.raw))
+			n = sizeof(c->u.raw);
 		c->u.raw[kf_rn(t, (uint32_t)n)] ^= (uint8_t)(1 + kf_rn(t, 255));
 	}
 }
@@ -922,13 +1121,17 @@ static void kf_do_enter(struct kf_thr *t, struct kf_sess *s, struct kf_call *c)
 		kf_harvest(t);
 	}
 	if (!s->nh && kf_rn(t, 10) < 7) {
-		kf_attach_key(s, c->ksel == 0xff ? 0 : c->ksel, 0, 0);
+		/* Now and then as a rank of one of a few jobs. */
+		kf_attach_key(s, c->ksel == 0xff ? 0 : c->ksel,
+			      c->x & 0x20 ? DLCACHE_ATTACH_F_JOB : 0, 0, 1 + (c->x >> 6));
 		kf_harvest(t);
 	}
 	for (i = 0; i < c->nsqe; i++) {
 		kf_fill_sqe(t, s, &c->sq[i], &sqe);
 		if (!kf_push(s, &sqe))
 			break;
+		if (sqe.opcode == DLCACHE_OP_GET && (sqe.flags & DLCACHE_SQE_F_AHEAD))
+			__atomic_add_fetch(&sh->ahead_sqes, 1, __ATOMIC_RELAXED);
 		pushed++;
 	}
 	memset(&e, 0, sizeof(e));
@@ -1008,6 +1211,14 @@ static void kf_do_enter(struct kf_thr *t, struct kf_sess *s, struct kf_call *c)
 	if (ret > 0 && earg == &e && e.submitted != ret && !s->shared)
 		kf_fail("ENTER returned %ld but submitted %u", ret, e.submitted);
 	kf_reap(s, c->x % 5 == 0 ? 1 : c->x % 5 == 1 ? 2 : 0);
+	if (ret >= 0 && s->dirty && s->cq) {
+		/* A scribbled ring (C_CORRUPT under a drain): republished now. */
+		uint32_t *head = AT(s->cq, s->p.cq_off.head);
+
+		__atomic_store_n(head, __atomic_load_n((uint32_t *)AT(s->cq, s->p.cq_off.tail),
+						       __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
+		s->dirty = false;
+	}
 	if (!s->shared && s->sq) {
 		/* Withdraw what the kernel did not consume. */
 		uint32_t *head = AT(s->sq, s->p.sq_off.head), *tail = AT(s->sq, s->p.sq_off.tail);
@@ -1016,7 +1227,7 @@ static void kf_do_enter(struct kf_thr *t, struct kf_sess *s, struct kf_call *c)
 	}
 }
 
-static void kf_do_order(struct kf_thr *t, struct kf_sess *s, struct kf_call *c)
+static void kf_do_set_order(struct kf_thr *t, struct kf_sess *s, struct kf_call *c)
 {
 	struct dlcache_order o = c->u.ord;
 	int hi = kf_hidx(s, c->hsel);
@@ -1093,7 +1304,7 @@ static void kf_do_forkkill(struct kf_thr *t, struct kf_sess *s, struct kf_call *
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		kcov_enable(&t->spare);
 		if (kf_sess_open(&cs) == 0 && kf_setup(&cs, 8, 16) == 0 &&
-		    kf_attach_key(&cs, k, 0, 0) == 0) {
+		    kf_attach_key(&cs, k, 0, 0, 0) == 0) {
 			for (i = 0; i < cnt; i++) {
 				memset(&sqe, 0, sizeof(sqe));
 				sqe.opcode = DLCACHE_OP_GET;
@@ -1137,7 +1348,7 @@ static void kf_do_forkkill(struct kf_thr *t, struct kf_sess *s, struct kf_call *
 			for (int j = 0; j < s->nh; j++)
 				if (s->hk[j] == k && s->hn[j] == n)
 					hi = j;
-			if (hi < 0 && kf_attach_key(s, k, 0, 0) == 0)
+			if (hi < 0 && kf_attach_key(s, k, 0, 0, 0) == 0)
 				hi = s->nh - 1;
 			if (!s->ring)
 				kf_setup(s, 8, 16);
@@ -1185,105 +1396,224 @@ static void kf_do_forkkill(struct kf_thr *t, struct kf_sess *s, struct kf_call *
 	}
 }
 
+/* ---- executors, one per command (kf_iocs[].run) ---------------------------- */
+
+static void kf_do_get_info(struct kf_thr *t, struct kf_sess *s, struct kf_call *c)
+{
+	struct dlcache_info in = c->u.info;
+
+	kf_ioctl(s->fd, DLCACHE_IOC_GET_INFO, c->asel == 1 ? NULL :
+		 kf_arg(t, c->asel, &in, sizeof(in)), 0);
+}
+
+static void kf_do_setup_ring(struct kf_thr *t, struct kf_sess *s, struct kf_call *c)
+{
+	struct dlcache_ring_setup p = c->u.setup;
+	void *arg;
+	long ret;
+
+	if (s->shared)
+		return;
+	arg = kf_arg(t, c->asel, &p, sizeof(p));
+	ret = kf_ioctl(s->fd, DLCACHE_IOC_SETUP_RING, arg, 0);
+	if (ret == 0 && arg == &p && !s->ring) {
+		s->p = p;
+		s->ring = true;
+		kf_sess_map(s);
+	}
+}
+
+/*
+ * Many attachments of one data set in sessions of their own: mode 1, one
+ * job each until the data set has max_consumers consumers; mode 2, one
+ * job until it has max_members members. Both end in -EUSERS (or earlier
+ * in -EMFILE, -ENOMEM, -EDQUOT); closing the sessions detaches them all.
+ */
+static void kf_attach_flood(struct kf_thr *t, struct kf_call *c, int k)
+{
+	uint32_t most = c->v[1] == 1 ? kf_info.max_consumers : kf_info.max_members;
+	uint64_t job0 = 1000 + kf_rn(t, 1000);
+	struct kf_sess fs[8];
+	int nfs = 0;
+	long ret = 0;
+
+	if (!most || !kf_info.max_handles)
+		return;
+	for (uint32_t n = 0; n <= most && nfs <= 8; n++) {
+		if (n % kf_info.max_handles == 0) {
+			if (nfs == 8 || kf_sess_open(&fs[nfs]) < 0)
+				break;
+			nfs++;
+		}
+		ret = kf_attach_key(&fs[nfs - 1], k, DLCACHE_ATTACH_F_JOB, 0,
+				    c->v[1] == 1 ? job0 + n : job0);
+		if (ret < 0 && ret != -EMFILE)
+			break;
+		kf_harvest(t);
+	}
+	while (nfs--)
+		kf_sess_close(NULL, &fs[nfs], false);
+	kf_harvest(t);
+}
+
+static void kf_do_attach(struct kf_thr *t, struct kf_sess *s, struct kf_call *c)
+{
+	struct dlcache_attach a = c->u.att;
+	int k = c->ksel == 0xff ? -1 : c->ksel;
+	void *arg;
+
+	/*
+	 * A flood costs hundreds of ioctls: one every KF_FLOOD_S per thread,
+	 * else corpus inputs that hold one would replay it all the time.
+	 */
+	if (c->v[1] && k >= 0 && kf_now() >= t->next_flood) {
+		t->next_flood = kf_now() + KF_FLOOD_S;
+		kf_attach_flood(t, c, k);
+		return;
+	}
+	if (k >= 0) {
+		memcpy(a.key, kf_keys[k], 16);
+		if (!c->v[0])
+			a.nsamples = kf_key_n[k];
+	}
+	if (a.flags & DLCACHE_ATTACH_F_OWNER)
+		a.owner_uid = kf_owner(t, c);
+	if (a.nsamples > (1U << 20) && a.nsamples != kf_info.max_samples + 1 &&
+	    a.nsamples != kf_info.max_samples)
+		a.nsamples %= 1U << 20;
+	arg = kf_arg(t, c->asel, &a, sizeof(a));
+	if (kf_ioctl(s->fd, DLCACHE_IOC_ATTACH, arg, 0) == 0 && arg == &a) {
+		kf_add_handle(s, &a, k < 0 ? 0 : k);
+		kf_note_joined(&a);
+	}
+}
+
+static void kf_do_detach(struct kf_thr *t, struct kf_sess *s, struct kf_call *c)
+{
+	struct dlcache_detach d = c->u.det;
+	int hi = kf_hidx(s, c->hsel);
+	void *arg;
+
+	if (hi >= 0)
+		d.handle = s->h[hi];
+	arg = kf_arg(t, c->asel, &d, sizeof(d));
+	if (kf_ioctl(s->fd, DLCACHE_IOC_DETACH, arg, 0) == 0 && arg != (void *)(uintptr_t)KF_KADDR)
+		kf_del_handle(s, d.handle);
+}
+
+static void kf_do_stats(struct kf_thr *t, struct kf_sess *s, struct kf_call *c)
+{
+	struct dlcache_stats st;
+	int hi = kf_hidx(s, c->hsel);
+
+	memset(&st, 0, sizeof(st));
+	st.flags = c->u.st.flags;
+	st.handle = c->u.st.handle;
+	if ((st.flags & DLCACHE_STATS_F_DATASET) && !(st.flags & DLCACHE_STATS_F_INDEX) &&
+	    hi >= 0)
+		st.handle = s->h[hi];
+	if (c->u.st.bad)
+		st.reserved[c->v[0] % 2] = 1;
+	kf_ioctl(s->fd, DLCACHE_IOC_STATS, kf_arg(t, c->asel, &st, sizeof(st)), 0);
+}
+
+static void kf_do_set_capacity(struct kf_thr *t, struct kf_sess *s, struct kf_call *c)
+{
+	struct dlcache_capacity cap = c->u.cap;
+
+	if (cap.bytes > 16U << 20)
+		cap.bytes %= (16U << 20) + 1;
+	kf_ioctl(s->fd, DLCACHE_IOC_SET_CAPACITY, kf_arg(t, c->asel, &cap, sizeof(cap)), 0);
+}
+
+static void kf_do_drop(struct kf_thr *t, struct kf_sess *s, struct kf_call *c)
+{
+	struct dlcache_drop d = c->u.drop;
+
+	if (c->ksel != 0xff && (d.flags & DLCACHE_DROP_F_KEY))
+		memcpy(d.key, kf_keys[c->ksel], 16);
+	kf_ioctl(s->fd, DLCACHE_IOC_DROP, kf_arg(t, c->asel, &d, sizeof(d)), 0);
+}
+
+/*
+ * What a session does while the module drains (DRAIN, or the parameter
+ * drain=1): ENTER is -ESHUTDOWN and detaches the session first, ATTACH,
+ * SETUP_RING and SET_ORDER are -ESHUTDOWN, poll() reports EPOLLHUP.
+ */
+static void kf_while_draining(struct kf_thr *t, struct kf_sess *s, struct kf_call *c,
+			      uint32_t what)
+{
+	switch (what) {
+	case 0: {
+		struct dlcache_enter e = {
+			.flags = DLCACHE_ENTER_F_GETEVENTS | DLCACHE_ENTER_F_TIMEOUT,
+			.min_complete = 1,
+			.timeout_ns = 1000000,
+		};
+		long ret;
+
+		if (!s->ring)
+			break;
+		ret = kf_ioctl(s->fd, DLCACHE_IOC_ENTER, &e, 0);
+		if (ret == -ESHUTDOWN && !s->shared)
+			s->nh = 0;
+		kf_reap(s, 0);
+		break;
+	}
+	case 1:
+		kf_attach_key(s, c->ksel == 0xff ? 0 : c->ksel % KF_NKEYS, 0, 0, 0);
+		break;
+	case 2: {
+		struct pollfd p = { .fd = s->fd, .events = POLLIN };
+
+		poll(&p, 1, 0);
+		break;
+	}
+	case 3: {
+		struct kf_sess fresh;
+
+		if (kf_sess_open(&fresh) == 0) {
+			kf_setup(&fresh, 4, 8);
+			kf_sess_close(NULL, &fresh, false);
+		}
+		break;
+	}
+	default:
+		kf_do_set_order(t, s, c);
+		break;
+	}
+	kf_harvest(t);
+}
+
+/* Root drains (briefly) and always ends the drain it may have started. */
+static void kf_do_drain(struct kf_thr *t, struct kf_sess *s, struct kf_call *c)
+{
+	struct dlcache_drain d = c->u.drain, off;
+	long ret;
+
+	ret = kf_ioctl(s->fd, DLCACHE_IOC_DRAIN, kf_arg(t, c->asel, &d, sizeof(d)), 0);
+	if (getuid() != 0)
+		return;
+	if (ret == 0 && !(d.flags & (DLCACHE_DRAIN_F_OFF | DLCACHE_DRAIN_F_QUERY)))
+		__atomic_add_fetch(&sh->drains, 1, __ATOMIC_RELAXED);
+	kf_harvest(t);
+	kf_while_draining(t, s, c, c->v[0] % 5);
+	memset(&off, 0, sizeof(off));
+	off.flags = DLCACHE_DRAIN_F_OFF;
+	kf_ioctl(s->fd, DLCACHE_IOC_DRAIN, &off, 0);
+}
+
 static void kf_exec_call(struct kf_thr *t, struct kf_call *c)
 {
 	struct kf_sess *s = kf_sess_of(t, c);
-	int hi;
 
 	if (!s)
 		return;
-	hi = kf_hidx(s, c->hsel);
+	if (c->op < C_NIOC) {
+		kf_iocs[c->op].run(t, s, c);
+		return;
+	}
 	switch (c->op) {
-	case C_INFO: {
-		struct dlcache_info in = c->u.info;
-
-		kf_ioctl(s->fd, DLCACHE_IOC_GET_INFO, c->asel == 1 ? NULL :
-			 kf_arg(t, c->asel, &in, sizeof(in)), 0);
-		break;
-	}
-	case C_SETUP: {
-		struct dlcache_ring_setup p = c->u.setup;
-		long ret;
-
-		if (s->shared)
-			break;
-		void *arg = kf_arg(t, c->asel, &p, sizeof(p));
-
-		ret = kf_ioctl(s->fd, DLCACHE_IOC_SETUP_RING, arg, 0);
-		if (ret == 0 && arg == &p && !s->ring) {
-			s->p = p;
-			s->ring = true;
-			kf_sess_map(s);
-		}
-		break;
-	}
-	case C_ENTER:
-		kf_do_enter(t, s, c);
-		break;
-	case C_ATTACH: {
-		struct dlcache_attach a = c->u.att;
-		int k = c->ksel == 0xff ? -1 : c->ksel;
-
-		if (k >= 0) {
-			memcpy(a.key, kf_keys[k], 16);
-			if (!c->v[0])
-				a.nsamples = kf_key_n[k];
-		}
-		if (a.flags & DLCACHE_ATTACH_F_OWNER)
-			a.owner_uid = kf_owner(t, c);
-		if (a.nsamples > (1U << 20) && a.nsamples != kf_info.max_samples + 1 &&
-		    a.nsamples != kf_info.max_samples)
-			a.nsamples %= 1U << 20;
-		void *arg = kf_arg(t, c->asel, &a, sizeof(a));
-
-		if (kf_ioctl(s->fd, DLCACHE_IOC_ATTACH, arg, 0) == 0 && arg == &a)
-			kf_add_handle(s, &a, k < 0 ? 0 : k);
-		break;
-	}
-	case C_DETACH: {
-		struct dlcache_detach d = c->u.det;
-
-		if (hi >= 0)
-			d.handle = s->h[hi];
-		void *arg = kf_arg(t, c->asel, &d, sizeof(d));
-
-		if (kf_ioctl(s->fd, DLCACHE_IOC_DETACH, arg, 0) == 0 && arg != (void *)(uintptr_t)KF_KADDR)
-			kf_del_handle(s, d.handle);
-		break;
-	}
-	case C_ORDER:
-		kf_do_order(t, s, c);
-		break;
-	case C_STATS: {
-		struct dlcache_stats st;
-
-		memset(&st, 0, sizeof(st));
-		st.flags = c->u.st.flags;
-		st.handle = c->u.st.handle;
-		if ((st.flags & DLCACHE_STATS_F_DATASET) && !(st.flags & DLCACHE_STATS_F_INDEX) &&
-		    hi >= 0)
-			st.handle = s->h[hi];
-		if (c->u.st.bad)
-			st.reserved[c->v[0] % 2] = 1;
-		kf_ioctl(s->fd, DLCACHE_IOC_STATS, kf_arg(t, c->asel, &st, sizeof(st)), 0);
-		break;
-	}
-	case C_CAP: {
-		struct dlcache_capacity cap = c->u.cap;
-
-		if (cap.bytes > 16U << 20)
-			cap.bytes %= (16U << 20) + 1;
-		kf_ioctl(s->fd, DLCACHE_IOC_SET_CAPACITY, kf_arg(t, c->asel, &cap, sizeof(cap)), 0);
-		break;
-	}
-	case C_DROP: {
-		struct dlcache_drop d = c->u.drop;
-
-		if (c->ksel != 0xff && (d.flags & DLCACHE_DROP_F_KEY))
-			memcpy(d.key, kf_keys[c->ksel], 16);
-		kf_ioctl(s->fd, DLCACHE_IOC_DROP, kf_arg(t, c->asel, &d, sizeof(d)), 0);
-		break;
-	}
 	case C_BADCMD: {
 		unsigned long cmd;
 		uint8_t arg[640];
@@ -1345,7 +1675,8 @@ static void kf_exec_call(struct kf_thr *t, struct kf_call *c)
 		struct pollfd p = { .fd = s->fd, .events = POLLIN | POLLOUT | POLLPRI | POLLRDNORM };
 		int r = poll(&p, 1, c->x & 1 ? 1 : 0);
 
-		if (r == 1 && (p.revents & ~(POLLIN | POLLRDNORM)))
+		/* EPOLLHUP | EPOLLERR: while the module drains (root's DRAIN). */
+		if (r == 1 && (p.revents & ~(POLLIN | POLLRDNORM | POLLHUP | POLLERR)))
 			kf_fail("poll revents %#x", p.revents);
 		break;
 	}
@@ -1354,27 +1685,45 @@ static void kf_exec_call(struct kf_thr *t, struct kf_call *c)
 		break;
 	case C_PARAM: {
 		/* Module parameters (root): small values only, so memory stays bounded. */
+		/*
+		 * Every writable parameter. drain=1 lasts one call: this
+		 * session's call under the drain (kf_while_draining()), then
+		 * drain=0.
+		 */
 		static const char *const names[] = { "capacity_mb", "fill_lease_ms",
-						     "uid_max_datasets", "uid_max_policy_mb" };
-		static const char *const vals[4][8] = {
+						     "uid_max_datasets", "uid_max_policy_mb",
+						     "idle_keep_s", "consumer_stall_ms", "drain" };
+		static const char *const vals[][8] = {
 			{ "0", "1", "2", "16", "16", "16", "abc", "-1" },
 			{ "0", "1", "2", "10", "100", "30000", "abc", "-1" },
 			{ "0", "1", "16", "16", "16", "16", "abc", "-1" },
 			{ "0", "1", "16", "16", "16", "16", "abc", "-1" },
+			{ "0", "1", "2", "600", "600", "4294967295", "abc", "-1" },
+			{ "0", "1", "10", "100", "1000", "30000", "abc", "-1" },
+			{ "1", "1", "1", "0", "2", "yes", "abc", "-1" },
 		};
-		const char *val = vals[c->v[0] % 4][c->v[1] % 8];
+		const unsigned np = sizeof(names) / sizeof(names[0]);
+		const unsigned pi = c->v[0] % np;
+		const char *val = vals[pi][c->v[1] % 8];
 		char path[128], b[64];
+		bool drain = !strcmp(names[pi], "drain");
 		int f;
 
-		snprintf(path, sizeof(path), "/sys/module/dlcache/parameters/%s", names[c->v[0] % 4]);
+		snprintf(path, sizeof(path), "/sys/module/dlcache/parameters/%s", names[pi]);
 		f = open(path, (c->x & 1 ? O_RDONLY : O_WRONLY) | O_CLOEXEC);
 		if (f < 0)
 			break;
 		if (c->x & 1) {
 			if (read(f, b, sizeof(b)) < 0)
 				(void)0;
-		} else if (write(f, val, strlen(val)) < 0) {
-			(void)0;
+		} else if (write(f, val, strlen(val)) >= 0) {
+			__atomic_add_fetch(&sh->params, 1, __ATOMIC_RELAXED);
+		}
+		if (drain && !(c->x & 1)) {
+			kf_harvest(t);
+			kf_while_draining(t, s, c, c->v[2] % 5);
+			if (pwrite(f, "0", 1, 0) < 0)
+				(void)0;
 		}
 		close(f);
 		break;
@@ -1418,14 +1767,20 @@ static void kf_exec_call(struct kf_thr *t, struct kf_call *c)
 		}
 		*(uint32_t *)AT(s->sq, s->p.sq_off.tail) = *(uint32_t *)AT(s->sq, s->p.sq_off.head);
 		*(uint32_t *)AT(s->cq, s->p.cq_off.head) = *(uint32_t *)AT(s->cq, s->p.cq_off.tail);
-		/* The kernel republishes its indices at the next ENTER. */
+		/*
+		 * The kernel republishes its indices at the next ENTER that
+		 * runs: not at one refused while the module drains
+		 * (-ESHUTDOWN), so the session stays dirty until kf_do_enter()
+		 * sees one succeed.
+		 */
 		{
 			struct dlcache_enter e = { 0 };
+			long ret = kf_ioctl(s->fd, DLCACHE_IOC_ENTER, &e, 0);
 
-			kf_ioctl(s->fd, DLCACHE_IOC_ENTER, &e, 0);
+			*(uint32_t *)AT(s->cq, s->p.cq_off.head) =
+				*(uint32_t *)AT(s->cq, s->p.cq_off.tail);
+			s->dirty = ret < 0;
 		}
-		*(uint32_t *)AT(s->cq, s->p.cq_off.head) = *(uint32_t *)AT(s->cq, s->p.cq_off.tail);
-		s->dirty = false;
 		break;
 	}
 }
@@ -1449,7 +1804,7 @@ static void kf_mutate_call(struct kf_thr *t, struct kf_call *c)
 	case 9:
 		switch (kf_rn(t, 8)) {
 		case 0: q->s.opcode = (uint8_t)kf_rn(t, DLCACHE_OP_LAST); break;
-		case 1: q->s.flags = (uint16_t)kf_rn(t, 4); break;
+		case 1: q->s.flags = (uint16_t)kf_rn(t, 8); break;
 		case 2: q->s.sample = kf_gen_sample(t); q->smode = (uint8_t)kf_rn(t, 6); break;
 		case 3: q->s.len = kf_gen_len(t); break;
 		case 4: q->asel = (uint8_t)kf_rn(t, 6); break;
@@ -1666,8 +2021,8 @@ static void kf_worker(uid_t uid, int nthreads, uint64_t seed)
 	if (kf_sess_open(&kf_shared_sess) == 0) {
 		kf_shared_sess.shared = true;
 		kf_setup(&kf_shared_sess, 16, 32);
-		kf_attach_key(&kf_shared_sess, 1, 0, 0);
-		kf_attach_key(&kf_shared_sess, 2, 0, 0);
+		kf_attach_key(&kf_shared_sess, 1, 0, 0, 0);
+		kf_attach_key(&kf_shared_sess, 2, DLCACHE_ATTACH_F_JOB, 0, 1);
 	} else {
 		kf_shared_sess.fd = -1;
 	}
@@ -2115,6 +2470,24 @@ keys:
 		(unsigned long long)sh->cqes, (unsigned long long)sh->cqe_hit,
 		(unsigned long long)sh->cqe_fill, (unsigned long long)sh->cqe_waited,
 		(unsigned long long)sh->eintr);
+	{
+		char line[1024];
+		int n = 0;
+
+		for (i = 0; i < C_NIOC && n < (int)sizeof(line) - 64; i++)
+			n += snprintf(line + n, sizeof(line) - n, " %s %llu/%llu", kf_iocs[i].name,
+				      (unsigned long long)sh->ioc_ok[i],
+				      (unsigned long long)sh->ioc_calls[i]);
+		dprintf(STDOUT_FILENO, "kcov-fuzz: commands (succeeded/issued):%s\n", line);
+	}
+	dprintf(STDOUT_FILENO, "kcov-fuzz: abi3: %llu drains started, %llu -ESHUTDOWN, %llu "
+		"parameter writes; %llu GET F_AHEAD SQEs (%llu hits), %llu F_SOONER (%llu "
+		"without F_AT); %llu F_JOB joins (%llu consumers created), %llu -EUSERS\n",
+		(unsigned long long)sh->drains, (unsigned long long)sh->eshutdown,
+		(unsigned long long)sh->params, (unsigned long long)sh->ahead_sqes,
+		(unsigned long long)sh->ahead_hits, (unsigned long long)sh->cqe_sooner,
+		(unsigned long long)sh->sooner_no_at, (unsigned long long)sh->joined,
+		(unsigned long long)sh->job_created, (unsigned long long)sh->eusers);
 	dprintf(STDOUT_FILENO, "kcov-fuzz: coverage: %llu distinct dlcache.ko PCs, corpus %u inputs\n",
 		(unsigned long long)pcset_count(&sh->cov), sh->ncorpus);
 	if (blind)
