@@ -2227,7 +2227,7 @@ struct dlc_ioc {
 };
 
 #define DLC_IOC_ENTRY(NAME, name, nr, type, size, dir)			\
-	[nr] = {								\
+	[_IOC_NR(DLCACHE_IOC_##NAME)] = {					\
 		DLCACHE_IOC_##NAME +						\
 		BUILD_BUG_ON_ZERO(DLCACHE_IOC_##NAME !=			\
 				  _##dir(DLCACHE_IOC_MAGIC, nr, struct type)) +	\
