@@ -250,9 +250,9 @@ enum {
  * the sample's size on a hit (cqe.size too; addr and len may be 0), which
  * is not counted. With DLCACHE_SQE_F_AT it names the use it is made for,
  * (epoch, index): a sample used before that (on this time line, or on
- * another by the module's estimate), or one this session fills already,
- * is -ENOENT with DLCACHE_CQE_F_SOONER, nothing taken or counted: the
- * earlier use reads it. Any other miss counts and takes the fill like a
+ * another by the module's estimate) is -ENOENT with DLCACHE_CQE_F_SOONER,
+ * nothing taken or counted: the earlier use reads it. So is one this
+ * session fills already, with F_AT or without. Any other miss counts and takes the fill like a
  * GET (DLCACHE_CQE_F_FILL), so that other sessions wait for this read;
  * the look-up's session then makes the use (a GET with F_AT, len 0: it
  * finds its own fill) and PUTs the bytes after it, weighed for the next
