@@ -1166,7 +1166,8 @@ static void dlc_dataset_unlist(struct kref *ref)
  * long operation (SET_ORDER of millions of IDs) would hold up every
  * ATTACH, DETACH and close on the node. A pinned set may lose its
  * attachments and its idle reference meanwhile: it then stays listed,
- * neither attached nor idle, until dlc_dataset_unpin() frees it.
+ * neither attached nor idle, until dlc_dataset_unpin() frees it (its
+ * slot and policy memory count until then, a pin lasting one STATS).
  */
 static void dlc_dataset_pin(struct dlc_dataset *ds)
 {
