@@ -15,8 +15,10 @@
  * space, the shrinker), so they cannot deadlock. No dlc_dataset.lock is
  * held across a copy from or to user memory. The module's parameter lock
  * (kernel_param_lock()) comes before dlc_cache.lock; main.c's
- * dlc_lease_lock is innermost (taken under a dlc_dataset.lock). The fill
- * lease work takes dlc_cache.lock, then each dlc_dataset.lock.
+ * dlc_lease_lock is innermost (taken under a dlc_dataset.lock). STATS,
+ * debugfs and the fill lease work pin the data sets under dlc_cache.lock
+ * and then take each dlc_dataset.lock without it: one user's long
+ * operation under its data set's lock holds up nobody else.
  */
 #ifndef DLC_KMOD_H
 #define DLC_KMOD_H
@@ -212,7 +214,8 @@ struct dlc_member {
  * attached. Two owners with the same key have two data sets.
  */
 struct dlc_dataset {
-	struct kref ref;		/* attachments; put under cache lock */
+	/* attachments, the idle reference, pins; put under cache lock */
+	struct kref ref;
 	struct list_head node;		/* cache->datasets; cache lock */
 	struct dlc_cache *cache;
 	/* Set at creation, constant after. */
@@ -238,7 +241,8 @@ struct dlc_dataset {
 	 * module's idle_keep_s is not 0). @ref then holds one reference,
 	 * the idle reference, which main.c owns: an ATTACH of the set takes
 	 * it over, the idle work, DROP, a creation that needs the room
-	 * (dlc_reserve()) or dlc_exit() put it and free the set. Steal and
+	 * (dlc_dataset_create_locked()) or dlc_exit() put it and free the
+	 * set (a pin, main.c's dlc_dataset_pin(), defers the free). Steal and
 	 * shrink empty idle sets before attached ones (they stay listed,
 	 * samples gone, until one of those frees them). Both fields: cache
 	 * lock (READ_ONCE for STATS of an attached set, which never is idle).

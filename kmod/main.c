@@ -342,17 +342,23 @@ static void dlc_fill_expire(struct dlc_dataset *ds, struct dlc_sample *ph)
 	list_del_init(&ph->lease_link);
 }
 
+static u32 dlc_pin_all(struct dlc_cache *cache, struct dlc_dataset **v);
+static void dlc_unpin_all(struct dlc_dataset **v, u32 n);
+
 /*
  * Expire the fills with parked GETs that outlived the lease, and queue
- * itself again for the next deadline. Lock order as everywhere: the
- * cache's lock, then each data set's.
+ * itself again for the next deadline. The data sets are pinned under the
+ * cache's lock and then locked one at a time without it (dlc_pin_all()).
+ * Runs on system_wq only, one instance at a time: the pin array is its own.
  */
 static void dlc_lease_workfn(struct work_struct *work)
 {
+	static struct dlc_dataset *pinned[DLC_MAX_DATASETS];
 	unsigned long lease = dlc_lease_jiffies(), next = 0, end;
 	struct dlc_sample *ph, *tmp;
 	struct dlc_dataset *ds;
 	bool more = false;
+	u32 i, n;
 
 	spin_lock(&dlc_lease_lock);
 	dlc_lease_armed = false;
@@ -362,7 +368,10 @@ static void dlc_lease_workfn(struct work_struct *work)
 		return;
 
 	mutex_lock(&dlc_cache.lock);
-	list_for_each_entry(ds, &dlc_cache.datasets, node) {
+	n = dlc_pin_all(&dlc_cache, pinned);
+	mutex_unlock(&dlc_cache.lock);
+	for (i = 0; i < n; i++) {
+		ds = pinned[i];
 		mutex_lock(&ds->lock);
 		list_for_each_entry_safe(ph, tmp, &ds->lease_fills, lease_link) {
 			if (list_empty(&ph->waiters)) {
@@ -381,7 +390,7 @@ static void dlc_lease_workfn(struct work_struct *work)
 		}
 		mutex_unlock(&ds->lock);
 	}
-	mutex_unlock(&dlc_cache.lock);
+	dlc_unpin_all(pinned, n);
 	if (more)
 		dlc_lease_arm(next);
 }
@@ -1152,6 +1161,61 @@ static void dlc_dataset_unlist(struct kref *ref)
 	dlc_cache_retire(ds->cache, ds);
 }
 
+/*
+ * Pin listed @ds with one more reference, so that it can be locked after
+ * cache->lock is dropped: who reads every data set (STATS, debugfs, the
+ * lease work) takes no data set's lock under cache->lock, where one user's
+ * long operation (SET_ORDER of millions of IDs) would hold up every
+ * ATTACH, DETACH and close on the node. A pinned set may lose its
+ * attachments and its idle reference meanwhile: it then stays listed,
+ * neither attached nor idle, until dlc_dataset_unpin() frees it (its
+ * slot and policy memory count until then, a pin lasting one STATS).
+ */
+static void dlc_dataset_pin(struct dlc_dataset *ds)
+{
+	lockdep_assert_held(&ds->cache->lock);
+	kref_get(&ds->ref);
+}
+
+static void dlc_dataset_unpin(struct dlc_dataset *ds)
+{
+	struct dlc_cache *cache = ds->cache;
+	bool gone;
+
+	mutex_lock(&cache->lock);
+	gone = kref_put(&ds->ref, dlc_dataset_unlist);
+	mutex_unlock(&cache->lock);
+	if (gone)
+		dlc_dataset_free(ds);
+}
+
+/*
+ * Pin every listed data set into @v (DLC_MAX_DATASETS entries) and
+ * return how many, for dlc_unpin_all().
+ */
+static u32 dlc_pin_all(struct dlc_cache *cache, struct dlc_dataset **v)
+{
+	struct dlc_dataset *ds;
+	u32 n = 0;
+
+	lockdep_assert_held(&cache->lock);
+	list_for_each_entry(ds, &cache->datasets, node) {
+		if (WARN_ON_ONCE(n == DLC_MAX_DATASETS))
+			break;
+		dlc_dataset_pin(ds);
+		v[n++] = ds;
+	}
+	return n;
+}
+
+static void dlc_unpin_all(struct dlc_dataset **v, u32 n)
+{
+	while (n--) {
+		dlc_dataset_unpin(v[n]);
+		cond_resched();
+	}
+}
+
 /* ------------------------------------------------------------------ */
 /* Idle data sets                                                      */
 /* ------------------------------------------------------------------ */
@@ -1180,7 +1244,8 @@ static unsigned long dlc_idle_jiffies(void)
 
 /*
  * Take idle @ds off the cache's list and put its idle reference, the
- * last one. The caller frees it with dlc_idle_reap() once it dropped
+ * last one unless a pin holds it (dlc_dataset_pin(): the unpin frees it
+ * then). The caller frees it with dlc_idle_reap() once it dropped
  * cache->lock (freeing millions of samples must not hold up every
  * ATTACH); @reap holds it meanwhile, through ds->node.
  */
@@ -1191,7 +1256,8 @@ static void dlc_idle_unlist(struct dlc_dataset *ds, struct list_head *reap)
 		return;
 	ds->idle = false;
 	ds->cache->nidle--;
-	if (WARN_ON_ONCE(!kref_put(&ds->ref, dlc_dataset_unlist)))
+	/* Pinned (dlc_dataset_pin()): dlc_dataset_unpin() frees it. */
+	if (!kref_put(&ds->ref, dlc_dataset_unlist))
 		return;
 	list_add_tail(&ds->node, reap);
 }
@@ -1540,42 +1606,75 @@ static struct dlc_dataset *dlc_idle_oldest(struct dlc_cache *cache,
 }
 
 /*
- * Reserve a data set slot and @bytes of policy memory for accounting
- * owner r->acct.
- * Idle data sets give way: while a limit is in the way, the set idle
- * longest is picked to be freed (for the owner's limits, -EDQUOT, only
- * the owner's own idle sets count). Only when the picks make room are
- * they unlisted, onto @reap (dlc_idle_unlist()): a creation that fails
- * frees nothing. Else the error of dlc_reserve_check().
+ * Whether a data set of @bytes policy memory for accounting owner @acct
+ * (dlc_acct_owner()) fits once
+ * idle data sets give way: while a limit is in the way, the set idle
+ * longest is picked (for the owner's limits, -EDQUOT, only the owner's
+ * own idle sets count). 0 with the picks' list positions in *@picked, or
+ * the error of dlc_reserve_check() when the picks cannot make room.
+ * Nothing is freed here.
  */
-static int dlc_reserve(struct dlc_cache *cache, struct dlc_reservation *r,
-		       u64 bytes, struct list_head *reap)
+static int dlc_room_pick(struct dlc_cache *cache, kuid_t acct, u64 bytes,
+			 u64 *picked)
 {
-	struct dlc_dataset *ds, *tmp;
+	struct dlc_dataset *ds;
 	struct dlc_room f = {};
-	u64 picked = 0;
-	u32 pos, i = 0;
+	u32 pos;
 	int ret;
 
 	lockdep_assert_held(&cache->lock);
-	while ((ret = dlc_reserve_check(cache, r->acct, bytes, &f))) {
-		ds = dlc_idle_oldest(cache, ret == -EDQUOT ? &r->acct : NULL,
-				     picked, &pos);
+	*picked = 0;
+	while ((ret = dlc_reserve_check(cache, acct, bytes, &f))) {
+		ds = dlc_idle_oldest(cache, ret == -EDQUOT ? &acct : NULL,
+				     *picked, &pos);
 		if (!ds)
 			return ret;
-		picked |= BIT_ULL(pos);
+		*picked |= BIT_ULL(pos);
 		f.n++;
 		f.bytes += ds->policy_size;
-		if (uid_eq(ds->acct, r->acct)) {
+		if (uid_eq(ds->acct, acct)) {
 			f.uid_n++;
 			f.uid_bytes += ds->policy_size;
 		}
 	}
+	return 0;
+}
+
+/* Unlist the idle sets dlc_room_pick() picked onto @reap. */
+static void dlc_room_take(struct dlc_cache *cache, u64 picked,
+			  struct list_head *reap)
+{
+	struct dlc_dataset *ds, *tmp;
+	u32 i = 0;
+
+	lockdep_assert_held(&cache->lock);
 	list_for_each_entry_safe(ds, tmp, &cache->datasets, node) {
 		if (picked & BIT_ULL(i))
 			dlc_idle_unlist(ds, reap);
 		i++;
 	}
+}
+
+/*
+ * Reserve a data set slot and @bytes of policy memory for accounting
+ * owner r->acct, counting the idle sets that would give way
+ * (dlc_room_pick()) as room, but freeing none: they go only once the new set's memory is allocated
+ * (dlc_dataset_create_locked()), so a creation that fails (its memory
+ * cgroup's limit, an allocation failure) frees nobody's idle data set.
+ * Meanwhile the node holds both, at most the policy memory of the idle
+ * sets counted as room above the limits. Returns 0 or the error of
+ * dlc_reserve_check().
+ */
+static int dlc_reserve(struct dlc_cache *cache, struct dlc_reservation *r,
+		       u64 bytes)
+{
+	u64 picked;
+	int ret;
+
+	lockdep_assert_held(&cache->lock);
+	ret = dlc_room_pick(cache, r->acct, bytes, &picked);
+	if (ret)
+		return ret;
 	r->bytes = bytes;
 	list_add_tail(&r->node, &cache->reserved);
 	cache->nreserved++;
@@ -1674,32 +1773,35 @@ static struct dlc_dataset *dlc_dataset_find(struct dlc_cache *cache,
  * Create the caller's data set (@a->key, current_fsuid()) and list it.
  * The policy arrays (up to a few hundred MB) are allocated without
  * cache->lock, which every ATTACH, STATS and the shrinker take: the slot
- * and the memory are reserved under the lock first. When a racing ATTACH
- * listed that data set meanwhile, returns theirs and sets *@spare to ours,
- * for the caller to free once it dropped cache->lock. Called and returns
- * with cache->lock held.
+ * and the memory are reserved under the lock first (dlc_reserve()), and
+ * the idle sets that must give way are unlisted onto @reap once the
+ * memory is there, for the caller to free once it dropped cache->lock.
+ * When a racing ATTACH listed that data set meanwhile, returns theirs and
+ * sets *@spare to ours, for the caller to free then too; when the room is
+ * gone meanwhile (an idle set counted as room was attached again), the
+ * error, with *@spare set. Called and returns with cache->lock held.
  */
 static struct dlc_dataset *dlc_dataset_create_locked(struct dlc_cache *cache,
 						     const struct dlcache_attach *a,
 						     u32 mode,
-						     struct dlc_dataset **spare)
+						     struct dlc_dataset **spare,
+						     struct list_head *reap)
 {
 	struct dlc_reservation resv = {
 		.uid = current_fsuid(),
 		.acct = dlc_acct_owner(),
 	};
 	struct dlc_dataset *ds, *mine;
-	LIST_HEAD(reap);
+	u64 picked;
 	int ret;
 
 	lockdep_assert_held(&cache->lock);
 	*spare = NULL;
 	ret = dlc_reserve(cache, &resv,
-			  dlc_dataset_mem_size(a->nsamples, a->window), &reap);
+			  dlc_dataset_mem_size(a->nsamples, a->window));
 	if (ret)
 		return ERR_PTR(ret);
 	mutex_unlock(&cache->lock);
-	dlc_idle_reap(&reap);
 
 	mine = dlc_dataset_create(cache, a->key, a->nsamples, a->window,
 				  a->lookahead, mode);
@@ -1718,6 +1820,13 @@ static struct dlc_dataset *dlc_dataset_create_locked(struct dlc_cache *cache,
 		*spare = mine;
 		return ds;
 	}
+	/* The memory is there: only now do idle sets give way, if needed. */
+	ret = dlc_room_pick(cache, resv.acct, resv.bytes, &picked);
+	if (ret) {
+		*spare = mine;
+		return ERR_PTR(ret);
+	}
+	dlc_room_take(cache, picked, reap);
 	list_add_tail(&mine->node, &cache->datasets);
 	cache->ndatasets++;
 	cache->policy_bytes += mine->policy_size;
@@ -1848,7 +1957,7 @@ static long dlc_ioc_attach(struct dlc_session *sess, void __user *uarg)
 		ret = -EACCES;
 		if (!(mode & 0400) && !capable(CAP_SYS_ADMIN))
 			goto unlock_cache;
-		ds = dlc_dataset_create_locked(cache, &a, mode, &spare);
+		ds = dlc_dataset_create_locked(cache, &a, mode, &spare, &reap);
 		if (IS_ERR(ds)) {
 			ret = PTR_ERR(ds);
 			goto unlock_cache;
@@ -1998,12 +2107,13 @@ unlock:
 	return ret;
 }
 
-/* @m: the caller's member, whose time line is shown (NULL: line 0). */
-static void dlc_fill_ds_stats(struct dlc_dataset *ds, struct dlc_member *m,
-			      struct dlcache_stats *st)
+/*
+ * What STATS shows of @ds without its lock: what is constant, and the
+ * cache-lock fields (READ_ONCE: the caller holds cache->lock, or an
+ * attachment, and then @ds is not idle).
+ */
+static void dlc_fill_ds_ident(struct dlc_dataset *ds, struct dlcache_stats *st)
 {
-	const struct dlc_policy_line *l;
-
 	st->ds_key[0] = ds->key[0];
 	st->ds_key[1] = ds->key[1];
 	st->ds_nsamples = ds->nsamples;
@@ -2012,6 +2122,22 @@ static void dlc_fill_ds_stats(struct dlc_dataset *ds, struct dlc_member *m,
 	st->ds_owner_gid = from_kgid_munged(current_user_ns(), ds->gid);
 	st->ds_attached = READ_ONCE(ds->nattached);
 	st->ds_window = ds->window;
+	if (READ_ONCE(ds->idle)) {
+		st->ds_flags |= DLCACHE_DS_F_IDLE;
+		st->ds_idle_s = (jiffies - READ_ONCE(ds->idle_since)) / HZ;
+	}
+}
+
+/*
+ * What STATS shows of @ds under its lock, taken here: never under
+ * cache->lock (see dlc_dataset_pin()). @m: the caller's member, whose
+ * time line is shown (NULL: line 0).
+ */
+static void dlc_fill_ds_locked(struct dlc_dataset *ds, struct dlc_member *m,
+			       struct dlcache_stats *st)
+{
+	const struct dlc_policy_line *l;
+
 	mutex_lock(&ds->lock);
 	l = &ds->policy.line[dlc_store_line(m)];
 	st->ds_cursor = l->cursor;
@@ -2020,18 +2146,13 @@ static void dlc_fill_ds_stats(struct dlc_dataset *ds, struct dlc_member *m,
 	st->ds_members = m && m->cons ? m->cons->nmembers : 0;
 	dlc_store_counters(ds, &st->dataset);
 	mutex_unlock(&ds->lock);
-	/* Only a listed data set can be idle: the caller holds cache->lock. */
-	if (READ_ONCE(ds->idle)) {
-		st->ds_flags |= DLCACHE_DS_F_IDLE;
-		st->ds_idle_s = (jiffies - READ_ONCE(ds->idle_since)) / HZ;
-	}
 }
 
 static long dlc_ioc_stats(struct dlc_session *sess, void __user *uarg)
 {
 	struct dlc_cache *cache = sess->cache;
+	struct dlc_dataset *ds, *found = NULL;
 	struct dlc_attachment *att;
-	struct dlc_dataset *ds;
 	struct dlcache_stats *st;
 	u32 flags, i = 0;
 	long ret = 0;
@@ -2075,7 +2196,10 @@ static long dlc_ioc_stats(struct dlc_session *sess, void __user *uarg)
 		if (!admin && !(dlc_mode_bits(ds->uid, ds->gid, ds->mode) & 4))
 			continue;
 		if ((flags & DLCACHE_STATS_F_INDEX) && i == st->handle) {
-			dlc_fill_ds_stats(ds, NULL, st);
+			dlc_fill_ds_ident(ds, st);
+			/* Its lock is taken below, without cache->lock. */
+			dlc_dataset_pin(ds);
+			found = ds;
 			ret = 0;
 		}
 		i++;
@@ -2083,6 +2207,10 @@ static long dlc_ioc_stats(struct dlc_session *sess, void __user *uarg)
 	st->ndatasets = admin ? cache->ndatasets : i;
 	dlc_cache_counters(cache, &st->global);
 	mutex_unlock(&cache->lock);
+	if (found) {
+		dlc_fill_ds_locked(found, NULL, st);
+		dlc_dataset_unpin(found);
+	}
 	if (ret)
 		goto free_st;
 
@@ -2090,8 +2218,10 @@ static long dlc_ioc_stats(struct dlc_session *sess, void __user *uarg)
 	    !(flags & DLCACHE_STATS_F_INDEX)) {
 		mutex_lock(&sess->ring_lock);
 		att = dlc_att(sess, st->handle);
-		if (att)
-			dlc_fill_ds_stats(att->ds, &att->member, st);
+		if (att) {
+			dlc_fill_ds_ident(att->ds, st);
+			dlc_fill_ds_locked(att->ds, &att->member, st);
+		}
 		mutex_unlock(&sess->ring_lock);
 		if (!att) {
 			ret = -EBADF;
@@ -2536,12 +2666,26 @@ static void dlc_show_counters(struct seq_file *m, const char *pfx,
 	seq_printf(m, "%sfills_inflight %llu\n", pfx, c->fills_inflight);
 }
 
+/*
+ * The data sets are pinned under cache->lock, with what is read under it,
+ * and each is then shown under its own lock alone (see dlc_dataset_pin()).
+ */
 static int dlc_stats_show(struct seq_file *m, void *v)
 {
+	struct dlc_stats_ds {
+		struct dlc_dataset *ds;
+		u32 attached;
+		bool idle;
+		unsigned long idle_since;
+	} *v_ds;
+	struct dlc_dataset *pinned[DLC_MAX_DATASETS];
 	struct dlcache_counters c;
 	struct dlc_dataset *ds;
-	u32 i = 0, j;
+	u32 i, j, n;
 
+	v_ds = kmalloc_array(DLC_MAX_DATASETS, sizeof(*v_ds), GFP_KERNEL);
+	if (!v_ds)
+		return -ENOMEM;
 	mutex_lock(&dlc_cache.lock);
 	seq_printf(m, "capacity_bytes %llu\n", dlc_cache.capacity);
 	seq_printf(m, "datasets %u\nsessions %u\n", dlc_cache.ndatasets,
@@ -2549,20 +2693,29 @@ static int dlc_stats_show(struct seq_file *m, void *v)
 	seq_printf(m, "idle_datasets %u\n", dlc_cache.nidle);
 	seq_printf(m, "draining %u\n", dlc_draining());
 	dlc_cache_counters(&dlc_cache, &c);
+	n = dlc_pin_all(&dlc_cache, pinned);
+	for (i = 0; i < n; i++) {
+		v_ds[i].ds = pinned[i];
+		v_ds[i].attached = pinned[i]->nattached;
+		v_ds[i].idle = pinned[i]->idle;
+		v_ds[i].idle_since = pinned[i]->idle_since;
+	}
+	mutex_unlock(&dlc_cache.lock);
 	dlc_show_counters(m, "", &c);
-	list_for_each_entry(ds, &dlc_cache.datasets, node) {
+	for (i = 0; i < n; i++) {
 		char pfx[16];
 
+		ds = v_ds[i].ds;
 		seq_printf(m, "dataset%u.key %016llx%016llx\n", i, ds->key[0],
 			   ds->key[1]);
 		seq_printf(m, "dataset%u.nsamples %u\ndataset%u.mode 0%o\n", i,
 			   ds->nsamples, i, ds->mode);
 		seq_printf(m, "dataset%u.owner %u\n", i,
 			   from_kuid_munged(&init_user_ns, ds->uid));
-		seq_printf(m, "dataset%u.attached %u\n", i, ds->nattached);
-		if (ds->idle)
+		seq_printf(m, "dataset%u.attached %u\n", i, v_ds[i].attached);
+		if (v_ds[i].idle)
 			seq_printf(m, "dataset%u.idle_s %lu\n", i,
-				   (jiffies - ds->idle_since) / HZ);
+				   (jiffies - v_ds[i].idle_since) / HZ);
 		mutex_lock(&ds->lock);
 		seq_printf(m, "dataset%u.cursor %llu\ndataset%u.end %llu\n", i,
 			   ds->policy.line[0].cursor, i, ds->policy.line[0].end);
@@ -2582,9 +2735,9 @@ static int dlc_stats_show(struct seq_file *m, void *v)
 		mutex_unlock(&ds->lock);
 		snprintf(pfx, sizeof(pfx), "dataset%u.", i);
 		dlc_show_counters(m, pfx, &c);
-		i++;
 	}
-	mutex_unlock(&dlc_cache.lock);
+	dlc_unpin_all(pinned, n);
+	kfree(v_ds);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(dlc_stats);

@@ -852,20 +852,34 @@ void dlc_cache_retire(struct dlc_cache *cache, struct dlc_dataset *ds)
 	dlc_counters_add(&cache->retired, &ds->st);
 }
 
+/*
+ * Add @ds's counters into @dst without ds->lock, which one user's long
+ * operation may hold for a while: under cache->lock that would hold up
+ * every ATTACH and DETACH on the node. Each counter is read whole (a
+ * 64-bit load; it may tear on a 32-bit kernel), the set of them may be a
+ * few events apart: fine for totals.
+ */
+static void dlc_counters_peek(struct dlcache_counters *dst,
+			      const struct dlc_dataset *ds)
+{
+	const u64 *from = (const u64 *)&ds->st;
+	u64 *to = (u64 *)dst;
+	size_t i;
+
+	for (i = 0; i < sizeof(*dst) / sizeof(u64); i++)
+		/* Written under ds->lock, read here without it: see above. */
+		to[i] += data_race(READ_ONCE(from[i]));
+}
+
 /* Totals over the data sets that exist and those that are gone. */
 void dlc_cache_counters(struct dlc_cache *cache, struct dlcache_counters *c)
 {
-	struct dlcache_counters one;
 	struct dlc_dataset *ds;
 
 	lockdep_assert_held(&cache->lock);
 	*c = cache->retired;
-	list_for_each_entry(ds, &cache->datasets, node) {
-		mutex_lock(&ds->lock);
-		dlc_store_counters(ds, &one);
-		mutex_unlock(&ds->lock);
-		dlc_counters_add(c, &one);
-	}
+	list_for_each_entry(ds, &cache->datasets, node)
+		dlc_counters_peek(c, ds);
 	c->errors += atomic64_read(&cache->errors);
 	c->used_bytes = atomic64_read(&cache->used);
 	c->cached_samples = atomic64_read(&cache->ncached);

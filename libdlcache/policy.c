@@ -16,9 +16,29 @@
 
 #ifdef __KERNEL__
 #include <linux/math64.h>
+#include <linux/sched.h>
 #endif
 
 #define WORD_BITS 64
+
+/*
+ * Loops over positions or samples run up to DLC_POLICY_MAX_WINDOW or
+ * DLC_POLICY_MAX_SAMPLES times (an epoch of 8M IDs, a rebuild over every
+ * cached sample and every line): every 2^16 steps the kernel gives the
+ * CPU away (its callers hold mutexes only). The state is consistent at
+ * every step that yields; no lock is dropped.
+ */
+#define YIELD_MASK	0xffffU
+
+static void maybe_yield(uint64_t step)
+{
+#ifdef __KERNEL__
+	if (!(step & YIELD_MASK))
+		cond_resched();
+#else
+	(void)step;
+#endif
+}
 
 /* a / b, b > 0: the kernel has no 64-bit division operator on 32 bits. */
 static uint64_t div_u64_u64(uint64_t a, uint64_t b)
@@ -127,10 +147,12 @@ static void line_init(struct dlc_policy *p, struct dlc_policy_line *L,
 	for (i = 0; i < w; i++) {
 		L->succ[i] = DLC_POLICY_NEVER;
 		L->order[i] = DLC_POLICY_NIL;
+		maybe_yield(i + 1);
 	}
 	for (i = 0; i < p->nsamples; i++) {
 		L->next_use[i] = DLC_POLICY_NEVER;
 		L->last_pos[i] = DLC_POLICY_NEVER;
+		maybe_yield(i + 1);
 	}
 	L->t0 = now;
 	L->p0 = 0;
@@ -174,6 +196,7 @@ int dlc_policy_init(struct dlc_policy *p, uint32_t nsamples, uint32_t window,
 		p->key[i] = DLC_POLICY_NEVER;
 		p->hpos[i] = DLC_POLICY_NIL;
 		p->heap[i] = DLC_POLICY_NIL;
+		maybe_yield(i + 1);
 	}
 	for (i = 0; i < (nsamples + 63) / 64; i++)
 		p->cached[i] = 0;
@@ -305,10 +328,14 @@ static void rebuild(struct dlc_policy *p)
 {
 	uint32_t i;
 
-	for (i = 0; i < p->ncached; i++)
+	for (i = 0; i < p->ncached; i++) {
 		p->key[p->heap[i]] = compute_key(p, p->heap[i]);
-	for (i = p->ncached / 2; i-- > 0;)
+		maybe_yield(i + 1);
+	}
+	for (i = p->ncached / 2; i-- > 0;) {
 		sift_down(p, i);
+		maybe_yield(i);
+	}
 	p->rebuilds++;
 }
 
@@ -380,9 +407,11 @@ int dlc_policy_add_epoch(struct dlc_policy *p, uint32_t c, uint32_t epoch,
 		return -DLC_POLICY_EINVAL;
 	if (L->nepochs && epoch <= L->epochs[L->nepochs - 1].epoch)
 		return -DLC_POLICY_EINVAL;
-	for (i = 0; i < len; i++)
+	for (i = 0; i < len; i++) {
 		if (ids[i] >= p->nsamples)
 			return -DLC_POLICY_EINVAL;
+		maybe_yield(i + 1);
+	}
 	if (L->nepochs == DLC_POLICY_MAX_EPOCHS ||
 	    L->end - L->cursor + len > p->window)
 		return -DLC_POLICY_ENOSPC;
@@ -404,6 +433,7 @@ int dlc_policy_add_epoch(struct dlc_policy *p, uint32_t c, uint32_t epoch,
 				rekey(p, id);
 		}
 		L->last_pos[id] = q;
+		maybe_yield(i + 1);
 	}
 
 	e = &L->epochs[L->nepochs++];
@@ -515,6 +545,7 @@ void dlc_policy_advance(struct dlc_policy *p, uint32_t c, uint64_t pos,
 	for (q = L->cursor; q < pos; q++) {
 		uint32_t s = slot_of(p, q), id = L->order[s];
 
+		maybe_yield(q - L->cursor + 1);
 		if (L->next_use[id] != q)
 			continue;
 		L->next_use[id] = L->succ[s];

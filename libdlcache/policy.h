@@ -36,8 +36,10 @@
  * caller's stall time) holds no sample.
  *
  * The policy only ranks samples; the caller owns the bytes, the capacity,
- * the clock and the locking. None of these functions sleeps or allocates:
- * all memory is handed in, sized by the *_mem_size() functions.
+ * the clock and the locking. None of these functions allocates: all
+ * memory is handed in, sized by the *_mem_size() functions. In the kernel
+ * their long loops call cond_resched() (policy.c's maybe_yield()), so the
+ * caller may hold mutexes but no spinlock; elsewhere they never block.
  */
 #ifndef DLC_POLICY_H
 #define DLC_POLICY_H

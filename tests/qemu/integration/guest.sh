@@ -21,12 +21,15 @@ CAP_MB=10
 EPOCHS=3
 NOKERNEL=0
 STORAGE_KBPS=0
+STARTS_ONLY=0
 for arg in $(cat /proc/cmdline); do
 	case "$arg" in
 	dlcint.cap_mb=*) CAP_MB=${arg#*=} ;;
 	dlcint.epochs=*) EPOCHS=${arg#*=} ;;
 	dlcint.nokernel=*) NOKERNEL=${arg#*=} ;;
 	dlcint.storage_kbps=*) STORAGE_KBPS=${arg#*=} ;;
+	dlcint.starts_only=*) STARTS_ONLY=${arg#*=} ;;
+	dlcint.starts_rounds=*) STARTS_ROUNDS=${arg#*=} ;;
 	esac
 done
 
@@ -198,6 +201,66 @@ mkdir -p $CG
 mount -t cgroup2 none $CG 2>/dev/null
 echo +memory > $CG/cgroup.subtree_control 2>/dev/null
 mkdir -p $CG/k $CG/pc
+
+# ---- many loaders start at once -------------------------------------------------
+# STARTS_N benches of as many jobs (different seeds) start at the same
+# moment on one data set the module does not hold yet, as a job's ranks
+# and two jobs launched together do: every one must start (a first
+# ATTACH racing another's creation of the data set, its job's consumer
+# joined at once). Two rounds: the module just loaded, then the data set
+# idle (the first round's left it cached); dlcint.starts_rounds=N runs
+# more, every third after a DROP. Each bench reads a rank's share of one
+# epoch, so that a round stays short (about 14 s under TCG).
+STARTS_N=8
+STARTS_ROUNDS=${STARTS_ROUNDS:-2}
+starts_round() {	# round
+	rm -f /tmp/starts.go
+	_i=0
+	while [ $_i -lt $STARTS_N ]; do
+		sh -c "while [ ! -e /tmp/starts.go ]; do usleep 5000; done; exec $CTL bench $IDX \
+			--backend kernel --epochs 1 --seed $(($1 * 100 + _i)) --world $STARTS_N \
+			--rank $_i $BENCH" > /tmp/starts$_i.out 2> /tmp/starts$_i.err &
+		eval spid$_i=$!
+		_i=$((_i + 1))
+	done
+	usleep 300000
+	: > /tmp/starts.go
+	_bad=0
+	_i=0
+	while [ $_i -lt $STARTS_N ]; do
+		eval _p=\$spid$_i
+		wait_pid $_p 120
+		_rc=$?
+		if [ $_rc -ne 0 ]; then
+			info "starts round $1: bench $_i exited $_rc:"
+			show /tmp/starts$_i.err
+			_bad=$((_bad + 1))
+		fi
+		_i=$((_i + 1))
+	done
+	return $_bad
+}
+if [ "$NOKERNEL" = 1 ]; then
+	result skip concurrent-starts "(no kernel backend)"
+elif ! load_dlcache; then
+	result FAIL concurrent-starts "(insmod)"
+else
+	_t0=$(date +%s)
+	_fail=0
+	_r=0
+	while [ $_r -lt $STARTS_ROUNDS ]; do
+		[ $((_r % 3)) -ne 2 ] || $CTL drop > /dev/null 2>&1
+		starts_round $_r || _fail=$((_fail + $?))
+		_r=$((_r + 1))
+	done
+	if [ $_fail -eq 0 ]; then
+		result ok concurrent-starts "($STARTS_ROUNDS rounds of $STARTS_N, $(( $(date +%s) - _t0 ))s)"
+	else
+		result FAIL concurrent-starts "($_fail of $((STARTS_ROUNDS * STARTS_N)) benches failed)"
+	fi
+	unload_dlcache || result FAIL concurrent-starts-rmmod
+fi
+[ "$STARTS_ONLY" != 1 ] || finish
 
 # ---- dlcache.ko: two ranks of one job -----------------------------------------
 KERNEL_OK=0

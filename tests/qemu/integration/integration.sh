@@ -9,6 +9,9 @@
 # a statically linked dlcachectl and a small static C helper
 # (int_client.c). The guest (guest.sh) then:
 #
+#   0. eight benches of as many jobs (different seeds) start at the same
+#      moment on the data set, twice: the module just loaded, then the data
+#      set idle; every one must start (concurrent-starts);
 #   1. loads dlcache.ko with capacity_mb about half the data set and runs two
 #      processes, `dlcachectl bench --backend kernel --world 2 --rank R`,
 #      concurrently for 3 epochs; meanwhile it checks `dlcachectl datasets`,
@@ -88,7 +91,8 @@
 #   vermagic must match), QEMU (qemu-system-x86_64),
 #   INT_TIMEOUT (seconds for the guest, 900), INT_IMAGES (300),
 #   INT_EPOCHS (3), INT_MEM (1G), INT_TAG (prefix of the result lines,
-#   qemu-int), INT_MODDIR (where the guest's disk modules come from,
+#   qemu-int), INT_APPEND (more guest command line: dlcint.starts_only=1
+#   runs step 0 alone, dlcint.starts_rounds=N its rounds), INT_MODDIR (where the guest's disk modules come from,
 #   /lib/modules/<release>; "none" for a kernel that has them built in, as
 #   the debug kernel of tests/qemu/debug-kernel does).
 set -euo pipefail
@@ -255,7 +259,7 @@ cpio_entry() {
 LOG="$OUT/console.log"
 APPEND="$QEMU_APPEND_BASE"
 APPEND+=" dlcint.cap_mb=$CAP_MB dlcint.epochs=$EPOCHS dlcint.nokernel=$NOKERNEL"
-APPEND+=" dlcint.storage_kbps=$STORAGE_KBPS"
+APPEND+=" dlcint.storage_kbps=$STORAGE_KBPS${INT_APPEND:+ $INT_APPEND}"
 echo "# $TAG: $(basename "$KERNEL"), 2 cpus, $MEM, tcg; $NFILES samples, $DS_BYTES bytes ($PAGE_BYTES in pages), capacity_mb=$CAP_MB; log in $LOG"
 start=$(date +%s)
 set +e
