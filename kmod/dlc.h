@@ -180,15 +180,15 @@ enum {
 
 struct dlc_sample {
 	refcount_t ref;			/* xarray's + copiers' references */
+	u32 id;
+	u32 size;			/* bytes in pages (CACHED) */
+	u32 npages;
 	/*
 	 * The cache whose used holds this sample's charge, from its PUT's
 	 * reservation until the last reference drops; NULL: none (a
 	 * placeholder). Set before the sample is shared, constant after.
 	 */
 	struct dlc_cache *charged;
-	u32 id;
-	u32 size;			/* bytes in pages (CACHED) */
-	u32 npages;
 	unsigned long state;		/* DLC_S_*; dataset lock */
 	void *filler;			/* FILLING: owner attachment */
 	struct list_head fill_link;	/* FILLING: on the owner's fills */
@@ -289,6 +289,7 @@ void dlc_cache_destroy(struct dlc_cache *cache);
 struct dlc_sample *dlc_sample_alloc(u32 id, u32 size, gfp_t gfp);
 struct dlc_sample *dlc_sample_placeholder(u32 id, gfp_t gfp);
 void dlc_sample_put(struct dlc_sample *s);
+int dlc_sample_unaccount(struct dlc_sample *s);
 int dlc_sample_copy_in(struct dlc_sample *s, struct iov_iter *from);
 int dlc_sample_copy_out(struct dlc_sample *s, struct iov_iter *to);
 

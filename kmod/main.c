@@ -696,7 +696,8 @@ static void dlc_put_bypass(struct dlc_dataset *ds, const struct dlcache_sqe *sqe
  * as admission does) and counted in the caller's copies in flight before
  * its pages are allocated, charged to the caller's memory cgroup, and
  * copied: a PUT that does not fit is bypassed without copying, and one
- * that stalls in the copy holds what it reserved, no more.
+ * that stalls in the copy holds what it reserved, no more. Once copied,
+ * the bytes move to uncharged pages for the shared cache.
  */
 static void dlc_op_put(struct dlc_session *sess, struct dlc_attachment *att,
 		       const struct dlcache_sqe *sqe)
@@ -754,6 +755,11 @@ static void dlc_op_put(struct dlc_session *sess, struct dlc_attachment *att,
 			dlc_copy_end(copier, charge);
 			dlc_post(sess, sqe, ret, 0, 0);
 			return;
+		}
+		/* Copied: the cache's pages are nobody's (memory pressure: bypass). */
+		if (dlc_sample_unaccount(ns)) {
+			dlc_sample_put(ns);
+			ns = NULL;
 		}
 	} else {
 		dlc_store_unreserve(ds->cache, charge);

@@ -12,6 +12,7 @@
 #include <linux/build_bug.h>
 #include <linux/errno.h>
 #include <linux/gfp.h>
+#include <linux/highmem.h>
 #include <linux/math64.h>
 #include <linux/minmax.h>
 #include <linux/mm.h>
@@ -76,8 +77,10 @@ static struct dlc_sample *dlc_sample_new(u32 id, u32 npages, gfp_t gfp)
  * A sample of @size bytes (1 .. DLC_MAX_SAMPLE_SIZE) with its pages, not
  * yet in any data set. The pages come with __GFP_NORETRY: under memory
  * pressure a PUT is bypassed rather than pushing the system further. A
- * PUT passes GFP_KERNEL_ACCOUNT: the sample is charged to the memory
- * cgroup of its writer, from before its copy until it is freed.
+ * PUT passes GFP_KERNEL_ACCOUNT: the pages it copies into are charged to
+ * the memory cgroup of its writer while the copy may stall, until
+ * dlc_sample_unaccount(). The struct itself is never charged (a cached
+ * sample's belongs to everyone's cache).
  */
 struct dlc_sample *dlc_sample_alloc(u32 id, u32 size, gfp_t gfp)
 {
@@ -87,7 +90,7 @@ struct dlc_sample *dlc_sample_alloc(u32 id, u32 size, gfp_t gfp)
 	if (WARN_ON_ONCE(!size || size > DLC_MAX_SAMPLE_SIZE))
 		return NULL;
 	npages = DIV_ROUND_UP(size, PAGE_SIZE);
-	s = dlc_sample_new(id, npages, gfp | __GFP_NOWARN);
+	s = dlc_sample_new(id, npages, (gfp & ~__GFP_ACCOUNT) | __GFP_NOWARN);
 	if (!s)
 		return NULL;
 	s->size = size;
@@ -103,6 +106,31 @@ free_pages:
 		__free_page(s->pages[i]);
 	kvfree(s);
 	return NULL;
+}
+
+/*
+ * Move the bytes of @s (filled, referenced by its caller only) to pages
+ * charged to no memory cgroup. Cached samples are shared by every user
+ * of a data set and bounded by the capacity; billing their writer would
+ * leave it holding memory that its cgroup cannot reclaim. -ENOMEM under
+ * memory pressure (some pages may then stay charged until @s is freed).
+ */
+int dlc_sample_unaccount(struct dlc_sample *s)
+{
+	struct page *p;
+	u32 i;
+
+	for (i = 0; i < s->npages; i++) {
+		p = alloc_page(GFP_KERNEL | __GFP_NOWARN | __GFP_NORETRY);
+		if (!p)
+			return -ENOMEM;
+		copy_highpage(p, s->pages[i]);
+		__free_page(s->pages[i]);
+		s->pages[i] = p;
+		if (!(i % 1024))
+			cond_resched();
+	}
+	return 0;
 }
 
 /*

@@ -9,7 +9,8 @@
  * buffer, NGET threads GET cached samples into their own. While they are
  * parked:
  *  1. the PUTs' sample pages are charged to the user's memory cgroup
- *     (memory.current grows by about NPUT samples);
+ *     (memory.current grows by about NPUT samples), and once admitted to
+ *     the cache, which is shared, no longer are;
  *  2. STATS used_bytes counts them (PUTs are reserved against the capacity
  *     before the copy), still counts the GETs' samples after a DROP evicts
  *     them (their pages stay until the copy ends), and never exceeds the
@@ -307,6 +308,15 @@ static int user(void)
 	}
 	CHECK(op_wait(&xput, 10000) && op_wait(&xget, 10000),
 	      "the copies past the bound never completed");
+	/* Cached, the samples are the shared cache's, not the writer's. */
+	if (have_cg) {
+		long now = cg_value("memory.current");
+
+		t_info("memory.current: %ld KiB with the PUTs' samples cached", now >> 10);
+		CHECK(now - base < (long)(NPUT * SZ) / 2,
+		      "memory.current is %ld KiB above the start once the PUTs were cached: cached samples stay charged to their writer",
+		      (now - base) >> 10);
+	}
 	/* The PUTs' bytes went in whole: read one back. */
 	ret = t_get(&r, (uint32_t)h, 0, pat, SZ, &cqe);
 	if (ret == SZ)
