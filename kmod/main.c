@@ -2724,6 +2724,8 @@ static void __exit dlc_exit(void)
 	cancel_delayed_work_sync(&dlc_idle_work);
 	dlc_idle_expire(&dlc_cache, true, NULL);
 	dlc_shrinker_unregister(&dlc_shrinker);
+	/* Copies run in sessions: none is left. */
+	WARN_ON_ONCE(!hash_empty(dlc_copiers));
 	dlc_cache_destroy(&dlc_cache);
 }
 
