@@ -19,6 +19,7 @@
  * debugfs and the fill lease work pin the data sets under dlc_cache.lock
  * and then take each dlc_dataset.lock without it: one user's long
  * operation under its data set's lock holds up nobody else.
+ * main.c's dlc_copy_lock (copies in flight per owner) is innermost too.
  */
 #ifndef DLC_KMOD_H
 #define DLC_KMOD_H
@@ -125,7 +126,20 @@ struct dlc_cache {
 	 */
 	u32 nidle;
 	u64 capacity;			/* bytes; READ_ONCE, set under lock */
-	atomic64_t used;		/* bytes charged: sum of ds used */
+	/*
+	 * Bytes charged against the capacity: the data sets' used, plus
+	 * @inflight. Never above the capacity but while a lowered capacity
+	 * waits for copies in flight to end.
+	 */
+	atomic64_t used;
+	/*
+	 * Bytes in @used that no data set holds: PUTs reserved before their
+	 * copy from user memory, and samples evicted while a GET still
+	 * copies them out (their pages stay until the last reference drops,
+	 * dlc_sample_put()). A stalled copy thus holds capacity, never
+	 * memory beyond it.
+	 */
+	atomic64_t inflight;
 	atomic64_t ncached;		/* samples held */
 	atomic64_t nfilling;		/* fills in flight */
 	atomic64_t errors;		/* completions with an error */
@@ -171,6 +185,12 @@ struct dlc_sample {
 	u32 id;
 	u32 size;			/* bytes in pages (CACHED) */
 	u32 npages;
+	/*
+	 * The cache whose used holds this sample's charge, from its PUT's
+	 * reservation until the last reference drops; NULL: none (a
+	 * placeholder). Set before the sample is shared, constant after.
+	 */
+	struct dlc_cache *charged;
 	unsigned long state;		/* DLC_S_*; dataset lock */
 	void *filler;			/* FILLING: owner attachment */
 	struct list_head fill_link;	/* FILLING: on the owner's fills */
@@ -280,10 +300,15 @@ void dlc_cache_destroy(struct dlc_cache *cache);
 struct dlc_sample *dlc_sample_alloc(u32 id, u32 size, gfp_t gfp);
 struct dlc_sample *dlc_sample_placeholder(u32 id, gfp_t gfp);
 void dlc_sample_put(struct dlc_sample *s);
+int dlc_sample_unaccount(struct dlc_sample *s);
 int dlc_sample_copy_in(struct dlc_sample *s, struct iov_iter *from);
 int dlc_sample_copy_out(struct dlc_sample *s, struct iov_iter *to);
 
 struct dlc_sample *dlc_store_lookup(struct dlc_dataset *ds, u32 id);
+bool dlc_store_reserve(struct dlc_dataset *ds, u32 id, u64 charge,
+		       bool force);
+void dlc_store_unreserve(struct dlc_cache *cache, u64 charge);
+bool dlc_store_insert(struct dlc_dataset *ds, struct dlc_sample *s);
 bool dlc_store_admit(struct dlc_dataset *ds, struct dlc_sample *s,
 		     bool force);
 int dlc_store_set_filling(struct dlc_dataset *ds, struct dlc_sample *ph);

@@ -32,6 +32,7 @@
 #include <linux/cred.h>
 #include <linux/debugfs.h>
 #include <linux/fs.h>
+#include <linux/hashtable.h>
 #include <linux/hrtimer.h>
 #include <linux/init.h>
 #include <linux/jiffies.h>
@@ -441,6 +442,105 @@ static void dlc_fill_end(struct dlc_dataset *ds, struct dlc_sample *ph,
 	dlc_store_erase(ds, ph);
 }
 
+static kuid_t dlc_acct_owner(void);
+
+/* ------------------------------------------------------------------ */
+/* Copies in flight                                                    */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A copy from or to user memory can be made to stall for as long as its
+ * caller likes (a buffer on FUSE or NFS, a userfaultfd range). Its sample
+ * stays charged to the capacity meanwhile (a PUT's reservation, a GET's
+ * reference: dlc_cache.inflight), and a session makes one copy at a time
+ * (ring_lock). What one owner's copies hold at once is bounded too, so
+ * that one user's stalled copies cannot take the whole capacity: a copy
+ * that would take the owner (dlc_acct_owner(): a uid with the uids of its
+ * user namespaces) past uid_max_copy_mb (at least one sample of
+ * DLC_MAX_SAMPLE_SIZE) is refused with -EDQUOT, without copying.
+ */
+static unsigned int uid_max_copy_mb = 64;
+module_param(uid_max_copy_mb, uint, 0644);
+MODULE_PARM_DESC(uid_max_copy_mb,
+		 "Bytes in MiB of PUTs and GETs one owner may have copying at once (default 64, at least 16; -EDQUOT beyond)");
+
+/* An owner with copies in flight, freed when its last copy ends. */
+struct dlc_copier {
+	struct hlist_node node;		/* dlc_copiers; dlc_copy_lock */
+	kuid_t uid;			/* constant */
+	u64 bytes;			/* charges copying; dlc_copy_lock */
+};
+
+/* dlc_copy_lock protects dlc_copiers and every dlc_copier on it. */
+static DEFINE_SPINLOCK(dlc_copy_lock);
+static DEFINE_HASHTABLE(dlc_copiers, 6);
+
+static struct dlc_copier *dlc_copier_find(kuid_t uid)
+{
+	struct dlc_copier *c;
+
+	lockdep_assert_held(&dlc_copy_lock);
+	hash_for_each_possible(dlc_copiers, c, node, __kuid_val(uid))
+		if (uid_eq(c->uid, uid))
+			return c;
+	return NULL;
+}
+
+/*
+ * Count @bytes of a copy by the caller's accounting owner. 0 with *@out
+ * set, for dlc_copy_end(); -EDQUOT past the owner's bound; -ENOMEM.
+ */
+static int dlc_copy_begin(u64 bytes, struct dlc_copier **out)
+{
+	u64 limit = max_t(u64, (u64)READ_ONCE(uid_max_copy_mb) << 20,
+			  DLC_MAX_SAMPLE_SIZE);
+	struct dlc_copier *c, *spare = NULL;
+	kuid_t uid = dlc_acct_owner();
+	int ret = 0;
+
+	for (;;) {
+		spin_lock(&dlc_copy_lock);
+		c = dlc_copier_find(uid);
+		if (c || spare)
+			break;
+		spin_unlock(&dlc_copy_lock);
+		/* Charged: one per uid that copies, while it copies. */
+		spare = kzalloc(sizeof(*spare), GFP_KERNEL_ACCOUNT);
+		if (!spare)
+			return -ENOMEM;
+	}
+	if (!c) {
+		c = spare;
+		spare = NULL;
+		c->uid = uid;
+		hash_add(dlc_copiers, &c->node, __kuid_val(uid));
+	}
+	if (c->bytes + bytes > limit && c->bytes) {
+		ret = -EDQUOT;
+	} else {
+		c->bytes += bytes;
+		*out = c;
+	}
+	spin_unlock(&dlc_copy_lock);
+	kfree(spare);
+	return ret;
+}
+
+/* The copy of dlc_copy_begin()'s @bytes ended. */
+static void dlc_copy_end(struct dlc_copier *c, u64 bytes)
+{
+	spin_lock(&dlc_copy_lock);
+	if (WARN_ON_ONCE(c->bytes < bytes))
+		bytes = c->bytes;
+	c->bytes -= bytes;
+	if (c->bytes)
+		c = NULL;
+	else
+		hash_del(&c->node);
+	spin_unlock(&dlc_copy_lock);
+	kfree(c);
+}
+
 /* ------------------------------------------------------------------ */
 /* Operations                                                          */
 /* ------------------------------------------------------------------ */
@@ -457,6 +557,7 @@ static void dlc_op_get(struct dlc_session *sess, struct dlc_attachment *att,
 	bool ahead = sqe->flags & DLCACHE_SQE_F_AHEAD;
 	bool may_fill = att->may_write && !ahead;
 	struct dlc_sample *s, *ph;
+	struct dlc_copier *copier;
 	struct iov_iter iter;
 	unsigned long lease;
 	struct iovec iov;
@@ -489,6 +590,13 @@ static void dlc_op_get(struct dlc_session *sess, struct dlc_attachment *att,
 			dlc_post(sess, sqe, -EMSGSIZE, cflags, size);
 			goto free_wait;
 		}
+		/* The reference holds the pages, evicted or not, till put. */
+		ret = dlc_copy_begin(dlc_sample_charge(s), &copier);
+		if (ret) {
+			mutex_unlock(&ds->lock);
+			dlc_post(sess, sqe, ret, cflags, size);
+			goto free_wait;
+		}
 		refcount_inc(&s->ref);
 		ds->st.hits++;
 		ds->st.hit_bytes += size;
@@ -498,6 +606,7 @@ static void dlc_op_get(struct dlc_session *sess, struct dlc_attachment *att,
 				      sqe->len, &iov, &iter);
 		if (!ret)
 			ret = dlc_sample_copy_out(s, &iter);
+		dlc_copy_end(copier, dlc_sample_charge(s));
 		dlc_sample_put(s);
 		dlc_post(sess, sqe, ret ? ret : size, cflags, size);
 		goto free_wait;
@@ -580,30 +689,6 @@ free_wait:
 		dlc_wait_free(sess, w);
 }
 
-/*
- * Cheap early bypass before copying: true when @id would not be admitted
- * anyway (the cache is full, this data set holds at least its share and
- * its own victim is used sooner).
- */
-static bool dlc_put_hopeless(struct dlc_dataset *ds, u32 id, u64 charge)
-{
-	struct dlc_cache *cache = ds->cache;
-	u64 cap = READ_ONCE(cache->capacity);
-	u64 share = cap / max_t(u32, READ_ONCE(cache->ndatasets), 1);
-	u32 victim;
-
-	lockdep_assert_held(&ds->lock);
-	if (charge > cap)
-		return true;
-	/* Idle data sets give way (dlc_store_admit()). */
-	if (atomic64_read(&cache->used) + charge <= cap ||
-	    ds->used + charge <= share || READ_ONCE(cache->nidle))
-		return false;
-	victim = dlc_policy_victim(&ds->policy);
-	return victim != DLC_POLICY_NIL &&
-	       !dlc_policy_prefer(&ds->policy, id, victim);
-}
-
 /* The PUT was not admitted: count it and end a fill of the sample. */
 static void dlc_put_bypass(struct dlc_dataset *ds, const struct dlcache_sqe *sqe)
 {
@@ -619,10 +704,20 @@ static void dlc_put_bypass(struct dlc_dataset *ds, const struct dlcache_sqe *sqe
 	}
 }
 
+/*
+ * PUT. The sample's charge is reserved against the capacity (making room
+ * as admission does) and counted in the caller's copies in flight before
+ * its pages are allocated, charged to the caller's memory cgroup, and
+ * copied: a PUT that does not fit is bypassed without copying, and one
+ * that stalls in the copy holds what it reserved, no more. Once copied,
+ * the bytes move to uncharged pages for the shared cache.
+ */
 static void dlc_op_put(struct dlc_session *sess, struct dlc_attachment *att,
 		       const struct dlcache_sqe *sqe)
 {
 	struct dlc_dataset *ds = att->ds;
+	u64 charge = PAGE_ALIGN((u64)sqe->len);
+	struct dlc_copier *copier;
 	struct dlc_sample *s, *ns;
 	struct iov_iter iter;
 	struct iovec iov;
@@ -640,19 +735,29 @@ static void dlc_op_put(struct dlc_session *sess, struct dlc_attachment *att,
 		dlc_post(sess, sqe, sqe->len, DLCACHE_CQE_F_CACHED, 0);
 		return;
 	}
-	if ((!s || list_empty(&s->waiters)) &&
-	    dlc_put_hopeless(ds, sqe->sample,
-			     (u64)PAGE_ALIGN(sqe->len))) {
+	ret = dlc_copy_begin(charge, &copier);
+	if (ret) {
+		/* Not copied: the fill ends as for a bypass. */
 		dlc_put_bypass(ds, sqe);
 		mutex_unlock(&ds->lock);
+		dlc_post(sess, sqe, ret, 0, 0);
+		return;
+	}
+	if (!dlc_store_reserve(ds, sqe->sample, charge,
+			       s && !list_empty(&s->waiters))) {
+		dlc_put_bypass(ds, sqe);
+		mutex_unlock(&ds->lock);
+		dlc_copy_end(copier, charge);
 		dlc_post(sess, sqe, sqe->len, 0, 0);
 		return;
 	}
 	mutex_unlock(&ds->lock);
 
 	/* Copy without the data set's lock: user memory may fault. */
-	ns = dlc_sample_alloc(sqe->sample, sqe->len, GFP_KERNEL);
+	ns = dlc_sample_alloc(sqe->sample, sqe->len, GFP_KERNEL_ACCOUNT);
 	if (ns) {
+		/* The sample takes the reservation over. */
+		ns->charged = ds->cache;
 		ret = dlc_import_ubuf(ITER_SOURCE, u64_to_user_ptr(sqe->addr),
 				      sqe->len, &iov, &iter);
 		if (!ret)
@@ -660,9 +765,17 @@ static void dlc_op_put(struct dlc_session *sess, struct dlc_attachment *att,
 		if (ret) {
 			/* The fill stays owned: PUT again or ABORT. */
 			dlc_sample_put(ns);
+			dlc_copy_end(copier, charge);
 			dlc_post(sess, sqe, ret, 0, 0);
 			return;
 		}
+		/* Copied: the cache's pages are nobody's (memory pressure: bypass). */
+		if (dlc_sample_unaccount(ns)) {
+			dlc_sample_put(ns);
+			ns = NULL;
+		}
+	} else {
+		dlc_store_unreserve(ds->cache, charge);
 	}
 
 	mutex_lock(&ds->lock);
@@ -672,10 +785,11 @@ static void dlc_op_put(struct dlc_session *sess, struct dlc_attachment *att,
 		mutex_unlock(&ds->lock);
 		if (ns)
 			dlc_sample_put(ns);
+		dlc_copy_end(copier, charge);
 		dlc_post(sess, sqe, sqe->len, DLCACHE_CQE_F_CACHED, 0);
 		return;
 	}
-	cached = ns && dlc_store_admit(ds, ns, s && !list_empty(&s->waiters));
+	cached = ns && dlc_store_insert(ds, ns);
 	if (!cached) {
 		dlc_put_bypass(ds, sqe);
 	} else {
@@ -690,6 +804,7 @@ static void dlc_op_put(struct dlc_session *sess, struct dlc_attachment *att,
 	mutex_unlock(&ds->lock);
 	if (ns && !cached)
 		dlc_sample_put(ns);
+	dlc_copy_end(copier, charge);
 	dlc_post(sess, sqe, sqe->len, cached ? DLCACHE_CQE_F_CACHED : 0, 0);
 }
 
@@ -2508,7 +2623,10 @@ static struct miscdevice dlc_misc = {
 static unsigned long dlc_shrink_count(struct shrinker *shrink,
 				      struct shrink_control *sc)
 {
-	unsigned long pages = atomic64_read(&dlc_cache.used) >> PAGE_SHIFT;
+	/* What copies hold (inflight) is not there to evict. */
+	s64 held = atomic64_read(&dlc_cache.used) -
+		   atomic64_read(&dlc_cache.inflight);
+	unsigned long pages = held > 0 ? (u64)held >> PAGE_SHIFT : 0;
 
 	return pages ? pages : SHRINK_EMPTY;
 }
@@ -2666,6 +2784,19 @@ static void dlc_show_counters(struct seq_file *m, const char *pfx,
 	seq_printf(m, "%sfills_inflight %llu\n", pfx, c->fills_inflight);
 }
 
+/* Copies in flight by owner: "copying.uid <uid> <bytes>". */
+static void dlc_show_copiers(struct seq_file *m)
+{
+	struct dlc_copier *c;
+	int bkt;
+
+	spin_lock(&dlc_copy_lock);
+	hash_for_each(dlc_copiers, bkt, c, node)
+		seq_printf(m, "copying.uid %u %llu\n",
+			   from_kuid_munged(&init_user_ns, c->uid), c->bytes);
+	spin_unlock(&dlc_copy_lock);
+}
+
 /*
  * The data sets are pinned under cache->lock, with what is read under it,
  * and each is then shown under its own lock alone (see dlc_dataset_pin()).
@@ -2702,6 +2833,9 @@ static int dlc_stats_show(struct seq_file *m, void *v)
 	}
 	mutex_unlock(&dlc_cache.lock);
 	dlc_show_counters(m, "", &c);
+	seq_printf(m, "inflight_bytes %lld\n",
+		   (long long)atomic64_read(&dlc_cache.inflight));
+	dlc_show_copiers(m);
 	for (i = 0; i < n; i++) {
 		char pfx[16];
 
@@ -2849,6 +2983,8 @@ static void __exit dlc_exit(void)
 	cancel_delayed_work_sync(&dlc_idle_work);
 	dlc_idle_expire(&dlc_cache, true, NULL);
 	dlc_shrinker_unregister(&dlc_shrinker);
+	/* Copies run in sessions: none is left. */
+	WARN_ON_ONCE(!hash_empty(dlc_copiers));
 	dlc_cache_destroy(&dlc_cache);
 }
 

@@ -12,6 +12,7 @@
 #include <linux/build_bug.h>
 #include <linux/errno.h>
 #include <linux/gfp.h>
+#include <linux/highmem.h>
 #include <linux/math64.h>
 #include <linux/minmax.h>
 #include <linux/mm.h>
@@ -37,6 +38,7 @@ void dlc_cache_init(struct dlc_cache *cache, u64 capacity)
 	cache->capacity = capacity;
 	cache->stall_ms = DLC_DEFAULT_STALL_MS;
 	atomic64_set(&cache->used, 0);
+	atomic64_set(&cache->inflight, 0);
 }
 
 /* Every data set must be gone; the counters must be back to zero. */
@@ -45,6 +47,7 @@ void dlc_cache_destroy(struct dlc_cache *cache)
 	WARN_ON_ONCE(!list_empty(&cache->datasets));
 	WARN_ON_ONCE(!list_empty(&cache->reserved));
 	WARN_ON_ONCE(atomic64_read(&cache->used));
+	WARN_ON_ONCE(atomic64_read(&cache->inflight));
 	WARN_ON_ONCE(atomic64_read(&cache->ncached));
 	WARN_ON_ONCE(atomic64_read(&cache->nfilling));
 	mutex_destroy(&cache->lock);
@@ -73,7 +76,11 @@ static struct dlc_sample *dlc_sample_new(u32 id, u32 npages, gfp_t gfp)
 /*
  * A sample of @size bytes (1 .. DLC_MAX_SAMPLE_SIZE) with its pages, not
  * yet in any data set. The pages come with __GFP_NORETRY: under memory
- * pressure a PUT is bypassed rather than pushing the system further.
+ * pressure a PUT is bypassed rather than pushing the system further. A
+ * PUT passes GFP_KERNEL_ACCOUNT: the pages it copies into are charged to
+ * the memory cgroup of its writer while the copy may stall, until
+ * dlc_sample_unaccount(). The struct itself is never charged (a cached
+ * sample's belongs to everyone's cache).
  */
 struct dlc_sample *dlc_sample_alloc(u32 id, u32 size, gfp_t gfp)
 {
@@ -83,7 +90,7 @@ struct dlc_sample *dlc_sample_alloc(u32 id, u32 size, gfp_t gfp)
 	if (WARN_ON_ONCE(!size || size > DLC_MAX_SAMPLE_SIZE))
 		return NULL;
 	npages = DIV_ROUND_UP(size, PAGE_SIZE);
-	s = dlc_sample_new(id, npages, gfp | __GFP_NOWARN);
+	s = dlc_sample_new(id, npages, (gfp & ~__GFP_ACCOUNT) | __GFP_NOWARN);
 	if (!s)
 		return NULL;
 	s->size = size;
@@ -102,6 +109,31 @@ free_pages:
 }
 
 /*
+ * Move the bytes of @s (filled, referenced by its caller only) to pages
+ * charged to no memory cgroup. Cached samples are shared by every user
+ * of a data set and bounded by the capacity; billing their writer would
+ * leave it holding memory that its cgroup cannot reclaim. -ENOMEM under
+ * memory pressure (some pages may then stay charged until @s is freed).
+ */
+int dlc_sample_unaccount(struct dlc_sample *s)
+{
+	struct page *p;
+	u32 i;
+
+	for (i = 0; i < s->npages; i++) {
+		p = alloc_page(GFP_KERNEL | __GFP_NOWARN | __GFP_NORETRY);
+		if (!p)
+			return -ENOMEM;
+		copy_highpage(p, s->pages[i]);
+		__free_page(s->pages[i]);
+		s->pages[i] = p;
+		if (!(i % 1024))
+			cond_resched();
+	}
+	return 0;
+}
+
+/*
  * A FILLING placeholder for @id, without pages. The caller passes
  * GFP_KERNEL_ACCOUNT: placeholders are per fill, up to DLC_MAX_FILLS per
  * attachment, and charged to the filler's memory cgroup.
@@ -111,6 +143,11 @@ struct dlc_sample *dlc_sample_placeholder(u32 id, gfp_t gfp)
 	return dlc_sample_new(id, 0, gfp);
 }
 
+/*
+ * Drop a reference. The last one frees the pages and gives the sample's
+ * charge back to the cache that holds it (@s->charged): out of the store
+ * by then, so counted in the cache's inflight.
+ */
 void dlc_sample_put(struct dlc_sample *s)
 {
 	u32 i;
@@ -118,6 +155,8 @@ void dlc_sample_put(struct dlc_sample *s)
 	if (!refcount_dec_and_test(&s->ref))
 		return;
 	WARN_ON_ONCE(!list_empty(&s->waiters));
+	if (s->charged)
+		dlc_store_unreserve(s->charged, dlc_sample_charge(s));
 	for (i = 0; i < s->npages; i++)
 		__free_page(s->pages[i]);
 	kvfree(s);
@@ -250,7 +289,8 @@ void dlc_dataset_free(struct dlc_dataset *ds)
 	xa_for_each(&ds->samples, id, s) {
 		xa_erase(&ds->samples, id);
 		if (test_bit(DLC_S_CACHED, &s->state)) {
-			atomic64_sub(dlc_sample_charge(s), &cache->used);
+			/* Out of the store: dlc_sample_put() uncharges it. */
+			atomic64_add(dlc_sample_charge(s), &cache->inflight);
 			atomic64_dec(&cache->ncached);
 		} else {
 			WARN_ON_ONCE(!list_empty(&s->waiters));
@@ -278,7 +318,12 @@ struct dlc_sample *dlc_store_lookup(struct dlc_dataset *ds, u32 id)
 /* Eviction                                                            */
 /* ------------------------------------------------------------------ */
 
-/* Evict cached sample @id. Returns the bytes given back, 0 if not held. */
+/*
+ * Evict cached sample @id. Returns the bytes the data set gave up, 0 if
+ * not held. A GET copying the sample out keeps its charge in the cache's
+ * used (as inflight) until its reference drops: the capacity holds the
+ * pages that are still there.
+ */
 u64 dlc_store_evict(struct dlc_dataset *ds, u32 id, bool shrinker)
 {
 	struct dlc_cache *cache = ds->cache;
@@ -294,7 +339,7 @@ u64 dlc_store_evict(struct dlc_dataset *ds, u32 id, bool shrinker)
 	charge = dlc_sample_charge(s);
 	WRITE_ONCE(ds->used, ds->used - charge);
 	ds->ncached--;
-	atomic64_sub(charge, &cache->used);
+	atomic64_add(charge, &cache->inflight);
 	atomic64_dec(&cache->ncached);
 	ds->st.evictions++;
 	ds->st.eviction_bytes += s->size;
@@ -496,21 +541,21 @@ static bool dlc_cache_try_charge(struct dlc_cache *cache, u64 bytes)
 }
 
 /*
- * Admission of @s (allocated, filled, not in the store). Room is made in
+ * Admission of sample @id, @charge bytes, before its bytes are allocated
+ * and copied: reserve the charge against the capacity. Room is made in
  * the policy's order: while the cache is full, take it from an idle data
  * set (main.c keeps detached sets cached until they are needed); else,
  * when this data set holds nothing or would stay within its share (its
  * owner's share of the capacity divided among the owner's data sets),
  * take room from the owner most over its share; else evict this data
- * set's victim if @s is used sooner (or @force: GETs are waiting for it).
- * On success @s replaces whatever entry had its ID (the caller has dealt
- * with a FILLING placeholder) and the store holds the caller's reference;
- * on false the caller keeps it.
+ * set's victim if @id is used sooner (or @force: GETs are waiting for it).
+ * On success the charge is in the cache's used and inflight until
+ * dlc_store_unreserve(), or until a sample that took it over (@charged)
+ * is freed.
  */
-bool dlc_store_admit(struct dlc_dataset *ds, struct dlc_sample *s, bool force)
+bool dlc_store_reserve(struct dlc_dataset *ds, u32 id, u64 charge, bool force)
 {
 	struct dlc_cache *cache = ds->cache;
-	u64 charge = dlc_sample_charge(s);
 	u32 victim;
 
 	lockdep_assert_held(&ds->lock);
@@ -530,21 +575,65 @@ bool dlc_store_admit(struct dlc_dataset *ds, struct dlc_sample *s, bool force)
 			continue;
 		if (victim == DLC_POLICY_NIL)
 			return false;
-		if (!force && !dlc_policy_prefer(&ds->policy, s->id, victim))
+		if (!force && !dlc_policy_prefer(&ds->policy, id, victim))
 			return false;
 		if (!dlc_store_evict_victim(ds, false))
 			return false;
 	}
-	if (xa_is_err(xa_store(&ds->samples, s->id, s, GFP_KERNEL))) {
-		atomic64_sub(charge, &cache->used);
+	atomic64_add(charge, &cache->inflight);
+	return true;
+}
+
+/* Give back a reservation (or the charge of a sample out of the store). */
+void dlc_store_unreserve(struct dlc_cache *cache, u64 charge)
+{
+	WARN_ON_ONCE(atomic64_sub_return(charge, &cache->inflight) < 0);
+	atomic64_sub(charge, &cache->used);
+}
+
+/*
+ * Put @s (filled, not in the store, @s->charged its reservation) in the
+ * store: it replaces whatever entry had its ID (the caller has dealt with
+ * a FILLING placeholder) and the store holds the caller's reference. On
+ * false the caller keeps it, reservation included.
+ */
+bool dlc_store_insert(struct dlc_dataset *ds, struct dlc_sample *s)
+{
+	struct dlc_cache *cache = ds->cache;
+	u64 charge = dlc_sample_charge(s);
+
+	lockdep_assert_held(&ds->lock);
+	if (WARN_ON_ONCE(s->charged != cache))
 		return false;
-	}
+	if (xa_is_err(xa_store(&ds->samples, s->id, s, GFP_KERNEL)))
+		return false;
 	set_bit(DLC_S_CACHED, &s->state);
 	dlc_policy_insert(&ds->policy, s->id);
 	WRITE_ONCE(ds->used, ds->used + charge);
 	ds->ncached++;
+	atomic64_sub(charge, &cache->inflight);
 	atomic64_inc(&cache->ncached);
 	return true;
+}
+
+/*
+ * Reserve and insert @s (allocated, filled, uncharged) at once. On false
+ * the caller keeps it.
+ */
+bool dlc_store_admit(struct dlc_dataset *ds, struct dlc_sample *s, bool force)
+{
+	u64 charge = dlc_sample_charge(s);
+
+	lockdep_assert_held(&ds->lock);
+	if (WARN_ON_ONCE(s->charged) ||
+	    !dlc_store_reserve(ds, s->id, charge, force))
+		return false;
+	s->charged = ds->cache;
+	if (dlc_store_insert(ds, s))
+		return true;
+	s->charged = NULL;
+	dlc_store_unreserve(ds->cache, charge);
+	return false;
 }
 
 /* Insert FILLING placeholder @ph; -EBUSY if its ID has an entry. */

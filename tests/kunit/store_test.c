@@ -601,6 +601,53 @@ static void store_dataset_limits(struct kunit *test)
 	dlc_dataset_free(ds);
 }
 
+/*
+ * A reservation holds capacity before the sample exists; an evicted sample
+ * that a copier still references stays charged (inflight) until its last
+ * reference drops.
+ */
+static void store_copies_in_flight(struct kunit *test)
+{
+	struct st_fixture *f = test->priv;
+	struct dlc_cache *cache = &f->cache;
+	struct dlc_dataset *ds;
+	struct dlc_sample *s;
+	u32 i;
+
+	ds = st_ds(test, 9, 8);
+	/* Cache of 4 pages: 2 cached, 2 reserved for PUTs still copying. */
+	for (i = 0; i < 2; i++)
+		KUNIT_ASSERT_TRUE(test, st_admit(ds, st_sample(test, i, PAGE_SIZE)));
+	mutex_lock(&ds->lock);
+	KUNIT_EXPECT_TRUE(test, dlc_store_reserve(ds, 4, 2 * PAGE_SIZE, false));
+	KUNIT_EXPECT_EQ(test, atomic64_read(&cache->used), 4 * PAGE_SIZE);
+	KUNIT_EXPECT_EQ(test, atomic64_read(&cache->inflight), 2 * PAGE_SIZE);
+	/* Full: a further reservation evicts; the reserved bytes stay. */
+	KUNIT_EXPECT_TRUE(test, dlc_store_reserve(ds, 5, PAGE_SIZE, true));
+	KUNIT_EXPECT_EQ(test, ds->ncached, 1);
+	dlc_store_unreserve(cache, PAGE_SIZE);
+	/* A copier's reference keeps an evicted sample on the books. */
+	s = dlc_store_lookup(ds, 1);
+	if (!s)
+		s = dlc_store_lookup(ds, 0);
+	KUNIT_ASSERT_NOT_NULL(test, s);
+	refcount_inc(&s->ref);
+	KUNIT_EXPECT_EQ(test, dlc_store_drop(ds), PAGE_SIZE);
+	KUNIT_EXPECT_EQ(test, ds->used, 0);
+	mutex_unlock(&ds->lock);
+	KUNIT_EXPECT_EQ(test, atomic64_read(&cache->used), 3 * PAGE_SIZE);
+	KUNIT_EXPECT_EQ(test, atomic64_read(&cache->inflight), 3 * PAGE_SIZE);
+	/* Nothing to evict: no room for a page beyond what copies hold. */
+	mutex_lock(&ds->lock);
+	KUNIT_EXPECT_FALSE(test, dlc_store_reserve(ds, 6, 2 * PAGE_SIZE, true));
+	mutex_unlock(&ds->lock);
+	dlc_sample_put(s);
+	KUNIT_EXPECT_EQ(test, atomic64_read(&cache->used), 2 * PAGE_SIZE);
+	dlc_store_unreserve(cache, 2 * PAGE_SIZE);
+	KUNIT_EXPECT_EQ(test, atomic64_read(&cache->used), 0);
+	KUNIT_EXPECT_EQ(test, atomic64_read(&cache->inflight), 0);
+}
+
 static struct kunit_case store_cases[] = {
 	KUNIT_CASE(store_copy_roundtrip),
 	KUNIT_CASE(store_admission_by_next_use),
@@ -612,6 +659,7 @@ static struct kunit_case store_cases[] = {
 	KUNIT_CASE(store_use_moves_cursor),
 	KUNIT_CASE(store_dataset_limits),
 	KUNIT_CASE(store_consumers),
+	KUNIT_CASE(store_copies_in_flight),
 	{}
 };
 
