@@ -540,7 +540,9 @@ fi
 #                        cached bytes are never reached), and `datasets`
 #                        lists the key twice, owners 0 and 65534
 #   perm-trust-refused   --owner-uid 0 --backend kernel: the library logs
-#                        that it trusts uid 0; root's 0600 data set refuses
+#                        that it trusts uid 0; root's 0600 data set answers
+#                        as a missing one (permission before existence,
+#                        ENOENT), and the library says no readable one
 #   perm-trust-fallback  the same with --backend auto: in-process, said why
 if [ $KERNEL_OK -eq 1 ]; then
 	$CTL bench $IDX --backend kernel --mode 0600 --epochs 2 --json $BENCH \
@@ -588,10 +590,10 @@ if [ $KERNEL_OK -eq 1 ]; then
 	info "uid 65534, --owner-uid 0 --backend kernel (exit $rc):"
 	show /tmp/nt.err
 	if [ $rc -eq 1 ] && grep -q 'trusting the data set of owner uid 0' /tmp/nt.err &&
-	   grep -qi 'permission denied' /tmp/nt.err; then
+	   grep -q 'no data set of this key that this user may read' /tmp/nt.err; then
 		result ok perm-trust-refused
 	else
-		result FAIL perm-trust-refused "(exit $rc, want 1, the trust line and a permission-denied message)"
+		result FAIL perm-trust-refused "(exit $rc, want 1, the trust line and that no readable data set exists)"
 	fi
 	/bin/int_client runas 65534 65534 $CTL bench $IDX --backend auto --owner-uid 0 \
 		--epochs 1 --json $BENCH > /tmp/na.json 2> /tmp/na.err
