@@ -38,7 +38,8 @@ CTL=/bin/dlcachectl
 CG=/sys/fs/cgroup
 # Small output and one decode thread per process: the cache and the disk
 # are under test here, not the decoder, and TCG is slow.
-BENCH="--batch-size 16 --size 64 --threads 1"
+BATCH=16
+BENCH="--batch-size $BATCH --size 64 --threads 1"
 # What fails a run in the kernel log (tests/qemu/splats.ere, installed
 # by integration.sh).
 SPLAT_RE=$(cat /splats.ere)
@@ -1027,10 +1028,46 @@ fi
 # in lockstep and DRIFT_RUNS times drifting freely (no barrier), and for
 # comparison SHARED_RUNS times drifting on the shared time line
 # (DLCACHE_JOB=none: what an ABI 2 module gives).
+# The steps are floors: jobs_calibrate raises them on a guest where the
+# two jobs together produce a batch slower than JOB_STEP_A (the debug
+# kernel under TCG took 370-620 ms a batch, so both jobs ran as fast as
+# they could, B at 1.16x A's time, not 2x, and the merged trace was not
+# the workload the checks describe).
 JOB_STEP_A=200
 JOB_STEP_B=400
 DRIFT_RUNS=10
 SHARED_RUNS=3
+# jobs_calibrate, then bench options: one cold epoch of both jobs at once,
+# unpaced; each job's step becomes at least 1.25x the slower job's time
+# per batch (rounded up to 50 ms), B's twice A's, so that both jobs run
+# at their steps' pace, not at the decoder's.
+jobs_calibrate() {
+	sync
+	echo 3 > /proc/sys/vm/drop_caches
+	for _j in 11 12; do
+		$CTL bench $IDX --epochs 1 --json --seed $_j "$@" $BENCH \
+			> /tmp/jc$_j.json 2> /tmp/jc$_j.err &
+		eval _pc$_j=$!
+	done
+	wait_pid $_pc11 300
+	_r11=$?
+	wait_pid $_pc12 300
+	_r12=$?
+	if [ $_r11 -ne 0 ] || [ $_r12 -ne 0 ]; then
+		info "jobs calibration: exit $_r11 and $_r12; steps stay $JOB_STEP_A and $JOB_STEP_B ms"
+		show /tmp/jc11.err
+		show /tmp/jc12.err
+		return 0
+	fi
+	_bat=$(( (NSAMPLES + BATCH - 1) / BATCH ))
+	_ms=$(cat /tmp/jc11.json /tmp/jc12.json | grep -o '"seconds": [0-9.]*' |
+		awk -v b=$_bat '{ v = $2 * 1000 / b; if (v > m) m = v } END { printf "%d", m }')
+	_a=$(( (_ms * 5 / 4 + 49) / 50 * 50 ))
+	[ "$_a" -le "$JOB_STEP_A" ] || { JOB_STEP_A=$_a; JOB_STEP_B=$((2 * _a)); }
+	info "jobs calibration: both jobs unpaced took up to $_ms ms a batch; steps A $JOB_STEP_A ms, B $JOB_STEP_B ms"
+	data jobs_steps "$JOB_STEP_A $JOB_STEP_B"
+}
+
 jobs_pair() {	# tag, then bench options for both jobs
 	_t=$1
 	shift
@@ -1095,9 +1132,12 @@ drift_run() {	# tag, DLCACHE_JOB, then options for both ranks: one run
 
 if [ "$NOKERNEL" = 1 ]; then
 	result skip jobs-run-k "(no kernel backend)"
+	jobs_calibrate --backend inprocess --cache-fraction 0.5
 elif ! load_dlcache; then
 	result FAIL jobs-insmod
 else
+	jobs_calibrate --backend kernel
+	$CTL drop > /dev/null 2>&1
 	jobs_pair k --backend kernel
 	# The consumers as the module saw them, while none is attached.
 	$CTL stats > /tmp/jst.txt 2>&1
