@@ -99,6 +99,7 @@ struct epoch_result {
 	uint64_t digest;
 	uint64_t images;
 	double seconds;
+	double start_s;		/* CLOCK_MONOTONIC at the epoch's start */
 	struct dlc_stats delta;
 };
 
@@ -730,6 +731,7 @@ int cmd_bench(int argc, char **argv)
 		res[e].digest = dg;
 		res[e].images = images;
 		res[e].seconds = (double)(now_ns() - t0) / 1e9;
+		res[e].start_s = (double)t0 / 1e9;
 		dlc_loader_stats(l, &after, sizeof(after));
 		stats_delta(&before, &after, &res[e].delta);
 		if (!json) {
@@ -784,7 +786,8 @@ int cmd_bench(int argc, char **argv)
 
 			printf("%s{\"epoch\": %u, \"images_per_s\": %.2f, \"hit_ratio\": %.4f, "
 			       "\"wait_s\": %.4f, \"bytes_read\": %llu, \"errors\": %llu, "
-			       "\"seconds\": %.4f, \"images\": %llu, \"evictions\": %llu, "
+			       "\"seconds\": %.4f, \"start_s\": %.4f, \"images\": %llu, "
+			       "\"evictions\": %llu, "
 			       "\"bypasses\": %llu, \"io_thread_decodes\": %llu, "
 			       "\"hits\": %llu, \"misses\": %llu, \"hit_bytes\": %llu, "
 			       "\"miss_bytes\": %llu, \"verified\": %llu, "
@@ -805,7 +808,7 @@ int cmd_bench(int argc, char **argv)
 			       (double)d->wait_ns / 1e9,
 			       (unsigned long long)d->bytes_read,
 			       (unsigned long long)d->errors, res[e].seconds,
-			       (unsigned long long)res[e].images,
+			       res[e].start_s, (unsigned long long)res[e].images,
 			       (unsigned long long)d->evictions,
 			       (unsigned long long)d->bypasses,
 			       (unsigned long long)d->io_thread_decodes,

@@ -22,6 +22,8 @@ EPOCHS=3
 NOKERNEL=0
 STORAGE_KBPS=0
 STARTS_ONLY=0
+DRIFT_ONLY=0
+DRIFT_DELAY_MS=0
 for arg in $(cat /proc/cmdline); do
 	case "$arg" in
 	dlcint.cap_mb=*) CAP_MB=${arg#*=} ;;
@@ -30,6 +32,8 @@ for arg in $(cat /proc/cmdline); do
 	dlcint.storage_kbps=*) STORAGE_KBPS=${arg#*=} ;;
 	dlcint.starts_only=*) STARTS_ONLY=${arg#*=} ;;
 	dlcint.starts_rounds=*) STARTS_ROUNDS=${arg#*=} ;;
+	dlcint.drift_only=*) DRIFT_ONLY=${arg#*=} ;;
+	dlcint.drift_delay_ms=*) DRIFT_DELAY_MS=${arg#*=} ;;
 	esac
 done
 
@@ -135,6 +139,45 @@ wait_counter() {
 
 module_loaded() {
 	grep -q '^dlcache ' /proc/modules
+}
+
+# drift_run tag, DLCACHE_JOB, then options for both ranks: one run of two
+# ranks of one job, the module's cache dropped first.
+drift_run() {
+	_t=$1
+	_job=$2
+	shift 2
+	$CTL drop > /dev/null 2>&1
+	for r in 0 1; do
+		# Rank 1 starts _late ms after rank 0 (dlcint.drift_delay_ms).
+		_late=0
+		[ $r = 0 ] || _late=${DRIFT_LATE_MS:-0}
+		sh -c "usleep $((_late * 1000)); DLCACHE_JOB=$_job exec $CTL bench $IDX --backend kernel --epochs $EPOCHS \
+			--json --world 2 --rank $r $* $BENCH" > /tmp/d$r.json 2> /tmp/d$r.err &
+		eval dpid$r=$!
+	done
+	if [ "$DRIFT_TRACE" = 1 ]; then
+		# The consumers' lines (cursor, cost, stalled) with the time.
+		_i=0
+		while [ $_i -lt 480 ] && { kill -0 $dpid0 2>/dev/null || kill -0 $dpid1 2>/dev/null; }; do
+			_i=$((_i + 1))
+			read -r _up _ < /proc/uptime
+			grep '\.job[0-9]' /sys/kernel/debug/dlcache/stats 2>/dev/null |
+				sed "s/^/TRACE $_t $_up /"
+			usleep 500000
+		done
+	fi
+	wait_pid $dpid0 240
+	_r0=$?
+	wait_pid $dpid1 240
+	_r1=$?
+	if [ $_r0 -ne 0 ] || [ $_r1 -ne 0 ]; then
+		info "drift run $_t: exit $_r0 and $_r1"
+		show /tmp/d0.err
+		show /tmp/d1.err
+		return 1
+	fi
+	data drift_$_t "$(cat /tmp/d0.json) $(cat /tmp/d1.json)"
 }
 
 load_dlcache() {
@@ -262,6 +305,25 @@ else
 	unload_dlcache || result FAIL concurrent-starts-rmmod
 fi
 [ "$STARTS_ONLY" != 1 ] || finish
+# dlcint.drift_only=N: the drift runs alone, lockstep then N drifting,
+# each with the module's view of its consumers every 0.5 s (TRACE lines),
+# to study the drifting ranks' hit ratio over many runs.
+if [ "$DRIFT_ONLY" -gt 0 ]; then
+	DRIFT_RUNS=$DRIFT_ONLY
+	DRIFT_TRACE=1
+	load_dlcache || { result FAIL insmod; finish; }
+	drift_run lockstep "" --lockstep /tmp/lockstep.d || result FAIL drift-run-lockstep
+	i=0
+	while [ $i -lt $DRIFT_RUNS ]; do
+		# Run i starts rank 1 (i mod 5) x dlcint.drift_delay_ms late.
+		DRIFT_LATE_MS=$(( (i % 5) * DRIFT_DELAY_MS ))
+		drift_run $i "" || result FAIL drift-run-$i
+		i=$((i + 1))
+	done
+	DRIFT_LATE_MS=0
+	unload_dlcache || result FAIL drift-rmmod
+	finish
+fi
 
 # ---- dlcache.ko: two ranks of one job -----------------------------------------
 KERNEL_OK=0
@@ -1105,29 +1167,6 @@ jobs_pair() {	# tag, then bench options for both jobs
 	data jobs_${_t}_disk $(( (_s1 - _s0) * 512 ))
 	data jobs_${_t}_A "$(cat /tmp/j${_t}A.json)"
 	data jobs_${_t}_B "$(cat /tmp/j${_t}B.json)"
-}
-
-drift_run() {	# tag, DLCACHE_JOB, then options for both ranks: one run
-	_t=$1
-	_job=$2
-	shift 2
-	$CTL drop > /dev/null 2>&1
-	for r in 0 1; do
-		sh -c "DLCACHE_JOB=$_job exec $CTL bench $IDX --backend kernel --epochs $EPOCHS \
-			--json --world 2 --rank $r $* $BENCH" > /tmp/d$r.json 2> /tmp/d$r.err &
-		eval dpid$r=$!
-	done
-	wait_pid $dpid0 240
-	_r0=$?
-	wait_pid $dpid1 240
-	_r1=$?
-	if [ $_r0 -ne 0 ] || [ $_r1 -ne 0 ]; then
-		info "drift run $_t: exit $_r0 and $_r1"
-		show /tmp/d0.err
-		show /tmp/d1.err
-		return 1
-	fi
-	data drift_$_t "$(cat /tmp/d0.json) $(cat /tmp/d1.json)"
 }
 
 if [ "$NOKERNEL" = 1 ]; then

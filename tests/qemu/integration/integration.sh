@@ -68,9 +68,12 @@
 #   jobs-*, drift-*       tests/qemu/integration/jobs.py: disk bytes of the
 #                         two jobs on dlcache.ko <= 1.10 x the offline
 #                         optimum of the merged trace and <= 0.6 x two
-#                         separate in-process caches; drifting ranks within
-#                         0.01 of the lockstep hit ratio (the median, and
-#                         all runs but one, which stays within 0.05)
+#                         separate in-process caches (the jobs' steps are
+#                         calibrated to the guest's speed); drifting ranks
+#                         within 0.01 of the lockstep hit ratio (the median,
+#                         and all runs but one, which stays within 0.05),
+#                         each run's bytes against its own trace's optimum
+#                         printed (drift-vs-optimum)
 #   storage-kernel-readahead  one rank, the disk's reads throttled to
 #                         INT_STORAGE_KBPS (2000; 0 on the debug kernel)
 #                         kB/s by io.max, window 32: dlcache.ko's steady
@@ -92,7 +95,9 @@
 #   INT_TIMEOUT (seconds for the guest, 900), INT_IMAGES (300),
 #   INT_EPOCHS (3), INT_MEM (1G), INT_TAG (prefix of the result lines,
 #   qemu-int), INT_APPEND (more guest command line: dlcint.starts_only=1
-#   runs step 0 alone, dlcint.starts_rounds=N its rounds), INT_MODDIR (where the guest's disk modules come from,
+#   runs step 0 alone, dlcint.starts_rounds=N its rounds,
+#   dlcint.drift_only=N the drift runs alone, N drifting, with TRACE
+#   lines of the module's consumers in the log), INT_MODDIR (where the guest's disk modules come from,
 #   /lib/modules/<release>; "none" for a kernel that has them built in, as
 #   the debug kernel of tests/qemu/debug-kernel does).
 set -euo pipefail

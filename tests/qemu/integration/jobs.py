@@ -25,25 +25,30 @@ cache of half the data set (s), and on the page cache alone (p). Checks:
                          that dlcache.ko be within 1.10 x of the bound
                          (and says so);
   jobs-pagecache         a measurement: the page cache's bytes, as ratios;
-  drift-hit-ratio        two ranks of one job without a barrier: the byte
-                         hit ratio of the warm epochs of the drifting runs
-                         at least the lockstep run's - 0.01 (drift may
-                         gain: a sample one rank read stays cached for a
-                         rank an epoch ahead): the median of the ten, and
-                         each run but one, which must still be within
-                         0.05 and is named (one run in ten, under TCG on
-                         a loaded 2-core host, lost 0.03 on the stock
-                         kernel too: a make check of main before the
-                         read-ahead on dlcache.ko, 0.4474 against 0.4787);
-                         the runs on the shared time line (DLCACHE_JOB=
-                         none, as an ABI 2 module has it) are printed
-                         beside them.
+  drift-hit-ratio        two ranks of one job without a barrier (seed 0,
+                         world 2): the byte hit ratio of the warm epochs
+                         of the ten drifting runs at least the lockstep
+                         run's - 0.01: the median, and each run but one,
+                         which must still be within 0.05 and is named;
+  drift-vs-optimum       a measurement: each run's bytes over the bound
+                         of its own merged trace. Drift changes the
+                         trace and what any policy can reach: a rank
+                         started 0.5-2 s late lifted the warm ratio from
+                         0.478 to 0.54-0.66. Lockstep runs read 1.001-
+                         1.004 x their bound, drifting ones 1.002-1.12 x
+                         and once in 90 runs 1.19 x (warm 0.4661 against
+                         0.4796): the module's pace estimate of a rank
+                         swings 10-100 ms a position when its look-ups
+                         pause at an epoch's end and then burst
+                         (dlcint.drift_only in integration.sh prints the
+                         module's consumers every 0.5 s).
 
 The optimum is computed here, from the data set's files and the orders
 libdlcache gives for the seeds (dlc_order_fill through ctypes), and
 shares no code with libdlcache's policy (policy.c). Each request's time
-is placed inside its epoch by the epoch's measured duration: the trace
-interleaves the jobs as they ran. Output: "ok|FAIL TAG:NAME (why)" and
+is placed inside its epoch by the epoch's start (bench's start_s, on
+the clock the guest's processes share) and measured duration: the trace
+interleaves the processes as they ran. Output: "ok|FAIL TAG:NAME (why)" and
 "# " lines; exit 1 when a check failed.
 """
 import ctypes
@@ -79,24 +84,31 @@ def load_index(lib, root):
     return sizes, "%016x%016x" % (key[0], key[1])
 
 
-def order(lib, n, seed, epoch):
+def order(lib, n, seed, epoch, rank=0, world=1):
+    lib.dlc_order_len.argtypes = [ctypes.c_uint32, ctypes.POINTER(OrderParams)]
+    lib.dlc_order_len.restype = ctypes.c_uint32
     lib.dlc_order_fill.argtypes = [ctypes.c_uint32, ctypes.POINTER(OrderParams),
                                    ctypes.POINTER(ctypes.c_uint32), ctypes.c_uint32]
-    p = OrderParams(seed, epoch, 0, 1, 1, 0, 0)
-    out = (ctypes.c_uint32 * n)()
-    ret = lib.dlc_order_fill(n, ctypes.byref(p), out, n)
+    p = OrderParams(seed, epoch, rank, world, 1, 0, 0)
+    m = lib.dlc_order_len(n, ctypes.byref(p))
+    out = (ctypes.c_uint32 * m)()
+    ret = lib.dlc_order_fill(n, ctypes.byref(p), out, m)
     if ret:
         raise OSError(-ret, "dlc_order_fill")
     return list(out)
 
 
 def trace(lib, n, jobs):
-    """[(time, sample)] of both jobs, each request at its place in time."""
+    """[sample] of every process, each request at its place in time: the
+    epoch's start (bench's start_s, a clock the processes share; else
+    the end of the one before, from 0) plus its share of the epoch's
+    measured duration. jobs: (seed, rank, world, bench JSON)."""
     reqs = []
-    for seed, bench in jobs:
+    for seed, rank, world, bench in jobs:
         t = 0.0
         for e, ep in enumerate(bench["epochs"]):
-            ids = order(lib, n, seed, e)
+            ids = order(lib, n, seed, e, rank, world)
+            t = ep.get("start_s", t)
             dur = ep["seconds"]
             for i, s in enumerate(ids):
                 reqs.append((t + (i + 0.5) / len(ids) * dur, s))
@@ -142,12 +154,14 @@ def belady_bytes(reqs, size, cap):
     return read
 
 
-def bound_bytes(reqs, size, cap):
+def bound_bytes(reqs, size, cap, cost=None):
     """Least bytes any policy reads: each hit at request b of a sample last
     requested at a holds it in the states a .. b - 1, and every state holds
     at most cap bytes. The relaxation (fractions may be held) is interval
     packing, solved by taking intervals in order of their right end, each
-    as much as the fullest of its states allows."""
+    as much as the fullest of its states allows. A miss costs size[s]
+    bytes, or cost[s] (bytes read) when given, in proportion to the part
+    of the sample not held."""
     load = [0] * len(reqs)
     last = {}
     read = 0
@@ -159,7 +173,7 @@ def bound_bytes(reqs, size, cap):
             z = min(size[s], cap - max(load[a:b]))
             for t in range(a, b):
                 load[t] += z
-        read += size[s] - z
+        read += size[s] - z if cost is None else (size[s] - z) * cost[s] / size[s]
     return read
 
 
@@ -213,7 +227,7 @@ def main():
                "jobs-disk-vs-optimum", "no dlcache.ko run")
     else:
         disk, a, b = runs["k"]
-        reqs = trace(lib, len(sizes), ((11, a), (12, b)))
+        reqs = trace(lib, len(sizes), ((11, 0, 1, a), (12, 0, 1, b)))
         opt = bound_bytes(reqs, size, cap)
         bel = belady_bytes(reqs, size, cap)
         print(f"# merged trace: {len(reqs)} requests at {cap} bytes: no policy reads "
@@ -252,45 +266,63 @@ def main():
         a, end = dec.raw_decode(v)
         return a, dec.raw_decode(v[end:].lstrip())[0]
 
-    try:
-        ref = warm_ratio(pair(data["drift_lockstep"][0]))
-    except (KeyError, ValueError, IndexError):
-        ref = None
     def drift_runs(prefix):
         out = []
         i = 0
         while f"drift_{prefix}{i}" in data:
             try:
-                out.append(warm_ratio(pair(data[f"drift_{prefix}{i}"][0])))
+                out.append(pair(data[f"drift_{prefix}{i}"][0]))
             except (ValueError, IndexError):
                 out.append(None)
             i += 1
         return out
 
+    def fmt(vals):
+        return " ".join("-" if v is None else f"{v:.4f}" for v in vals) or "not run"
+
+    def vs_bound(pr):
+        """Bytes both ranks read over the bound of their own merged trace
+        (seed 0, world 2, as guest.sh's drift_run runs them)."""
+        reqs = trace(lib, len(sizes), [(0, r, 2, b) for r, b in enumerate(pr)])
+        got = sum(ep["bytes_read"] for b in pr for ep in b["epochs"])
+        return got / bound_bytes(reqs, size, cap, sizes)
+
+    try:
+        lock = pair(data["drift_lockstep"][0])
+    except (KeyError, ValueError, IndexError):
+        lock = None
     runs_d = drift_runs("")
     shared = drift_runs("shared")
-    if ref is None or not runs_d:
-        result("skip" if data.get("nokernel", ["0"])[0] == "1" else "FAIL",
-               "drift-hit-ratio", "no lockstep or drifting runs")
+    if lock is None or not runs_d:
+        for name in ("drift-vs-optimum", "drift-hit-ratio"):
+            result("skip" if data.get("nokernel", ["0"])[0] == "1" else "FAIL",
+                   name, "no lockstep or drifting runs")
     else:
-        bad = [j for j, r in enumerate(runs_d) if r is None or r < ref - 0.01]
-        # TCG on a shared host times the two free-running ranks unevenly:
-        # one outlier in ten is allowed, within 0.05, and shown; the
-        # median must hold.
-        allowed = 1 if len(runs_d) >= 10 else 0
-        vals = sorted(r for r in runs_d if r is not None)
-        median = vals[len(vals) // 2] if len(vals) == len(runs_d) else None
-        far = [j for j in bad if runs_d[j] is None or runs_d[j] < ref - 0.05]
+        ratios = [None if r is None else vs_bound(r) for r in runs_d]
+        result("ok", "drift-vs-optimum",
+               f"measurement: bytes read over the bound of each run's own merged "
+               f"trace, lockstep {vs_bound(lock):.4f}, drifting {fmt(ratios)}; on the "
+               f"shared line {fmt([None if r is None else vs_bound(r) for r in shared])}")
+        ref = warm_ratio(lock)
+        runs_w = [None if r is None else warm_ratio(r) for r in runs_d]
+        bad = [j for j, r in enumerate(runs_w) if r is None or r < ref - 0.01]
+        # One run in ten may lose more, within 0.05, and is named: the
+        # policy's pace estimates swing when a rank's look-ups pause at
+        # an epoch's end (drift-vs-optimum above; the closing note of
+        # issue 29 has the trace). The median must hold.
+        allowed = 1 if len(runs_w) >= 10 else 0
+        vals = sorted(r for r in runs_w if r is not None)
+        median = vals[len(vals) // 2] if len(vals) == len(runs_w) else None
+        far = [j for j in bad if runs_w[j] is None or runs_w[j] < ref - 0.05]
         fail = len(bad) > allowed or far or median is None or median < ref - 0.01
         result("FAIL" if fail else "ok", "drift-hit-ratio",
-               f"warm epochs, lockstep {ref:.4f}; drifting " +
-               " ".join("-" if r is None else f"{r:.4f}" for r in runs_d) +
+               f"warm epochs, lockstep {ref:.4f}; drifting {fmt(runs_w)}" +
                (f", median {median:.4f}" if median is not None else "") +
-               f"; {len(runs_d) - len(bad)} of {len(runs_d)} at least lockstep - 0.01"
+               f"; {len(runs_w) - len(bad)} of {len(runs_w)} at least lockstep - 0.01"
                + (f" (at most {allowed} below, within 0.05" +
-                  (f": run {bad[0]}" if bad else "") + ")" if allowed else "") + "; "
-               "on the shared line (DLCACHE_JOB=none) " +
-               (" ".join("-" if r is None else f"{r:.4f}" for r in shared) or "not run"))
+                  (f": run {bad[0]}" if bad else "") + ")" if allowed else "") +
+               f"; on the shared line (DLCACHE_JOB=none) "
+               f"{fmt([None if r is None else warm_ratio(r) for r in shared])}")
     return 1 if fails else 0
 
 
