@@ -47,13 +47,13 @@ SPLATS=/tmp/splats
 # Kernel-log lines that mean something went wrong in the kernel.
 SPLAT_RE='WARNING:|BUG:|kernel BUG|Oops|general protection|lockdep|possible circular|possible recursive|inconsistent lock|leak|hung_task|blocked for more than|UBSAN|KASAN|Call Trace|RIP: |list_add corruption|list_del corruption|refcount_t|scheduling while atomic|sleeping function called|bad page|Bad page|oom-killer|Out of memory|stack-protector|double free|use-after-free|soft lockup|rcu_sched self-detected|rcu: INFO'
 
-result() {	# result ok|FAIL|skip name
+result() {	# result ok|FAIL|skip name [why]
 	case "$1" in
 	ok) PASS=$((PASS + 1)) ;;
 	FAIL) FAIL=$((FAIL + 1)) ;;
 	skip) SKIP=$((SKIP + 1)) ;;
 	esac
-	echo "$1 qemu:$2"
+	echo "$1 qemu:$2${3:+ ($3)}"
 }
 
 # Reads the kernel log since the last call, records splats under a label.
@@ -224,7 +224,7 @@ for t in /tests/*; do
 	fi
 	case $rc in
 	0) result ok "$name" ;;
-	77) result skip "$name" ;;
+	77) result skip "$name" "$(sed -n 's/^SKIP: //p' /tmp/out | head -n 1)" ;;
 	*) echo "# exit status $rc"; result FAIL "$name" ;;
 	esac
 	check_dmesg "$name"
