@@ -191,6 +191,14 @@ int dlc_kclient_open(const char *dev, const uint64_t key[2],
 	if (ioctl(k->fd, DLCACHE_IOC_GET_INFO, &k->info)) {
 		ret = -errno;
 		*why = "GET_INFO failed";
+		/*
+		 * ABI 3 and earlier used the ioctl magic 'D': such a module
+		 * knows none of our commands. As any other ABI, refused.
+		 */
+		if (ret == -ENOTTY) {
+			ret = -EPROTO;
+			*why = "the module speaks another ABI version (GET_INFO: ENOTTY; ABI 3 or earlier)";
+		}
 		goto err;
 	}
 	/*

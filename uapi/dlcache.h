@@ -49,6 +49,11 @@
  *          feature bits, which is how ABI 3 and later stay additive.
  *          Added within ABI 3: DLCACHE_FEAT_DRAIN, DLCACHE_FEAT_GET_AHEAD,
  *          DLCACHE_FEAT_ATTACH_MATCH.
+ *   ABI 4: the ioctl magic is 0xDC ('D' is s390 DASD's in
+ *          Documentation/userspace-api/ioctl/ioctl-number.rst): a binary
+ *          built for ABI 3 or earlier gets -ENOTTY from every command,
+ *          GET_INFO included, and must treat that as "another ABI". The
+ *          layouts are those of ABI 3.
  */
 #ifndef _UAPI_LINUX_DLCACHE_H
 #define _UAPI_LINUX_DLCACHE_H
@@ -57,7 +62,7 @@
 
 /* User space: include <sys/ioctl.h> for _IOWR, as with ublk_cmd.h. */
 
-#define DLCACHE_ABI_VERSION	3
+#define DLCACHE_ABI_VERSION	4
 
 /* Device node, created by the misc device. */
 #define DLCACHE_DEVICE		"/dev/dlcache"
@@ -576,7 +581,11 @@ struct dlcache_drain {
 /* Commands                                                            */
 /* ------------------------------------------------------------------ */
 
-#define DLCACHE_IOC_MAGIC	'D'
+/*
+ * 0xDC, free in the kernel's ioctl-number.rst (0xDB and 0xDD are taken).
+ * Up to ABI 3 it was 'D' (0x44), which s390 DASD uses.
+ */
+#define DLCACHE_IOC_MAGIC	0xDC
 
 #define DLCACHE_IOC_GET_INFO	_IOWR(DLCACHE_IOC_MAGIC, 0x00, struct dlcache_info)
 #define DLCACHE_IOC_SETUP_RING	_IOWR(DLCACHE_IOC_MAGIC, 0x01, struct dlcache_ring_setup)

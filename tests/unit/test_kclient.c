@@ -66,6 +66,7 @@ static struct {
 	/* set by the test */
 	uint32_t abi;
 	uint64_t supported;
+	int info_err;			/* GET_INFO fails with it (ENOTTY: ABI <= 3) */
 	int64_t owner_reply;		/* -1: the owner asked for, or euid */
 	int attach_err;
 	uint32_t mode_reply;		/* 0: the mode asked for */
@@ -254,6 +255,10 @@ static int fake_ioctl(int fd, unsigned long req, void *arg)
 	case DLCACHE_IOC_GET_INFO: {
 		struct dlcache_info *i = arg;
 
+		if (fk.info_err) {
+			errno = fk.info_err;
+			return -1;
+		}
 		i->abi_version = fk.abi;
 		i->supported = fk.supported;
 		i->features &= fk.supported;
@@ -360,6 +365,7 @@ static void fake_reset(void)
 	}
 	fk.max_get_len = 0;
 	fk.abi = DLCACHE_ABI_VERSION;
+	fk.info_err = 0;
 	/* As dlcache.ko now: every test runs with the look-ups ahead. */
 	fk.supported = DLCACHE_FEAT_RING | DLCACHE_FEAT_POLL |
 		       DLCACHE_FEAT_GET_AT | DLCACHE_FEAT_FILL_WAIT |
@@ -574,6 +580,20 @@ static void test_trust(void)
 	fk.supported &= ~DLCACHE_FEAT_OWNER;
 	CHECK_EQ(try_backend(&cfg), DLC_BACKEND_INPROCESS);
 	CHECK_EQ(fk.attach_calls, 0);
+	cfg.backend = DLC_BACKEND_KERNEL;
+	CHECK_EQ(try_backend(&cfg), -EPROTO);
+
+	/*
+	 * A module of ABI 3 or earlier (ioctl magic 'D') knows none of our
+	 * commands: GET_INFO's -ENOTTY is "another ABI", as above.
+	 */
+	fake_reset();
+	log_clear();
+	fk.info_err = ENOTTY;
+	cfg.backend = DLC_BACKEND_AUTO;
+	CHECK_EQ(try_backend(&cfg), DLC_BACKEND_INPROCESS);
+	CHECK_EQ(fk.attach_calls, 0);
+	CHECK(log_count("another ABI") == 1, "log:\n%s", logbuf);
 	cfg.backend = DLC_BACKEND_KERNEL;
 	CHECK_EQ(try_backend(&cfg), -EPROTO);
 }

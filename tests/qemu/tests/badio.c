@@ -300,14 +300,17 @@ static void ioctl_table(void)
 	/* Unknown and malformed commands. */
 	{
 		const struct { unsigned long cmd; const char *name; } bad[] = {
-			{ _IOWR('D', 0x09, struct dlcache_info), "nr 9" },
-			{ _IOWR('D', 0x7f, struct dlcache_info), "nr 0x7f" },
-			{ _IOWR('D', 0xff, struct dlcache_stats), "nr 0xff" },
-			{ _IO('D', 0x00), "GET_INFO without size" },
-			{ _IOWR('D', 0x00, uint64_t), "GET_INFO with size 8" },
-			{ _IOR('D', 0x00, struct dlcache_info), "GET_INFO as _IOR" },
-			{ _IOW('D', 0x03, struct dlcache_attach), "ATTACH as _IOW" },
-			{ _IOWR('D', 0x06, struct dlcache_info), "STATS with the size of info" },
+			/* ABI 3's magic, 'D' (s390 DASD's): gone in ABI 4. */
+			{ _IOWR('D', 0x00, struct dlcache_info), "ABI 3 GET_INFO ('D')" },
+			{ _IOWR('D', 0x06, struct dlcache_stats), "ABI 3 STATS ('D')" },
+			{ _IOWR(DLCACHE_IOC_MAGIC, 0x09, struct dlcache_info), "nr 9" },
+			{ _IOWR(DLCACHE_IOC_MAGIC, 0x7f, struct dlcache_info), "nr 0x7f" },
+			{ _IOWR(DLCACHE_IOC_MAGIC, 0xff, struct dlcache_stats), "nr 0xff" },
+			{ _IO(DLCACHE_IOC_MAGIC, 0x00), "GET_INFO without size" },
+			{ _IOWR(DLCACHE_IOC_MAGIC, 0x00, uint64_t), "GET_INFO with size 8" },
+			{ _IOR(DLCACHE_IOC_MAGIC, 0x00, struct dlcache_info), "GET_INFO as _IOR" },
+			{ _IOW(DLCACHE_IOC_MAGIC, 0x03, struct dlcache_attach), "ATTACH as _IOW" },
+			{ _IOWR(DLCACHE_IOC_MAGIC, 0x06, struct dlcache_info), "STATS with the size of info" },
 			{ _IOWR('X', 0x00, struct dlcache_info), "magic X" },
 			{ 0x5401, "TCGETS" },
 			{ 0, "0" },
