@@ -441,6 +441,7 @@ int dlc_kclient_enter(struct dlc_kclient *k)
 	memset(&e, 0, sizeof(e));
 	e.to_submit = dlc_kclient_unsubmitted(k);
 	do {
+		e.submitted = 0;	/* the kernel's: 0 on input (ABI 4) */
 		ret = ioctl(k->fd, DLCACHE_IOC_ENTER, &e);
 	} while (ret < 0 && (errno == EINTR || errno == EAGAIN));
 	return ret < 0 ? -errno : ret;

@@ -8,8 +8,11 @@
  * _Static_assert in libdlcache.
  *
  * Rules that hold for every command:
- * - Fields marked "user" are read by the kernel; fields marked "kernel" are
- *   written by the kernel and ignored on input.
+ * - Fields marked "user" are read by the kernel; fields marked "kernel"
+ *   only are written by the kernel and must be 0 on input, else -EINVAL
+ *   (ABI 4; before, they were ignored), so that a later ABI can make them
+ *   inputs: zero the struct before each call. A field marked "user: ...;
+ *   kernel: ..." is an input. Each struct says which fields are checked.
  * - Fields named resv* or reserved must be zero, else -EINVAL.
  * - Unknown flag bits give -EINVAL. An unknown command gives -ENOTTY.
  * - A failed copy from or to user memory gives -EFAULT.
@@ -128,6 +131,7 @@
 /* DLCACHE_IOC_GET_INFO                                                */
 /* ------------------------------------------------------------------ */
 
+/* Must be 0 on input: abi_version, supported .. max_members. */
 struct dlcache_info {
 	__u32 abi_version;	/* kernel: DLCACHE_ABI_VERSION */
 	__u32 flags;		/* user: must be 0 */
@@ -196,6 +200,7 @@ struct dlcache_cqring_offsets {
 	__u64 resv2;		/* kernel writes 0 */
 };
 
+/* Must be 0 on input: sq_mmap_size, cq_mmap_size, sq_off, cq_off. */
 struct dlcache_ring_setup {
 	/* user: wanted, rounded up to a power of two; kernel: actual */
 	__u32 sq_entries;
@@ -318,6 +323,7 @@ struct dlcache_cqe {
  * wait that timed out gives -ETIME and one interrupted by a signal -EINTR.
  * The return value is authoritative: when SQEs were consumed but @submitted
  * cannot be written back, ENTER still returns their count, not -EFAULT.
+ * Must be 0 on input: submitted (set it to 0 again before the next call).
  */
 struct dlcache_enter {
 	__u32 to_submit;	/* user: SQEs to consume at most */
@@ -387,6 +393,8 @@ struct dlcache_enter {
  * SET_ORDER and to move the policy cursor with GET. Creating fails with
  * -ENOSPC when max_datasets exist and with -EDQUOT past the per-uid
  * limits of the module's parameters.
+ * Must be 0 on input: handle, owner_gid, result_flags, and owner_uid
+ * without DLCACHE_ATTACH_F_OWNER.
  */
 struct dlcache_attach {
 	__u64 key[2];		/* user: 128-bit data set key */
@@ -412,8 +420,8 @@ struct dlcache_attach {
 	__u32 lookahead;
 	__u32 handle;		/* kernel: handle for SQEs and ioctls, >= 1 */
 	/*
-	 * user: with DLCACHE_ATTACH_F_OWNER, the owner trusted, else
-	 * ignored; kernel: the owner's uid.
+	 * user: with DLCACHE_ATTACH_F_OWNER, the owner trusted, else 0;
+	 * kernel: the owner's uid.
 	 */
 	__u32 owner_uid;
 	__u32 owner_gid;	/* kernel: creator's gid */
@@ -427,7 +435,10 @@ struct dlcache_attach {
 	__u64 reserved[1];	/* must be 0 */
 };
 
-/* Detach @handle: this session's fills are handed over, its waits end. */
+/*
+ * Detach @handle: this session's fills are handed over, its waits end.
+ * (DETACH and SET_ORDER have no kernel fields.)
+ */
 struct dlcache_detach {
 	__u32 handle;		/* user */
 	__u32 flags;		/* user: must be 0 */
@@ -483,7 +494,8 @@ struct dlcache_counters {
  * of the module's list (-ENOENT past the end). The list holds the data
  * sets the caller could read by their modes, all of them for
  * CAP_SYS_ADMIN. A nonzero @handle without DLCACHE_STATS_F_DATASET is
- * -EINVAL.
+ * -EINVAL. Must be 0 on input: every field from capacity_bytes to
+ * ds_idle_s (the kernel's), counters included.
  */
 #define DLCACHE_STATS_F_DATASET	(1U << 0)	/* fill ds_* and dataset */
 #define DLCACHE_STATS_F_INDEX	(1U << 1)	/* @handle is a list index */
@@ -530,7 +542,10 @@ struct dlcache_stats {
 /* Privileged (CAP_SYS_ADMIN, else -EPERM)                             */
 /* ------------------------------------------------------------------ */
 
-/* Set the capacity; lowering it evicts down to the new limit. */
+/*
+ * Set the capacity; lowering it evicts down to the new limit. Must be 0
+ * on input: old_bytes.
+ */
 struct dlcache_capacity {
 	__u64 bytes;		/* user: new capacity */
 	__u64 old_bytes;	/* kernel: previous capacity */
@@ -541,7 +556,7 @@ struct dlcache_capacity {
 
 /*
  * Drop the cached samples of every data set, or of those with @key, of
- * every owner.
+ * every owner. Must be 0 on input: dropped_bytes.
  */
 #define DLCACHE_DROP_F_KEY	(1U << 0)
 
@@ -564,7 +579,7 @@ struct dlcache_drop {
  * drain stay in the CQ ring to be reaped. Without flags, start the
  * drain; DLCACHE_DRAIN_F_OFF ends it (new sessions attach again);
  * DLCACHE_DRAIN_F_QUERY changes nothing. The module parameter drain
- * (0/1) does the same.
+ * (0/1) does the same. Must be 0 on input: nsessions, draining.
  */
 #define DLCACHE_DRAIN_F_OFF	(1U << 0)
 #define DLCACHE_DRAIN_F_QUERY	(1U << 1)

@@ -67,6 +67,7 @@ static struct {
 	uint32_t abi;
 	uint64_t supported;
 	int info_err;			/* GET_INFO fails with it (ENOTTY: ABI <= 3) */
+	uint32_t out_set;		/* calls with a kernel field set (-EINVAL) */
 	int64_t owner_reply;		/* -1: the owner asked for, or euid */
 	int attach_err;
 	uint32_t mode_reply;		/* 0: the mode asked for */
@@ -249,8 +250,51 @@ static int fake_enter(struct dlcache_enter *e)
 	return (int)n;
 }
 
+/*
+ * As the module from ABI 4: a kernel field (uapi/dlcache.h's "kernel:")
+ * set on input is -EINVAL. Counted, so that a test sees the library
+ * never sends one.
+ */
+static int fake_out_set(unsigned long req, const void *arg)
+{
+	const struct dlcache_info *i = arg;
+	const struct dlcache_ring_setup *rs = arg;
+	const struct dlcache_enter *e = arg;
+	const struct dlcache_attach *a = arg;
+	const struct dlcache_stats *st = arg;
+	static const struct dlcache_ring_setup zrs;
+	static const struct dlcache_stats zst;
+
+	switch (req) {
+	case DLCACHE_IOC_GET_INFO:
+		return i->abi_version || i->supported || i->capacity_bytes ||
+		       i->max_sample_size || i->max_samples || i->max_datasets ||
+		       i->max_order_len || i->max_ring_entries || i->max_handles ||
+		       i->max_fills || i->max_consumers || i->max_members;
+	case DLCACHE_IOC_SETUP_RING:
+		return rs->sq_mmap_size || rs->cq_mmap_size ||
+		       memcmp(&rs->sq_off, &zrs.sq_off, sizeof(rs->sq_off)) ||
+		       memcmp(&rs->cq_off, &zrs.cq_off, sizeof(rs->cq_off));
+	case DLCACHE_IOC_ENTER:
+		return e->submitted != 0;
+	case DLCACHE_IOC_ATTACH:
+		return a->handle || a->owner_gid || a->result_flags ||
+		       (a->owner_uid && !(a->flags & DLCACHE_ATTACH_F_OWNER));
+	case DLCACHE_IOC_STATS:
+		return memcmp(&st->capacity_bytes, &zst.capacity_bytes,
+			      offsetof(struct dlcache_stats, reserved) -
+			      offsetof(struct dlcache_stats, capacity_bytes));
+	}
+	return 0;
+}
+
 static int fake_ioctl(int fd, unsigned long req, void *arg)
 {
+	if (fake_out_set(req, arg)) {
+		fk.out_set++;
+		errno = EINVAL;
+		return -1;
+	}
 	switch (req) {
 	case DLCACHE_IOC_GET_INFO: {
 		struct dlcache_info *i = arg;
@@ -357,6 +401,9 @@ static void fake_reset(void)
 {
 	uint32_t i;
 
+	/* What came before sent no kernel field (ABI 4). */
+	CHECK_EQ(fk.out_set, 0);
+
 	for (i = 0; i < N; i++) {
 		free(fk.store[i]);
 		fk.store[i] = NULL;
@@ -366,6 +413,7 @@ static void fake_reset(void)
 	fk.max_get_len = 0;
 	fk.abi = DLCACHE_ABI_VERSION;
 	fk.info_err = 0;
+	fk.out_set = 0;
 	/* As dlcache.ko now: every test runs with the look-ups ahead. */
 	fk.supported = DLCACHE_FEAT_RING | DLCACHE_FEAT_POLL |
 		       DLCACHE_FEAT_GET_AT | DLCACHE_FEAT_FILL_WAIT |

@@ -165,8 +165,11 @@ static void ioctl_table(void)
 		RESET(); u.info.reserved[i] = 1ULL << 40;
 		CHECK_ERR(t_ioctl(fd, DLCACHE_IOC_GET_INFO, &u), -EINVAL, "GET_INFO reserved[i]");
 	}
+	/* ABI 4: the kernel's fields must be 0 (abi_room checks each command). */
 	RESET(); u.info.capacity_bytes = 123; u.info.max_fills = 9; u.info.abi_version = 77;
-	CHECK_ERR(t_ioctl(fd, DLCACHE_IOC_GET_INFO, &u), 0, "GET_INFO ignores output fields");
+	CHECK_ERR(t_ioctl(fd, DLCACHE_IOC_GET_INFO, &u), -EINVAL, "GET_INFO with output fields set");
+	RESET();
+	CHECK_ERR(t_ioctl(fd, DLCACHE_IOC_GET_INFO, &u), 0, "GET_INFO zeroed");
 
 	/* ENTER */
 	RESET(); u.enter.flags = 1U << 7;
