@@ -163,6 +163,15 @@ struct dlc_session {
 	struct dlc_wait *waits;		/* pool of cq.nentries */
 	struct list_head free_waits;
 	u32 nbusy;			/* waits not FREE: CQ slots reserved */
+	/*
+	 * The features this session enabled (DLCACHE_FEAT_*, supported
+	 * ones): written once, by its first GET_INFO (features_set), and
+	 * read, both under ring_lock; 0 until then. A behaviour that
+	 * changes what an older client sees (DLCACHE_FEAT_IDLE) applies
+	 * only to sessions that enabled it.
+	 */
+	u64 features;
+	bool features_set;
 
 	spinlock_t wait_lock;		/* protects ready, cq.ctl->flags */
 	struct list_head ready;		/* READY waits, oldest first */
@@ -1035,8 +1044,15 @@ static long dlc_ioc_get_info(struct dlc_session *sess, void __user *uarg)
 						  sizeof(info.reserved)) ||
 	    info.abi_version || !dlc_out_zero(&info, supported, max_members))
 		return -EINVAL;
+	/* The session's features: the first GET_INFO's wanted & supported. */
+	mutex_lock(&sess->ring_lock);
+	if (!sess->features_set) {
+		sess->features = info.features & DLC_FEATURES;
+		sess->features_set = true;
+	}
+	info.features = sess->features;
+	mutex_unlock(&sess->ring_lock);
 	info.abi_version = DLCACHE_ABI_VERSION;
-	info.features &= DLC_FEATURES;
 	info.supported = DLC_FEATURES;
 	info.capacity_bytes = READ_ONCE(sess->cache->capacity);
 	info.max_sample_size = DLC_MAX_SAMPLE_SIZE;
@@ -1487,13 +1503,14 @@ static void dlc_dataset_hold(struct dlc_dataset *ds)
 
 /*
  * Drop a reference. The last attachment's becomes the idle reference
- * while idle_keep_s is not 0: the data set stays listed with its samples
- * (see struct dlc_dataset). Otherwise the last one frees the data set.
+ * when @idle (its session enabled DLCACHE_FEAT_IDLE) and idle_keep_s is
+ * not 0: the data set stays listed with its samples (see struct
+ * dlc_dataset). Otherwise the last one frees the data set, as in ABI 2.
  */
-static void dlc_dataset_put(struct dlc_dataset *ds, bool attached)
+static void dlc_dataset_put(struct dlc_dataset *ds, bool attached, bool idle)
 {
 	struct dlc_cache *cache = ds->cache;
-	unsigned long keep = dlc_idle_jiffies();
+	unsigned long keep = idle ? dlc_idle_jiffies() : 0;
 	bool gone = false;
 
 	mutex_lock(&cache->lock);
@@ -1574,7 +1591,7 @@ static void dlc_detach(struct dlc_session *sess, struct dlc_attachment *att)
 	if (cons)
 		dlc_consumer_release(ds, cons);
 	sess->atts[att->handle - 1] = NULL;
-	dlc_dataset_put(ds, true);
+	dlc_dataset_put(ds, true, sess->features & DLCACHE_FEAT_IDLE);
 	kfree(att);
 }
 

@@ -183,11 +183,17 @@ int dlc_kclient_open(const char *dev, const uint64_t key[2],
 		       "cannot open it";
 		goto err;
 	}
+	/*
+	 * The session's features, fixed by this first GET_INFO (ABI 4).
+	 * DLCACHE_FEAT_IDLE: our data set outlives this run, idle, for the
+	 * next one to find cached (without it the module frees it at our
+	 * last detach). Not needed: an older module has no idle sets.
+	 */
 	memset(&k->info, 0, sizeof(k->info));
 	k->info.features = DLCACHE_FEAT_RING | DLCACHE_FEAT_POLL |
 			   DLCACHE_FEAT_GET_AT | DLCACHE_FEAT_FILL_WAIT |
 			   DLCACHE_FEAT_OWNER | DLCACHE_FEAT_CONSUMERS |
-			   DLCACHE_FEAT_GET_AHEAD;
+			   DLCACHE_FEAT_GET_AHEAD | DLCACHE_FEAT_IDLE;
 	if (ioctl(k->fd, DLCACHE_IOC_GET_INFO, &k->info)) {
 		ret = -errno;
 		*why = "GET_INFO failed";

@@ -56,7 +56,12 @@
  *          Documentation/userspace-api/ioctl/ioctl-number.rst): a binary
  *          built for ABI 3 or earlier gets -ENOTTY from every command,
  *          GET_INFO included, and must treat that as "another ABI". The
- *          layouts are those of ABI 3.
+ *          layouts are those of ABI 3. The kernel's fields of every
+ *          command must be 0 on input (-EINVAL). GET_INFO's features is
+ *          the session's enabled set, fixed by its first GET_INFO; a
+ *          change of behaviour is for the sessions that enabled it
+ *          (DLCACHE_FEAT_IDLE: without it a last detach frees the data
+ *          set, as in ABI 2).
  */
 #ifndef _UAPI_LINUX_DLCACHE_H
 #define _UAPI_LINUX_DLCACHE_H
@@ -74,29 +79,47 @@
 /* Feature bits (struct dlcache_info.features)                         */
 /* ------------------------------------------------------------------ */
 
-/* SQ/CQ rings, DLCACHE_IOC_SETUP_RING and DLCACHE_IOC_ENTER. */
+/*
+ * GET_INFO's features is the session's enabled set (ABI 4): its first
+ * GET_INFO sets it to wanted & supported for the life of the session
+ * (the open file); a later GET_INFO returns that set, whatever it asks.
+ * A session that never calls GET_INFO has none enabled. Each bit is:
+ * - [use] new commands, flags or fields: in force where they are used,
+ *   enabled or not (a client that does not know them does not use them);
+ * - [gated] a change of what an older client sees: only for sessions
+ *   that enabled it;
+ * - [always] a property of the module that protects other users or the
+ *   node (isolation, liveness, memory): for every session, enabled or
+ *   not, since no session may opt out of it.
+ */
+
+/* [use] SQ/CQ rings, DLCACHE_IOC_SETUP_RING and DLCACHE_IOC_ENTER. */
 #define DLCACHE_FEAT_RING	(1ULL << 0)
-/* poll()/epoll report EPOLLIN when a completion can be reaped. */
+/* [use] poll()/epoll report EPOLLIN when a completion can be reaped. */
 #define DLCACHE_FEAT_POLL	(1ULL << 1)
-/* GET takes DLCACHE_SQE_F_AT: the use is at (epoch, index) of the order. */
+/* [use] GET takes DLCACHE_SQE_F_AT: the use at (epoch, index) of the order. */
 #define DLCACHE_FEAT_GET_AT	(1ULL << 2)
-/* A GET for a sample another session is filling completes when it ends. */
+/*
+ * [always] A GET for a sample another session is filling completes when
+ * that fill ends (ABI 1 on).
+ */
 #define DLCACHE_FEAT_FILL_WAIT	(1ULL << 3)
-/* The cache gives memory back under pressure (shrinker). */
+/* [always] The cache gives memory back under pressure (shrinker). */
 #define DLCACHE_FEAT_SHRINKER	(1ULL << 4)
 /*
- * Data sets are named by (key, owner uid); ATTACH takes
- * DLCACHE_ATTACH_F_OWNER. A key alone never reaches another user's bytes.
+ * [always] Data sets are named by (key, owner uid); ATTACH takes
+ * DLCACHE_ATTACH_F_OWNER ([use]). A key alone never reaches another
+ * user's bytes.
  */
 #define DLCACHE_FEAT_OWNER	(1ULL << 5)
 /*
- * A fill not ended within the module's fill lease is taken from its
- * filler: a waiting GET that may write takes it over, other waiters
- * complete with -ETIMEDOUT.
+ * [always] A fill not ended within the module's fill lease is taken from
+ * its filler: a waiting GET that may write takes it over, other waiters
+ * complete with -ETIMEDOUT (a stuck filler holds nobody else up).
  */
 #define DLCACHE_FEAT_FILL_LEASE	(1ULL << 6)
 /*
- * Consumers: ATTACH takes DLCACHE_ATTACH_F_JOB. Each consumer (the
+ * [use] Consumers: ATTACH takes DLCACHE_ATTACH_F_JOB. Each consumer (the
  * attachments that name one job) has its own time line of orders and its
  * own progress; a sample's next use is the soonest over the active
  * consumers, each consumer's positions converted to time by its measured
@@ -104,26 +127,32 @@
  */
 #define DLCACHE_FEAT_CONSUMERS	(1ULL << 7)
 /*
- * A detached data set stays cached, idle, for the module's idle_keep_s:
- * an ATTACH of the same (key, owner) finds it with its samples. Idle sets
- * give way first (slots, policy memory, cache space, the shrinker); DROP
- * frees them. STATS reports DLCACHE_DS_F_IDLE and ds_idle_s.
+ * [gated] A detached data set stays cached, idle, for the module's
+ * idle_keep_s: an ATTACH of the same (key, owner) finds it with its
+ * samples. Only when the session whose detach (or close) was the data
+ * set's last enabled this feature; else the data set is freed then, as
+ * in ABI 2. Idle sets give way first (slots, policy memory, cache space,
+ * the shrinker); DROP frees them. STATS reports DLCACHE_DS_F_IDLE and
+ * ds_idle_s.
  */
 #define DLCACHE_FEAT_IDLE	(1ULL << 8)
 /*
- * DLCACHE_IOC_DRAIN and the module parameter drain: an administrator asks
- * every session to let go, so that the module can be unloaded.
+ * [use] DLCACHE_IOC_DRAIN and the module parameter drain: an administrator
+ * asks every session to let go, so that the module can be unloaded.
+ * [always] What a drain does to the sessions (-ESHUTDOWN, EPOLLHUP).
  */
 #define DLCACHE_FEAT_DRAIN	(1ULL << 9)
 /*
- * GET takes DLCACHE_SQE_F_AHEAD: a read-ahead's look-up, which is not a
- * use and copies nothing (see the flag).
+ * [use] GET takes DLCACHE_SQE_F_AHEAD: a read-ahead's look-up, which is
+ * not a use and copies nothing (see the flag).
  */
 #define DLCACHE_FEAT_GET_AHEAD	(1ULL << 10)
 /*
- * ATTACH of an existing data set holds to what was asked: another mode,
- * window or lookahead gives -EEXIST; DLCACHE_ATTACH_F_REPLACE; another
- * owner's data set the caller may not read gives -ENOENT, as a missing one.
+ * [always] ATTACH of an existing data set holds to what was asked: another
+ * mode, window or lookahead gives -EEXIST; another owner's data set the
+ * caller may not read gives -ENOENT, as a missing one. A security
+ * property (a mode that holds; nothing learnt of a hidden data set): no
+ * session opts out. [use] DLCACHE_ATTACH_F_REPLACE.
  */
 #define DLCACHE_FEAT_ATTACH_MATCH (1ULL << 11)
 
@@ -135,7 +164,11 @@
 struct dlcache_info {
 	__u32 abi_version;	/* kernel: DLCACHE_ABI_VERSION */
 	__u32 flags;		/* user: must be 0 */
-	__u64 features;		/* user: wanted; kernel: wanted & supported */
+	/*
+	 * user: wanted (read at the session's first GET_INFO only);
+	 * kernel: the session's enabled set, wanted & supported
+	 */
+	__u64 features;
 	__u64 supported;	/* kernel: every feature this module has */
 	__u64 capacity_bytes;	/* kernel: current cache capacity */
 	__u32 max_sample_size;	/* kernel: largest PUT, in bytes */

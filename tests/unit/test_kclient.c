@@ -68,6 +68,7 @@ static struct {
 	uint64_t supported;
 	int info_err;			/* GET_INFO fails with it (ENOTTY: ABI <= 3) */
 	uint32_t out_set;		/* calls with a kernel field set (-EINVAL) */
+	uint64_t info_wanted;		/* the features GET_INFO asked for */
 	int64_t owner_reply;		/* -1: the owner asked for, or euid */
 	int attach_err;
 	uint32_t mode_reply;		/* 0: the mode asked for */
@@ -303,6 +304,7 @@ static int fake_ioctl(int fd, unsigned long req, void *arg)
 			errno = fk.info_err;
 			return -1;
 		}
+		fk.info_wanted = i->features;
 		i->abi_version = fk.abi;
 		i->supported = fk.supported;
 		i->features &= fk.supported;
@@ -553,6 +555,13 @@ static void test_trust(void)
 	CHECK_EQ(fk.attach_calls, 1);
 	CHECK_EQ(fk.attach_flags, 0);
 	CHECK_EQ(log_count("trusting"), 0);
+	/*
+	 * ABI 4: the session's features are those GET_INFO asked for. The
+	 * loader asks for idle retention (DLCACHE_FEAT_IDLE), which a module
+	 * without it need not have (fk.supported lacks it here).
+	 */
+	CHECK(fk.info_wanted & DLCACHE_FEAT_IDLE, "GET_INFO asked %#llx",
+	      (unsigned long long)fk.info_wanted);
 
 	/* Naming ourselves is the same as the default. */
 	fake_reset();
