@@ -97,7 +97,7 @@
 #define DLCACHE_FEAT_RING	(1ULL << 0)
 /* [use] poll()/epoll report EPOLLIN when a completion can be reaped. */
 #define DLCACHE_FEAT_POLL	(1ULL << 1)
-/* [use] GET takes DLCACHE_SQE_F_AT: the use at (epoch, index) of the order. */
+/* [use] GET takes DLCACHE_SQE_F_AT: the use is at (epoch, index). */
 #define DLCACHE_FEAT_GET_AT	(1ULL << 2)
 /*
  * [always] A GET for a sample another session is filling completes when
