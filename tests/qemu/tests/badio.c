@@ -215,13 +215,17 @@ static void ioctl_table(void)
 	      info.max_samples, t_errname(ret));
 	if (!ret)
 		CHECK_ERR(t_detach(fd, u.attach.handle), 0, "DETACH of the largest data set");
-	/* Output fields are ignored on input. */
+	/* ABI 4: output fields must be 0 on input; zeroed, they are written. */
 	RESET(); u.attach.key[0] = 6; u.attach.nsamples = N; u.attach.handle = 999;
 	u.attach.owner_uid = 5; u.attach.result_flags = 0xff;
 	ret = t_ioctl(fd, DLCACHE_IOC_ATTACH, &u);
-	CHECK_ERR(ret, 0, "ATTACH with garbage in output fields");
+	CHECK_ERR(ret, -EINVAL, "ATTACH with garbage in output fields");
+	RESET(); u.attach.key[0] = 6; u.attach.nsamples = N;
+	ret = t_ioctl(fd, DLCACHE_IOC_ATTACH, &u);
+	CHECK_ERR(ret, 0, "ATTACH with output fields zeroed");
 	if (!ret) {
-		CHECK(u.attach.handle != 999 && u.attach.owner_uid == 0, "output fields not written");
+		CHECK(u.attach.handle != 0 && u.attach.owner_uid == 0 &&
+		      (u.attach.result_flags & DLCACHE_ATTACH_MAY_READ), "output fields not written");
 		CHECK_ERR(t_detach(fd, u.attach.handle), 0, "DETACH");
 	}
 
@@ -389,7 +393,7 @@ static void setup_table(void)
 	SETUP(reserved[2], 1, CHECK_ERR(ret, -EINVAL, "SETUP_RING reserved"), 0);
 #undef SETUP
 
-	/* Garbage in the output fields is ignored. */
+	/* ABI 4: garbage in the output fields is -EINVAL; zeroed, they are written. */
 	{
 		int fd3 = t_open();
 
@@ -400,9 +404,13 @@ static void setup_table(void)
 		p.sq_off.head = 0xffff;
 		p.cq_off.cqes = 0xffff;
 		ret = t_ioctl(fd3, DLCACHE_IOC_SETUP_RING, &p);
-		CHECK_ERR(ret, 0, "SETUP_RING with garbage in the output fields");
-		CHECK(p.sq_mmap_size > 1 && p.cq_mmap_size > 3 && p.sq_off.head != 0xffff &&
-		      p.cq_off.cqes != 0xffff, "SETUP_RING did not write its output fields");
+		CHECK_ERR(ret, -EINVAL, "SETUP_RING with garbage in the output fields");
+		memset(&p, 0, sizeof(p));
+		p.sq_entries = 5;
+		ret = t_ioctl(fd3, DLCACHE_IOC_SETUP_RING, &p);
+		CHECK_ERR(ret, 0, "SETUP_RING with the output fields zeroed");
+		CHECK(p.sq_mmap_size > 0 && p.cq_mmap_size > 0 && p.cq_off.cqes != 0,
+		      "SETUP_RING did not write its output fields");
 		close(fd3);
 	}
 	ret = t_ring_init(&r2, fd2, 5, 0);
