@@ -1029,10 +1029,13 @@ static bool dlc_zero(const void *p, size_t n)
  * header's "kernel:") must be 0 on input, else -EINVAL, as reserved
  * fields, so that a later ABI can make them inputs.
  */
-#define dlc_out_zero(s, first, last)					\
-	dlc_zero((const u8 *)(s) + offsetof(typeof(*(s)), first),	\
-		 offsetofend(typeof(*(s)), last) -			\
-		 offsetof(typeof(*(s)), first))
+#define dlc_out_zero(s, first, last) ({				\
+	__auto_type __s = (s);						\
+	size_t __off = offsetof(typeof(*__s), first);			\
+									\
+	dlc_zero((const u8 *)__s + __off,				\
+		 offsetofend(typeof(*__s), last) - __off);		\
+})
 
 static long dlc_ioc_get_info(struct dlc_session *sess, void __user *uarg)
 {
