@@ -163,6 +163,15 @@ struct dlc_session {
 	struct dlc_wait *waits;		/* pool of cq.nentries */
 	struct list_head free_waits;
 	u32 nbusy;			/* waits not FREE: CQ slots reserved */
+	/*
+	 * The features this session enabled (DLCACHE_FEAT_*, supported
+	 * ones): written once, by its first GET_INFO (features_set), and
+	 * read, both under ring_lock; 0 until then. A behaviour that
+	 * changes what an older client sees (DLCACHE_FEAT_IDLE) applies
+	 * only to sessions that enabled it.
+	 */
+	u64 features;
+	bool features_set;
 
 	spinlock_t wait_lock;		/* protects ready, cq.ctl->flags */
 	struct list_head ready;		/* READY waits, oldest first */
@@ -1014,6 +1023,20 @@ static bool dlc_zero(const void *p, size_t n)
 	return !memchr_inv(p, 0, n);
 }
 
+/*
+ * Whether the fields @first to @last (inclusive, in layout order) of the
+ * ioctl struct *@s are 0. From ABI 4 the fields the kernel writes (the
+ * header's "kernel:") must be 0 on input, else -EINVAL, as reserved
+ * fields, so that a later ABI can make them inputs.
+ */
+#define dlc_out_zero(s, first, last) ({				\
+	__auto_type __s = (s);						\
+	size_t __off = offsetof(typeof(*__s), first);			\
+									\
+	dlc_zero((const u8 *)__s + __off,				\
+		 offsetofend(typeof(*__s), last) - __off);		\
+})
+
 static long dlc_ioc_get_info(struct dlc_session *sess, void __user *uarg)
 {
 	struct dlcache_info info;
@@ -1021,10 +1044,18 @@ static long dlc_ioc_get_info(struct dlc_session *sess, void __user *uarg)
 	if (copy_from_user(&info, uarg, sizeof(info)))
 		return -EFAULT;
 	if (info.flags || info.resv0 || !dlc_zero(info.reserved,
-						  sizeof(info.reserved)))
+						  sizeof(info.reserved)) ||
+	    info.abi_version || !dlc_out_zero(&info, supported, max_members))
 		return -EINVAL;
+	/* The session's features: the first GET_INFO's wanted & supported. */
+	mutex_lock(&sess->ring_lock);
+	if (!sess->features_set) {
+		sess->features = info.features & DLC_FEATURES;
+		sess->features_set = true;
+	}
+	info.features = sess->features;
+	mutex_unlock(&sess->ring_lock);
 	info.abi_version = DLCACHE_ABI_VERSION;
-	info.features &= DLC_FEATURES;
 	info.supported = DLC_FEATURES;
 	info.capacity_bytes = READ_ONCE(sess->cache->capacity);
 	info.max_sample_size = DLC_MAX_SAMPLE_SIZE;
@@ -1095,7 +1126,8 @@ static long dlc_ioc_setup_ring(struct dlc_session *sess, void __user *uarg)
 
 	if (copy_from_user(&p, uarg, sizeof(p)))
 		return -EFAULT;
-	if (p.flags || p.resv0 || !dlc_zero(p.reserved, sizeof(p.reserved)))
+	if (p.flags || p.resv0 || !dlc_zero(p.reserved, sizeof(p.reserved)) ||
+	    !dlc_out_zero(&p, sq_mmap_size, cq_off))
 		return -EINVAL;
 	ret = dlc_ring_sizes(&p.sq_entries, &p.cq_entries);
 	if (ret)
@@ -1162,7 +1194,7 @@ static long dlc_ioc_enter(struct dlc_session *sess, void __user *uarg)
 
 	if (copy_from_user(&e, uarg, sizeof(e)))
 		return -EFAULT;
-	if (!dlc_zero(e.reserved, sizeof(e.reserved)) ||
+	if (!dlc_zero(e.reserved, sizeof(e.reserved)) || e.submitted ||
 	    (e.flags & ~(DLCACHE_ENTER_F_GETEVENTS | DLCACHE_ENTER_F_TIMEOUT)))
 		return -EINVAL;
 	if (!(e.flags & DLCACHE_ENTER_F_GETEVENTS) &&
@@ -1474,13 +1506,14 @@ static void dlc_dataset_hold(struct dlc_dataset *ds)
 
 /*
  * Drop a reference. The last attachment's becomes the idle reference
- * while idle_keep_s is not 0: the data set stays listed with its samples
- * (see struct dlc_dataset). Otherwise the last one frees the data set.
+ * when @idle (its session enabled DLCACHE_FEAT_IDLE) and idle_keep_s is
+ * not 0: the data set stays listed with its samples (see struct
+ * dlc_dataset). Otherwise the last one frees the data set, as in ABI 2.
  */
-static void dlc_dataset_put(struct dlc_dataset *ds, bool attached)
+static void dlc_dataset_put(struct dlc_dataset *ds, bool attached, bool idle)
 {
 	struct dlc_cache *cache = ds->cache;
-	unsigned long keep = dlc_idle_jiffies();
+	unsigned long keep = idle ? dlc_idle_jiffies() : 0;
 	bool gone = false;
 
 	mutex_lock(&cache->lock);
@@ -1561,7 +1594,7 @@ static void dlc_detach(struct dlc_session *sess, struct dlc_attachment *att)
 	if (cons)
 		dlc_consumer_release(ds, cons);
 	sess->atts[att->handle - 1] = NULL;
-	dlc_dataset_put(ds, true);
+	dlc_dataset_put(ds, true, sess->features & DLCACHE_FEAT_IDLE);
 	kfree(att);
 }
 
@@ -1996,6 +2029,8 @@ static long dlc_ioc_attach(struct dlc_session *sess, void __user *uarg)
 	if (copy_from_user(&a, uarg, sizeof(a)))
 		return -EFAULT;
 	if (a.resv0 || !dlc_zero(a.reserved, sizeof(a.reserved)) ||
+	    a.handle || a.owner_gid || a.result_flags ||
+	    (a.owner_uid && !(a.flags & DLCACHE_ATTACH_F_OWNER)) ||
 	    (a.flags & ~(DLCACHE_ATTACH_F_NOCREATE | DLCACHE_ATTACH_F_EXCL |
 			 DLCACHE_ATTACH_F_OWNER | DLCACHE_ATTACH_F_JOB |
 			 DLCACHE_ATTACH_F_REPLACE)) ||
@@ -2285,7 +2320,8 @@ static long dlc_ioc_stats(struct dlc_session *sess, void __user *uarg)
 	    ((flags & DLCACHE_STATS_F_INDEX) &&
 	     !(flags & DLCACHE_STATS_F_DATASET)) ||
 	    (st->handle && !(flags & DLCACHE_STATS_F_DATASET)) ||
-	    !dlc_zero(st->reserved, sizeof(st->reserved))) {
+	    !dlc_zero(st->reserved, sizeof(st->reserved)) ||
+	    !dlc_out_zero(st, capacity_bytes, ds_idle_s)) {
 		ret = -EINVAL;
 		goto free_st;
 	}
@@ -2358,7 +2394,8 @@ static long dlc_ioc_set_capacity(struct dlc_session *sess, void __user *uarg)
 		return -EPERM;
 	if (copy_from_user(&c, uarg, sizeof(c)))
 		return -EFAULT;
-	if (c.flags || c.resv0 || !dlc_zero(c.reserved, sizeof(c.reserved)))
+	if (c.flags || c.resv0 || !dlc_zero(c.reserved, sizeof(c.reserved)) ||
+	    c.old_bytes)
 		return -EINVAL;
 	c.old_bytes = dlc_cache_set_capacity(sess->cache, c.bytes);
 	if (copy_to_user(uarg, &c, sizeof(c)))
@@ -2379,7 +2416,7 @@ static long dlc_ioc_drop(struct dlc_session *sess, void __user *uarg)
 	if (copy_from_user(&d, uarg, sizeof(d)))
 		return -EFAULT;
 	if ((d.flags & ~DLCACHE_DROP_F_KEY) || d.resv0 ||
-	    !dlc_zero(d.reserved, sizeof(d.reserved)))
+	    !dlc_zero(d.reserved, sizeof(d.reserved)) || d.dropped_bytes)
 		return -EINVAL;
 	if (!(d.flags & DLCACHE_DROP_F_KEY) && (d.key[0] || d.key[1]))
 		return -EINVAL;
@@ -2442,6 +2479,7 @@ static long dlc_ioc_drain(struct dlc_session *sess, void __user *uarg)
 	if (copy_from_user(&d, uarg, sizeof(d)))
 		return -EFAULT;
 	if (d.resv0 || !dlc_zero(d.reserved, sizeof(d.reserved)) ||
+	    !dlc_out_zero(&d, nsessions, draining) ||
 	    (d.flags & ~(DLCACHE_DRAIN_F_OFF | DLCACHE_DRAIN_F_QUERY)) ||
 	    d.flags == (DLCACHE_DRAIN_F_OFF | DLCACHE_DRAIN_F_QUERY))
 		return -EINVAL;

@@ -183,14 +183,28 @@ int dlc_kclient_open(const char *dev, const uint64_t key[2],
 		       "cannot open it";
 		goto err;
 	}
+	/*
+	 * The session's features, fixed by this first GET_INFO (ABI 4).
+	 * DLCACHE_FEAT_IDLE: our data set outlives this run, idle, for the
+	 * next one to find cached (without it the module frees it at our
+	 * last detach). Not needed: an older module has no idle sets.
+	 */
 	memset(&k->info, 0, sizeof(k->info));
 	k->info.features = DLCACHE_FEAT_RING | DLCACHE_FEAT_POLL |
 			   DLCACHE_FEAT_GET_AT | DLCACHE_FEAT_FILL_WAIT |
 			   DLCACHE_FEAT_OWNER | DLCACHE_FEAT_CONSUMERS |
-			   DLCACHE_FEAT_GET_AHEAD;
+			   DLCACHE_FEAT_GET_AHEAD | DLCACHE_FEAT_IDLE;
 	if (ioctl(k->fd, DLCACHE_IOC_GET_INFO, &k->info)) {
 		ret = -errno;
 		*why = "GET_INFO failed";
+		/*
+		 * ABI 3 and earlier used the ioctl magic 'D': such a module
+		 * knows none of our commands. As any other ABI, refused.
+		 */
+		if (ret == -ENOTTY) {
+			ret = -EPROTO;
+			*why = "the module speaks another ABI version (GET_INFO: ENOTTY; ABI 3 or earlier)";
+		}
 		goto err;
 	}
 	/*
@@ -433,6 +447,7 @@ int dlc_kclient_enter(struct dlc_kclient *k)
 	memset(&e, 0, sizeof(e));
 	e.to_submit = dlc_kclient_unsubmitted(k);
 	do {
+		e.submitted = 0;	/* the kernel's: 0 on input (ABI 4) */
 		ret = ioctl(k->fd, DLCACHE_IOC_ENTER, &e);
 	} while (ret < 0 && (errno == EINTR || errno == EAGAIN));
 	return ret < 0 ? -errno : ret;

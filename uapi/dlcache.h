@@ -8,8 +8,11 @@
  * _Static_assert in libdlcache.
  *
  * Rules that hold for every command:
- * - Fields marked "user" are read by the kernel; fields marked "kernel" are
- *   written by the kernel and ignored on input.
+ * - Fields marked "user" are read by the kernel; fields marked "kernel"
+ *   only are written by the kernel and must be 0 on input, else -EINVAL
+ *   (ABI 4; before, they were ignored), so that a later ABI can make them
+ *   inputs: zero the struct before each call. A field marked "user: ...;
+ *   kernel: ..." is an input. Each struct says which fields are checked.
  * - Fields named resv* or reserved must be zero, else -EINVAL.
  * - Unknown flag bits give -EINVAL. An unknown command gives -ENOTTY.
  * - A failed copy from or to user memory gives -EFAULT.
@@ -49,6 +52,16 @@
  *          feature bits, which is how ABI 3 and later stay additive.
  *          Added within ABI 3: DLCACHE_FEAT_DRAIN, DLCACHE_FEAT_GET_AHEAD,
  *          DLCACHE_FEAT_ATTACH_MATCH.
+ *   ABI 4: the ioctl magic is 0xDC ('D' is s390 DASD's in
+ *          Documentation/userspace-api/ioctl/ioctl-number.rst): a binary
+ *          built for ABI 3 or earlier gets -ENOTTY from every command,
+ *          GET_INFO included, and must treat that as "another ABI". The
+ *          layouts are those of ABI 3. The kernel's fields of every
+ *          command must be 0 on input (-EINVAL). GET_INFO's features is
+ *          the session's enabled set, fixed by its first GET_INFO; a
+ *          change of behaviour is for the sessions that enabled it
+ *          (DLCACHE_FEAT_IDLE: without it a last detach frees the data
+ *          set, as in ABI 2).
  */
 #ifndef _UAPI_LINUX_DLCACHE_H
 #define _UAPI_LINUX_DLCACHE_H
@@ -57,7 +70,7 @@
 
 /* User space: include <sys/ioctl.h> for _IOWR, as with ublk_cmd.h. */
 
-#define DLCACHE_ABI_VERSION	3
+#define DLCACHE_ABI_VERSION	4
 
 /* Device node, created by the misc device. */
 #define DLCACHE_DEVICE		"/dev/dlcache"
@@ -66,29 +79,47 @@
 /* Feature bits (struct dlcache_info.features)                         */
 /* ------------------------------------------------------------------ */
 
-/* SQ/CQ rings, DLCACHE_IOC_SETUP_RING and DLCACHE_IOC_ENTER. */
+/*
+ * GET_INFO's features is the session's enabled set (ABI 4): its first
+ * GET_INFO sets it to wanted & supported for the life of the session
+ * (the open file); a later GET_INFO returns that set, whatever it asks.
+ * A session that never calls GET_INFO has none enabled. Each bit is:
+ * - [use] new commands, flags or fields: in force where they are used,
+ *   enabled or not (a client that does not know them does not use them);
+ * - [gated] a change of what an older client sees: only for sessions
+ *   that enabled it;
+ * - [always] a property of the module that protects other users or the
+ *   node (isolation, liveness, memory): for every session, enabled or
+ *   not, since no session may opt out of it.
+ */
+
+/* [use] SQ/CQ rings, DLCACHE_IOC_SETUP_RING and DLCACHE_IOC_ENTER. */
 #define DLCACHE_FEAT_RING	(1ULL << 0)
-/* poll()/epoll report EPOLLIN when a completion can be reaped. */
+/* [use] poll()/epoll report EPOLLIN when a completion can be reaped. */
 #define DLCACHE_FEAT_POLL	(1ULL << 1)
-/* GET takes DLCACHE_SQE_F_AT: the use is at (epoch, index) of the order. */
+/* [use] GET takes DLCACHE_SQE_F_AT: the use is at (epoch, index). */
 #define DLCACHE_FEAT_GET_AT	(1ULL << 2)
-/* A GET for a sample another session is filling completes when it ends. */
+/*
+ * [always] A GET for a sample another session is filling completes when
+ * that fill ends (ABI 1 on).
+ */
 #define DLCACHE_FEAT_FILL_WAIT	(1ULL << 3)
-/* The cache gives memory back under pressure (shrinker). */
+/* [always] The cache gives memory back under pressure (shrinker). */
 #define DLCACHE_FEAT_SHRINKER	(1ULL << 4)
 /*
- * Data sets are named by (key, owner uid); ATTACH takes
- * DLCACHE_ATTACH_F_OWNER. A key alone never reaches another user's bytes.
+ * [always] Data sets are named by (key, owner uid); ATTACH takes
+ * DLCACHE_ATTACH_F_OWNER ([use]). A key alone never reaches another
+ * user's bytes.
  */
 #define DLCACHE_FEAT_OWNER	(1ULL << 5)
 /*
- * A fill not ended within the module's fill lease is taken from its
- * filler: a waiting GET that may write takes it over, other waiters
- * complete with -ETIMEDOUT.
+ * [always] A fill not ended within the module's fill lease is taken from
+ * its filler: a waiting GET that may write takes it over, other waiters
+ * complete with -ETIMEDOUT (a stuck filler holds nobody else up).
  */
 #define DLCACHE_FEAT_FILL_LEASE	(1ULL << 6)
 /*
- * Consumers: ATTACH takes DLCACHE_ATTACH_F_JOB. Each consumer (the
+ * [use] Consumers: ATTACH takes DLCACHE_ATTACH_F_JOB. Each consumer (the
  * attachments that name one job) has its own time line of orders and its
  * own progress; a sample's next use is the soonest over the active
  * consumers, each consumer's positions converted to time by its measured
@@ -96,26 +127,32 @@
  */
 #define DLCACHE_FEAT_CONSUMERS	(1ULL << 7)
 /*
- * A detached data set stays cached, idle, for the module's idle_keep_s:
- * an ATTACH of the same (key, owner) finds it with its samples. Idle sets
- * give way first (slots, policy memory, cache space, the shrinker); DROP
- * frees them. STATS reports DLCACHE_DS_F_IDLE and ds_idle_s.
+ * [gated] A detached data set stays cached, idle, for the module's
+ * idle_keep_s: an ATTACH of the same (key, owner) finds it with its
+ * samples. Only when the session whose detach (or close) was the data
+ * set's last enabled this feature; else the data set is freed then, as
+ * in ABI 2. Idle sets give way first (slots, policy memory, cache space,
+ * the shrinker); DROP frees them. STATS reports DLCACHE_DS_F_IDLE and
+ * ds_idle_s.
  */
 #define DLCACHE_FEAT_IDLE	(1ULL << 8)
 /*
- * DLCACHE_IOC_DRAIN and the module parameter drain: an administrator asks
- * every session to let go, so that the module can be unloaded.
+ * [use] DLCACHE_IOC_DRAIN and the module parameter drain: an administrator
+ * asks every session to let go, so that the module can be unloaded.
+ * [always] What a drain does to the sessions (-ESHUTDOWN, EPOLLHUP).
  */
 #define DLCACHE_FEAT_DRAIN	(1ULL << 9)
 /*
- * GET takes DLCACHE_SQE_F_AHEAD: a read-ahead's look-up, which is not a
- * use and copies nothing (see the flag).
+ * [use] GET takes DLCACHE_SQE_F_AHEAD: a read-ahead's look-up, which is
+ * not a use and copies nothing (see the flag).
  */
 #define DLCACHE_FEAT_GET_AHEAD	(1ULL << 10)
 /*
- * ATTACH of an existing data set holds to what was asked: another mode,
- * window or lookahead gives -EEXIST; DLCACHE_ATTACH_F_REPLACE; another
- * owner's data set the caller may not read gives -ENOENT, as a missing one.
+ * [always] ATTACH of an existing data set holds to what was asked: another
+ * mode, window or lookahead gives -EEXIST; another owner's data set the
+ * caller may not read gives -ENOENT, as a missing one. A security
+ * property (a mode that holds; nothing learnt of a hidden data set): no
+ * session opts out. [use] DLCACHE_ATTACH_F_REPLACE.
  */
 #define DLCACHE_FEAT_ATTACH_MATCH (1ULL << 11)
 
@@ -123,10 +160,15 @@
 /* DLCACHE_IOC_GET_INFO                                                */
 /* ------------------------------------------------------------------ */
 
+/* Must be 0 on input: abi_version, supported .. max_members. */
 struct dlcache_info {
 	__u32 abi_version;	/* kernel: DLCACHE_ABI_VERSION */
 	__u32 flags;		/* user: must be 0 */
-	__u64 features;		/* user: wanted; kernel: wanted & supported */
+	/*
+	 * user: wanted (read at the session's first GET_INFO only);
+	 * kernel: the session's enabled set, wanted & supported
+	 */
+	__u64 features;
 	__u64 supported;	/* kernel: every feature this module has */
 	__u64 capacity_bytes;	/* kernel: current cache capacity */
 	__u32 max_sample_size;	/* kernel: largest PUT, in bytes */
@@ -191,6 +233,7 @@ struct dlcache_cqring_offsets {
 	__u64 resv2;		/* kernel writes 0 */
 };
 
+/* Must be 0 on input: sq_mmap_size, cq_mmap_size, sq_off, cq_off. */
 struct dlcache_ring_setup {
 	/* user: wanted, rounded up to a power of two; kernel: actual */
 	__u32 sq_entries;
@@ -313,6 +356,7 @@ struct dlcache_cqe {
  * wait that timed out gives -ETIME and one interrupted by a signal -EINTR.
  * The return value is authoritative: when SQEs were consumed but @submitted
  * cannot be written back, ENTER still returns their count, not -EFAULT.
+ * Must be 0 on input: submitted (set it to 0 again before the next call).
  */
 struct dlcache_enter {
 	__u32 to_submit;	/* user: SQEs to consume at most */
@@ -382,6 +426,8 @@ struct dlcache_enter {
  * SET_ORDER and to move the policy cursor with GET. Creating fails with
  * -ENOSPC when max_datasets exist and with -EDQUOT past the per-uid
  * limits of the module's parameters.
+ * Must be 0 on input: handle, owner_gid, result_flags, and owner_uid
+ * without DLCACHE_ATTACH_F_OWNER.
  */
 struct dlcache_attach {
 	__u64 key[2];		/* user: 128-bit data set key */
@@ -407,8 +453,8 @@ struct dlcache_attach {
 	__u32 lookahead;
 	__u32 handle;		/* kernel: handle for SQEs and ioctls, >= 1 */
 	/*
-	 * user: with DLCACHE_ATTACH_F_OWNER, the owner trusted, else
-	 * ignored; kernel: the owner's uid.
+	 * user: with DLCACHE_ATTACH_F_OWNER, the owner trusted, else 0;
+	 * kernel: the owner's uid.
 	 */
 	__u32 owner_uid;
 	__u32 owner_gid;	/* kernel: creator's gid */
@@ -422,7 +468,10 @@ struct dlcache_attach {
 	__u64 reserved[1];	/* must be 0 */
 };
 
-/* Detach @handle: this session's fills are handed over, its waits end. */
+/*
+ * Detach @handle: this session's fills are handed over, its waits end.
+ * (DETACH and SET_ORDER have no kernel fields.)
+ */
 struct dlcache_detach {
 	__u32 handle;		/* user */
 	__u32 flags;		/* user: must be 0 */
@@ -478,7 +527,8 @@ struct dlcache_counters {
  * of the module's list (-ENOENT past the end). The list holds the data
  * sets the caller could read by their modes, all of them for
  * CAP_SYS_ADMIN. A nonzero @handle without DLCACHE_STATS_F_DATASET is
- * -EINVAL.
+ * -EINVAL. Must be 0 on input: every field from capacity_bytes to
+ * ds_idle_s (the kernel's), counters included.
  */
 #define DLCACHE_STATS_F_DATASET	(1U << 0)	/* fill ds_* and dataset */
 #define DLCACHE_STATS_F_INDEX	(1U << 1)	/* @handle is a list index */
@@ -525,7 +575,10 @@ struct dlcache_stats {
 /* Privileged (CAP_SYS_ADMIN, else -EPERM)                             */
 /* ------------------------------------------------------------------ */
 
-/* Set the capacity; lowering it evicts down to the new limit. */
+/*
+ * Set the capacity; lowering it evicts down to the new limit. Must be 0
+ * on input: old_bytes.
+ */
 struct dlcache_capacity {
 	__u64 bytes;		/* user: new capacity */
 	__u64 old_bytes;	/* kernel: previous capacity */
@@ -536,7 +589,7 @@ struct dlcache_capacity {
 
 /*
  * Drop the cached samples of every data set, or of those with @key, of
- * every owner.
+ * every owner. Must be 0 on input: dropped_bytes.
  */
 #define DLCACHE_DROP_F_KEY	(1U << 0)
 
@@ -559,7 +612,7 @@ struct dlcache_drop {
  * drain stay in the CQ ring to be reaped. Without flags, start the
  * drain; DLCACHE_DRAIN_F_OFF ends it (new sessions attach again);
  * DLCACHE_DRAIN_F_QUERY changes nothing. The module parameter drain
- * (0/1) does the same.
+ * (0/1) does the same. Must be 0 on input: nsessions, draining.
  */
 #define DLCACHE_DRAIN_F_OFF	(1U << 0)
 #define DLCACHE_DRAIN_F_QUERY	(1U << 1)
@@ -576,7 +629,11 @@ struct dlcache_drain {
 /* Commands                                                            */
 /* ------------------------------------------------------------------ */
 
-#define DLCACHE_IOC_MAGIC	'D'
+/*
+ * 0xDC, free in the kernel's ioctl-number.rst (0xDB and 0xDD are taken).
+ * Up to ABI 3 it was 'D' (0x44), which s390 DASD uses.
+ */
+#define DLCACHE_IOC_MAGIC	0xDC
 
 #define DLCACHE_IOC_GET_INFO	_IOWR(DLCACHE_IOC_MAGIC, 0x00, struct dlcache_info)
 #define DLCACHE_IOC_SETUP_RING	_IOWR(DLCACHE_IOC_MAGIC, 0x01, struct dlcache_ring_setup)

@@ -201,6 +201,8 @@ struct kf_shared {
 	uint64_t ioc_calls[C_NIOC], ioc_ok[C_NIOC];
 	uint64_t ahead_sqes, ahead_hits, cqe_sooner, joined, job_created, eusers;
 	uint64_t eshutdown, drains, params, sooner_no_at;
+	/* ABI 4: calls sent with a kernel field set, and refused -EINVAL */
+	uint64_t out_sent, out_einval;
 	uint64_t nfail;
 	pthread_mutex_t lock;		/* corpus */
 	uint32_t ncorpus;
@@ -409,6 +411,89 @@ static long kf_ioctl(int fd, unsigned long cmd, void *arg, uint32_t to_submit)
 	return ret < 0 ? -err : ret;
 }
 
+/*
+ * The kernel's fields of each command's argument ("kernel:" in
+ * uapi/dlcache.h): from ABI 4 they must be 0 on input, else -EINVAL.
+ * ATTACH's owner_uid without DLCACHE_ATTACH_F_OWNER too (kf_out_set()).
+ */
+struct kf_out {
+	int op;
+	uint16_t off, len;
+};
+
+#define KF_OUT(NAME, type, first, last)						\
+	{ C_##NAME, offsetof(struct type, first),				\
+	  offsetof(struct type, last) + sizeof(((struct type *)0)->last) -	\
+	  offsetof(struct type, first) }
+static const struct kf_out kf_outs[] = {
+	KF_OUT(GET_INFO, dlcache_info, abi_version, abi_version),
+	KF_OUT(GET_INFO, dlcache_info, supported, max_members),
+	KF_OUT(SETUP_RING, dlcache_ring_setup, sq_mmap_size, cq_off),
+	KF_OUT(ENTER, dlcache_enter, submitted, submitted),
+	KF_OUT(ATTACH, dlcache_attach, handle, handle),
+	KF_OUT(ATTACH, dlcache_attach, owner_gid, result_flags),
+	KF_OUT(STATS, dlcache_stats, capacity_bytes, ds_idle_s),
+	KF_OUT(SET_CAPACITY, dlcache_capacity, old_bytes, old_bytes),
+	KF_OUT(DROP, dlcache_drop, dropped_bytes, dropped_bytes),
+	KF_OUT(DRAIN, dlcache_drain, nsessions, draining),
+};
+#undef KF_OUT
+
+/* Whether a kernel field of command @op's argument @arg is not 0. */
+static bool kf_out_set(int op, const void *arg)
+{
+	const uint8_t *p = arg;
+
+	if (op == C_ATTACH) {
+		const struct dlcache_attach *a = arg;
+
+		if (a->owner_uid && !(a->flags & DLCACHE_ATTACH_F_OWNER))
+			return true;
+	}
+	for (size_t i = 0; i < sizeof(kf_outs) / sizeof(kf_outs[0]); i++)
+		for (unsigned j = 0; kf_outs[i].op == op && j < kf_outs[i].len; j++)
+			if (p[kf_outs[i].off + j])
+				return true;
+	return false;
+}
+
+/*
+ * Now and then (1 in 16) a byte of a kernel field of @op's argument @arg
+ * set, which the command must refuse (kf_out_check()).
+ */
+static void kf_out_poison(struct kf_thr *t, int op, void *arg)
+{
+	const struct kf_out *o[4];
+	unsigned n = 0;
+
+	if (kf_rn(t, 16))
+		return;
+	for (size_t i = 0; i < sizeof(kf_outs) / sizeof(kf_outs[0]) && n < 4; i++)
+		if (kf_outs[i].op == op)
+			o[n++] = &kf_outs[i];
+	if (!n)
+		return;
+	n = kf_rn(t, n);
+	((uint8_t *)arg)[o[n]->off + kf_rn(t, o[n]->len)] = (uint8_t)(1 + kf_rn(t, 255));
+}
+
+/*
+ * @op was called with @arg (a copy of the struct it was sent, @sent:
+ * whether it was the argument) and returned @ret: a kernel field set is
+ * -EINVAL (or -EPERM for the privileged commands, checked first).
+ */
+static void kf_out_check(int op, bool dirty, bool sent, long ret)
+{
+	if (!dirty || !sent)
+		return;
+	__atomic_add_fetch(&sh->out_sent, 1, __ATOMIC_RELAXED);
+	if (ret == -EINVAL)
+		__atomic_add_fetch(&sh->out_einval, 1, __ATOMIC_RELAXED);
+	else if (ret != -EPERM)
+		kf_fail("%s with a kernel field set (ABI 4: 0 on input): %s, want -EINVAL",
+			kf_iocs[op].name, t_errname(ret));
+}
+
 /* A CQE against the documented results. */
 static void kf_check_cqe(const struct dlcache_cqe *c)
 {
@@ -550,11 +635,27 @@ static void kf_sess_close(struct kf_thr *t, struct kf_sess *s, bool keep_maps)
 	s->fd = -1;
 }
 
+/*
+ * A new session. Two in three enable DLCACHE_FEAT_IDLE at once (their
+ * last detach leaves a data set idle), the others leave their features
+ * to a GET_INFO of the input, if any (else a last detach frees the data
+ * set, as for a client that did not ask for it).
+ */
 static int kf_sess_open(struct kf_sess *s)
 {
+	static unsigned int n;
+	struct dlcache_info in;
+
 	memset(s, 0, sizeof(*s));
 	s->fd = open(DLCACHE_DEVICE, O_RDWR | O_CLOEXEC);
-	return s->fd < 0 ? -errno : 0;
+	if (s->fd < 0)
+		return -errno;
+	if (n++ % 3) {
+		memset(&in, 0, sizeof(in));
+		in.features = DLCACHE_FEAT_IDLE;
+		kf_ioctl(s->fd, DLCACHE_IOC_GET_INFO, &in, 0);
+	}
+	return 0;
 }
 
 static long kf_setup(struct kf_sess *s, uint32_t sq, uint32_t cq)
@@ -993,7 +1094,8 @@ static void kf_gen_attach(struct kf_thr *t, struct kf_call *c)
 	c->u.att.window = r < 7 ? 0 : r < 8 ? 64 : r < 9 ? 1 + kf_rn(t, 300) : (uint32_t)kf_rnd(t);
 	r = kf_rn(t, 10);
 	c->u.att.lookahead = r < 7 ? 0 : r < 9 ? kf_rn(t, 64) : (uint32_t)kf_rnd(t);
-	c->u.att.owner_uid = (uint32_t)kf_rnd(t);
+	/* Without F_OWNER it must be 0 (ABI 4): now and then it is not. */
+	c->u.att.owner_uid = kf_rn(t, 16) ? 0 : (uint32_t)kf_rnd(t);
 	c->v[0] = kf_rn(t, 10) == 0;	/* nsamples from the raw field */
 	/* 1: fill a data set with consumers; 2: a job with members (-EUSERS) */
 	c->v[1] = kf_rn(t, 100) ? 0 : 1 + kf_rn(t, 2);
@@ -1112,7 +1214,7 @@ static void kf_do_enter(struct kf_thr *t, struct kf_sess *s, struct kf_call *c)
 	struct dlcache_enter e;
 	struct dlcache_sqe sqe;
 	uint32_t pushed = 0, i, avail = 0;
-	bool timer = false;
+	bool timer = false, dirty;
 	void *earg;
 	long ret;
 
@@ -1198,8 +1300,11 @@ static void kf_do_enter(struct kf_thr *t, struct kf_sess *s, struct kf_call *c)
 
 		poll(&p, 1, 0);
 	}
+	kf_out_poison(t, C_ENTER, &e);
+	dirty = kf_out_set(C_ENTER, &e);
 	earg = kf_arg(t, c->asel, &e, sizeof(e));
 	ret = kf_ioctl(s->fd, DLCACHE_IOC_ENTER, earg, e.to_submit);
+	kf_out_check(C_ENTER, dirty, earg == &e, ret);
 	if (timer) {
 		struct itimerspec its = { { 0, 0 }, { 0, 0 } };
 
@@ -1401,21 +1506,31 @@ static void kf_do_forkkill(struct kf_thr *t, struct kf_sess *s, struct kf_call *
 static void kf_do_get_info(struct kf_thr *t, struct kf_sess *s, struct kf_call *c)
 {
 	struct dlcache_info in = c->u.info;
+	void *arg;
+	bool dirty;
+	long ret;
 
-	kf_ioctl(s->fd, DLCACHE_IOC_GET_INFO, c->asel == 1 ? NULL :
-		 kf_arg(t, c->asel, &in, sizeof(in)), 0);
+	kf_out_poison(t, C_GET_INFO, &in);
+	dirty = kf_out_set(C_GET_INFO, &in);
+	arg = c->asel == 1 ? NULL : kf_arg(t, c->asel, &in, sizeof(in));
+	ret = kf_ioctl(s->fd, DLCACHE_IOC_GET_INFO, arg, 0);
+	kf_out_check(C_GET_INFO, dirty, arg == &in, ret);
 }
 
 static void kf_do_setup_ring(struct kf_thr *t, struct kf_sess *s, struct kf_call *c)
 {
 	struct dlcache_ring_setup p = c->u.setup;
 	void *arg;
+	bool dirty;
 	long ret;
 
 	if (s->shared)
 		return;
+	kf_out_poison(t, C_SETUP_RING, &p);
+	dirty = kf_out_set(C_SETUP_RING, &p);
 	arg = kf_arg(t, c->asel, &p, sizeof(p));
 	ret = kf_ioctl(s->fd, DLCACHE_IOC_SETUP_RING, arg, 0);
+	kf_out_check(C_SETUP_RING, dirty, arg == &p, ret);
 	if (ret == 0 && arg == &p && !s->ring) {
 		s->p = p;
 		s->ring = true;
@@ -1460,7 +1575,9 @@ static void kf_do_attach(struct kf_thr *t, struct kf_sess *s, struct kf_call *c)
 {
 	struct dlcache_attach a = c->u.att;
 	int k = c->ksel == 0xff ? -1 : c->ksel;
+	bool dirty;
 	void *arg;
+	long ret;
 
 	/*
 	 * A flood costs hundreds of ioctls: one every KF_FLOOD_S per thread,
@@ -1481,8 +1598,12 @@ static void kf_do_attach(struct kf_thr *t, struct kf_sess *s, struct kf_call *c)
 	if (a.nsamples > (1U << 20) && a.nsamples != kf_info.max_samples + 1 &&
 	    a.nsamples != kf_info.max_samples)
 		a.nsamples %= 1U << 20;
+	kf_out_poison(t, C_ATTACH, &a);
+	dirty = kf_out_set(C_ATTACH, &a);
 	arg = kf_arg(t, c->asel, &a, sizeof(a));
-	if (kf_ioctl(s->fd, DLCACHE_IOC_ATTACH, arg, 0) == 0 && arg == &a) {
+	ret = kf_ioctl(s->fd, DLCACHE_IOC_ATTACH, arg, 0);
+	kf_out_check(C_ATTACH, dirty, arg == &a, ret);
+	if (ret == 0 && arg == &a) {
 		kf_add_handle(s, &a, k < 0 ? 0 : k);
 		kf_note_joined(&a);
 	}
@@ -1505,6 +1626,8 @@ static void kf_do_stats(struct kf_thr *t, struct kf_sess *s, struct kf_call *c)
 {
 	struct dlcache_stats st;
 	int hi = kf_hidx(s, c->hsel);
+	bool dirty;
+	void *arg;
 
 	memset(&st, 0, sizeof(st));
 	st.flags = c->u.st.flags;
@@ -1514,25 +1637,39 @@ static void kf_do_stats(struct kf_thr *t, struct kf_sess *s, struct kf_call *c)
 		st.handle = s->h[hi];
 	if (c->u.st.bad)
 		st.reserved[c->v[0] % 2] = 1;
-	kf_ioctl(s->fd, DLCACHE_IOC_STATS, kf_arg(t, c->asel, &st, sizeof(st)), 0);
+	kf_out_poison(t, C_STATS, &st);
+	dirty = kf_out_set(C_STATS, &st);
+	arg = kf_arg(t, c->asel, &st, sizeof(st));
+	kf_out_check(C_STATS, dirty, arg == &st, kf_ioctl(s->fd, DLCACHE_IOC_STATS, arg, 0));
 }
 
 static void kf_do_set_capacity(struct kf_thr *t, struct kf_sess *s, struct kf_call *c)
 {
 	struct dlcache_capacity cap = c->u.cap;
+	bool dirty;
+	void *arg;
 
 	if (cap.bytes > 16U << 20)
 		cap.bytes %= (16U << 20) + 1;
-	kf_ioctl(s->fd, DLCACHE_IOC_SET_CAPACITY, kf_arg(t, c->asel, &cap, sizeof(cap)), 0);
+	kf_out_poison(t, C_SET_CAPACITY, &cap);
+	dirty = kf_out_set(C_SET_CAPACITY, &cap);
+	arg = kf_arg(t, c->asel, &cap, sizeof(cap));
+	kf_out_check(C_SET_CAPACITY, dirty, arg == &cap,
+		     kf_ioctl(s->fd, DLCACHE_IOC_SET_CAPACITY, arg, 0));
 }
 
 static void kf_do_drop(struct kf_thr *t, struct kf_sess *s, struct kf_call *c)
 {
 	struct dlcache_drop d = c->u.drop;
+	bool dirty;
+	void *arg;
 
 	if (c->ksel != 0xff && (d.flags & DLCACHE_DROP_F_KEY))
 		memcpy(d.key, kf_keys[c->ksel], 16);
-	kf_ioctl(s->fd, DLCACHE_IOC_DROP, kf_arg(t, c->asel, &d, sizeof(d)), 0);
+	kf_out_poison(t, C_DROP, &d);
+	dirty = kf_out_set(C_DROP, &d);
+	arg = kf_arg(t, c->asel, &d, sizeof(d));
+	kf_out_check(C_DROP, dirty, arg == &d, kf_ioctl(s->fd, DLCACHE_IOC_DROP, arg, 0));
 }
 
 /*
@@ -1589,9 +1726,15 @@ static void kf_while_draining(struct kf_thr *t, struct kf_sess *s, struct kf_cal
 static void kf_do_drain(struct kf_thr *t, struct kf_sess *s, struct kf_call *c)
 {
 	struct dlcache_drain d = c->u.drain, off;
+	bool dirty;
+	void *arg;
 	long ret;
 
-	ret = kf_ioctl(s->fd, DLCACHE_IOC_DRAIN, kf_arg(t, c->asel, &d, sizeof(d)), 0);
+	kf_out_poison(t, C_DRAIN, &d);
+	dirty = kf_out_set(C_DRAIN, &d);
+	arg = kf_arg(t, c->asel, &d, sizeof(d));
+	ret = kf_ioctl(s->fd, DLCACHE_IOC_DRAIN, arg, 0);
+	kf_out_check(C_DRAIN, dirty, arg == &d, ret);
 	if (getuid() != 0)
 		return;
 	if (ret == 0 && !(d.flags & (DLCACHE_DRAIN_F_OFF | DLCACHE_DRAIN_F_QUERY)))
@@ -2488,6 +2631,9 @@ keys:
 		(unsigned long long)sh->ahead_hits, (unsigned long long)sh->cqe_sooner,
 		(unsigned long long)sh->sooner_no_at, (unsigned long long)sh->joined,
 		(unsigned long long)sh->job_created, (unsigned long long)sh->eusers);
+	dprintf(STDOUT_FILENO, "kcov-fuzz: abi4: %llu calls with a kernel field set, %llu "
+		"refused -EINVAL (the rest -EPERM)\n", (unsigned long long)sh->out_sent,
+		(unsigned long long)sh->out_einval);
 	dprintf(STDOUT_FILENO, "kcov-fuzz: coverage: %llu distinct dlcache.ko PCs, corpus %u inputs\n",
 		(unsigned long long)pcset_count(&sh->cov), sh->ncorpus);
 	if (blind)

@@ -66,6 +66,9 @@ static struct {
 	/* set by the test */
 	uint32_t abi;
 	uint64_t supported;
+	int info_err;			/* GET_INFO fails with it (ENOTTY: ABI <= 3) */
+	uint32_t out_set;		/* calls with a kernel field set (-EINVAL) */
+	uint64_t info_wanted;		/* the features GET_INFO asked for */
 	int64_t owner_reply;		/* -1: the owner asked for, or euid */
 	int attach_err;
 	uint32_t mode_reply;		/* 0: the mode asked for */
@@ -248,12 +251,60 @@ static int fake_enter(struct dlcache_enter *e)
 	return (int)n;
 }
 
+/*
+ * As the module from ABI 4: a kernel field (uapi/dlcache.h's "kernel:")
+ * set on input is -EINVAL. Counted, so that a test sees the library
+ * never sends one.
+ */
+static int fake_out_set(unsigned long req, const void *arg)
+{
+	const struct dlcache_info *i = arg;
+	const struct dlcache_ring_setup *rs = arg;
+	const struct dlcache_enter *e = arg;
+	const struct dlcache_attach *a = arg;
+	const struct dlcache_stats *st = arg;
+	static const struct dlcache_ring_setup zrs;
+	static const struct dlcache_stats zst;
+
+	switch (req) {
+	case DLCACHE_IOC_GET_INFO:
+		return i->abi_version || i->supported || i->capacity_bytes ||
+		       i->max_sample_size || i->max_samples || i->max_datasets ||
+		       i->max_order_len || i->max_ring_entries || i->max_handles ||
+		       i->max_fills || i->max_consumers || i->max_members;
+	case DLCACHE_IOC_SETUP_RING:
+		return rs->sq_mmap_size || rs->cq_mmap_size ||
+		       memcmp(&rs->sq_off, &zrs.sq_off, sizeof(rs->sq_off)) ||
+		       memcmp(&rs->cq_off, &zrs.cq_off, sizeof(rs->cq_off));
+	case DLCACHE_IOC_ENTER:
+		return e->submitted != 0;
+	case DLCACHE_IOC_ATTACH:
+		return a->handle || a->owner_gid || a->result_flags ||
+		       (a->owner_uid && !(a->flags & DLCACHE_ATTACH_F_OWNER));
+	case DLCACHE_IOC_STATS:
+		return memcmp(&st->capacity_bytes, &zst.capacity_bytes,
+			      offsetof(struct dlcache_stats, reserved) -
+			      offsetof(struct dlcache_stats, capacity_bytes));
+	}
+	return 0;
+}
+
 static int fake_ioctl(int fd, unsigned long req, void *arg)
 {
+	if (fake_out_set(req, arg)) {
+		fk.out_set++;
+		errno = EINVAL;
+		return -1;
+	}
 	switch (req) {
 	case DLCACHE_IOC_GET_INFO: {
 		struct dlcache_info *i = arg;
 
+		if (fk.info_err) {
+			errno = fk.info_err;
+			return -1;
+		}
+		fk.info_wanted = i->features;
 		i->abi_version = fk.abi;
 		i->supported = fk.supported;
 		i->features &= fk.supported;
@@ -352,6 +403,9 @@ static void fake_reset(void)
 {
 	uint32_t i;
 
+	/* What came before sent no kernel field (ABI 4). */
+	CHECK_EQ(fk.out_set, 0);
+
 	for (i = 0; i < N; i++) {
 		free(fk.store[i]);
 		fk.store[i] = NULL;
@@ -360,6 +414,8 @@ static void fake_reset(void)
 	}
 	fk.max_get_len = 0;
 	fk.abi = DLCACHE_ABI_VERSION;
+	fk.info_err = 0;
+	fk.out_set = 0;
 	/* As dlcache.ko now: every test runs with the look-ups ahead. */
 	fk.supported = DLCACHE_FEAT_RING | DLCACHE_FEAT_POLL |
 		       DLCACHE_FEAT_GET_AT | DLCACHE_FEAT_FILL_WAIT |
@@ -499,6 +555,13 @@ static void test_trust(void)
 	CHECK_EQ(fk.attach_calls, 1);
 	CHECK_EQ(fk.attach_flags, 0);
 	CHECK_EQ(log_count("trusting"), 0);
+	/*
+	 * ABI 4: the session's features are those GET_INFO asked for. The
+	 * loader asks for idle retention (DLCACHE_FEAT_IDLE), which a module
+	 * without it need not have (fk.supported lacks it here).
+	 */
+	CHECK(fk.info_wanted & DLCACHE_FEAT_IDLE, "GET_INFO asked %#llx",
+	      (unsigned long long)fk.info_wanted);
 
 	/* Naming ourselves is the same as the default. */
 	fake_reset();
@@ -574,6 +637,20 @@ static void test_trust(void)
 	fk.supported &= ~DLCACHE_FEAT_OWNER;
 	CHECK_EQ(try_backend(&cfg), DLC_BACKEND_INPROCESS);
 	CHECK_EQ(fk.attach_calls, 0);
+	cfg.backend = DLC_BACKEND_KERNEL;
+	CHECK_EQ(try_backend(&cfg), -EPROTO);
+
+	/*
+	 * A module of ABI 3 or earlier (ioctl magic 'D') knows none of our
+	 * commands: GET_INFO's -ENOTTY is "another ABI", as above.
+	 */
+	fake_reset();
+	log_clear();
+	fk.info_err = ENOTTY;
+	cfg.backend = DLC_BACKEND_AUTO;
+	CHECK_EQ(try_backend(&cfg), DLC_BACKEND_INPROCESS);
+	CHECK_EQ(fk.attach_calls, 0);
+	CHECK(log_count("another ABI") == 1, "log:\n%s", logbuf);
 	cfg.backend = DLC_BACKEND_KERNEL;
 	CHECK_EQ(try_backend(&cfg), -EPROTO);
 }

@@ -165,8 +165,11 @@ static void ioctl_table(void)
 		RESET(); u.info.reserved[i] = 1ULL << 40;
 		CHECK_ERR(t_ioctl(fd, DLCACHE_IOC_GET_INFO, &u), -EINVAL, "GET_INFO reserved[i]");
 	}
+	/* ABI 4: the kernel's fields must be 0 (abi_room checks each command). */
 	RESET(); u.info.capacity_bytes = 123; u.info.max_fills = 9; u.info.abi_version = 77;
-	CHECK_ERR(t_ioctl(fd, DLCACHE_IOC_GET_INFO, &u), 0, "GET_INFO ignores output fields");
+	CHECK_ERR(t_ioctl(fd, DLCACHE_IOC_GET_INFO, &u), -EINVAL, "GET_INFO with output fields set");
+	RESET();
+	CHECK_ERR(t_ioctl(fd, DLCACHE_IOC_GET_INFO, &u), 0, "GET_INFO zeroed");
 
 	/* ENTER */
 	RESET(); u.enter.flags = 1U << 7;
@@ -212,13 +215,17 @@ static void ioctl_table(void)
 	      info.max_samples, t_errname(ret));
 	if (!ret)
 		CHECK_ERR(t_detach(fd, u.attach.handle), 0, "DETACH of the largest data set");
-	/* Output fields are ignored on input. */
+	/* ABI 4: output fields must be 0 on input; zeroed, they are written. */
 	RESET(); u.attach.key[0] = 6; u.attach.nsamples = N; u.attach.handle = 999;
 	u.attach.owner_uid = 5; u.attach.result_flags = 0xff;
 	ret = t_ioctl(fd, DLCACHE_IOC_ATTACH, &u);
-	CHECK_ERR(ret, 0, "ATTACH with garbage in output fields");
+	CHECK_ERR(ret, -EINVAL, "ATTACH with garbage in output fields");
+	RESET(); u.attach.key[0] = 6; u.attach.nsamples = N;
+	ret = t_ioctl(fd, DLCACHE_IOC_ATTACH, &u);
+	CHECK_ERR(ret, 0, "ATTACH with output fields zeroed");
 	if (!ret) {
-		CHECK(u.attach.handle != 999 && u.attach.owner_uid == 0, "output fields not written");
+		CHECK(u.attach.handle != 0 && u.attach.owner_uid == 0 &&
+		      (u.attach.result_flags & DLCACHE_ATTACH_MAY_READ), "output fields not written");
 		CHECK_ERR(t_detach(fd, u.attach.handle), 0, "DETACH");
 	}
 
@@ -300,14 +307,17 @@ static void ioctl_table(void)
 	/* Unknown and malformed commands. */
 	{
 		const struct { unsigned long cmd; const char *name; } bad[] = {
-			{ _IOWR('D', 0x09, struct dlcache_info), "nr 9" },
-			{ _IOWR('D', 0x7f, struct dlcache_info), "nr 0x7f" },
-			{ _IOWR('D', 0xff, struct dlcache_stats), "nr 0xff" },
-			{ _IO('D', 0x00), "GET_INFO without size" },
-			{ _IOWR('D', 0x00, uint64_t), "GET_INFO with size 8" },
-			{ _IOR('D', 0x00, struct dlcache_info), "GET_INFO as _IOR" },
-			{ _IOW('D', 0x03, struct dlcache_attach), "ATTACH as _IOW" },
-			{ _IOWR('D', 0x06, struct dlcache_info), "STATS with the size of info" },
+			/* ABI 3's magic, 'D' (s390 DASD's): gone in ABI 4. */
+			{ _IOWR('D', 0x00, struct dlcache_info), "ABI 3 GET_INFO ('D')" },
+			{ _IOWR('D', 0x06, struct dlcache_stats), "ABI 3 STATS ('D')" },
+			{ _IOWR(DLCACHE_IOC_MAGIC, 0x09, struct dlcache_info), "nr 9" },
+			{ _IOWR(DLCACHE_IOC_MAGIC, 0x7f, struct dlcache_info), "nr 0x7f" },
+			{ _IOWR(DLCACHE_IOC_MAGIC, 0xff, struct dlcache_stats), "nr 0xff" },
+			{ _IO(DLCACHE_IOC_MAGIC, 0x00), "GET_INFO without size" },
+			{ _IOWR(DLCACHE_IOC_MAGIC, 0x00, uint64_t), "GET_INFO with size 8" },
+			{ _IOR(DLCACHE_IOC_MAGIC, 0x00, struct dlcache_info), "GET_INFO as _IOR" },
+			{ _IOW(DLCACHE_IOC_MAGIC, 0x03, struct dlcache_attach), "ATTACH as _IOW" },
+			{ _IOWR(DLCACHE_IOC_MAGIC, 0x06, struct dlcache_info), "STATS with the size of info" },
 			{ _IOWR('X', 0x00, struct dlcache_info), "magic X" },
 			{ 0x5401, "TCGETS" },
 			{ 0, "0" },
@@ -383,7 +393,7 @@ static void setup_table(void)
 	SETUP(reserved[2], 1, CHECK_ERR(ret, -EINVAL, "SETUP_RING reserved"), 0);
 #undef SETUP
 
-	/* Garbage in the output fields is ignored. */
+	/* ABI 4: garbage in the output fields is -EINVAL; zeroed, they are written. */
 	{
 		int fd3 = t_open();
 
@@ -394,9 +404,13 @@ static void setup_table(void)
 		p.sq_off.head = 0xffff;
 		p.cq_off.cqes = 0xffff;
 		ret = t_ioctl(fd3, DLCACHE_IOC_SETUP_RING, &p);
-		CHECK_ERR(ret, 0, "SETUP_RING with garbage in the output fields");
-		CHECK(p.sq_mmap_size > 1 && p.cq_mmap_size > 3 && p.sq_off.head != 0xffff &&
-		      p.cq_off.cqes != 0xffff, "SETUP_RING did not write its output fields");
+		CHECK_ERR(ret, -EINVAL, "SETUP_RING with garbage in the output fields");
+		memset(&p, 0, sizeof(p));
+		p.sq_entries = 5;
+		ret = t_ioctl(fd3, DLCACHE_IOC_SETUP_RING, &p);
+		CHECK_ERR(ret, 0, "SETUP_RING with the output fields zeroed");
+		CHECK(p.sq_mmap_size > 0 && p.cq_mmap_size > 0 && p.cq_off.cqes != 0,
+		      "SETUP_RING did not write its output fields");
 		close(fd3);
 	}
 	ret = t_ring_init(&r2, fd2, 5, 0);

@@ -121,11 +121,11 @@ int main(void)
 	if (stat(DLCACHE_DEVICE, &stt) < 0)
 		FATAL("stat %s: %m", DLCACHE_DEVICE);
 	CHECK(S_ISCHR(stt.st_mode), "%s is not a character device", DLCACHE_DEVICE);
-	fd = t_open();
+	fd = t_open_raw();
 
-	/* GET_INFO */
+	/* GET_INFO: the first of the session; idle retention asked (below). */
 	memset(&info, 0, sizeof(info));
-	info.features = want_feat | (1ULL << 63);
+	info.features = want_feat | DLCACHE_FEAT_IDLE | (1ULL << 63);
 	ret = t_ioctl(fd, DLCACHE_IOC_GET_INFO, &info);
 	if (ret < 0)
 		FATAL("GET_INFO: %s", t_errname(ret));
@@ -134,7 +134,8 @@ int main(void)
 	CHECK((info.supported & want_feat) == want_feat,
 	      "supported %#llx lacks one of RING|POLL|FILL_WAIT|SHRINKER|OWNER",
 	      (unsigned long long)info.supported);
-	CHECK_EQ(info.features, want_feat & info.supported, "features = wanted & supported");
+	CHECK_EQ(info.features, (want_feat | DLCACHE_FEAT_IDLE) & info.supported,
+		 "features = wanted & supported");
 	CHECK(!(info.supported & (1ULL << 63)), "unknown feature bit 63 reported as supported");
 	CHECK(info.max_sample_size >= 65536, "max_sample_size %u is tiny", info.max_sample_size);
 	CHECK(info.max_samples >= NSAMPLES, "max_samples %u", info.max_samples);

@@ -126,12 +126,24 @@ void t_time_limit(unsigned secs)
 
 /* ---- device and ioctls ---------------------------------------------------- */
 
-int t_open(void)
+int t_open_raw(void)
 {
 	int fd = open(DLCACHE_DEVICE, O_RDWR | O_CLOEXEC);
 
 	if (fd < 0)
 		FATAL("open %s: %s", DLCACHE_DEVICE, strerror(errno));
+	return fd;
+}
+
+int t_open(void)
+{
+	struct dlcache_info info;
+	int fd = t_open_raw();
+
+	/* An error shows in the test's next ioctl. */
+	memset(&info, 0, sizeof(info));
+	info.features = T_FEATS;
+	t_ioctl(fd, DLCACHE_IOC_GET_INFO, &info);
 	return fd;
 }
 

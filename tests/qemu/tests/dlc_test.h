@@ -80,8 +80,19 @@ void t_time_limit(unsigned secs);
 
 /* ---- device and ioctls ---------------------------------------------------- */
 
-/* Opens DLCACHE_DEVICE read-write; FATAL when that fails. */
+/*
+ * The features t_open() enables (ABI 4: the session's first GET_INFO
+ * fixes them): idle retention, which the tests were written for, as
+ * libdlcache asks for it.
+ */
+#define T_FEATS DLCACHE_FEAT_IDLE
+/*
+ * Opens DLCACHE_DEVICE read-write and enables T_FEATS (GET_INFO); FATAL
+ * when the open fails. t_open_raw() only opens: the session's features
+ * are left to its first GET_INFO (none without one).
+ */
 int t_open(void);
+int t_open_raw(void);
 /* ioctl returning 0 / a non-negative result, or -errno. */
 long t_ioctl(int fd, unsigned long cmd, void *arg);
 

@@ -261,7 +261,7 @@ static void fz_ioctl(struct fz *f)
 	memset(&u, 0, sizeof(u));
 	if (!rnd_n(10)) {
 		/* An unknown or malformed command. */
-		cmd = rnd_n(2) ? _IOC(rnd_n(4), 'D', rnd_n(32), rnd_n(600)) : (unsigned long)rnd();
+		cmd = rnd_n(2) ? _IOC(rnd_n(4), DLCACHE_IOC_MAGIC, rnd_n(32), rnd_n(600)) : (unsigned long)rnd();
 		if (rnd_n(2))
 			arg = (void *)(uintptr_t)rnd_addr();
 		ioctl(f->fd, cmd, arg);

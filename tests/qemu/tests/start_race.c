@@ -80,7 +80,7 @@ static long start(int i, int r, const char **step, int *fdp)
 	info.features = DLCACHE_FEAT_RING | DLCACHE_FEAT_POLL |
 			DLCACHE_FEAT_GET_AT | DLCACHE_FEAT_FILL_WAIT |
 			DLCACHE_FEAT_OWNER | DLCACHE_FEAT_CONSUMERS |
-			DLCACHE_FEAT_GET_AHEAD;
+			DLCACHE_FEAT_GET_AHEAD | DLCACHE_FEAT_IDLE;
 	*step = "GET_INFO";
 	ret = t_ioctl(fd, DLCACHE_IOC_GET_INFO, &info);
 	if (ret)
