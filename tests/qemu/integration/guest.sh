@@ -1176,7 +1176,11 @@ elif ! load_dlcache; then
 	result FAIL jobs-insmod
 else
 	jobs_calibrate --backend kernel
-	$CTL drop > /dev/null 2>&1
+	# A fresh module for the run: the calibration's counters would end
+	# jobs_pair's wait for misses at once (before both jobs attached),
+	# and its data set would stay cached, idle.
+	unload_dlcache && load_dlcache ||
+		result FAIL jobs-insmod "(reloading after the calibration)"
 	jobs_pair k --backend kernel
 	# The consumers as the module saw them, while none is attached.
 	$CTL stats > /tmp/jst.txt 2>&1
