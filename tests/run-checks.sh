@@ -18,10 +18,13 @@ BUILD=${1:-build}
 cd "$(dirname "$0")/.."
 pass=0 fail=0 skip=0
 failed=()
+failed_why=()
 skipped=()
+times=()
 log_dir="$BUILD/test-logs"
 mkdir -p "$log_dir"
 
+start_s=$(date +%s)
 dmesg_mark=$(dmesg 2>/dev/null | wc -l || echo 0)
 
 result() {	# name status [why]
@@ -29,7 +32,8 @@ result() {	# name status [why]
 	ok)   pass=$((pass + 1)); echo "ok   $1" ;;
 	skip) skip=$((skip + 1)); skipped+=("$1: ${3:-no reason given}")
 	      echo "skip $1${3:+: $3}" ;;
-	*)    fail=$((fail + 1)); failed+=("$1"); echo "FAIL $1" ;;
+	*)    fail=$((fail + 1)); failed+=("$1"); failed_why+=("$1${3:+: $3}")
+	      echo "FAIL $1${3:+: $3}" ;;
 	esac
 }
 
@@ -106,12 +110,15 @@ done
 # printing a result line counts as a failure, never as silently absent.
 # debug-kernel builds the QEMU suite's debug kernel once per machine
 # (cached in /var/cache/dlcache): tens of minutes cold, seconds after.
+times+=("host tests $(( $(date +%s) - start_s )) s")
 for target in kunit qemu-test debug-kernel qemu-debug fuzz-check fuzz-lib-check style dkms-test; do
 	log="$log_dir/$target.log"
 	limit=2400
 	[ "$target" = debug-kernel ] && limit=3600
+	t0=$(date +%s)
 	timeout $limit make --no-print-directory "$target" BUILD="$BUILD" >"$log" 2>&1
 	rc=$?
+	times+=("$target $(( $(date +%s) - t0 )) s")
 	count_results "" "$log"
 	# The measurements worth seeing without opening the log: the
 	# fuzzers' coverage side by side, the debug kernel's build time.
@@ -144,8 +151,12 @@ if [ ${#skipped[@]} -gt 0 ]; then
 	echo "skipped:"
 	printf '     %s\n' "${skipped[@]}"
 fi
+# The host tests' time and each kernel-side target's, then each failure
+# with its reason: the end of the output is what a CI summary shows.
+echo "times: $(IFS=,; echo "${times[*]}" | sed 's/,/, /g')"
 if [ ${#failed[@]} -gt 0 ]; then
-	echo "failed: ${failed[*]}"
+	echo "failed:"
+	printf '     %s\n' "${failed_why[@]}"
 fi
 echo "$pass passed, $fail failed, $skip skipped"
 [ $fail -eq 0 ]
