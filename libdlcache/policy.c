@@ -161,6 +161,8 @@ static void line_init(struct dlc_policy *p, struct dlc_policy_line *L,
 	L->measured = 0;
 	L->rate_t = DLC_POLICY_NEVER;	/* from the first advance */
 	L->rate_p = 0;
+	L->sum_t = 0;
+	L->sum_p = 0;
 	L->seen = now;
 }
 
@@ -493,21 +495,28 @@ static int measure(const struct dlc_policy *p, struct dlc_policy_line *L,
 		L->rate_p = L->cursor;
 	} else if (L->cursor > L->rate_p && now >= L->rate_t &&
 		   now - L->rate_t >= DLC_POLICY_RATE_SPAN) {
-		uint64_t m = div_u64_u64(now - L->rate_t,
-					 L->cursor - L->rate_p);
+		uint64_t q, r, h = DLC_POLICY_RATE_POSITIONS;
 
-		if (!m)
-			m = 1;
+		L->sum_t = sat_add(L->sum_t, now - L->rate_t);
+		L->sum_p += L->cursor - L->rate_p;
 		L->rate_t = now;
 		L->rate_p = L->cursor;
+		if (L->sum_p > h) {
+			/* Scale to the last h positions: sum_t * h / sum_p. */
+			q = div_u64_u64(L->sum_t, L->sum_p);
+			r = L->sum_t - q * L->sum_p;
+			L->sum_t = sat_add(sat_mul(q, h),
+					   div_u64_u64(r * h, L->sum_p));
+			L->sum_p = h;
+		}
+		L->est = div_u64_u64(L->sum_t, L->sum_p);
+		if (!L->est)
+			L->est = 1;
 		if (!L->measured) {
 			/* The first measurement is the cost. */
 			L->measured = 1;
-			L->est = m;
-			if (m != L->cost)
+			if (L->est != L->cost)
 				return 1;
-		} else {
-			L->est = div_u64_u64(sat_add(sat_mul(3, L->est), m), 4);
 		}
 	}
 	off = L->est > L->cost ? L->est - L->cost : L->cost - L->est;

@@ -77,6 +77,13 @@
 #define DLC_POLICY_DEFAULT_COST	1000000ULL
 /* A consumer's rate is measured over spans of at least this long. */
 #define DLC_POLICY_RATE_SPAN	250000000ULL	/* 250 ms, in ns */
+/*
+ * ... and its cost is the time per position over about its last this
+ * many positions, each span weighted by its positions: a pause and the
+ * burst of look-ups after it (an epoch's end) average out instead of
+ * reading as one very slow span and then a very fast one.
+ */
+#define DLC_POLICY_RATE_POSITIONS 256
 
 /* Error values, equal to Linux errno numbers, returned negated. */
 #define DLC_POLICY_ENOENT	2
@@ -114,6 +121,8 @@ struct dlc_policy_line {
 	uint64_t rate_t;	/* ns: start of the current measurement, or
 				 * NEVER until the first advance */
 	uint64_t rate_p;	/* cursor at rate_t */
+	uint64_t sum_t;		/* ns over the last sum_p measured positions */
+	uint64_t sum_p;		/* <= DLC_POLICY_RATE_POSITIONS once measured */
 	uint64_t seen;		/* ns: last dlc_policy_advance() */
 };
 
@@ -201,9 +210,11 @@ uint32_t dlc_policy_sample_at(const struct dlc_policy *p, uint32_t c,
  * consumer is alive); @pos is clamped to the end of the known orders.
  * Epochs wholly consumed are forgotten. An inactive consumer becomes
  * active again. Measures the consumer's cost over spans of at least
- * DLC_POLICY_RATE_SPAN and re-anchors it (recomputing every key) when
- * the cost moved by more than a quarter or its predicted time of the
- * cursor is off the clock by more than a quarter of its window's time.
+ * DLC_POLICY_RATE_SPAN, as the time per position of about its last
+ * DLC_POLICY_RATE_POSITIONS positions, and re-anchors it (recomputing
+ * every key) when the cost moved by more than a quarter or its predicted
+ * time of the cursor is off the clock by more than a quarter of its
+ * window's time.
  */
 void dlc_policy_advance(struct dlc_policy *p, uint32_t c, uint64_t pos,
 			uint64_t now);

@@ -625,6 +625,61 @@ static void test_rate(void)
 	free(p);
 }
 
+/*
+ * A consumer that pauses at each epoch's end and then bursts (a loader
+ * draining one epoch, then looking up a read-ahead's worth of the next at
+ * once), as dlcache.ko's debugfs showed of drifting ranks: 20 ms a
+ * position, 1.5 s at each end of a 150-position epoch, then the first
+ * position alone, then 63 at once. Its pace over an epoch is 30 ms a
+ * position. The cost in use must stay within 1.25x of that either way
+ * (27.9-31.2 ms with the positions' weights). An average of each span's
+ * rate, where the one position after a pause reads as seconds a position,
+ * held 46 ms here, and swung 10-100 ms in the module's drifting runs (one
+ * read 1.19x its bound).
+ */
+static void test_rate_bursts(void)
+{
+	const uint64_t step = 20000000, pause = 1500000000, elen = 150;
+	const uint64_t avg = (elen * step + pause) / elen;
+	uint64_t now = 1000000000, pos = 0, lo = UINT64_MAX, hi = 0;
+	uint32_t ids[150], e = 0, i, k;
+	struct dlc_policy *p;
+	struct dlc_policy_line *L;
+	void *mem;
+
+	p = policy_new((uint32_t)elen, 4 * elen, &mem);
+	L = &p->line[0];
+	for (i = 0; i < elen; i++)
+		ids[i] = i;
+	for (k = 0; k < 40; k++) {
+		while (L->end - L->cursor + elen <= p->window)
+			dlc_policy_add_epoch(p, 0, e++, ids, elen);
+		/* The pause, then one position, then 63 at once. */
+		now += pause;
+		dlc_policy_advance(p, 0, ++pos, now);
+		pos += 63;
+		dlc_policy_advance(p, 0, pos, now);
+		for (i = 64; i < elen; i++) {
+			now += step;
+			dlc_policy_advance(p, 0, ++pos, now);
+		}
+		now += 64 * step;	/* the burst's positions, consumed */
+		if (k >= 4 && L->measured) {
+			if (L->cost < lo)
+				lo = L->cost;
+			if (L->cost > hi)
+				hi = L->cost;
+		}
+	}
+	CHECK(L->measured, "never measured");
+	CHECK(lo * 5 >= avg * 4 && hi * 4 <= avg * 5,
+	      "cost %llu-%llu ns a position, the pace %llu: want within 1.25x",
+	      (unsigned long long)lo, (unsigned long long)hi,
+	      (unsigned long long)avg);
+	free(mem);
+	free(p);
+}
+
 /* The test's own model of one consumer. */
 struct model {
 	int used, active;
@@ -966,6 +1021,7 @@ int main(void)
 	T_RUN(test_consumer_slots);
 	T_RUN(test_used_before);
 	T_RUN(test_rate);
+	T_RUN(test_rate_bursts);
 	T_RUN(test_multi_brute);
 	if (t_failures) {
 		printf("test_policy: %d t_failures\n", t_failures);

@@ -27,21 +27,21 @@ cache of half the data set (s), and on the page cache alone (p). Checks:
   jobs-pagecache         a measurement: the page cache's bytes, as ratios;
   drift-hit-ratio        two ranks of one job without a barrier (seed 0,
                          world 2): the byte hit ratio of the warm epochs
-                         of the ten drifting runs at least the lockstep
-                         run's - 0.01: the median, and each run but one,
-                         which must still be within 0.05 and is named;
+                         of each of the ten drifting runs at least the
+                         lockstep run's - 0.01 (50 of 50 were, at most
+                         0.003 below);
   drift-vs-optimum       a measurement: each run's bytes over the bound
                          of its own merged trace. Drift changes the
                          trace and what any policy can reach: a rank
                          started 0.5-2 s late lifted the warm ratio from
                          0.478 to 0.54-0.66. Lockstep runs read 1.001-
-                         1.004 x their bound, drifting ones 1.002-1.12 x
-                         and once in 90 runs 1.19 x (warm 0.4661 against
-                         0.4796): the module's pace estimate of a rank
-                         swings 10-100 ms a position when its look-ups
-                         pause at an epoch's end and then burst
-                         (dlcint.drift_only in integration.sh prints the
-                         module's consumers every 0.5 s).
+                         1.004 x their bound, drifting ones 1.001-1.093 x
+                         (50 runs; before the pace was weighted by
+                         positions, 1.002-1.12 x and once in 90 runs
+                         1.19 x, when a rank's look-ups paused at an
+                         epoch's end and then burst). dlcint.drift_only
+                         in integration.sh prints the module's consumers
+                         every 0.5 s.
 
 The optimum is computed here, from the data set's files and the orders
 libdlcache gives for the seeds (dlc_order_fill through ctypes), and
@@ -350,22 +350,18 @@ def main():
                f"shared line {fmt([None if r is None else vs_bound(r) for r in shared])}")
         ref = warm_ratio(lock)
         runs_w = [None if r is None else warm_ratio(r) for r in runs_d]
+        # Every run: the policy's pace is the time per position over
+        # its last 256 positions (policy.h), so a rank's pause at an
+        # epoch's end and the burst of look-ups after it no longer swing
+        # it (that allowed one run in ten 0.05 below; issue 29).
         bad = [j for j, r in enumerate(runs_w) if r is None or r < ref - 0.01]
-        # One run in ten may lose more, within 0.05, and is named: the
-        # policy's pace estimates swing when a rank's look-ups pause at
-        # an epoch's end (drift-vs-optimum above; the closing note of
-        # issue 29 has the trace). The median must hold.
-        allowed = 1 if len(runs_w) >= 10 else 0
         vals = sorted(r for r in runs_w if r is not None)
         median = vals[len(vals) // 2] if len(vals) == len(runs_w) else None
-        far = [j for j in bad if runs_w[j] is None or runs_w[j] < ref - 0.05]
-        fail = len(bad) > allowed or far or median is None or median < ref - 0.01
-        result("FAIL" if fail else "ok", "drift-hit-ratio",
+        result("FAIL" if bad else "ok", "drift-hit-ratio",
                f"warm epochs, lockstep {ref:.4f}; drifting {fmt(runs_w)}" +
                (f", median {median:.4f}" if median is not None else "") +
                f"; {len(runs_w) - len(bad)} of {len(runs_w)} at least lockstep - 0.01"
-               + (f" (at most {allowed} below, within 0.05" +
-                  (f": run {bad[0]}" if bad else "") + ")" if allowed else "") +
+               + (f" (below: runs {', '.join(map(str, bad))})" if bad else "") +
                f"; on the shared line (DLCACHE_JOB=none) "
                f"{fmt([None if r is None else warm_ratio(r) for r in shared])}")
     return 1 if fails else 0
