@@ -184,6 +184,15 @@ def drift_pair(v):
     return a, dec.raw_decode(v[end:].lstrip())[0]
 
 
+def drift_vs_bound(lib, sizes, size, cap, pr):
+    """Bytes both ranks of drift run @pr read, and that over the bound of
+    their own merged trace (seed 0, world 2, as guest.sh's drift_run
+    runs them)."""
+    reqs = trace(lib, len(sizes), [(0, r, 2, b) for r, b in enumerate(pr)])
+    got = sum(ep["bytes_read"] for b in pr for ep in b["epochs"])
+    return got, got / bound_bytes(reqs, size, cap, sizes)
+
+
 def exercised(data, runs, result, lib, sizes, size, cap):
     """dlcint.timing=0 (the debug kernel): the jobs and drift runs
     exercised the code once each; their bounds hold only at the pace the
@@ -206,9 +215,8 @@ def exercised(data, runs, result, lib, sizes, size, cap):
         if errs or any(i != nsamples for i in imgs):
             bad.append(f"{n}: images per epoch {imgs}, errors {errs}")
             continue
-        reqs = trace(lib, len(sizes), [(0, r, 2, b) for r, b in enumerate(pr)])
-        got = sum(ep["bytes_read"] for b in pr for ep in b["epochs"])
-        print(f"# {n}: {got} bytes, {got / bound_bytes(reqs, size, cap, sizes):.3f}x "
+        got, ratio = drift_vs_bound(lib, sizes, size, cap, pr)
+        print(f"# {n}: {got} bytes, {ratio:.3f}x "
               "the bound of its own trace (not judged: dlcint.timing=0)")
     if "k" in runs:
         disk, a, b = runs["k"]
@@ -326,11 +334,7 @@ def main():
         return " ".join("-" if v is None else f"{v:.4f}" for v in vals) or "not run"
 
     def vs_bound(pr):
-        """Bytes both ranks read over the bound of their own merged trace
-        (seed 0, world 2, as guest.sh's drift_run runs them)."""
-        reqs = trace(lib, len(sizes), [(0, r, 2, b) for r, b in enumerate(pr)])
-        got = sum(ep["bytes_read"] for b in pr for ep in b["epochs"])
-        return got / bound_bytes(reqs, size, cap, sizes)
+        return drift_vs_bound(lib, sizes, size, cap, pr)[1]
 
     try:
         lock = pair(data["drift_lockstep"][0])
