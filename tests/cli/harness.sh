@@ -5,11 +5,22 @@
 #   begin NAME; ...fail "what"...; end
 #   skip NAME WHY: a FAIL under CI=true, where make deps builds the tool
 #   finish: the verdict line and the exit status
-fails=0 cur= cur_fails=0
-fail() { echo "FAIL: ${cur:+$cur: }$*"; fails=$((fails + 1)); }
-begin() { cur=$1; cur_fails=$fails; }
+# end's FAIL line repeats the sub-check's first reason: tests/run-checks.sh
+# lists it with the failures at the end of make check, where CI's tail
+# shows it.
+fails=0 cur= cur_fails=0 cur_why=
+fail() {
+	echo "FAIL: ${cur:+$cur: }$*"
+	[ $fails -gt $cur_fails ] || cur_why=${*//$'\n'/ }
+	fails=$((fails + 1))
+}
+begin() { cur=$1; cur_fails=$fails; cur_why=; }
 end() {
-	if [ $fails -gt $cur_fails ]; then echo "FAIL $cur"; else echo "ok $cur"; fi
+	if [ $fails -gt $cur_fails ]; then
+		echo "FAIL $cur: $cur_why"
+	else
+		echo "ok $cur"
+	fi
 	cur=
 }
 skip() {
