@@ -11,6 +11,13 @@
 # them (stop 37: qemu-debug-int never reached /init in 1500 s).
 QEMU_APPEND_BASE="console=ttyS0 panic=-1 quiet loglevel=3 log_buf_len=4M rdinit=/init acpi=noirq"
 
+# qemu_console LOG: the guest's serial console (stdin) without its
+# carriage returns, to LOG and stdout, a line at a time, so that the log
+# shows a run as it goes rather than in 4 KiB steps.
+qemu_console() {
+	stdbuf -oL tr -d '\r' | tee "$1"
+}
+
 # qemu_stage_busybox STAGE BUSYBOX [DIR...]: a root file system at STAGE
 # holding a static busybox and its applet links in /bin (and /sbin,
 # /usr/bin, /usr/sbin), root and nobody (65534) in /etc/passwd and

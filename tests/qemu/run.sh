@@ -247,7 +247,7 @@ set +e
 timeout -k 10 "$TIMEOUT" "$QEMU" -accel tcg -cpu max -smp "$SMP" -m "$MEM" \
 	-nodefaults -display none -serial stdio -monitor none -no-reboot \
 	-kernel "$KERNEL" -initrd "$CPIO" -append "$APPEND" < /dev/null 2>&1 |
-	tr -d '\r' | tee "$LOG" |
+	qemu_console "$LOG" |
 	grep --line-buffered -E '^(ok|FAIL|skip) qemu:|^# |^DLCACHE-QEMU-VERDICT:' |
 	sed -u -E "s/^(ok|FAIL|skip) qemu:/\1 $TAG:/"
 qrc=${PIPESTATUS[0]}

@@ -284,7 +284,7 @@ timeout -k 10 "$TIMEOUT" "$QEMU" -accel tcg -cpu max -smp 2 -m "$MEM" \
 	-nodefaults -display none -serial stdio -monitor none -no-reboot \
 	-drive "file=$IMG,format=raw,if=virtio,readonly=on" \
 	-kernel "$KERNEL" -initrd "$CPIO" -append "$APPEND" < /dev/null 2>&1 |
-	stdbuf -oL tr -d '\r' | tee "$LOG" | grep --line-buffered -E '^RESULT |^# ' |
+	qemu_console "$LOG" | grep --line-buffered -E '^RESULT |^# ' |
 	sed -u -e "s/^RESULT \\([a-zA-Z]*\\) \\([^ ]*\\)/\\1 $TAG:\\2/"
 qrc=${PIPESTATUS[0]}
 set -e

@@ -161,7 +161,7 @@ timeout -k 10 "$TIMEOUT" "$QEMU" -accel tcg -cpu max -smp 2 -m 1G \
 	-drive "file=blkdebug:$OUT/blkdebug.conf:$OUT/ns4.img,if=none,id=d4,format=raw" \
 	-device nvme-ns,drive=d4,bus=nvme0,nsid=4 \
 	-kernel "$KERNEL" -initrd "$CPIO" -append "$APPEND" < /dev/null 2>&1 |
-	tr -d '\r' | tee "$LOG" | grep --line-buffered -E '^RESULT |^# ' |
+	qemu_console "$LOG" | grep --line-buffered -E '^RESULT |^# ' |
 	sed -u -e "s/^RESULT \\([a-zA-Z]*\\) \\([^ ]*\\)/\\1 $TAG:\\2/"
 qrc=${PIPESTATUS[0]}
 set -e
