@@ -5,7 +5,11 @@
  * ring.c   ring layout, index arithmetic and SQE validation (no state);
  * store.c  the page-backed sample store: data sets, samples, admission,
  *          eviction, capacity and shrinking;
- * main.c   the device: sessions, ioctls, mmap, poll, fills and waiters.
+ * session.c   sessions: the rings, GET/PUT/ABORT, fills and waiters;
+ * dataset.c   data sets as users see them: ATTACH, permissions, idle
+ *             sets, per-owner quotas and copies in flight;
+ * main.c      the module: the device, its ioctl table, the admin
+ *             ioctls, parameters, the shrinker and debugfs.
  *
  * Lock order (outermost first):
  *   dlc_session.ring_lock -> dlc_cache.lock -> dlc_dataset.lock ->
@@ -14,12 +18,12 @@
  * data set's lock only ever mutex_trylock() them (admission stealing
  * space, the shrinker), so they cannot deadlock. No dlc_dataset.lock is
  * held across a copy from or to user memory. The module's parameter lock
- * (kernel_param_lock()) comes before dlc_cache.lock; main.c's
+ * (kernel_param_lock()) comes before dlc_cache.lock; session.c's
  * dlc_lease_lock is innermost (taken under a dlc_dataset.lock). STATS,
  * debugfs and the fill lease work pin the data sets under dlc_cache.lock
  * and then take each dlc_dataset.lock without it: one user's long
  * operation under its data set's lock holds up nobody else.
- * main.c's dlc_copy_lock (copies in flight per owner) is innermost too.
+ * dataset.c's dlc_copy_lock (copies in flight per owner) is innermost too.
  */
 #ifndef DLC_KMOD_H
 #define DLC_KMOD_H
@@ -31,6 +35,8 @@
 #include <linux/lockdep.h>
 #include <linux/mutex.h>
 #include <linux/refcount.h>
+#include <linux/stddef.h>
+#include <linux/string.h>
 #include <linux/types.h>
 #include <linux/uidgid.h>
 #include <linux/uio.h>
@@ -83,7 +89,7 @@ struct dlc_ring_ctl {
 
 /*
  * One ring, SQ or CQ, over a region of pages charged to the memory cgroup
- * of the task that set it up (dlc_ring_alloc() in main.c), mapped into the
+ * of the task that set it up (dlc_ring_alloc() in session.c), mapped into the
  * session's users. The kernel-side index (SQ head or CQ tail) is kept
  * here and published to ctl; the user-side one is read from ctl and never
  * trusted beyond the ring size. Protected by dlc_session.ring_lock.
@@ -147,7 +153,7 @@ struct dlc_cache {
 	u64 policy_bytes;
 	u64 policy_limit;		/* most policy memory at once */
 	/*
-	 * Data sets being created (struct dlc_reservation in main.c): their
+	 * Data sets being created (struct dlc_reservation in dataset.c): their
 	 * slot and policy memory count against the limits while they are
 	 * allocated without the lock. lock.
 	 */
@@ -169,7 +175,7 @@ enum {
 	 * attachment) owns the fill since @fill_start: it got -ENOENT with
 	 * DLCACHE_CQE_F_FILL and must PUT or ABORT. @waiters holds parked
 	 * GETs. Past the fill lease the fill may be taken from @filler and
-	 * given to another attachment (main.c, dlc_fill_take()).
+	 * given to another attachment (session.c, dlc_fill_give()).
 	 */
 	DLC_S_FILLING,
 	/*
@@ -249,7 +255,7 @@ struct dlc_dataset {
 	/*
 	 * Accounting owner: the uid in the initial user namespace that owns
 	 * the creator's user namespace chain (@uid itself for a creator in
-	 * init_user_ns). Per-owner quotas (main.c) and cache shares count
+	 * init_user_ns). Per-owner quotas (dataset.c) and cache shares count
 	 * by it, so subordinate uids do not multiply them.
 	 */
 	kuid_t acct;
@@ -259,10 +265,10 @@ struct dlc_dataset {
 	/*
 	 * Idle: listed with no attachment (the last one detached and the
 	 * module's idle_keep_s is not 0). @ref then holds one reference,
-	 * the idle reference, which main.c owns: an ATTACH of the set takes
+	 * the idle reference, which dataset.c owns: an ATTACH of the set takes
 	 * it over, the idle work, DROP, a creation that needs the room
 	 * (dlc_dataset_create_locked()) or dlc_exit() put it and free the
-	 * set (a pin, main.c's dlc_dataset_pin(), defers the free). Steal and
+	 * set (a pin, dataset.c's dlc_dataset_pin(), defers the free). Steal and
 	 * shrink empty idle sets before attached ones (they stay listed,
 	 * samples gone, until one of those frees them). Both fields: cache
 	 * lock (READ_ONCE for STATS of an attached set, which never is idle).
@@ -280,7 +286,7 @@ struct dlc_dataset {
 	u64 nfilling;
 	/*
 	 * FILLING placeholders that had a GET parked on them since the lease
-	 * work last looked: the fill lease work (main.c) checks only these.
+	 * work last looked: the fill lease work (session.c) checks only these.
 	 */
 	struct list_head lease_fills;
 	/* Consumers by policy line; [0] stays NULL (time line 0). */
@@ -341,5 +347,32 @@ static inline u64 dlc_sample_charge(const struct dlc_sample *s)
 {
 	return (u64)s->npages << PAGE_SHIFT;
 }
+
+/*
+ * main.c: the module's one cache, and whether it is set up (see dlc_ready
+ * in main.c for its rules).
+ */
+extern struct dlc_cache dlc_cache;
+extern bool dlc_ready;
+
+/* ioctl argument checks. */
+static inline bool dlc_zero(const void *p, size_t n)
+{
+	return !memchr_inv(p, 0, n);
+}
+
+/*
+ * Whether the fields @first to @last (inclusive, in layout order) of the
+ * ioctl struct *@s are 0. From ABI 4 the fields the kernel writes (the
+ * header's "kernel:") must be 0 on input, else -EINVAL, as reserved
+ * fields, so that a later ABI can make them inputs.
+ */
+#define dlc_out_zero(s, first, last) ({				\
+	__auto_type __s = (s);						\
+	size_t __off = offsetof(typeof(*__s), first);			\
+									\
+	dlc_zero((const u8 *)__s + __off,				\
+		 offsetofend(typeof(*__s), last) - __off);		\
+})
 
 #endif /* DLC_KMOD_H */

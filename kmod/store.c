@@ -544,7 +544,7 @@ static bool dlc_cache_try_charge(struct dlc_cache *cache, u64 bytes)
  * Admission of sample @id, @charge bytes, before its bytes are allocated
  * and copied: reserve the charge against the capacity. Room is made in
  * the policy's order: while the cache is full, take it from an idle data
- * set (main.c keeps detached sets cached until they are needed); else,
+ * set (dataset.c keeps detached sets cached until they are needed); else,
  * when this data set holds nothing or would stay within its share (its
  * owner's share of the capacity divided among the owner's data sets),
  * take room from the owner most over its share; else evict this data
@@ -1015,7 +1015,7 @@ static bool dlc_shrink_lock(struct dlc_dataset *ds, bool shrinker)
  * each holds (pass 1) and whatever is left wherever it is (pass 2). The
  * shrinker (@shrinker) runs in reclaim, maybe under a data set's lock, so
  * it only tries the locks. An idle set emptied here stays listed (its
- * slot and policy memory give way in dlc_reserve(), main.c). Returns the
+ * slot and policy memory give way in dlc_reserve(), dataset.c). Returns the
  * bytes given back.
  */
 u64 dlc_cache_shrink(struct dlc_cache *cache, u64 bytes, bool shrinker)

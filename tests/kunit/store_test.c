@@ -315,7 +315,7 @@ static void store_share_by_owner(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, atomic64_read(&f->cache.used), 16 * PAGE_SIZE);
 }
 
-/* Mark @ds idle, or not, as main.c does at a last detach and an ATTACH. */
+/* Mark @ds idle, or not, as dataset.c does at a last detach and an ATTACH. */
 static void st_set_idle(struct dlc_cache *cache, struct dlc_dataset *ds,
 			bool idle)
 {
