@@ -883,6 +883,46 @@ static int dlc_attach_match(const struct dlc_dataset *ds,
 	return 0;
 }
 
+/*
+ * Whether ATTACH's arguments @a may be taken: its kernel fields and
+ * reserved ones zero, only known flags, no flag's field without the flag,
+ * sizes within the module's limits.
+ */
+static bool dlc_attach_args_ok(const struct dlcache_attach *a)
+{
+	if (a->resv0 || !dlc_zero(a->reserved, sizeof(a->reserved)) ||
+	    a->handle || a->owner_gid || a->result_flags ||
+	    (a->owner_uid && !(a->flags & DLCACHE_ATTACH_F_OWNER)) ||
+	    (a->flags & ~(DLCACHE_ATTACH_F_NOCREATE | DLCACHE_ATTACH_F_EXCL |
+			  DLCACHE_ATTACH_F_OWNER | DLCACHE_ATTACH_F_JOB |
+			  DLCACHE_ATTACH_F_REPLACE)) ||
+	    (a->job && !(a->flags & DLCACHE_ATTACH_F_JOB)) ||
+	    ((a->flags & DLCACHE_ATTACH_F_REPLACE) &&
+	     (a->flags & DLCACHE_ATTACH_F_NOCREATE)))
+		return false;
+	return a->nsamples && a->nsamples <= DLC_MAX_SAMPLES &&
+	       !(a->mode & ~0666U) && a->window <= DLC_MAX_WINDOW &&
+	       a->lookahead <= DLC_MAX_WINDOW;
+}
+
+/* ATTACH's answer for the new attachment @att: the kernel fields of @a. */
+static void dlc_attach_result(const struct dlc_attachment *att,
+			      struct dlcache_attach *a)
+{
+	const struct dlc_dataset *ds = att->ds;
+
+	a->mode = ds->mode;
+	a->window = ds->window;
+	a->lookahead = ds->lookahead;
+	a->handle = att->handle;
+	a->owner_uid = from_kuid_munged(current_user_ns(), ds->uid);
+	a->owner_gid = from_kgid_munged(current_user_ns(), ds->gid);
+	if (att->may_read)
+		a->result_flags |= DLCACHE_ATTACH_MAY_READ;
+	if (att->may_write)
+		a->result_flags |= DLCACHE_ATTACH_MAY_WRITE;
+}
+
 long dlc_ioc_attach(struct dlc_session *sess, void __user *uarg)
 {
 	struct dlc_cache *cache = sess->cache;
@@ -897,19 +937,7 @@ long dlc_ioc_attach(struct dlc_session *sess, void __user *uarg)
 
 	if (copy_from_user(&a, uarg, sizeof(a)))
 		return -EFAULT;
-	if (a.resv0 || !dlc_zero(a.reserved, sizeof(a.reserved)) ||
-	    a.handle || a.owner_gid || a.result_flags ||
-	    (a.owner_uid && !(a.flags & DLCACHE_ATTACH_F_OWNER)) ||
-	    (a.flags & ~(DLCACHE_ATTACH_F_NOCREATE | DLCACHE_ATTACH_F_EXCL |
-			 DLCACHE_ATTACH_F_OWNER | DLCACHE_ATTACH_F_JOB |
-			 DLCACHE_ATTACH_F_REPLACE)) ||
-	    (a.job && !(a.flags & DLCACHE_ATTACH_F_JOB)) ||
-	    ((a.flags & DLCACHE_ATTACH_F_REPLACE) &&
-	     (a.flags & DLCACHE_ATTACH_F_NOCREATE)))
-		return -EINVAL;
-	if (!a.nsamples || a.nsamples > DLC_MAX_SAMPLES ||
-	    (a.mode & ~0666U) || a.window > DLC_MAX_WINDOW ||
-	    a.lookahead > DLC_MAX_WINDOW)
+	if (!dlc_attach_args_ok(&a))
 		return -EINVAL;
 	/*
 	 * Data sets are named by (key, owner). A key alone names the
@@ -1019,16 +1047,7 @@ attach:
 	att->may_write = perm & 2;
 	sess->atts[slot] = att;
 
-	a.mode = ds->mode;
-	a.window = ds->window;
-	a.lookahead = ds->lookahead;
-	a.handle = att->handle;
-	a.owner_uid = from_kuid_munged(current_user_ns(), ds->uid);
-	a.owner_gid = from_kgid_munged(current_user_ns(), ds->gid);
-	if (att->may_read)
-		a.result_flags |= DLCACHE_ATTACH_MAY_READ;
-	if (att->may_write)
-		a.result_flags |= DLCACHE_ATTACH_MAY_WRITE;
+	dlc_attach_result(att, &a);
 	/* Only writers move a time line: a reader joins no consumer. */
 	if ((a.flags & DLCACHE_ATTACH_F_JOB) && att->may_write) {
 		ret = dlc_consumer_join(ds, &att->member, a.job);
