@@ -17,6 +17,7 @@
  * epoch now and of the next: a sample is admitted when there is room, or
  * when a staged sample's next use is later than its own (that one is
  * evicted); else it is not. A sample not in either order is used last.
+ * The ranking is policy.c's, the one the caches use, over one time line.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -33,10 +34,11 @@
 #include <unistd.h>
 
 #include "pack.h"
+#include "policy.h"
 #include "stage.h"
 
 #define NONE		UINT32_MAX
-#define FAR		UINT64_MAX
+#define FAR		DLC_POLICY_NEVER
 /* Offered samples waiting to be written: at most so many, and so many bytes. */
 #define OFFERS		4096
 #define OFFER_BYTES	(64ULL << 20)
@@ -94,17 +96,19 @@ struct dlc_stage {
 	uint32_t returned;
 	/* Under lock. */
 	uint8_t *state;			/* per sample: ST_* */
-	uint32_t *staged;		/* the staged samples: a heap, heap_up() */
-	uint32_t *slot;			/* per sample: its place in staged */
-	uint32_t nstaged;
-	uint64_t used;
 	/*
-	 * The orders of epoch cur_epoch (0) and the next (1), and where
-	 * each sample is first used in them (NONE: not by this rank).
-	 * Valid once prepared.
+	 * The staged samples, ranked by next use on this rank's time line
+	 * (consumer 0): dlc_policy_victim() is the copy used last. The
+	 * line holds the orders of cur_epoch and, unless it is the last,
+	 * the next; last_epoch is the newest it holds, -1: none.
 	 */
+	struct dlc_policy pol;
+	void *pol_mem;
+	size_t pol_bytes;
+	int64_t last_epoch;
+	uint64_t used;
+	/* The orders of epoch cur_epoch (0) and the next (1), once prepared. */
 	uint32_t *order[2];
-	uint32_t *first[2];
 	int prepared;
 	uint32_t cur_epoch, cur_pos;
 	uint64_t ahead;			/* next virtual position to read ahead */
@@ -145,22 +149,10 @@ static uint64_t blocks(uint64_t bytes)
 					   __ATOMIC_RELAXED);		\
 	} while (0)
 
-/* Called with st->lock held: the virtual position of @id's next use. */
+/* Called with st->lock held: @id's next use, as policy.c keys it (FAR: none). */
 static uint64_t next_use(const struct dlc_stage *st, uint32_t id)
 {
-	uint32_t p;
-
-	if (!st->prepared)
-		return FAR;
-	p = st->first[0][id];
-	if (p != NONE && p >= st->cur_pos)
-		return (uint64_t)st->cur_epoch * st->len + p;
-	if (st->epochs && st->cur_epoch + 1 >= st->epochs)
-		return FAR;
-	p = st->first[1][id];
-	if (p != NONE)
-		return (uint64_t)(st->cur_epoch + 1) * st->len + p;
-	return FAR;
+	return st->prepared ? dlc_policy_key(&st->pol, id) : FAR;
 }
 
 static void copy_name(uint32_t id, char *buf, size_t len)
@@ -169,80 +161,15 @@ static void copy_name(uint32_t id, char *buf, size_t len)
 }
 
 /*
- * The staged samples are a binary max-heap by next use (staged[0] is used
- * last: the victim), slot[id] their place in it. A key changes only when
- * the pipeline claims the sample's position (its next use moves to the
- * next epoch: heap_fix()) and at a new epoch (heap_build()). All of it
- * called with st->lock held.
- */
-static void heap_swap(struct dlc_stage *st, uint32_t i, uint32_t j)
-{
-	uint32_t a = st->staged[i], b = st->staged[j];
-
-	st->staged[i] = b;
-	st->slot[b] = i;
-	st->staged[j] = a;
-	st->slot[a] = j;
-}
-
-static uint32_t heap_up(struct dlc_stage *st, uint32_t i)
-{
-	while (i && next_use(st, st->staged[i]) >
-		    next_use(st, st->staged[(i - 1) / 2])) {
-		heap_swap(st, i, (i - 1) / 2);
-		i = (i - 1) / 2;
-	}
-	return i;
-}
-
-static void heap_down(struct dlc_stage *st, uint32_t i)
-{
-	uint32_t l, big;
-
-	for (;;) {
-		l = 2 * i + 1;
-		if (l >= st->nstaged)
-			return;
-		big = l + 1 < st->nstaged &&
-		      next_use(st, st->staged[l + 1]) >
-		      next_use(st, st->staged[l]) ? l + 1 : l;
-		if (next_use(st, st->staged[big]) <=
-		    next_use(st, st->staged[i]))
-			return;
-		heap_swap(st, i, big);
-		i = big;
-	}
-}
-
-/* The key of the sample at place @i changed. */
-static void heap_fix(struct dlc_stage *st, uint32_t i)
-{
-	if (heap_up(st, i) == i)
-		heap_down(st, i);
-}
-
-static void heap_build(struct dlc_stage *st)
-{
-	uint32_t i;
-
-	for (i = st->nstaged / 2; i-- > 0;)
-		heap_down(st, i);
-}
-
-/*
  * Called with st->lock held: @id's copy of @size bytes is in place. Once
- * per sample: -EEXIST when it is staged already (staged[] holds at most
- * one place per sample, n in all).
+ * per sample: -EEXIST when it is staged already.
  */
 static int add_staged(struct dlc_stage *st, uint32_t id, uint64_t size)
 {
-	if (id >= st->n || state_of(st, id) == ST_STAGED ||
-	    st->nstaged >= st->n)
+	if (id >= st->n || state_of(st, id) == ST_STAGED)
 		return -EEXIST;
 	set_state(st, id, ST_STAGED);
-	st->slot[id] = st->nstaged;
-	st->staged[st->nstaged++] = id;
-	heap_up(st, st->nstaged - 1);
+	dlc_policy_insert(&st->pol, id);
 	st->used += blocks(size);
 	return 0;
 }
@@ -250,13 +177,9 @@ static int add_staged(struct dlc_stage *st, uint32_t id, uint64_t size)
 /* Called with st->lock held: forget @id's copy, and remove its file. */
 static void drop_staged(struct dlc_stage *st, uint32_t id, int unlink_it)
 {
-	uint32_t i = st->slot[id];
 	char name[16];
 
-	if (i != --st->nstaged) {
-		heap_swap(st, i, st->nstaged);
-		heap_fix(st, i);
-	}
+	dlc_policy_remove(&st->pol, id);
 	st->state[id] = ST_ABSENT;
 	st->used -= blocks(dlc_index_size(st->idx, id));
 	if (unlink_it) {
@@ -271,12 +194,9 @@ static void drop_staged(struct dlc_stage *st, uint32_t id, int unlink_it)
  */
 static int evict_after(struct dlc_stage *st, uint64_t use)
 {
-	uint32_t victim;
+	uint32_t victim = dlc_policy_victim(&st->pol);
 
-	if (!st->nstaged)
-		return 0;
-	victim = st->staged[0];
-	if (next_use(st, victim) <= use)
+	if (victim == DLC_POLICY_NIL || next_use(st, victim) <= use)
 		return 0;
 	drop_staged(st, victim, 1);
 	st->c.evictions++;
@@ -804,17 +724,25 @@ int dlc_stage_open(const struct dlc_stage_opts *o, struct dlc_stage **out)
 	pthread_cond_init(&st->cv, NULL);
 	ret = -ENOMEM;
 	st->state = calloc(st->n, 1);
-	st->staged = malloc(sizeof(*st->staged) * st->n);
-	st->slot = malloc(sizeof(*st->slot) * st->n);
+	st->last_epoch = -1;
+	/* The rest of one epoch and the next: room for three, as the cache. */
+	if (3ULL * st->len <= DLC_POLICY_MAX_WINDOW)
+		st->pol_bytes = dlc_policy_mem_size(st->n, 3 * st->len);
+	if (st->pol_bytes)
+		st->pol_mem = aligned_alloc(64, (st->pol_bytes + 63) & ~(size_t)63);
 	st->offers = calloc(OFFERS, sizeof(*st->offers));
 	for (i = 0; i < 2; i++) {
 		st->order[i] = malloc(sizeof(*st->order[i]) * st->len);
-		st->first[i] = malloc(sizeof(*st->first[i]) * st->n);
-		if (!st->order[i] || !st->first[i])
+		if (!st->order[i])
 			goto err;
 	}
-	if (!st->state || !st->staged || !st->slot || !st->offers)
+	if (!st->state || !st->pol_mem || !st->offers)
 		goto err;
+	if (dlc_policy_init(&st->pol, st->n, 3 * st->len, st->pol_mem,
+			    st->pol_bytes, dlc_now_ns())) {
+		ret = -EINVAL;
+		goto err;
+	}
 	ret = open_dir(st, o);
 	if (ret)
 		goto err;
@@ -845,7 +773,7 @@ int dlc_stage_open(const struct dlc_stage_opts *o, struct dlc_stage **out)
 	st->started = 1;
 	dlc_logf(o->log, DLC_LOG_INFO,
 		 "staging in %s: %llu MiB, %u copies (%llu MiB) in place",
-		 st->dir, (unsigned long long)(st->budget >> 20), st->nstaged,
+		 st->dir, (unsigned long long)(st->budget >> 20), st->pol.ncached,
 		 (unsigned long long)(st->used >> 20));
 	*out = st;
 	return 0;
@@ -894,24 +822,60 @@ void dlc_stage_close(struct dlc_stage *st)
 		close(st->dfd);
 	for (i = 0; i < 2; i++) {
 		free(st->order[i]);
-		free(st->first[i]);
 	}
 	free(st->state);
-	free(st->staged);
-	free(st->slot);
+	free(st->pol_mem);
 	pthread_mutex_destroy(&st->lock);
 	pthread_cond_destroy(&st->cv);
 	free(st);
 }
 
-static void firsts(const uint32_t *order, uint32_t len, uint32_t *first,
-		   uint32_t n)
+/* Called with st->lock held: a new time line holding what is staged. */
+static void line_restart(struct dlc_stage *st)
 {
-	uint32_t p;
+	uint32_t id;
 
-	memset(first, 0xff, sizeof(*first) * n);
-	for (p = len; p-- > 0;)
-		first[order[p]] = p;
+	dlc_policy_init(&st->pol, st->n, 3 * st->len, st->pol_mem,
+			st->pol_bytes, dlc_now_ns());
+	for (id = 0; id < st->n; id++)
+		if (state_of(st, id) == ST_STAGED)
+			dlc_policy_insert(&st->pol, id);
+	st->last_epoch = -1;
+}
+
+/*
+ * Called with st->lock held, the orders of @epoch and the next in
+ * st->order[]: the time line at (@epoch, @start), holding both orders
+ * (but none past the last epoch), as dlc_cache_prepare_epoch() keeps it.
+ * 0 or -errno (then nothing is ranked: the stage is not prepared).
+ */
+static int line_prepare(struct dlc_stage *st, uint32_t epoch, uint32_t start)
+{
+	uint64_t pos;
+	int ret;
+
+	/* Unless the line goes on to (@epoch, @start), it starts over. */
+	if (st->last_epoch < 0 ||
+	    dlc_policy_position(&st->pol, 0, epoch, start, &pos) ||
+	    pos < st->pol.line[0].cursor) {
+		line_restart(st);
+		ret = dlc_policy_add_epoch(&st->pol, 0, epoch, st->order[0],
+					   st->len);
+		if (ret)
+			return -EINVAL;
+		st->last_epoch = epoch;
+	}
+	if (st->last_epoch == epoch && !(st->epochs && epoch + 1 >= st->epochs)) {
+		ret = dlc_policy_add_epoch(&st->pol, 0, epoch + 1, st->order[1],
+					   st->len);
+		if (ret)
+			return -EINVAL;
+		st->last_epoch = epoch + 1;
+	}
+	/* What the earlier epochs left unclaimed, and @start's first part. */
+	if (!dlc_policy_position(&st->pol, 0, epoch, start, &pos))
+		dlc_policy_advance(&st->pol, 0, pos, dlc_now_ns());
+	return 0;
 }
 
 int dlc_stage_prepare_epoch(struct dlc_stage *st, uint32_t epoch,
@@ -934,14 +898,16 @@ int dlc_stage_prepare_epoch(struct dlc_stage *st, uint32_t epoch,
 		tmp = st->order[1];
 		st->order[1] = o1;
 		o1 = tmp;
-		firsts(st->order[0], st->len, st->first[0], st->n);
-		firsts(st->order[1], st->len, st->first[1], st->n);
+		ret = line_prepare(st, epoch, start);
+		if (ret)
+			st->prepared = 0;
+	}
+	if (!ret) {
 		st->cur_epoch = epoch;
 		st->cur_pos = start;
 		st->ahead = 0;
 		st->stuck = 0;
 		st->prepared = 1;
-		heap_build(st);
 		/* A smaller budget than the copies in place: the latest go. */
 		while (st->used > st->budget && evict_after(st, 0))
 			;
@@ -956,19 +922,21 @@ int dlc_stage_prepare_epoch(struct dlc_stage *st, uint32_t epoch,
 void dlc_stage_advance(struct dlc_stage *st, uint32_t epoch, uint32_t pos,
 		       int origin_spare)
 {
-	uint32_t id;
+	uint64_t v;
 
 	pthread_mutex_lock(&st->lock);
 	if (origin_spare && !st->origin_spare)
 		pthread_cond_signal(&st->cv);
 	st->origin_spare = origin_spare;
-	/* Positions below cur_pos are claimed: their samples' next use moved. */
-	while (st->prepared && epoch == st->cur_epoch && st->cur_pos <= pos &&
-	       st->cur_pos < st->len) {
-		id = st->order[0][st->cur_pos++];
-		/* Its next use is the next epoch's now: later, up the heap. */
-		if (state_of(st, id) == ST_STAGED)
-			heap_fix(st, st->slot[id]);
+	/*
+	 * Positions below cur_pos are claimed: their samples' next use moved
+	 * (to the next epoch's, or none), and so did their rank.
+	 */
+	if (st->prepared && epoch == st->cur_epoch && st->cur_pos <= pos &&
+	    st->cur_pos < st->len) {
+		st->cur_pos = pos + 1 < st->len ? pos + 1 : st->len;
+		if (!dlc_policy_position(&st->pol, 0, epoch, st->cur_pos - 1, &v))
+			dlc_policy_advance(&st->pol, 0, v + 1, dlc_now_ns());
 	}
 	if (epoch == st->cur_epoch) {
 		/* The budget said no: a batch's worth of uses later, ask again. */
