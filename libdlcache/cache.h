@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The in-process cache (cache.c), used by the I/O thread only: next-use
+ * eviction by policy.c over this process's orders.
+ * Internal to libdlcache; the public face is dlcache.h.
+ */
+#ifndef DLC_CACHE_H
+#define DLC_CACHE_H
+
+#include <stdint.h>
+
+struct dlc_buf;
+
+struct dlc_cache;
+
+/*
+ * A cache of up to @capacity bytes over @nsamples samples whose orders are
+ * up to @epoch_len positions long.
+ */
+int dlc_cache_create(uint32_t nsamples, uint32_t epoch_len, uint64_t capacity,
+		     struct dlc_cache **out);
+void dlc_cache_destroy(struct dlc_cache *c);
+
+/*
+ * Make sure the orders of @epoch and @epoch + 1 are known, uploading them
+ * with @fill (which writes one epoch's order); an epoch out of sequence
+ * restarts the time line, keeping the cached bytes.
+ */
+int dlc_cache_prepare_epoch(struct dlc_cache *c, uint32_t epoch,
+			    int (*fill)(void *arg, uint32_t epoch,
+					uint32_t *ids, uint32_t len),
+			    void *arg);
+
+/*
+ * (@epoch, @index) and every position before it are consumed: the sample
+ * used there now ranks by its following use.
+ */
+void dlc_cache_advance(struct dlc_cache *c, uint32_t epoch, uint32_t index);
+
+/* A new reference to the cached bytes of @id, or NULL on a miss. */
+struct dlc_buf *dlc_cache_lookup(struct dlc_cache *c, uint32_t id);
+/* Whether @id is cached now (no reference taken). */
+int dlc_cache_contains(const struct dlc_cache *c, uint32_t id);
+
+/*
+ * Offer @b as the bytes of @id. Returns 1 when cached (the cache takes its
+ * own reference), 0 when bypassed. Evicts as the policy says.
+ */
+int dlc_cache_offer(struct dlc_cache *c, uint32_t id, struct dlc_buf *b);
+
+struct dlc_cache_counters {
+	uint64_t evictions;
+	uint64_t bypasses;
+	uint64_t used;
+	uint64_t capacity;
+};
+void dlc_cache_counters(const struct dlc_cache *c,
+			struct dlc_cache_counters *out);
+
+#endif
