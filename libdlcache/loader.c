@@ -1650,16 +1650,129 @@ void dlc_loader_destroy(struct dlc_loader *l)
 	free(l);
 }
 
+/* The batch slots' per-sample arrays and their shape. 0 or -ENOMEM. */
+static int slots_setup(struct dlc_loader *l)
+{
+	const struct dlc_config *cfg = &l->cfg;
+	uint32_t i;
+
+	for (i = 0; i < cfg->nbatches; i++) {
+		struct slot *s = &l->slots[i];
+
+		s->b.labels = calloc(cfg->batch_size, sizeof(*s->b.labels));
+		s->b.ids = calloc(cfg->batch_size, sizeof(*s->b.ids));
+		s->skip = calloc(cfg->batch_size, 1);
+		s->b.layout = cfg->layout;
+		s->b.out_w = cfg->transform.out_w;
+		s->b.out_h = cfg->transform.out_h;
+		if (!s->b.labels || !s->b.ids || !s->skip)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * The in-process cache, on the in-process backend when it has bytes
+ * (cluster mode's caches are the peer tier's). 0 or -errno, logged.
+ */
+static int cache_setup(struct dlc_loader *l)
+{
+	const struct dlc_config *cfg = &l->cfg;
+	int ret;
+
+	if (l->backend != DLC_BACKEND_INPROCESS || !cfg->cache_bytes ||
+	    cfg->cluster)
+		return 0;
+	ret = dlc_cache_create(l->n, l->epoch_len, cfg->cache_bytes,
+			       &l->cache);
+	if (ret) {
+		dlc_logf(&l->log, DLC_LOG_ERROR,
+			 "in-process cache over %u samples (%u a rank): %s",
+			 l->n, l->epoch_len, strerror(-ret));
+		return ret;
+	}
+	l->stats.cache_capacity = cfg->cache_bytes;
+	return 0;
+}
+
+/*
+ * The io_uring reader, with NVMe passthrough where the source is a pack
+ * on a namespace and io_uring has it. 0 or -errno, logged.
+ */
+static int reader_setup(struct dlc_loader *l)
+{
+	const struct dlc_config *cfg = &l->cfg;
+	struct dlc_reader_opts ro = { 0 };
+	int ret;
+
+	ro.queue_depth = cfg->queue_depth;
+	ro.direct = cfg->direct_io;
+	ro.max_read_bytes = cfg->max_read_bytes;
+	ro.max_file_bytes = cfg->max_file_bytes;
+	ro.slot_bytes = 256 << 10;
+	ro.log = &l->log;
+	ro.stats = &l->stats;
+	ro.read_timeout_ms = cfg->read_timeout_ms ? cfg->read_timeout_ms :
+			     DLC_READ_TIMEOUT_DEFAULT_MS;
+	if (cfg->nvme_passthru == DLC_PASSTHRU_AUTO)
+		ro.passthru = (uint32_t)dlc_source_passthru(l->src, &l->log);
+	ret = dlc_reader_create(&ro, &l->reader);
+	if (ret && ro.passthru) {
+		/* io_uring before 5.19 has no 128-byte SQEs. */
+		dlc_source_passthru_off(l->src, "io_uring without 128-byte SQEs");
+		ro.passthru = 0;
+		ret = dlc_reader_create(&ro, &l->reader);
+	}
+	if (ret)
+		dlc_logf(&l->log, DLC_LOG_ERROR, "io_uring setup failed: %s",
+			 strerror(-ret));
+	return ret;
+}
+
+/*
+ * Start the I/O thread and the decode threads, and wait until every one
+ * is set up: a loader fails at create rather than hang later. 0 or
+ * -errno, logged; dlc_loader_destroy() ends what started.
+ */
+static int threads_start(struct dlc_loader *l)
+{
+	uint32_t i;
+	int ret;
+
+	ret = pthread_create(&l->io_thread, NULL, io_entry, l);
+	if (ret) {
+		dlc_logf(&l->log, DLC_LOG_ERROR, "cannot start the I/O thread: %s",
+			 strerror(ret));
+		return -ret;
+	}
+	l->io_started = 1;
+	for (i = 0; i < l->ndecode; i++) {
+		ret = pthread_create(&l->decode_threads[i], NULL, decode_entry,
+				     l);
+		if (ret) {
+			dlc_logf(&l->log, DLC_LOG_ERROR,
+				 "cannot start decode thread %u of %u: %s", i + 1,
+				 l->ndecode, strerror(ret));
+			return -ret;
+		}
+		l->nthreads_started++;
+	}
+	pthread_mutex_lock(&l->lock);
+	while (l->threads_up < 1 + l->nthreads_started)
+		pthread_cond_wait(&l->idle_cv, &l->lock);
+	ret = l->thread_err;
+	pthread_mutex_unlock(&l->lock);
+	return ret;
+}
+
 int dlc_loader_create(const struct dlc_config *ucfg,
 		      const struct dlc_index *idx, struct dlc_loader **out)
 {
 	struct dlc_logger log = { 0 };
 	struct dlc_order_params op = { 0 };
-	struct dlc_reader_opts ro = { 0 };
 	struct dlc_config cfgbuf, *cfg = &cfgbuf;
 	struct dlc_loader *l;
 	pthread_condattr_t ca;
-	uint32_t i;
 	int ret;
 
 	if (!ucfg || !idx || !out)
@@ -1725,20 +1838,9 @@ int dlc_loader_create(const struct dlc_config *ucfg,
 	ret = ring_alloc(l);
 	if (ret)
 		goto err;
-	for (i = 0; i < cfg->nbatches; i++) {
-		struct slot *s = &l->slots[i];
-
-		s->b.labels = calloc(cfg->batch_size, sizeof(*s->b.labels));
-		s->b.ids = calloc(cfg->batch_size, sizeof(*s->b.ids));
-		s->skip = calloc(cfg->batch_size, 1);
-		s->b.layout = cfg->layout;
-		s->b.out_w = cfg->transform.out_w;
-		s->b.out_h = cfg->transform.out_h;
-		if (!s->b.labels || !s->b.ids || !s->skip) {
-			ret = -ENOMEM;
-			goto err;
-		}
-	}
+	ret = slots_setup(l);
+	if (ret)
+		goto err;
 
 	ret = dlc_source_open(idx, cfg->direct_io, &l->src);
 	if (ret) {
@@ -1763,18 +1865,9 @@ int dlc_loader_create(const struct dlc_config *ucfg,
 		ret = setup_validate(l);
 	if (ret)
 		goto err;
-	if (l->backend == DLC_BACKEND_INPROCESS && cfg->cache_bytes &&
-	    !cfg->cluster) {
-		ret = dlc_cache_create(l->n, l->epoch_len, cfg->cache_bytes,
-				       &l->cache);
-		if (ret) {
-			dlc_logf(&l->log, DLC_LOG_ERROR,
-				 "in-process cache over %u samples (%u a rank): %s",
-				 l->n, l->epoch_len, strerror(-ret));
-			goto err;
-		}
-		l->stats.cache_capacity = cfg->cache_bytes;
-	}
+	ret = cache_setup(l);
+	if (ret)
+		goto err;
 
 	ret = readahead_setup(l);
 	if (!ret)
@@ -1784,29 +1877,9 @@ int dlc_loader_create(const struct dlc_config *ucfg,
 	if (ret)
 		goto err;
 
-	ro.queue_depth = cfg->queue_depth;
-	ro.direct = cfg->direct_io;
-	ro.max_read_bytes = cfg->max_read_bytes;
-	ro.max_file_bytes = cfg->max_file_bytes;
-	ro.slot_bytes = 256 << 10;
-	ro.log = &l->log;
-	ro.stats = &l->stats;
-	ro.read_timeout_ms = cfg->read_timeout_ms ? cfg->read_timeout_ms :
-			     DLC_READ_TIMEOUT_DEFAULT_MS;
-	if (cfg->nvme_passthru == DLC_PASSTHRU_AUTO)
-		ro.passthru = (uint32_t)dlc_source_passthru(l->src, &l->log);
-	ret = dlc_reader_create(&ro, &l->reader);
-	if (ret && ro.passthru) {
-		/* io_uring before 5.19 has no 128-byte SQEs. */
-		dlc_source_passthru_off(l->src, "io_uring without 128-byte SQEs");
-		ro.passthru = 0;
-		ret = dlc_reader_create(&ro, &l->reader);
-	}
-	if (ret) {
-		dlc_logf(&l->log, DLC_LOG_ERROR, "io_uring setup failed: %s",
-			 strerror(-ret));
+	ret = reader_setup(l);
+	if (ret)
 		goto err;
-	}
 
 	if (l->kt.kc)
 		dlc_logf(&l->log, DLC_LOG_INFO,
@@ -1819,32 +1892,7 @@ int dlc_loader_create(const struct dlc_config *ucfg,
 			 (unsigned long long)(cfg->cache_bytes >> 20), l->n,
 			 l->ndecode);
 
-	ret = pthread_create(&l->io_thread, NULL, io_entry, l);
-	if (ret) {
-		dlc_logf(&l->log, DLC_LOG_ERROR, "cannot start the I/O thread: %s",
-			 strerror(ret));
-		ret = -ret;
-		goto err;
-	}
-	l->io_started = 1;
-	for (i = 0; i < l->ndecode; i++) {
-		ret = pthread_create(&l->decode_threads[i], NULL, decode_entry,
-				     l);
-		if (ret) {
-			dlc_logf(&l->log, DLC_LOG_ERROR,
-				 "cannot start decode thread %u of %u: %s", i + 1,
-				 l->ndecode, strerror(ret));
-			ret = -ret;
-			goto err;
-		}
-		l->nthreads_started++;
-	}
-	/* Every thread set up, or the loader fails now rather than hang. */
-	pthread_mutex_lock(&l->lock);
-	while (l->threads_up < 1 + l->nthreads_started)
-		pthread_cond_wait(&l->idle_cv, &l->lock);
-	ret = l->thread_err;
-	pthread_mutex_unlock(&l->lock);
+	ret = threads_start(l);
 	if (ret)
 		goto err;
 	*out = l;
