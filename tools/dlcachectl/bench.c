@@ -11,12 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <time.h>
 
+#include "cfgopts.h"
 #include "cli.h"
 #include "dlcache.h"
 
@@ -103,20 +103,6 @@ struct epoch_result {
 	struct dlc_stats delta;
 };
 
-/* @arg as one of the names @name() gives for 0 .. @last; -EINVAL if none. */
-static int parse_mode(const char *arg, const char *(*name)(uint32_t),
-		      uint32_t last, uint32_t *mode)
-{
-	uint32_t i;
-
-	for (i = 0; i <= last; i++)
-		if (!strcmp(arg, name(i))) {
-			*mode = i;
-			return 0;
-		}
-	return -EINVAL;
-}
-
 static void stats_delta(const struct dlc_stats *a, const struct dlc_stats *b,
 			struct dlc_stats *d)
 {
@@ -139,22 +125,6 @@ static void stats_delta(const struct dlc_stats *a, const struct dlc_stats *b,
 	d->cluster_dead_peers = b->cluster_dead_peers;
 }
 
-/* The MPI job's rank and size, from what mpirun (or a PMI) exports. */
-static int mpi_env(uint32_t *rank, uint32_t *world)
-{
-	const char *r = getenv("OMPI_COMM_WORLD_RANK");
-	const char *w = getenv("OMPI_COMM_WORLD_SIZE");
-
-	if (!r || !w) {
-		r = getenv("PMI_RANK");
-		w = getenv("PMI_SIZE");
-	}
-	if (!r || !w || parse_u32(r, 0, UINT32_MAX - 1, rank) ||
-	    parse_u32(w, 1, UINT32_MAX, world))
-		return -1;
-	return 0;
-}
-
 /* Bytes read from storage per second of the epoch, in MB (10^6). */
 static double read_mbs(const struct dlc_stats *d, double seconds)
 {
@@ -169,21 +139,6 @@ static double read_mbs(const struct dlc_stats *d, double seconds)
 static double busy_fraction(const struct dlc_stats *d, double seconds)
 {
 	return seconds > 0 ? (double)d->io_busy_ns / 1e9 / seconds : 0.0;
-}
-
-/* --readahead: a size (0: the library's default), or off. */
-static int parse_readahead(const char *arg, uint64_t *out)
-{
-	uint64_t v;
-
-	if (!strcasecmp(arg, "off")) {
-		*out = DLC_READAHEAD_OFF;
-		return 0;
-	}
-	if (parse_size(arg, &v) || v > DLC_READAHEAD_MAX)
-		return -EINVAL;
-	*out = v;
-	return 0;
 }
 
 /* FNV-1a over 8-byte words (and the tail bytes), chained through @h. */
@@ -423,488 +378,427 @@ out:
 	return rc;
 }
 
-int cmd_bench(int argc, char **argv)
+/* What bench's command line asks for. */
+struct bench_args {
+	struct cfg_opts o;	/* the options that map onto dlc_config */
+	const char *path;	/* INDEX|DIR */
+	const char *root;	/* --root */
+	const char *lockstep_path;
+	uint32_t epochs, start, step_ms;
+	uint64_t cache;		/* --cache, if have_cache */
+	double fraction;	/* --cache-fraction */
+	int have_cache, verify_cost, drop, json, digest;
+};
+
+/* A run in progress, and what report needs of it. */
+struct bench_run {
+	struct dlc_index *idx;
+	struct dlc_loader *l;
+	struct lockstep ls;
+	struct epoch_result *res;	/* one an epoch */
+	struct dlc_stats after;		/* at the end of the last epoch */
+};
+
+/*
+ * bench's own options; the shared ones (cfgopts.h) are all bench's too.
+ * Returns CMD_RUN, or the exit status after --help or a usage error.
+ */
+static int bench_parse(int argc, char **argv, struct bench_args *a)
 {
-	static const struct option opts[] = {
+	static const struct option own[] = {
 		{ "epochs", required_argument, NULL, 'e' },
 		{ "start-epoch", required_argument, NULL, 'P' },
-		{ "batch-size", required_argument, NULL, 'b' },
 		{ "cache", required_argument, NULL, 'c' },
-		{ "backend", required_argument, NULL, 'B' },
-		{ "mode", required_argument, NULL, 'M' },
-		{ "owner-uid", required_argument, NULL, 'U' },
-		{ "verify", required_argument, NULL, 'V' },
 		{ "verify-cost", no_argument, NULL, 'X' },
-		{ "validate", required_argument, NULL, 'A' },
 		{ "cache-fraction", required_argument, NULL, 'F' },
-		{ "threads", required_argument, NULL, 't' },
-		{ "queue-depth", required_argument, NULL, 'q' },
-		{ "window", required_argument, NULL, 'w' },
-		{ "readahead", required_argument, NULL, 'H' },
-		{ "staging-dir", required_argument, NULL, 'g' },
-		{ "staging-bytes", required_argument, NULL, 'Z' },
-		{ "cluster", no_argument, NULL, 'y' },
-		{ "peer-timeout", required_argument, NULL, 'Y' },
-		{ "size", required_argument, NULL, 's' },
-		{ "layout", required_argument, NULL, 'L' },
-		{ "eval", no_argument, NULL, 'E' },
-		{ "exact", no_argument, NULL, 'x' },
-		{ "seed", required_argument, NULL, 'S' },
-		{ "rank", required_argument, NULL, 'r' },
-		{ "world", required_argument, NULL, 'W' },
-		{ "on-error", required_argument, NULL, 'o' },
-		{ "no-direct", no_argument, NULL, 'D' },
-		{ "no-passthru", no_argument, NULL, 'N' },
 		{ "lockstep", required_argument, NULL, 'K' },
 		{ "step-ms", required_argument, NULL, 'T' },
 		{ "drop-caches", no_argument, NULL, 'C' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "digest", no_argument, NULL, 'G' },
-		{ "verbose", no_argument, NULL, 'v' },
 		{ "root", required_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	struct epoch_result *res = NULL;
-	struct dlc_config cfg;
-	struct dlc_index *idx = NULL;
-	struct dlc_loader *l = NULL;
-	struct dlc_stats before, after;
-	uint32_t epochs = 3, e, size = 224, start = 0;
-	uint64_t cache = 0, cap;
-	double fraction = 0.5;
-	int have_cache = 0, json = 0, drop = 0, eval = 0, exact = 0, c, ret, rc = 1;
-	int have_rank = 0;
-	int verify_cost = 0, digest = 0;
-	uint32_t step_ms = 0;
-	const char *lockstep_path = NULL, *root = NULL;
-	struct lockstep ls = { NULL, 0, 0, 0 };
+	struct option opts[ARRAY_SIZE(own) + CFG_NR];
 	char *end;
+	int c, ret;
 
-	dlc_config_init(&cfg);
-	cfg.log = dlc_log_stderr;
-	cfg.log_level = DLC_LOG_WARN;
+	memset(a, 0, sizeof(*a));
+	cfg_opts_init(&a->o);
+	a->o.cfg.log = dlc_log_stderr;
+	a->o.cfg.log_level = DLC_LOG_WARN;
+	a->epochs = 3;
+	a->fraction = 0.5;
+	cfg_opts_longopts(opts, own, CFG_ALL);
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'e':
-			if (parse_u32(optarg, 1, 1000, &epochs))
+			if (parse_u32(optarg, 1, 1000, &a->epochs))
 				return usage_error("bench", "--epochs: want 1..1000, got '%s'", optarg);
 			break;
 		case 'P':
-			if (parse_u32(optarg, 0, 1000000, &start))
+			if (parse_u32(optarg, 0, 1000000, &a->start))
 				return usage_error("bench", "--start-epoch: want 0..1000000, got '%s'", optarg);
 			break;
-		case 'b':
-			if (parse_u32(optarg, 1, 65536, &cfg.batch_size))
-				return usage_error("bench", "--batch-size: want 1..65536, got '%s'", optarg);
-			break;
 		case 'c':
-			if (parse_size(optarg, &cache))
+			if (parse_size(optarg, &a->cache))
 				return usage_error("bench", "--cache: want a size like 512M, got '%s'", optarg);
-			have_cache = 1;
-			break;
-		case 'B':
-			for (cfg.backend = 0; cfg.backend <= DLC_BACKEND_KERNEL; cfg.backend++)
-				if (!strcmp(optarg, dlc_backend_name(cfg.backend)))
-					break;
-			if (cfg.backend > DLC_BACKEND_KERNEL)
-				return usage_error("bench", "--backend: want auto, inprocess or kernel, got '%s'", optarg);
-			break;
-		case 'M':
-			if (parse_u32(optarg, 0, 0666, &cfg.kernel_mode) ||
-			    (cfg.kernel_mode & ~0666U))
-				return usage_error("bench", "--mode: want permission bits like 0640, got '%s'", optarg);
-			break;
-		case 'U':
-			if (!strcmp(optarg, "self"))
-				cfg.kernel_owner_uid = DLC_OWNER_SELF;
-			else if (parse_u32(optarg, 0, UINT32_MAX - 1, &cfg.kernel_owner_uid))
-				return usage_error("bench", "--owner-uid: want a uid or self, got '%s'", optarg);
-			break;
-		case 'V':
-			if (parse_mode(optarg, dlc_verify_name, DLC_VERIFY_ALL,
-				       &cfg.verify))
-				return usage_error("bench", "--verify: want kernel, off or all, got '%s'", optarg);
+			a->have_cache = 1;
 			break;
 		case 'X':
-			verify_cost = 1;
-			break;
-		case 'A':
-			if (parse_mode(optarg, dlc_validate_name, DLC_VALIDATE_OFF,
-				       &cfg.validate))
-				return usage_error("bench", "--validate: want once, always or off, got '%s'", optarg);
+			a->verify_cost = 1;
 			break;
 		case 'F':
-			fraction = strtod(optarg, &end);
-			if (*end || end == optarg || fraction < 0 || fraction > 1)
+			a->fraction = strtod(optarg, &end);
+			if (*end || end == optarg || a->fraction < 0 ||
+			    a->fraction > 1)
 				return usage_error("bench", "--cache-fraction: want 0..1, got '%s'", optarg);
 			break;
-		case 't':
-			if (parse_u32(optarg, 1, 256, &cfg.decode_threads))
-				return usage_error("bench", "--threads: want 1..256, got '%s'", optarg);
-			break;
-		case 'q':
-			if (parse_u32(optarg, 1, 4096, &cfg.queue_depth))
-				return usage_error("bench", "--queue-depth: want 1..4096, got '%s'", optarg);
-			break;
-		case 'w':
-			if (parse_u32(optarg, 1, 1U << 20, &cfg.window))
-				return usage_error("bench", "--window: want 1..1048576, got '%s'", optarg);
-			break;
-		case 'H':
-			if (parse_readahead(optarg, &cfg.readahead_bytes))
-				return usage_error("bench", "--readahead: want a size like 64M (at most 1024G), 0 for the default, or off, got '%s'", optarg);
-			break;
-		case 's':
-			if (parse_u32(optarg, 1, DLC_MAX_OUT_SIDE, &size))
-				return usage_error("bench", "--size: want 1..%d, got '%s'", DLC_MAX_OUT_SIDE, optarg);
-			break;
-		case 'L':
-			if (!strcasecmp(optarg, "nchw"))
-				cfg.layout = DLC_LAYOUT_NCHW;
-			else if (!strcasecmp(optarg, "nhwc"))
-				cfg.layout = DLC_LAYOUT_NHWC;
-			else
-				return usage_error("bench", "--layout: want nchw or nhwc, got '%s'", optarg);
-			break;
-		case 'E':
-			eval = 1;
-			break;
-		case 'x':
-			exact = 1;
-			break;
-		case 'S':
-		case 'r':
-		case 'W':
-			if (parse_order_opt("bench", c, optarg, &cfg))
-				return EXIT_USAGE;
-			have_rank |= c != 'S';
-			break;
-		case 'o':
-			if (parse_on_error(optarg, &cfg.on_error))
-				return usage_error("bench", "--on-error: want skip, substitute or fail, got '%s'", optarg);
-			break;
-		case 'D':
-			cfg.direct_io = 0;
-			break;
-		case 'N':
-			cfg.nvme_passthru = DLC_PASSTHRU_OFF;
-			break;
 		case 'K':
-			lockstep_path = optarg;
+			a->lockstep_path = optarg;
 			break;
 		case 'T':
-			if (parse_u32(optarg, 0, 600000, &step_ms))
+			if (parse_u32(optarg, 0, 600000, &a->step_ms))
 				return usage_error("bench", "--step-ms: want a number of ms, got '%s'", optarg);
 			break;
 		case 'R':
-			root = optarg;
-			break;
-		case 'g':
-			cfg.staging_dir = optarg;
-			break;
-		case 'Z':
-			if (parse_size(optarg, &cfg.staging_bytes) ||
-			    !cfg.staging_bytes)
-				return usage_error("bench", "--staging-bytes: want a size like 200G, got '%s'", optarg);
-			break;
-		case 'y':
-			cfg.cluster = DLC_CLUSTER_MPI;
-			break;
-		case 'Y':
-			/* The library's floor: its watchdog looks every quarter. */
-			if (parse_u32(optarg, 100, 600000, &cfg.peer_timeout_ms))
-				return usage_error("bench", "--peer-timeout: want 100..600000 ms, got '%s'", optarg);
+			a->root = optarg;
 			break;
 		case 'C':
-			drop = 1;
+			a->drop = 1;
 			break;
 		case 'j':
-			json = 1;
+			a->json = 1;
 			break;
 		case 'G':
-			digest = 1;
-			break;
-		case 'v':
-			cfg.log_level = DLC_LOG_INFO;
+			a->digest = 1;
 			break;
 		case 'h':
 			help();
 			return 0;
 		default:
-			return usage_error("bench", "unknown or incomplete option '%s' (try --help)",
-					   argv[optind - 1]);
+			ret = cfg_opt_parse("bench", c, optarg, &a->o);
+			if (ret < 0)
+				return EXIT_USAGE;
+			if (!ret)
+				return usage_error("bench", "unknown or incomplete option '%s' (try --help)",
+						   argv[optind - 1]);
 		}
 	}
 	if (optind != argc - 1)
 		return usage_error("bench", "want exactly one INDEX file or data set DIR (try --help)");
-	if (cfg.cluster && !have_rank && mpi_env(&cfg.rank, &cfg.world))
-		return usage_error("bench", "--cluster: no --rank/--world, and no MPI job's (OMPI_COMM_WORLD_RANK/SIZE or PMI_RANK/PMI_SIZE) to take them from");
-	if (cfg.peer_timeout_ms && !cfg.cluster)
-		return usage_error("bench", "--peer-timeout needs --cluster");
-	if (cfg.rank >= cfg.world)
-		return usage_error("bench", "--rank %u must be below --world %u", cfg.rank, cfg.world);
-	if (cfg.staging_bytes && !cfg.staging_dir)
-		return usage_error("bench", "--staging-bytes needs --staging-dir");
+	if (cfg_opts_check("bench", &a->o))
+		return EXIT_USAGE;
+	a->path = argv[optind];
+	return CMD_RUN;
+}
 
-	ret = open_index_at(argv[optind], root, &idx);
-	if (ret == -EINVAL && root)
-		return usage_error("bench", "--root is for an INDEX file, not a data set DIR");
-	if (ret)
-		return fail("bench", "%s%s%s: %s", argv[optind],
-			    root ? " at --root " : "", root ? root : "",
-			    index_error(ret));
+/* The table's lines for epoch result @r. */
+static void print_epoch_row(const struct bench_args *a,
+			    const struct epoch_result *r)
+{
+	const struct dlc_stats *d = &r->delta;
 
-	setup_transform(&cfg, eval, size);
-	if (exact)
-		cfg.transform.flags |= DLC_TRANSFORM_F_EXACT;
-	cfg.cache_bytes = have_cache ? cache :
-		(uint64_t)(fraction * (double)dlc_index_total_bytes(idx));
-	if (verify_cost && start)
-		return usage_error("bench", "--start-epoch does not go with --verify-cost");
-	if (verify_cost) {
-		rc = run_verify_cost(&cfg, idx, epochs, json);
-		goto out;
+	printf("%-5u %8llu %10.1f %9.3f %9.3f %11.1f %9.1f %6.1f %7llu\n",
+	       r->epoch, (unsigned long long)r->images,
+	       (double)r->images / r->seconds, hit_ratio(d),
+	       (double)d->wait_ns / 1e9,
+	       (double)d->bytes_read / 1e6,
+	       read_mbs(d, r->seconds),
+	       100 * busy_fraction(d, r->seconds),
+	       (unsigned long long)d->errors);
+	if (a->o.cfg.staging_dir)
+		printf("      staging: %llu of %llu misses from local copies, %llu written (%llu read ahead), %.1f MB held\n",
+		       (unsigned long long)d->staging_hits,
+		       (unsigned long long)d->misses,
+		       (unsigned long long)d->staging_writes,
+		       (unsigned long long)d->staging_prefetched,
+		       (double)d->staging_used / 1e6);
+	if (a->o.cfg.cluster)
+		printf("      cluster: %llu of %llu misses from the own share, %llu from peers (%llu not held, %llu failed, %llu sent to storage as faster), %llu peer requests answered, %.1f MB held\n",
+		       (unsigned long long)d->cluster_local_hits,
+		       (unsigned long long)d->misses,
+		       (unsigned long long)d->cluster_peer_hits,
+		       (unsigned long long)d->cluster_peer_misses,
+		       (unsigned long long)d->cluster_peer_failures,
+		       (unsigned long long)d->cluster_peer_diverted,
+		       (unsigned long long)d->cluster_served,
+		       (double)d->cluster_used / 1e6);
+	if (a->digest)
+		printf("      digest %016llx\n", (unsigned long long)r->digest);
+	fflush(stdout);
+}
+
+/*
+ * Epoch number @e of the run (start + @e) into r->res[@e] and r->after,
+ * its table row printed at once (the table is a progress report too).
+ * Returns 0, or 1 after the line saying why it failed.
+ */
+static int bench_epoch(const struct bench_args *a, struct bench_run *r,
+		       uint32_t e)
+{
+	struct epoch_result *res = &r->res[e];
+	uint64_t t0, images = 0, dg = 14695981039346656037ULL;
+	struct dlc_error_info ei;
+	struct dlc_stats before;
+	struct dlc_batch *b;
+	int ret;
+
+	dlc_loader_stats(r->l, &before, sizeof(before));
+	t0 = now_ns();
+	ret = dlc_loader_start_epoch(r->l, a->start + e, 0);
+	while (!ret && (ret = dlc_next_batch(r->l, &b)) == 0) {
+		images += b->count;
+		if (a->digest)
+			dg = batch_digest(dg, b);
+		ret = dlc_release_batch(r->l, b);
+		if (ret)
+			break;
+		if (a->step_ms)
+			step_wait(a->step_ms);
+		if (lockstep_step(&r->ls))
+			return fail("bench", "--lockstep: the other ranks stopped for 60 s at batch %llu",
+				    (unsigned long long)r->ls.batches);
 	}
+	if (ret != -ENODATA) {
+		if (dlc_loader_last_error(r->l, &ei) == 0)
+			return fail("bench", "epoch %u: %s: %s: %s", a->start + e,
+				    ei.path, dlc_error_kind_name(ei.kind), ei.msg);
+		return fail("bench", "epoch %u: %s", a->start + e,
+			    strerror(-ret));
+	}
+	res->epoch = a->start + e;
+	res->digest = dg;
+	res->images = images;
+	res->seconds = (double)(now_ns() - t0) / 1e9;
+	res->start_s = (double)t0 / 1e9;
+	dlc_loader_stats(r->l, &r->after, sizeof(r->after));
+	stats_delta(&before, &r->after, &res->delta);
+	if (!a->json)
+		print_epoch_row(a, res);
+	return 0;
+}
+
+/*
+ * Start the loader on r->idx with the config of @a and run its epochs.
+ * Returns 0, or 1 after the line saying why it failed.
+ */
+static int bench_run(struct bench_args *a, struct bench_run *r)
+{
+	struct dlc_config *cfg = &a->o.cfg;
+	uint32_t e;
+	int ret;
 
 	/* The run's last epoch is known: the read-ahead stops at its end. */
-	cfg.epochs = start + epochs;
-	ret = dlc_loader_create(&cfg, idx, &l);
-	if (ret) {
-		fail("bench", "cannot start the loader: %s", strerror(-ret));
-		goto out;
+	cfg->epochs = a->start + a->epochs;
+	ret = dlc_loader_create(cfg, r->idx, &r->l);
+	if (ret)
+		return fail("bench", "cannot start the loader: %s", strerror(-ret));
+	if (a->lockstep_path) {
+		ret = lockstep_open(&r->ls, a->lockstep_path, cfg->world,
+				    cfg->rank);
+		if (ret)
+			return fail("bench", "--lockstep %s: %s",
+				    a->lockstep_path, strerror(-ret));
 	}
-	if (lockstep_path) {
-		ret = lockstep_open(&ls, lockstep_path, cfg.world, cfg.rank);
-		if (ret) {
-			fail("bench", "--lockstep %s: %s", lockstep_path, strerror(-ret));
-			goto out;
-		}
-	}
-	res = calloc(epochs, sizeof(*res));
-	if (!res) {
-		fail("bench", "out of memory");
-		goto out;
-	}
-	if (drop && drop_page_cache())
+	r->res = calloc(a->epochs, sizeof(*r->res));
+	if (!r->res)
+		return fail("bench", "out of memory");
+	if (a->drop && drop_page_cache())
 		fprintf(stderr, "dlcachectl bench: cannot drop the page cache (not root?); epoch 0 may be warm\n");
 
-	if (!json)
+	if (!a->json)
 		printf("%-5s %8s %10s %9s %9s %11s %9s %6s %7s\n", "epoch",
 		       "images", "images/s", "hit ratio", "wait s", "read MB",
 		       "read MB/s", "busy %", "errors");
-	for (e = 0; e < epochs; e++) {
-		struct dlc_batch *b;
-		uint64_t t0, images = 0, dg = 14695981039346656037ULL;
+	for (e = 0; e < a->epochs; e++)
+		if (bench_epoch(a, r, e))
+			return 1;
+	return 0;
+}
 
-		dlc_loader_stats(l, &before, sizeof(before));
-		t0 = now_ns();
-		ret = dlc_loader_start_epoch(l, start + e, 0);
-		while (!ret && (ret = dlc_next_batch(l, &b)) == 0) {
-			images += b->count;
-			if (digest)
-				dg = batch_digest(dg, b);
-			ret = dlc_release_batch(l, b);
-			if (ret)
-				break;
-			if (step_ms)
-				step_wait(step_ms);
-			if (lockstep_step(&ls)) {
-				fail("bench", "--lockstep: the other ranks stopped for 60 s at batch %llu",
-				     (unsigned long long)ls.batches);
-				goto out;
-			}
-		}
-		if (ret != -ENODATA) {
-			struct dlc_error_info ei;
+/* Epoch result @r as a JSON object (@first: no comma before it). */
+static void print_epoch_json(const struct bench_args *a,
+			     const struct epoch_result *r, int first)
+{
+	const struct dlc_stats *d = &r->delta;
 
-			if (dlc_loader_last_error(l, &ei) == 0)
-				fail("bench", "epoch %u: %s: %s: %s", start + e, ei.path,
-				     dlc_error_kind_name(ei.kind), ei.msg);
-			else
-				fail("bench", "epoch %u: %s", start + e, strerror(-ret));
-			goto out;
-		}
-		res[e].epoch = start + e;
-		res[e].digest = dg;
-		res[e].images = images;
-		res[e].seconds = (double)(now_ns() - t0) / 1e9;
-		res[e].start_s = (double)t0 / 1e9;
-		dlc_loader_stats(l, &after, sizeof(after));
-		stats_delta(&before, &after, &res[e].delta);
-		if (!json) {
-			const struct dlc_stats *d = &res[e].delta;
+	printf("%s{\"epoch\": %u, \"images_per_s\": %.2f, \"hit_ratio\": %.4f, "
+	       "\"wait_s\": %.4f, \"bytes_read\": %llu, \"errors\": %llu, "
+	       "\"seconds\": %.4f, \"start_s\": %.4f, \"images\": %llu, "
+	       "\"evictions\": %llu, "
+	       "\"bypasses\": %llu, \"io_thread_decodes\": %llu, "
+	       "\"hits\": %llu, \"misses\": %llu, \"hit_bytes\": %llu, "
+	       "\"miss_bytes\": %llu, \"verified\": %llu, "
+	       "\"checksum_errors\": %llu, \"validated\": %llu, "
+	       "\"read_mb_per_s\": %.2f, \"io_busy_s\": %.4f, "
+	       "\"io_busy_fraction\": %.4f, \"readahead_reads\": %llu, "
+	       "\"readahead_used\": %llu, \"readahead_dropped\": %llu, "
+	       "\"readahead_budget\": %llu, \"reads\": %llu, "
+	       "\"direct_reads\": %llu, \"passthru_reads\": %llu, "
+	       "\"read_ns\": %llu, \"staging_hits\": %llu, "
+	       "\"staging_hit_bytes\": %llu, \"staging_writes\": %llu, "
+	       "\"staging_prefetched\": %llu, "
+	       "\"staging_prefetch_bytes\": %llu, "
+	       "\"staging_evictions\": %llu, \"staging_invalid\": %llu, "
+	       "\"staging_used\": %llu, \"staging_budget\": %llu",
+	       first ? "" : ", ", r->epoch,
+	       (double)r->images / r->seconds, hit_ratio(d),
+	       (double)d->wait_ns / 1e9,
+	       (unsigned long long)d->bytes_read,
+	       (unsigned long long)d->errors, r->seconds,
+	       r->start_s, (unsigned long long)r->images,
+	       (unsigned long long)d->evictions,
+	       (unsigned long long)d->bypasses,
+	       (unsigned long long)d->io_thread_decodes,
+	       (unsigned long long)d->hits,
+	       (unsigned long long)d->misses,
+	       (unsigned long long)d->hit_bytes,
+	       (unsigned long long)d->miss_bytes,
+	       (unsigned long long)d->verified,
+	       (unsigned long long)d->checksum_errors,
+	       (unsigned long long)d->validated,
+	       read_mbs(d, r->seconds),
+	       (double)d->io_busy_ns / 1e9,
+	       busy_fraction(d, r->seconds),
+	       (unsigned long long)d->readahead_reads,
+	       (unsigned long long)d->readahead_used,
+	       (unsigned long long)d->readahead_dropped,
+	       (unsigned long long)d->readahead_budget,
+	       (unsigned long long)d->reads,
+	       (unsigned long long)d->direct_reads,
+	       (unsigned long long)d->passthru_reads,
+	       (unsigned long long)d->read_ns,
+	       (unsigned long long)d->staging_hits,
+	       (unsigned long long)d->staging_hit_bytes,
+	       (unsigned long long)d->staging_writes,
+	       (unsigned long long)d->staging_prefetched,
+	       (unsigned long long)d->staging_prefetch_bytes,
+	       (unsigned long long)d->staging_evictions,
+	       (unsigned long long)d->staging_invalid,
+	       (unsigned long long)d->staging_used,
+	       (unsigned long long)d->staging_budget);
+	if (a->o.cfg.cluster)
+		printf(", \"cluster_local_hits\": %llu, "
+		       "\"cluster_local_bytes\": %llu, "
+		       "\"cluster_peer_hits\": %llu, "
+		       "\"cluster_peer_bytes\": %llu, "
+		       "\"cluster_peer_misses\": %llu, "
+		       "\"cluster_peer_failures\": %llu, "
+		       "\"cluster_peer_busy\": %llu, "
+		       "\"cluster_served\": %llu, "
+		       "\"cluster_served_hits\": %llu, "
+		       "\"cluster_served_bytes\": %llu, "
+		       "\"cluster_pushed\": %llu, "
+		       "\"cluster_pushed_bytes\": %llu, "
+		       "\"cluster_admitted\": %llu, "
+		       "\"cluster_used\": %llu, "
+		       "\"cluster_capacity\": %llu, "
+		       "\"cluster_dead_peers\": %llu, "
+		       "\"cluster_peer_diverted\": %llu",
+		       (unsigned long long)d->cluster_local_hits,
+		       (unsigned long long)d->cluster_local_bytes,
+		       (unsigned long long)d->cluster_peer_hits,
+		       (unsigned long long)d->cluster_peer_bytes,
+		       (unsigned long long)d->cluster_peer_misses,
+		       (unsigned long long)d->cluster_peer_failures,
+		       (unsigned long long)d->cluster_peer_busy,
+		       (unsigned long long)d->cluster_served,
+		       (unsigned long long)d->cluster_served_hits,
+		       (unsigned long long)d->cluster_served_bytes,
+		       (unsigned long long)d->cluster_pushed,
+		       (unsigned long long)d->cluster_pushed_bytes,
+		       (unsigned long long)d->cluster_admitted,
+		       (unsigned long long)d->cluster_used,
+		       (unsigned long long)d->cluster_capacity,
+		       (unsigned long long)d->cluster_dead_peers,
+		       (unsigned long long)d->cluster_peer_diverted);
+	if (a->digest)
+		printf(", \"digest\": \"%016llx\"",
+		       (unsigned long long)r->digest);
+	printf("}");
+}
 
-			printf("%-5u %8llu %10.1f %9.3f %9.3f %11.1f %9.1f %6.1f %7llu\n",
-			       start + e, (unsigned long long)images,
-			       (double)images / res[e].seconds, hit_ratio(d),
-			       (double)d->wait_ns / 1e9,
-			       (double)d->bytes_read / 1e6,
-			       read_mbs(d, res[e].seconds),
-			       100 * busy_fraction(d, res[e].seconds),
-			       (unsigned long long)d->errors);
-			if (cfg.staging_dir)
-				printf("      staging: %llu of %llu misses from local copies, %llu written (%llu read ahead), %.1f MB held\n",
-				       (unsigned long long)d->staging_hits,
-				       (unsigned long long)d->misses,
-				       (unsigned long long)d->staging_writes,
-				       (unsigned long long)d->staging_prefetched,
-				       (double)d->staging_used / 1e6);
-			if (cfg.cluster)
-				printf("      cluster: %llu of %llu misses from the own share, %llu from peers (%llu not held, %llu failed, %llu sent to storage as faster), %llu peer requests answered, %.1f MB held\n",
-				       (unsigned long long)d->cluster_local_hits,
-				       (unsigned long long)d->misses,
-				       (unsigned long long)d->cluster_peer_hits,
-				       (unsigned long long)d->cluster_peer_misses,
-				       (unsigned long long)d->cluster_peer_failures,
-				       (unsigned long long)d->cluster_peer_diverted,
-				       (unsigned long long)d->cluster_served,
-				       (double)d->cluster_used / 1e6);
-			if (digest)
-				printf("      digest %016llx\n",
-				       (unsigned long long)dg);
-			fflush(stdout);
-		}
-	}
+/*
+ * After a run: the JSON object (with --json), or the cache's line below
+ * the table. Returns 0, or 1 if an epoch delivered no image at all.
+ */
+static int bench_report(const struct bench_args *a, const struct bench_run *r)
+{
+	uint64_t cap, total = dlc_index_total_bytes(r->idx);
+	int kernel = dlc_loader_backend(r->l) == DLC_BACKEND_KERNEL;
+	uint32_t e;
 
-	cap = dlc_loader_backend(l) == DLC_BACKEND_KERNEL ?
-	      after.cache_capacity : cfg.cache_bytes;
-	if (json) {
+	cap = kernel ? r->after.cache_capacity : a->o.cfg.cache_bytes;
+	if (a->json) {
 		printf("{\"backend\": \"%s\", \"images\": %u, \"threads\": %u, "
 		       "\"batch_size\": %u, \"cache_bytes\": %llu, \"dataset_bytes\": %llu, "
 		       "\"pinned\": %s, \"kernel_fallbacks\": %llu, \"epochs\": [",
-		       dlc_backend_name(dlc_loader_backend(l)), dlc_index_count(idx),
-		       dlc_loader_decode_threads(l) + 1,
-		       cfg.batch_size, (unsigned long long)cap,
-		       (unsigned long long)dlc_index_total_bytes(idx),
-		       dlc_loader_pinned(l) ? "true" : "false",
-		       (unsigned long long)after.kernel_fallbacks);
-		for (e = 0; e < epochs; e++) {
-			const struct dlc_stats *d = &res[e].delta;
-
-			printf("%s{\"epoch\": %u, \"images_per_s\": %.2f, \"hit_ratio\": %.4f, "
-			       "\"wait_s\": %.4f, \"bytes_read\": %llu, \"errors\": %llu, "
-			       "\"seconds\": %.4f, \"start_s\": %.4f, \"images\": %llu, "
-			       "\"evictions\": %llu, "
-			       "\"bypasses\": %llu, \"io_thread_decodes\": %llu, "
-			       "\"hits\": %llu, \"misses\": %llu, \"hit_bytes\": %llu, "
-			       "\"miss_bytes\": %llu, \"verified\": %llu, "
-			       "\"checksum_errors\": %llu, \"validated\": %llu, "
-			       "\"read_mb_per_s\": %.2f, \"io_busy_s\": %.4f, "
-			       "\"io_busy_fraction\": %.4f, \"readahead_reads\": %llu, "
-			       "\"readahead_used\": %llu, \"readahead_dropped\": %llu, "
-			       "\"readahead_budget\": %llu, \"reads\": %llu, "
-			       "\"direct_reads\": %llu, \"passthru_reads\": %llu, "
-			       "\"read_ns\": %llu, \"staging_hits\": %llu, "
-			       "\"staging_hit_bytes\": %llu, \"staging_writes\": %llu, "
-			       "\"staging_prefetched\": %llu, "
-			       "\"staging_prefetch_bytes\": %llu, "
-			       "\"staging_evictions\": %llu, \"staging_invalid\": %llu, "
-			       "\"staging_used\": %llu, \"staging_budget\": %llu",
-			       e ? ", " : "", res[e].epoch,
-			       (double)res[e].images / res[e].seconds, hit_ratio(d),
-			       (double)d->wait_ns / 1e9,
-			       (unsigned long long)d->bytes_read,
-			       (unsigned long long)d->errors, res[e].seconds,
-			       res[e].start_s, (unsigned long long)res[e].images,
-			       (unsigned long long)d->evictions,
-			       (unsigned long long)d->bypasses,
-			       (unsigned long long)d->io_thread_decodes,
-			       (unsigned long long)d->hits,
-			       (unsigned long long)d->misses,
-			       (unsigned long long)d->hit_bytes,
-			       (unsigned long long)d->miss_bytes,
-			       (unsigned long long)d->verified,
-			       (unsigned long long)d->checksum_errors,
-			       (unsigned long long)d->validated,
-			       read_mbs(d, res[e].seconds),
-			       (double)d->io_busy_ns / 1e9,
-			       busy_fraction(d, res[e].seconds),
-			       (unsigned long long)d->readahead_reads,
-			       (unsigned long long)d->readahead_used,
-			       (unsigned long long)d->readahead_dropped,
-			       (unsigned long long)d->readahead_budget,
-			       (unsigned long long)d->reads,
-			       (unsigned long long)d->direct_reads,
-			       (unsigned long long)d->passthru_reads,
-			       (unsigned long long)d->read_ns,
-			       (unsigned long long)d->staging_hits,
-			       (unsigned long long)d->staging_hit_bytes,
-			       (unsigned long long)d->staging_writes,
-			       (unsigned long long)d->staging_prefetched,
-			       (unsigned long long)d->staging_prefetch_bytes,
-			       (unsigned long long)d->staging_evictions,
-			       (unsigned long long)d->staging_invalid,
-			       (unsigned long long)d->staging_used,
-			       (unsigned long long)d->staging_budget);
-			if (cfg.cluster)
-				printf(", \"cluster_local_hits\": %llu, "
-				       "\"cluster_local_bytes\": %llu, "
-				       "\"cluster_peer_hits\": %llu, "
-				       "\"cluster_peer_bytes\": %llu, "
-				       "\"cluster_peer_misses\": %llu, "
-				       "\"cluster_peer_failures\": %llu, "
-				       "\"cluster_peer_busy\": %llu, "
-				       "\"cluster_served\": %llu, "
-				       "\"cluster_served_hits\": %llu, "
-				       "\"cluster_served_bytes\": %llu, "
-				       "\"cluster_pushed\": %llu, "
-				       "\"cluster_pushed_bytes\": %llu, "
-				       "\"cluster_admitted\": %llu, "
-				       "\"cluster_used\": %llu, "
-				       "\"cluster_capacity\": %llu, "
-				       "\"cluster_dead_peers\": %llu, "
-				       "\"cluster_peer_diverted\": %llu",
-				       (unsigned long long)d->cluster_local_hits,
-				       (unsigned long long)d->cluster_local_bytes,
-				       (unsigned long long)d->cluster_peer_hits,
-				       (unsigned long long)d->cluster_peer_bytes,
-				       (unsigned long long)d->cluster_peer_misses,
-				       (unsigned long long)d->cluster_peer_failures,
-				       (unsigned long long)d->cluster_peer_busy,
-				       (unsigned long long)d->cluster_served,
-				       (unsigned long long)d->cluster_served_hits,
-				       (unsigned long long)d->cluster_served_bytes,
-				       (unsigned long long)d->cluster_pushed,
-				       (unsigned long long)d->cluster_pushed_bytes,
-				       (unsigned long long)d->cluster_admitted,
-				       (unsigned long long)d->cluster_used,
-				       (unsigned long long)d->cluster_capacity,
-				       (unsigned long long)d->cluster_dead_peers,
-				       (unsigned long long)d->cluster_peer_diverted);
-			if (digest)
-				printf(", \"digest\": \"%016llx\"",
-				       (unsigned long long)res[e].digest);
-			printf("}");
-		}
+		       dlc_backend_name(dlc_loader_backend(r->l)),
+		       dlc_index_count(r->idx), dlc_loader_decode_threads(r->l) + 1,
+		       a->o.cfg.batch_size, (unsigned long long)cap,
+		       (unsigned long long)total,
+		       dlc_loader_pinned(r->l) ? "true" : "false",
+		       (unsigned long long)r->after.kernel_fallbacks);
+		for (e = 0; e < a->epochs; e++)
+			print_epoch_json(a, &r->res[e], e == 0);
 		printf("]}\n");
 	} else {
 		printf("%s cache %.1f MB of a %.1f MB data set: best steady hit ratio %.3f\n",
-		       dlc_loader_backend(l) == DLC_BACKEND_KERNEL ?
-		       "dlcache.ko" : "in-process", (double)cap / 1e6,
-		       (double)dlc_index_total_bytes(idx) / 1e6,
-		       dlc_index_total_bytes(idx) ?
-		       (double)cap / (double)dlc_index_total_bytes(idx) : 0.0);
-		if (after.kernel_fallbacks)
+		       kernel ? "dlcache.ko" : "in-process", (double)cap / 1e6,
+		       (double)total / 1e6,
+		       total ? (double)cap / (double)total : 0.0);
+		if (r->after.kernel_fallbacks)
 			printf("fell back from dlcache.ko to the in-process cache during the run (kernel_fallbacks %llu)\n",
-			       (unsigned long long)after.kernel_fallbacks);
+			       (unsigned long long)r->after.kernel_fallbacks);
 	}
 	/* A run that trained on nothing did not work, whatever the policy. */
-	rc = 0;
-	for (e = 0; e < epochs; e++)
-		if (!res[e].images) {
-			rc = fail("bench", "%s: epoch %u delivered no image (%llu of %u samples failed)",
-				  argv[optind], res[e].epoch,
-				  (unsigned long long)res[e].delta.errors,
-				  dlc_index_count(idx));
-			break;
-		}
-out:
-	lockstep_close(&ls);
-	dlc_loader_destroy(l);
-	dlc_index_free(idx);
-	free(res);
+	for (e = 0; e < a->epochs; e++)
+		if (!r->res[e].images)
+			return fail("bench", "%s: epoch %u delivered no image (%llu of %u samples failed)",
+				    a->path, r->res[e].epoch,
+				    (unsigned long long)r->res[e].delta.errors,
+				    dlc_index_count(r->idx));
+	return 0;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+	struct bench_run r = { 0 };
+	struct bench_args a;
+	struct dlc_config *cfg = &a.o.cfg;
+	int ret, rc;
+
+	rc = bench_parse(argc, argv, &a);
+	if (rc != CMD_RUN)
+		return rc;
+	ret = open_index_at(a.path, a.root, &r.idx);
+	if (ret == -EINVAL && a.root)
+		return usage_error("bench", "--root is for an INDEX file, not a data set DIR");
+	if (ret)
+		return fail("bench", "%s%s%s: %s", a.path,
+			    a.root ? " at --root " : "", a.root ? a.root : "",
+			    index_error(ret));
+
+	cfg_opts_transform(&a.o);
+	cfg->cache_bytes = a.have_cache ? a.cache :
+		(uint64_t)(a.fraction * (double)dlc_index_total_bytes(r.idx));
+	if (a.verify_cost && a.start) {
+		rc = usage_error("bench", "--start-epoch does not go with --verify-cost");
+	} else if (a.verify_cost) {
+		rc = run_verify_cost(cfg, r.idx, a.epochs, a.json);
+	} else {
+		rc = bench_run(&a, &r);
+		if (!rc)
+			rc = bench_report(&a, &r);
+	}
+
+	lockstep_close(&r.ls);
+	dlc_loader_destroy(r.l);
+	dlc_index_free(r.idx);
+	free(r.res);
 	return rc;
 }

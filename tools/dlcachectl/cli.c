@@ -144,55 +144,6 @@ const char *index_error(int err)
 	}
 }
 
-/*
- * Eval resizes the shorter side to size * 256 / 224 (rounded), the ratio
- * of torchvision's ImageNet recipe (Resize(256) + CenterCrop(224)) at any
- * size, as dlcache.torch.DataLoader(train=False) does.
- */
-void setup_transform(struct dlc_config *cfg, int eval, uint32_t size)
-{
-	if (eval) {
-		dlc_transform_default(&cfg->transform, DLC_TRANSFORM_EVAL);
-		cfg->shuffle = 0;
-		cfg->transform.resize = (size * 256 + 112) / 224;
-	}
-	cfg->transform.out_w = cfg->transform.out_h = size;
-}
-
-int parse_order_opt(const char *cmd, int opt, const char *arg,
-		    struct dlc_config *cfg)
-{
-	switch (opt) {
-	case 'S':
-		if (parse_u64(arg, 0, UINT64_MAX, &cfg->seed))
-			return usage_error(cmd, "--seed: want a number, got '%s'", arg);
-		return 0;
-	case 'r':
-		if (parse_u32(arg, 0, 65535, &cfg->rank))
-			return usage_error(cmd, "--rank: want 0..65535, got '%s'", arg);
-		return 0;
-	case 'W':
-		if (parse_u32(arg, 1, 65536, &cfg->world))
-			return usage_error(cmd, "--world: want 1..65536, got '%s'", arg);
-		return 0;
-	default:
-		return usage_error(cmd, "unknown option");
-	}
-}
-
-int parse_on_error(const char *s, uint32_t *out)
-{
-	static const char *const names[] = { "skip", "substitute", "fail" };
-	uint32_t i;
-
-	for (i = 0; i < 3; i++)
-		if (!strcmp(s, names[i])) {
-			*out = i;
-			return 0;
-		}
-	return -1;
-}
-
 void held_log_fn(void *arg, int level, const char *msg)
 {
 	struct held_log *h = arg;

@@ -16,6 +16,15 @@
 
 #define EXIT_USAGE 2
 
+/*
+ * A subcommand's parse step returns CMD_RUN to go on, or the exit status
+ * to end with at once: 0 after --help, EXIT_USAGE after a usage error.
+ */
+#define CMD_RUN (-1)
+
+/* Entries in array @a (an array, not a pointer). */
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
 int cmd_gen(int argc, char **argv);
 int cmd_index(int argc, char **argv);
 int cmd_pack(int argc, char **argv);
@@ -64,24 +73,6 @@ int open_index(const char *path, struct dlc_index **out);
  */
 int open_index_at(const char *path, const char *root, struct dlc_index **out);
 const char *index_error(int err);
-
-/*
- * The transform bench and preview share: train (or, with @eval, Resize +
- * CenterCrop unshuffled) at @size x @size, the resize kept at 8/7 of
- * the output when the default would be below it.
- */
-struct dlc_config;
-void setup_transform(struct dlc_config *cfg, int eval, uint32_t size);
-
-/*
- * bench's and sample's order options, by getopt letter: 'S' --seed,
- * 'r' --rank, 'W' --world into @cfg. 0, or EXIT_USAGE after the line.
- */
-int parse_order_opt(const char *cmd, int opt, const char *arg,
-		    struct dlc_config *cfg);
-
-/* "skip", "substitute" or "fail" to enum dlc_on_error; 0 or -1. */
-int parse_on_error(const char *s, uint32_t *out);
 
 /*
  * A library log callback (arg: a struct held_log) that holds lines back

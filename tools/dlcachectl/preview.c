@@ -13,9 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
+#include "cfgopts.h"
 #include "cli.h"
 #include "dlcache.h"
 
@@ -152,35 +152,49 @@ fail:
 	return -1;
 }
 
-int cmd_preview(int argc, char **argv)
+/* What preview's command line asks for. */
+struct preview_args {
+	struct cfg_opts o;	/* the options that map onto dlc_config */
+	const char *path;	/* INDEX|DIR */
+	const char *out;	/* -o GRID.png */
+	uint32_t epoch, batch;
+};
+
+/* The loader and the batch it gave, held until preview is done. */
+struct preview_run {
+	struct dlc_index *idx;
+	struct dlc_loader *l;
+	struct dlc_batch *b;
+	/* the loader's start-up lines, dropped if a usage error follows */
+	struct held_log held;
+	size_t sheet_w, sheet_h;
+};
+
+/*
+ * preview's own options and the shared ones it takes. --batch-size is its
+ * own: a sheet of more than 1024 tiles is not a preview. Returns CMD_RUN,
+ * or the exit status after --help or a usage error.
+ */
+static int preview_parse(int argc, char **argv, struct preview_args *a)
 {
-	static const struct option opts[] = {
+	static const struct option own[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "epoch", required_argument, NULL, 'e' },
 		{ "batch", required_argument, NULL, 'B' },
 		{ "batch-size", required_argument, NULL, 'b' },
-		{ "size", required_argument, NULL, 's' },
 		{ "seed", required_argument, NULL, 'S' },
-		{ "layout", required_argument, NULL, 'L' },
-		{ "eval", no_argument, NULL, 'E' },
-		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	uint32_t epoch = 0, batch = 0, size = 224, cols, rows, k, nb;
-	const char *out = NULL, *root;
-	struct dlc_loader *l = NULL;
-	struct dlc_index *idx = NULL;
-	struct dlc_batch *b = NULL;
-	struct dlc_config cfg;
-	uint8_t *sheet = NULL;
-	size_t sheet_w, sheet_h;
-	struct held_log held = HELD_LOG_INIT;
-	char why[320];
-	int eval = 0, opt, ret, rc = 1;
+	struct option opts[ARRAY_SIZE(own) + CFG_NR];
+	struct dlc_config *cfg = &a->o.cfg;
+	int opt, ret;
 
-	dlc_config_init(&cfg);
-	cfg.batch_size = 16;
+	memset(a, 0, sizeof(*a));
+	cfg_opts_init(&a->o);
+	cfg->batch_size = 16;
+	cfg_opts_longopts(opts, own, CFG_OPT(CFG_SIZE) | CFG_OPT(CFG_LAYOUT) |
+			  CFG_OPT(CFG_EVAL) | CFG_OPT(CFG_VERBOSE));
 	opterr = 0;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, ":o:vh", opts, NULL)) != -1) {
@@ -188,48 +202,27 @@ int cmd_preview(int argc, char **argv)
 		case 'o':
 			if (!*optarg)
 				return usage_error("preview", "--output is empty");
-			out = optarg;
+			a->out = optarg;
 			break;
 		case 'e':
-			if (parse_u32(optarg, 0, UINT32_MAX, &epoch))
+			if (parse_u32(optarg, 0, UINT32_MAX, &a->epoch))
 				return usage_error("preview", "--epoch: want 0..%u, got '%s'",
 						   UINT32_MAX, optarg);
 			break;
 		case 'B':
-			if (parse_u32(optarg, 0, UINT32_MAX, &batch))
+			if (parse_u32(optarg, 0, UINT32_MAX, &a->batch))
 				return usage_error("preview", "--batch: want a batch number, got '%s'",
 						   optarg);
 			break;
 		case 'b':
-			/* A sheet of more than 1024 tiles is not a preview. */
-			if (parse_u32(optarg, 1, 1024, &cfg.batch_size))
+			if (parse_u32(optarg, 1, 1024, &cfg->batch_size))
 				return usage_error("preview", "--batch-size: want 1..1024, got '%s'",
 						   optarg);
 			break;
-		case 's':
-			if (parse_u32(optarg, 1, DLC_MAX_OUT_SIDE, &size))
-				return usage_error("preview", "--size: want 1..%d, got '%s'",
-						   DLC_MAX_OUT_SIDE, optarg);
-			break;
 		case 'S':
-			if (parse_u64(optarg, 0, UINT64_MAX, &cfg.seed))
+			if (parse_u64(optarg, 0, UINT64_MAX, &cfg->seed))
 				return usage_error("preview", "--seed: want an unsigned 64-bit integer, got '%s'",
 						   optarg);
-			break;
-		case 'L':
-			if (!strcasecmp(optarg, "nchw"))
-				cfg.layout = DLC_LAYOUT_NCHW;
-			else if (!strcasecmp(optarg, "nhwc"))
-				cfg.layout = DLC_LAYOUT_NHWC;
-			else
-				return usage_error("preview", "--layout: want nchw or nhwc, got '%s'",
-						   optarg);
-			break;
-		case 'E':
-			eval = 1;
-			break;
-		case 'v':
-			cfg.log_level = DLC_LOG_INFO;
 			break;
 		case 'h':
 			help();
@@ -238,117 +231,162 @@ int cmd_preview(int argc, char **argv)
 			return usage_error("preview", "%s needs an argument",
 					   argv[optind - 1]);
 		default:
-			return usage_error("preview", "unknown option '%s' (try --help)",
-					   argv[optind - 1]);
+			ret = cfg_opt_parse("preview", opt, optarg, &a->o);
+			if (ret < 0)
+				return EXIT_USAGE;
+			if (!ret)
+				return usage_error("preview", "unknown option '%s' (try --help)",
+						   argv[optind - 1]);
 		}
 	}
 	if (optind != argc - 1)
 		return usage_error("preview", "want exactly one INDEX file or data set DIR (try --help)");
-	if (!out)
+	if (!a->out)
 		return usage_error("preview", "missing -o GRID.png (try --help)");
+	if (cfg_opts_check("preview", &a->o))
+		return EXIT_USAGE;
 	/* The sheet is width * height * 3 bytes; keep it far from overflow. */
-	if ((uint64_t)size * size * cfg.batch_size > (1ULL << 31))
+	if ((uint64_t)a->o.size * a->o.size * cfg->batch_size > (1ULL << 31))
 		return usage_error("preview", "--size %u with --batch-size %u makes a sheet over 2 GiB",
-				   size, cfg.batch_size);
+				   a->o.size, cfg->batch_size);
+	a->path = argv[optind];
+	return CMD_RUN;
+}
 
-	ret = open_index(argv[optind], &idx);
-	if (ret)
-		return fail("preview", "%s: %s", argv[optind], index_error(ret));
+/*
+ * Start the loader on r->idx and take batch a->batch of epoch a->epoch
+ * into r->b. Returns 0, or 1 or EXIT_USAGE after the line saying why.
+ */
+static int preview_run(struct preview_args *a, struct preview_run *r)
+{
+	struct dlc_config *cfg = &a->o.cfg;
+	struct dlc_error_info ei;
+	uint32_t nb;
+	int ret;
 
 	/* The same transform set-up as bench, so the sheet shows its input. */
-	setup_transform(&cfg, eval, size);
-	cfg.log = held_log_fn;
-	cfg.log_arg = &held;
+	cfg_opts_transform(&a->o);
+	cfg->log = held_log_fn;
+	cfg->log_arg = &r->held;
 	/* One batch is read once: a cache would only cost memory. */
-	cfg.cache_bytes = 0;
+	cfg->cache_bytes = 0;
 
-	ret = dlc_loader_create(&cfg, idx, &l);
+	ret = dlc_loader_create(cfg, r->idx, &r->l);
 	if (ret) {
-		held_log_release(&held, 1);
-		fail("preview", "%s: cannot start the loader: %s", argv[optind],
-		     strerror(-ret));
-		goto out;
+		held_log_release(&r->held, 1);
+		return fail("preview", "%s: cannot start the loader: %s",
+			    a->path, strerror(-ret));
 	}
-	nb = dlc_loader_epoch_batches(l);
+	nb = dlc_loader_epoch_batches(r->l);
 	/* A usage error: one line, without the loader's start-up warnings. */
-	if (batch >= nb) {
-		rc = usage_error("preview", "--batch %u: the epoch has %u batches of %u",
-				 batch, nb, cfg.batch_size);
-		goto out;
-	}
-	held_log_release(&held, 1);
-	ret = dlc_loader_start_epoch(l, epoch, batch * cfg.batch_size);
+	if (a->batch >= nb)
+		return usage_error("preview", "--batch %u: the epoch has %u batches of %u",
+				   a->batch, nb, cfg->batch_size);
+	held_log_release(&r->held, 1);
+	ret = dlc_loader_start_epoch(r->l, a->epoch, a->batch * cfg->batch_size);
+	if (ret)
+		return fail("preview", "%s: cannot start epoch %u at batch %u: %s",
+			    a->path, a->epoch, a->batch, strerror(-ret));
+	ret = dlc_next_batch(r->l, &r->b);
 	if (ret) {
-		fail("preview", "%s: cannot start epoch %u at batch %u: %s",
-		     argv[optind], epoch, batch, strerror(-ret));
-		goto out;
+		if (ret != -ENODATA && !dlc_loader_last_error(r->l, &ei))
+			return fail("preview", "%s: %s", ei.path, ei.msg);
+		return fail("preview", "%s: batch %u of epoch %u: %s",
+			    a->path, a->batch, a->epoch, strerror(-ret));
 	}
-	ret = dlc_next_batch(l, &b);
-	if (ret) {
-		struct dlc_error_info ei;
+	if (!r->b->count)
+		return fail("preview", "%s: batch %u of epoch %u: every sample failed",
+			    a->path, a->batch, a->epoch);
+	return 0;
+}
 
-		if (ret != -ENODATA && !dlc_loader_last_error(l, &ei))
-			fail("preview", "%s: %s", ei.path, ei.msg);
-		else
-			fail("preview", "%s: batch %u of epoch %u: %s",
-			     argv[optind], batch, epoch, strerror(-ret));
-		goto out;
-	}
-	if (!b->count) {
-		fail("preview", "%s: batch %u of epoch %u: every sample failed",
-		     argv[optind], batch, epoch);
-		goto out;
-	}
+/*
+ * Batch r->b as a near-square sheet of tiles in a->out (its size into
+ * r->sheet_w, r->sheet_h). Returns 0, or 1 after the line saying why.
+ */
+static int preview_sheet(const struct preview_args *a, struct preview_run *r)
+{
+	const struct dlc_batch *b = r->b;
+	uint32_t cols, rows, k;
+	uint8_t *sheet;
+	char why[320];
+	int ret;
 
 	for (cols = 1; cols * cols < b->count; cols++)
 		;
 	rows = (b->count + cols - 1) / cols;
-	sheet_w = (size_t)cols * b->out_w + (size_t)(cols - 1) * GAP;
-	sheet_h = (size_t)rows * b->out_h + (size_t)(rows - 1) * GAP;
-	sheet = malloc(sheet_w * sheet_h * 3);
-	if (!sheet) {
-		fail("preview", "%s: %s", out, strerror(ENOMEM));
-		goto out;
-	}
-	memset(sheet, GAP_GRAY, sheet_w * sheet_h * 3);
+	r->sheet_w = (size_t)cols * b->out_w + (size_t)(cols - 1) * GAP;
+	r->sheet_h = (size_t)rows * b->out_h + (size_t)(rows - 1) * GAP;
+	sheet = malloc(r->sheet_w * r->sheet_h * 3);
+	if (!sheet)
+		return fail("preview", "%s: %s", a->out, strerror(ENOMEM));
+	memset(sheet, GAP_GRAY, r->sheet_w * r->sheet_h * 3);
 	for (k = 0; k < b->count; k++)
-		draw_tile(sheet, sheet_w * 3, b, k,
+		draw_tile(sheet, r->sheet_w * 3, b, k,
 			  (k % cols) * (b->out_w + GAP),
 			  (k / cols) * (b->out_h + GAP));
-	if (write_png(out, sheet, (uint32_t)sheet_w, (uint32_t)sheet_h, why,
-		      sizeof(why))) {
-		fail("preview", "%s: %s", out, why);
-		goto out;
-	}
+	ret = write_png(a->out, sheet, (uint32_t)r->sheet_w,
+			(uint32_t)r->sheet_h, why, sizeof(why));
+	free(sheet);
+	if (ret)
+		return fail("preview", "%s: %s", a->out, why);
+	return 0;
+}
 
-	root = dlc_index_root(idx);
+/* What the sheet shows: the batch, then each tile's sample. */
+static void preview_report(const struct preview_args *a,
+			   const struct preview_run *r)
+{
+	const struct dlc_batch *b = r->b;
+	const struct dlc_config *cfg = &a->o.cfg;
+	uint32_t k;
+
 	printf("epoch %u batch %u (seq %llu): %u samples, %ux%u %s, seed %llu%s -> %s (%zux%zu)\n",
-	       b->epoch, batch, (unsigned long long)b->seq, b->count,
+	       b->epoch, a->batch, (unsigned long long)b->seq, b->count,
 	       b->out_w, b->out_h,
 	       b->layout == DLC_LAYOUT_NHWC ? "NHWC" : "NCHW",
-	       (unsigned long long)cfg.seed, eval ? ", eval" : "", out,
-	       sheet_w, sheet_h);
+	       (unsigned long long)cfg->seed, a->o.eval ? ", eval" : "",
+	       a->out, r->sheet_w, r->sheet_h);
 	if (b->errors)
 		printf("%u samples failed and were %s\n", b->errors,
-		       cfg.on_error == DLC_ON_ERROR_SUBSTITUTE ? "substituted"
-							       : "skipped");
-	printf("data set %s; tiles left to right, top to bottom:\n", root);
+		       cfg->on_error == DLC_ON_ERROR_SUBSTITUTE ? "substituted"
+								: "skipped");
+	printf("data set %s; tiles left to right, top to bottom:\n",
+	       dlc_index_root(r->idx));
 	printf("%-5s %-8s %-6s %-12s %s\n", "tile", "id", "label", "class",
 	       "path");
 	for (k = 0; k < b->count; k++) {
-		const char *cls = dlc_index_class_name(idx, (uint32_t)b->labels[k]);
-		const char *rel = dlc_index_relpath(idx, b->ids[k]);
+		const char *cls = dlc_index_class_name(r->idx,
+						       (uint32_t)b->labels[k]);
+		const char *rel = dlc_index_relpath(r->idx, b->ids[k]);
 
 		printf("%-5u %-8u %-6d %-12s %s\n", k, b->ids[k], b->labels[k],
 		       cls ? cls : "?", rel ? rel : "?");
 	}
-	rc = 0;
-out:
-	if (b && dlc_release_batch(l, b))
+}
+
+int cmd_preview(int argc, char **argv)
+{
+	struct preview_run r = { .held = HELD_LOG_INIT };
+	struct preview_args a;
+	int ret, rc;
+
+	rc = preview_parse(argc, argv, &a);
+	if (rc != CMD_RUN)
+		return rc;
+	ret = open_index(a.path, &r.idx);
+	if (ret)
+		return fail("preview", "%s: %s", a.path, index_error(ret));
+
+	rc = preview_run(&a, &r);
+	if (!rc)
+		rc = preview_sheet(&a, &r);
+	if (!rc)
+		preview_report(&a, &r);
+	if (r.b && dlc_release_batch(r.l, r.b))
 		rc = 1;
-	dlc_loader_destroy(l);
-	held_log_release(&held, rc != EXIT_USAGE);
-	dlc_index_free(idx);
-	free(sheet);
+	dlc_loader_destroy(r.l);
+	held_log_release(&r.held, rc != EXIT_USAGE);
+	dlc_index_free(r.idx);
 	return rc;
 }

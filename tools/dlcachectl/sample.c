@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cfgopts.h"
 #include "cli.h"
 #include "crc32c.h"
 #include "dlcache.h"
@@ -95,80 +96,72 @@ static void help(void)
 	       "  -h, --help           show this help\n");
 }
 
-int cmd_sample(int argc, char **argv)
+/* What sample's command line asks for. */
+struct sample_args {
+	struct cfg_opts o;	/* the options that map onto dlc_config */
+	const char *path;	/* INDEX|DIR */
+	const char *out;	/* -o FILE.ppm, or NULL */
+	uint32_t epoch, pos;
+	int json;
+};
+
+/* The sample at the position, from its ID to its pixels. */
+struct sample_run {
+	struct dlc_index *idx;
+	uint32_t id;
+	const char *rel, *cls;		/* its path in the data set, class */
+	const struct dlc_pack *pack;	/* the pack holding it, or NULL */
+	struct dlc_pack_entry pe;	/* where in the pack */
+	char path[PATH_MAX];		/* what the output calls it */
+	uint8_t *jpg, *rgb;		/* its bytes; its pixels (NHWC) */
+	size_t jlen;
+	struct dlc_crop box;
+};
+
+/*
+ * sample's own options and the shared ones it takes. Returns CMD_RUN, or
+ * the exit status after --help or a usage error.
+ */
+static int sample_parse(int argc, char **argv, struct sample_args *a)
 {
-	static const struct option opts[] = {
+	static const struct option own[] = {
 		{ "epoch", required_argument, NULL, 'e' },
 		{ "pos", required_argument, NULL, 'p' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "json", no_argument, NULL, 'j' },
-		{ "size", required_argument, NULL, 's' },
-		{ "eval", no_argument, NULL, 'E' },
-		{ "exact", no_argument, NULL, 'X' },
-		{ "seed", required_argument, NULL, 'S' },
-		{ "rank", required_argument, NULL, 'r' },
-		{ "world", required_argument, NULL, 'W' },
-		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	uint32_t epoch = 0, pos = 0, size = 224, n, len, id;
-	struct dlc_order_params op = { 0 };
-	const struct dlc_pack *pack;
-	struct dlc_pack_entry pe;
-	struct dlc_decoder *dec = NULL;
-	struct dlc_index *idx = NULL;
-	const char *out = NULL, *rel, *cls;
-	struct dlc_config cfg;
-	struct dlc_crop box;
-	uint32_t *order = NULL;
-	uint8_t *jpg = NULL, *rgb = NULL;
-	char path[PATH_MAX];
-	int eval = 0, exact = 0, json = 0, opt, ret, rc = 1;
-	size_t jlen = 0;
+	struct option opts[ARRAY_SIZE(own) + CFG_NR];
+	int opt, ret;
 
-	dlc_config_init(&cfg);
+	memset(a, 0, sizeof(*a));
+	cfg_opts_init(&a->o);
+	cfg_opts_longopts(opts, own, CFG_OPT(CFG_SIZE) | CFG_OPT(CFG_EVAL) |
+			  CFG_OPT(CFG_EXACT) | CFG_OPT(CFG_SEED) |
+			  CFG_OPT(CFG_RANK) | CFG_OPT(CFG_WORLD) |
+			  CFG_OPT(CFG_VERBOSE));
 	opterr = 0;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, ":o:vh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'e':
-			if (parse_u32(optarg, 0, UINT32_MAX, &epoch))
+			if (parse_u32(optarg, 0, UINT32_MAX, &a->epoch))
 				return usage_error("sample", "--epoch: want 0..%u, got '%s'",
 						   UINT32_MAX, optarg);
 			break;
 		case 'p':
-			if (parse_u32(optarg, 0, UINT32_MAX, &pos))
+			if (parse_u32(optarg, 0, UINT32_MAX, &a->pos))
 				return usage_error("sample", "--pos: want a position in the epoch, got '%s'",
 						   optarg);
 			break;
 		case 'o':
 			if (!*optarg)
 				return usage_error("sample", "--output is empty");
-			out = optarg;
+			a->out = optarg;
 			break;
 		case 'j':
-			json = 1;
-			break;
-		case 's':
-			if (parse_u32(optarg, 1, DLC_MAX_OUT_SIDE, &size))
-				return usage_error("sample", "--size: want 1..%d, got '%s'",
-						   DLC_MAX_OUT_SIDE, optarg);
-			break;
-		case 'E':
-			eval = 1;
-			break;
-		case 'X':
-			exact = 1;
-			break;
-		case 'S':
-		case 'r':
-		case 'W':
-			if (parse_order_opt("sample", opt, optarg, &cfg))
-				return EXIT_USAGE;
-			break;
-		case 'v':
-			cfg.log_level = DLC_LOG_INFO;
+			a->json = 1;
 			break;
 		case 'h':
 			help();
@@ -177,150 +170,212 @@ int cmd_sample(int argc, char **argv)
 			return usage_error("sample", "%s needs an argument",
 					   argv[optind - 1]);
 		default:
-			return usage_error("sample", "unknown option '%s' (try --help)",
-					   argv[optind - 1]);
+			ret = cfg_opt_parse("sample", opt, optarg, &a->o);
+			if (ret < 0)
+				return EXIT_USAGE;
+			if (!ret)
+				return usage_error("sample", "unknown option '%s' (try --help)",
+						   argv[optind - 1]);
 		}
 	}
 	if (optind != argc - 1)
 		return usage_error("sample", "want exactly one INDEX file or data set DIR (try --help)");
-	if (cfg.rank >= cfg.world)
-		return usage_error("sample", "--rank %u must be below --world %u",
-				   cfg.rank, cfg.world);
+	if (cfg_opts_check("sample", &a->o))
+		return EXIT_USAGE;
+	a->path = argv[optind];
+	return CMD_RUN;
+}
 
-	ret = open_index(argv[optind], &idx);
-	if (ret)
-		return fail("sample", "%s: %s", argv[optind], index_error(ret));
+/*
+ * The sample at a->pos of epoch a->epoch's order, as bench's loader
+ * would deliver it, into r->id (and its name, class and pack). Returns 0,
+ * or 1 or EXIT_USAGE after the line saying why.
+ */
+static int sample_pick(const struct sample_args *a, struct sample_run *r)
+{
+	const struct dlc_config *cfg = &a->o.cfg;
+	struct dlc_order_params op = { 0 };
+	uint32_t n, len, *order;
+	int ret;
 
-	/* bench's transform and order: the loader's sample at this position */
-	setup_transform(&cfg, eval, size);
-	if (exact)
-		cfg.transform.flags |= DLC_TRANSFORM_F_EXACT;
-	n = dlc_index_count(idx);
-	op.seed = cfg.seed;
-	op.epoch = epoch;
-	op.rank = cfg.rank;
-	op.world = cfg.world;
-	op.shuffle = cfg.shuffle;
-	op.drop_last = cfg.drop_last;
+	n = dlc_index_count(r->idx);
+	op.seed = cfg->seed;
+	op.epoch = a->epoch;
+	op.rank = cfg->rank;
+	op.world = cfg->world;
+	op.shuffle = cfg->shuffle;
+	op.drop_last = cfg->drop_last;
 	len = dlc_order_len(n, &op);
-	if (pos >= len) {
-		rc = usage_error("sample", "--pos %u: rank %u's epoch has %u positions",
-				 pos, cfg.rank, len);
-		goto out;
-	}
+	if (a->pos >= len)
+		return usage_error("sample", "--pos %u: rank %u's epoch has %u positions",
+				   a->pos, cfg->rank, len);
 	order = malloc((size_t)len * sizeof(*order));
-	rgb = malloc((size_t)size * size * 3);
-	if (!order || !rgb) {
-		fail("sample", "%s", strerror(ENOMEM));
-		goto out;
-	}
+	if (!order)
+		return fail("sample", "%s", strerror(ENOMEM));
 	ret = dlc_order_fill(n, &op, order, len);
 	if (ret) {
-		fail("sample", "epoch %u order: %s", epoch, strerror(-ret));
-		goto out;
+		free(order);
+		return fail("sample", "epoch %u order: %s", a->epoch,
+			    strerror(-ret));
 	}
-	id = order[pos];
-	rel = dlc_index_relpath(idx, id);
-	cls = dlc_index_class_name(idx, (uint32_t)dlc_index_label(idx, id));
-	/* A pack holds its samples: the root is the pack, not a directory. */
-	pack = dlc_index_pack(idx);
-	if (pack) {
-		snprintf(path, sizeof(path), "%s", rel);
-		ret = read_pack_sample(pack, id, &jpg, &jlen, &pe);
-		if (ret) {
-			fail("sample", "%s: sample %u (%s): %s", dlc_pack_path(pack),
-			     id, rel, ret == -EBADMSG ?
-			     "short, or its bytes fail their crc32c" :
-			     strerror(-ret));
-			goto out;
-		}
-	} else {
-		ret = snprintf(path, sizeof(path), "%s/%s", dlc_index_root(idx),
-			       rel);
-		if (ret < 0 || (size_t)ret >= sizeof(path)) {
-			fail("sample", "%s/%s: %s", dlc_index_root(idx), rel,
-			     strerror(ENAMETOOLONG));
-			goto out;
-		}
-		ret = read_whole_file(path, &jpg, &jlen);
-		if (ret) {
-			fail("sample", "%s: %s", path, strerror(-ret));
-			goto out;
-		}
-	}
-	ret = dlc_decoder_create(cfg.max_pixels, &dec);
-	if (ret) {
-		fail("sample", "%s", strerror(-ret));
-		goto out;
-	}
-	ret = dlc_decoder_sample(dec, jpg, jlen, &cfg.transform, cfg.seed,
-				 epoch, id, DLC_LAYOUT_NHWC, rgb, &box);
-	if (ret) {
-		fail("sample", "%s: %s", path, dlc_decoder_error(dec));
-		goto out;
-	}
-	if (out) {
-		ret = write_ppm(out, rgb, size, size);
-		if (ret) {
-			fail("sample", "%s: %s", out, strerror(-ret));
-			goto out;
-		}
-	}
+	r->id = order[a->pos];
+	free(order);
+	r->rel = dlc_index_relpath(r->idx, r->id);
+	r->cls = dlc_index_class_name(r->idx,
+				      (uint32_t)dlc_index_label(r->idx, r->id));
+	r->pack = dlc_index_pack(r->idx);
+	return 0;
+}
 
-	if (json) {
+/*
+ * Sample r->id's bytes into r->jpg: from the pack, checked against its
+ * CRC-32C, or from its file. Returns 0, or 1 after the line saying why.
+ */
+static int sample_load(struct sample_run *r)
+{
+	const char *root = dlc_index_root(r->idx);
+	int ret;
+
+	/* A pack holds its samples: the root is the pack, not a directory. */
+	if (r->pack) {
+		snprintf(r->path, sizeof(r->path), "%s", r->rel);
+		ret = read_pack_sample(r->pack, r->id, &r->jpg, &r->jlen, &r->pe);
+		if (ret)
+			return fail("sample", "%s: sample %u (%s): %s",
+				    dlc_pack_path(r->pack), r->id, r->rel,
+				    ret == -EBADMSG ?
+				    "short, or its bytes fail their crc32c" :
+				    strerror(-ret));
+		return 0;
+	}
+	ret = snprintf(r->path, sizeof(r->path), "%s/%s", root, r->rel);
+	if (ret < 0 || (size_t)ret >= sizeof(r->path))
+		return fail("sample", "%s/%s: %s", root, r->rel,
+			    strerror(ENAMETOOLONG));
+	ret = read_whole_file(r->path, &r->jpg, &r->jlen);
+	if (ret)
+		return fail("sample", "%s: %s", r->path, strerror(-ret));
+	return 0;
+}
+
+/*
+ * Pick the sample, load its bytes and transform them as a decode thread
+ * would (into r->rgb, and -o's file). Returns 0, or 1 or EXIT_USAGE
+ * after the line saying why.
+ */
+static int sample_run(struct sample_args *a, struct sample_run *r)
+{
+	const struct dlc_config *cfg = &a->o.cfg;
+	uint32_t size = a->o.size;
+	struct dlc_decoder *dec;
+	int ret;
+
+	/* bench's transform and order: the loader's sample at this position */
+	cfg_opts_transform(&a->o);
+	ret = sample_pick(a, r);
+	if (ret)
+		return ret;
+	r->rgb = malloc((size_t)size * size * 3);
+	if (!r->rgb)
+		return fail("sample", "%s", strerror(ENOMEM));
+	if (sample_load(r))
+		return 1;
+	ret = dlc_decoder_create(cfg->max_pixels, &dec);
+	if (ret)
+		return fail("sample", "%s", strerror(-ret));
+	ret = dlc_decoder_sample(dec, r->jpg, r->jlen, &cfg->transform,
+				 cfg->seed, a->epoch, r->id, DLC_LAYOUT_NHWC,
+				 r->rgb, &r->box);
+	if (ret)
+		fail("sample", "%s: %s", r->path, dlc_decoder_error(dec));
+	dlc_decoder_destroy(dec);
+	if (ret)
+		return 1;
+	if (a->out) {
+		ret = write_ppm(a->out, r->rgb, size, size);
+		if (ret)
+			return fail("sample", "%s: %s", a->out, strerror(-ret));
+	}
+	return 0;
+}
+
+/* The sample, its crop box and torchvision's call for it; --json's object. */
+static void sample_report(const struct sample_args *a,
+			  const struct sample_run *r)
+{
+	const struct dlc_config *cfg = &a->o.cfg;
+	const struct dlc_crop *box = &r->box;
+	uint32_t size = a->o.size;
+	int label = dlc_index_label(r->idx, r->id);
+
+	if (a->json) {
 		printf("{\"epoch\": %u, \"pos\": %u, \"id\": %u, \"path\": ",
-		       epoch, pos, id);
-		json_string(stdout, path);
-		if (pack) {
+		       a->epoch, a->pos, r->id);
+		json_string(stdout, r->path);
+		if (r->pack) {
 			printf(", \"pack\": ");
-			json_string(stdout, dlc_pack_path(pack));
+			json_string(stdout, dlc_pack_path(r->pack));
 			printf(", \"offset\": %llu, \"bytes\": %u",
-			       (unsigned long long)pe.off, pe.len);
+			       (unsigned long long)r->pe.off, r->pe.len);
 		}
-		printf(", \"label\": %d, \"class\": ", dlc_index_label(idx, id));
-		json_string(stdout, cls ? cls : "");
+		printf(", \"label\": %d, \"class\": ", label);
+		json_string(stdout, r->cls ? r->cls : "");
 		printf(", \"transform\": \"%s\", \"exact\": %s, \"seed\": %llu, \"rank\": %u, \"world\": %u, \"out_h\": %u, \"out_w\": %u",
-		       eval ? "eval" : "train", exact ? "true" : "false",
-		       (unsigned long long)cfg.seed, cfg.rank, cfg.world, size,
-		       size);
-		if (eval)
-			printf(", \"resize\": %u", cfg.transform.resize);
+		       a->o.eval ? "eval" : "train",
+		       a->o.exact ? "true" : "false",
+		       (unsigned long long)cfg->seed, cfg->rank, cfg->world,
+		       size, size);
+		if (a->o.eval)
+			printf(", \"resize\": %u", cfg->transform.resize);
 		printf(", \"box\": {\"top\": %.17g, \"left\": %.17g, \"height\": %.17g, \"width\": %.17g, \"flip\": %u}",
-		       box.y, box.x, box.h, box.w, box.flip);
+		       box->y, box->x, box->h, box->w, box->flip);
 		printf(", \"output\": ");
-		if (out)
-			json_string(stdout, out);
+		if (a->out)
+			json_string(stdout, a->out);
 		else
 			printf("null");
 		printf("}\n");
-	} else {
-		printf("epoch %u pos %u: sample %u, label %d (%s)\n", epoch, pos,
-		       id, dlc_index_label(idx, id), cls ? cls : "?");
-		if (pack)
-			printf("path %s in pack %s (%u bytes at %llu)\n", path,
-			       dlc_pack_path(pack), pe.len,
-			       (unsigned long long)pe.off);
-		else
-			printf("path %s\n", path);
-		printf("box top %.17g left %.17g height %.17g width %.17g flip %u\n",
-		       box.y, box.x, box.h, box.w, box.flip);
-		if (eval)
-			printf("torchvision: F.center_crop(F.resize(img, %u), [%u, %u])\n",
-			       cfg.transform.resize, size, size);
-		else
-			printf("torchvision: F.resized_crop(img, %.0f, %.0f, %.0f, %.0f, [%u, %u], antialias=True)%s\n",
-			       box.y, box.x, box.h, box.w, size, size,
-			       box.flip ? ", then F.hflip" : "");
-		if (out)
-			printf("wrote %ux%u RGB to %s%s\n", size, size, out,
-			       exact ? "" : " (DCT scale chosen for speed; --exact for scale 1)");
+		return;
 	}
-	rc = 0;
-out:
-	dlc_decoder_destroy(dec);
-	dlc_index_free(idx);
-	free(order);
-	free(rgb);
-	free(jpg);
+	printf("epoch %u pos %u: sample %u, label %d (%s)\n", a->epoch,
+	       a->pos, r->id, label, r->cls ? r->cls : "?");
+	if (r->pack)
+		printf("path %s in pack %s (%u bytes at %llu)\n", r->path,
+		       dlc_pack_path(r->pack), r->pe.len,
+		       (unsigned long long)r->pe.off);
+	else
+		printf("path %s\n", r->path);
+	printf("box top %.17g left %.17g height %.17g width %.17g flip %u\n",
+	       box->y, box->x, box->h, box->w, box->flip);
+	if (a->o.eval)
+		printf("torchvision: F.center_crop(F.resize(img, %u), [%u, %u])\n",
+		       cfg->transform.resize, size, size);
+	else
+		printf("torchvision: F.resized_crop(img, %.0f, %.0f, %.0f, %.0f, [%u, %u], antialias=True)%s\n",
+		       box->y, box->x, box->h, box->w, size, size,
+		       box->flip ? ", then F.hflip" : "");
+	if (a->out)
+		printf("wrote %ux%u RGB to %s%s\n", size, size, a->out,
+		       a->o.exact ? "" : " (DCT scale chosen for speed; --exact for scale 1)");
+}
+
+int cmd_sample(int argc, char **argv)
+{
+	struct sample_run r = { 0 };
+	struct sample_args a;
+	int ret, rc;
+
+	rc = sample_parse(argc, argv, &a);
+	if (rc != CMD_RUN)
+		return rc;
+	ret = open_index(a.path, &r.idx);
+	if (ret)
+		return fail("sample", "%s: %s", a.path, index_error(ret));
+	rc = sample_run(&a, &r);
+	if (!rc)
+		sample_report(&a, &r);
+	dlc_index_free(r.idx);
+	free(r.rgb);
+	free(r.jpg);
 	return rc;
 }
