@@ -182,7 +182,6 @@ static int preview_parse(int argc, char **argv, struct preview_args *a)
 		{ "epoch", required_argument, NULL, 'e' },
 		{ "batch", required_argument, NULL, 'B' },
 		{ "batch-size", required_argument, NULL, 'b' },
-		{ "seed", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -193,8 +192,9 @@ static int preview_parse(int argc, char **argv, struct preview_args *a)
 	memset(a, 0, sizeof(*a));
 	cfg_opts_init(&a->o);
 	cfg->batch_size = 16;
-	cfg_opts_longopts(opts, own, CFG_OPT(CFG_SIZE) | CFG_OPT(CFG_LAYOUT) |
-			  CFG_OPT(CFG_EVAL) | CFG_OPT(CFG_VERBOSE));
+	cfg_opts_longopts(opts, own, CFG_OPT(CFG_SIZE) | CFG_OPT(CFG_SEED) |
+			  CFG_OPT(CFG_LAYOUT) | CFG_OPT(CFG_EVAL) |
+			  CFG_OPT(CFG_VERBOSE));
 	opterr = 0;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, ":o:vh", opts, NULL)) != -1) {
@@ -217,11 +217,6 @@ static int preview_parse(int argc, char **argv, struct preview_args *a)
 		case 'b':
 			if (parse_u32(optarg, 1, 1024, &cfg->batch_size))
 				return usage_error("preview", "--batch-size: want 1..1024, got '%s'",
-						   optarg);
-			break;
-		case 'S':
-			if (parse_u64(optarg, 0, UINT64_MAX, &cfg->seed))
-				return usage_error("preview", "--seed: want an unsigned 64-bit integer, got '%s'",
 						   optarg);
 			break;
 		case 'h':
