@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * The dlcache.ko tier: the cache in the kernel module, shared by every
- * process of the node (ktier.h). Moved out of loader.c, which is the
- * pipeline: what is here is the module's state machine, its per-position
- * state and its read-ahead by look-ups, over the pipeline steps of
- * loader_int.h.
+ * process of the node (ktier.h), one of the pipeline's two cache tiers
+ * (cachetier.h). What is here is the module's state machine, its
+ * per-position state and its read-ahead by look-ups, over the pipeline
+ * steps of loader_int.h. When the module fails and kernel_fallback says
+ * go on, it lets go of the module and serves on through an in-process
+ * cache tier of its own (ktier_switch()).
  */
 #include <errno.h>
 #include <poll.h>
@@ -14,23 +16,87 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <linux/types.h>
+#include "../uapi/dlcache.h"
+#include "cachetier.h"
+#include "inproc.h"
 #include "kclient.h"
+#include "ktier.h"
 #include "loader_int.h"
 #include "readahead.h"
 #include "stage.h"
 
 /*
+ * The dlcache.ko tier's state: all of it the I/O thread's, but kc's STATS
+ * (dlc_loader_stats()) and kc itself, which ktier_switch() closes under
+ * the loader's lock. Per-position arrays are indexed by position modulo
+ * the window.
+ */
+struct ktier {
+	struct dlc_cache_tier tier;	/* first: its ops are ktier.c's */
+	struct dlc_kclient *kc;		/* NULL after a fallback */
+	/* After a fallback (kc NULL): the in-process cache served through. */
+	struct dlc_inproc inproc;
+	uint32_t *gorder;		/* every rank's order, for SET_ORDER */
+	uint32_t glen;
+	int64_t last_epoch;		/* newest epoch uploaded, -1: none */
+	/*
+	 * This rank has a time line of its own in dlcache.ko (a consumer,
+	 * ABI 3): it uploads its own order and GETs at its own indexes. Else
+	 * the ranks share the data set's line: the global order, F_AT at
+	 * global indexes.
+	 */
+	int own_line;
+	struct dlc_buf **get_buf;	/* per pos % window: a GET's buffer */
+	uint8_t *fill;			/* per pos % window: we own its fill */
+	uint8_t *done;			/* per pos % window: handed over */
+	uint32_t low;			/* lowest position not handed over */
+	uint32_t *rq;			/* misses waiting for reader room */
+	uint32_t rq_head, rq_len;
+	uint32_t gets;			/* GETs without a CQE yet */
+	struct dlcache_cqe *cqes;
+	uint8_t *size_logged;		/* a bit per sample: wrong size logged */
+	/*
+	 * Read-ahead on the module (DLCACHE_FEAT_GET_AHEAD): look-ups ahead
+	 * without a CQE yet, and the virtual positions they found missing,
+	 * waiting for reader room (aq, a ring of queue_depth).
+	 */
+	int has_ahead;
+	/* Another job's consumer shares the data set, as of others_ns. */
+	int others;
+	uint64_t others_ns;
+	uint32_t probes;
+	uint64_t *aq;
+	uint32_t aq_head, aq_len;
+	/*
+	 * A failure of the kernel backend to fall back from at the next
+	 * safe point (ktier_switch()), and what failed.
+	 */
+	int err;
+	const char *what;
+};
+
+static struct ktier *to_ktier(const struct dlc_cache_tier *t)
+{
+	return (struct ktier *)t;
+}
+
+static void ktier_fill_done(struct ktier *kt, uint32_t id, uint64_t tag,
+			    struct dlc_buf *buf);
+
+/*
  * Called with l->lock held: @pos no longer needs its kernel state (it is
  * queued for decode or dropped); move the span's low end past it.
  */
-void ktier_pos_done(struct dlc_loader *l, uint32_t pos)
+static void ktier_pos_done(struct ktier *kt, uint32_t pos)
 {
+	struct dlc_loader *l = kt->tier.l;
 	uint32_t w = l->cfg.window;
 
-	l->kt.kdone[pos % w] = 1;
-	while (l->kt.klow < l->next_pos && l->kt.kdone[l->kt.klow % w]) {
-		l->kt.kdone[l->kt.klow % w] = 0;
-		l->kt.klow++;
+	kt->done[pos % w] = 1;
+	while (kt->low < l->next_pos && kt->done[kt->low % w]) {
+		kt->done[kt->low % w] = 0;
+		kt->low++;
 	}
 }
 
@@ -59,17 +125,18 @@ enum { KTAG_AHEAD = 0, KTAG_GET = 1, KTAG_PUT = 2, KTAG_ABORT = 3 };
 #define KTAG(ud)	((ud) & 3)
 
 /* Every rank's positions: global position g holds perm[g % n]. */
-int ktier_fill_global(struct dlc_loader *l, uint32_t epoch)
+static int ktier_fill_global(struct ktier *kt, uint32_t epoch)
 {
+	struct dlc_loader *l = kt->tier.l;
 	struct dlc_order_params p = {
 		.seed = l->cfg.seed, .epoch = epoch, .world = 1,
 		.shuffle = l->cfg.shuffle,
 	};
 	uint32_t g;
-	int ret = dlc_order_fill(l->n, &p, l->kt.gorder, l->n);
+	int ret = dlc_order_fill(l->n, &p, kt->gorder, l->n);
 
-	for (g = l->n; !ret && g < l->kt.glen; g++)
-		l->kt.gorder[g] = l->kt.gorder[g % l->n];
+	for (g = l->n; !ret && g < kt->glen; g++)
+		kt->gorder[g] = kt->gorder[g % l->n];
 	return ret;
 }
 
@@ -84,24 +151,25 @@ int ktier_fill_global(struct dlc_loader *l, uint32_t epoch)
  * epoch (-EINVAL), which is fine since every rank computes the same one.
  * There, another job's order is unknown to the module.
  */
-void ktier_prepare_epoch(struct dlc_loader *l, uint32_t epoch)
+static void ktier_prepare_epoch(struct ktier *kt, uint32_t epoch)
 {
+	struct dlc_loader *l = kt->tier.l;
 	uint32_t e, len;
 	int ret;
 
 	for (e = epoch; e <= epoch + 1; e++) {
-		if ((int64_t)e <= l->kt.k_last_epoch)
+		if ((int64_t)e <= kt->last_epoch)
 			continue;
-		len = l->kt.k_own_line ? l->epoch_len : l->kt.glen;
-		ret = l->kt.k_own_line ? loader_fill_order(l, e, l->kt.gorder, len) :
-				      ktier_fill_global(l, e);
+		len = kt->own_line ? l->epoch_len : kt->glen;
+		ret = kt->own_line ? loader_fill_order(l, e, kt->gorder, len) :
+				      ktier_fill_global(kt, e);
 		if (!ret)
-			ret = dlc_kclient_set_order(l->kt.kc, e, l->kt.gorder, len);
+			ret = dlc_kclient_set_order(kt->kc, e, kt->gorder, len);
 		if (ret && ret != -EINVAL && ret != -EACCES)
 			dlc_logf(&l->log, DLC_LOG_WARN,
 				 "dlcache.ko: cannot upload the order of epoch %u: %s; eviction falls back to no known next use",
 				 e, strerror(-ret));
-		l->kt.k_last_epoch = e;
+		kt->last_epoch = e;
 	}
 }
 
@@ -111,12 +179,13 @@ void ktier_prepare_epoch(struct dlc_loader *l, uint32_t epoch)
  * cache at the end of the round. DLC_KERNEL_FALLBACK_FAIL: fail the
  * epoch.
  */
-static void ktier_fail(struct dlc_loader *l, int err, const char *what)
+static void ktier_fail(struct ktier *kt, int err, const char *what)
 {
-	if (l->kt.kfallback == DLC_KERNEL_FALLBACK_INPROCESS) {
-		if (!l->kt.kerr) {
-			l->kt.kerr = err;
-			l->kt.kwhat = what;
+	struct dlc_loader *l = kt->tier.l;
+	if (l->kernel_fallback == DLC_KERNEL_FALLBACK_INPROCESS) {
+		if (!kt->err) {
+			kt->err = err;
+			kt->what = what;
 		}
 		return;
 	}
@@ -131,59 +200,61 @@ static void ktier_fail(struct dlc_loader *l, int err, const char *what)
 }
 
 /* Get an SQE, entering to make room if the SQ is full. */
-static struct dlcache_sqe *ktier_sqe(struct dlc_loader *l)
+static struct dlcache_sqe *ktier_sqe(struct ktier *kt)
 {
 	struct dlcache_sqe *sqe;
 	int ret;
 
-	if (l->kt.kerr)
+	if (kt->err)
 		return NULL;
-	sqe = dlc_kclient_sqe(l->kt.kc);
+	sqe = dlc_kclient_sqe(kt->kc);
 	if (sqe)
 		return sqe;
-	ret = dlc_kclient_enter(l->kt.kc);
+	ret = dlc_kclient_enter(kt->kc);
 	if (ret < 0) {
-		ktier_fail(l, ret, "ENTER");
+		ktier_fail(kt, ret, "ENTER");
 		return NULL;
 	}
-	return dlc_kclient_sqe(l->kt.kc);
+	return dlc_kclient_sqe(kt->kc);
 }
 
 /* F_AT: the use is at @pos of @epoch, on our own time line or the shared one. */
-static void ktier_at(const struct dlc_loader *l, struct dlcache_sqe *sqe,
+static void ktier_at(const struct ktier *kt, struct dlcache_sqe *sqe,
 		      uint32_t pos, uint32_t epoch)
 {
+	const struct dlc_loader *l = kt->tier.l;
 	sqe->flags = DLCACHE_SQE_F_AT;
 	sqe->epoch = epoch;
-	sqe->index = l->kt.k_own_line ? pos : l->cfg.rank + pos * l->cfg.world;
+	sqe->index = kt->own_line ? pos : l->cfg.rank + pos * l->cfg.world;
 }
 
-static void ktier_get(struct dlc_loader *l, uint32_t pos, uint32_t epoch,
+static void ktier_get(struct ktier *kt, uint32_t pos, uint32_t epoch,
 		       uint64_t size, int at)
 {
+	struct dlc_loader *l = kt->tier.l;
 	uint32_t slot = pos % l->cfg.window;
 	struct dlcache_sqe *sqe;
 	/* A GET's length and result are 32-bit: larger samples are read. */
 	struct dlc_buf *b = size <= INT32_MAX ? dlc_buf_alloc_io(size, 0) : NULL;
 
-	sqe = b ? ktier_sqe(l) : NULL;
+	sqe = b ? ktier_sqe(kt) : NULL;
 	if (!sqe) {
 		/* No room or no memory: read it without the cache. */
 		dlc_buf_put(b);
-		l->kt.kread[(l->kt.kread_head + l->kt.kread_len++) % l->cfg.window] = pos;
+		kt->rq[(kt->rq_head + kt->rq_len++) % l->cfg.window] = pos;
 		return;
 	}
-	l->kt.kbuf[slot] = b;
-	l->kt.kfill[slot] = 0;
+	kt->get_buf[slot] = b;
+	kt->fill[slot] = 0;
 	sqe->opcode = DLCACHE_OP_GET;
-	sqe->handle = dlc_kclient_handle(l->kt.kc);
+	sqe->handle = dlc_kclient_handle(kt->kc);
 	sqe->sample = l->order[pos];
 	sqe->len = (uint32_t)size;
 	sqe->addr = (uint64_t)(uintptr_t)b->data;
 	sqe->user_data = ((uint64_t)pos << 2) | KTAG_GET;
 	if (at)
-		ktier_at(l, sqe, pos, epoch);
-	l->kt.kgets++;
+		ktier_at(kt, sqe, pos, epoch);
+	kt->gets++;
 }
 
 /*
@@ -194,8 +265,9 @@ static void ktier_get(struct dlc_loader *l, uint32_t pos, uint32_t epoch,
  * CRC in the index nothing else would stop a buffer of up to 2 GiB per
  * window slot for one sample. 1 when it may, 0 when the file is read.
  */
-int ktier_reget_ok(const struct dlc_loader *l, uint32_t id, uint64_t reported)
+static int ktier_reget_ok(const struct ktier *kt, uint32_t id, uint64_t reported)
 {
+	const struct dlc_loader *l = kt->tier.l;
 	uint64_t size;
 
 	if (dlc_index_sample_size(l->idx, id, &size) || reported != size)
@@ -215,44 +287,45 @@ int ktier_reget_ok(const struct dlc_loader *l, uint32_t id, uint64_t reported)
  * PUT ends the fill the GET may take; without bytes, that fill is handed
  * back at the GET's completion.
  */
-void ktier_use(struct dlc_loader *l, uint32_t pos, uint32_t epoch,
+static void ktier_use(struct ktier *kt, uint32_t pos, uint32_t epoch,
 		       struct dlc_buf *buf)
 {
+	struct dlc_loader *l = kt->tier.l;
 	uint32_t id = l->order[pos];
 	struct dlcache_sqe *sqe;
 
-	if (!l->kt.kc || !dlc_kclient_may_write(l->kt.kc))
+	if (!kt->kc || !dlc_kclient_may_write(kt->kc))
 		return;
 	/* Under verify=all no bytes the index denies go to the module. */
 	if (buf && (!buf->len || buf->len > INT32_MAX ||
 		    (l->verify == DLC_VERIFY_ALL &&
 		     !loader_sample_ok(l, id, buf->data, buf->len, NULL))))
 		buf = NULL;
-	sqe = ktier_sqe(l);
+	sqe = ktier_sqe(kt);
 	if (!sqe)
 		return;
 	sqe->opcode = DLCACHE_OP_GET;
-	sqe->handle = dlc_kclient_handle(l->kt.kc);
+	sqe->handle = dlc_kclient_handle(kt->kc);
 	sqe->sample = id;
 	sqe->user_data = KTAG_USE | (buf ? KTAG_USE_PUT : 0) |
 			 ((uint64_t)pos << 2) | KTAG_ABORT;
-	ktier_at(l, sqe, pos, epoch);
+	ktier_at(kt, sqe, pos, epoch);
 	if (buf)
-		ktier_fill_done(l, id, pos, buf);
+		ktier_fill_done(kt, id, pos, buf);
 }
 
 /*
  * Our fill of sample @id ended: PUT @buf's bytes, or ABORT (no bytes: the
  * read failed) with @tag, so that other processes waiting for it go on.
  */
-void ktier_fill_done(struct dlc_loader *l, uint32_t id, uint64_t tag,
+static void ktier_fill_done(struct ktier *kt, uint32_t id, uint64_t tag,
 			     struct dlc_buf *buf)
 {
-	struct dlcache_sqe *sqe = ktier_sqe(l);
+	struct dlcache_sqe *sqe = ktier_sqe(kt);
 
 	if (!sqe)
 		return;
-	sqe->handle = dlc_kclient_handle(l->kt.kc);
+	sqe->handle = dlc_kclient_handle(kt->kc);
 	sqe->sample = id;
 	if (buf && buf->len && buf->len <= INT32_MAX) {
 		sqe->opcode = DLCACHE_OP_PUT;
@@ -268,32 +341,27 @@ void ktier_fill_done(struct dlc_loader *l, uint32_t id, uint64_t tag,
 }
 
 /* A read for @pos ended: PUT the bytes if we own the fill, or ABORT. */
-void ktier_end_fill(struct dlc_loader *l, uint32_t pos,
+static void ktier_end_fill(struct ktier *kt, uint32_t pos,
 			    struct dlc_buf *buf)
 {
+	struct dlc_loader *l = kt->tier.l;
 	uint32_t slot = pos % l->cfg.window;
 
-	if (!l->kt.kfill[slot])
+	if (!kt->fill[slot])
 		return;
-	l->kt.kfill[slot] = 0;
-	ktier_fill_done(l, l->order[pos], pos, buf);
+	kt->fill[slot] = 0;
+	ktier_fill_done(kt, l->order[pos], pos, buf);
 }
 
-static void ktier_ahead_done(struct dlc_loader *l,
+static void ktier_ahead_done(struct ktier *kt,
 			      const struct dlcache_cqe *c);
-static void ktier_ahead_switch(struct dlc_loader *l);
+static void ktier_ahead_switch(struct ktier *kt);
 
-/* dlc_ra_retain_fills(): a READY entry dropped ends its fill (ABORT). */
-void ktier_ahead_abort(void *arg, struct dlc_ra_entry *e)
-{
-	struct dlc_loader *l = arg;
 
-	ktier_fill_done(l, e->id, e->g, NULL);
-}
-
-static void ktier_completion(struct dlc_loader *l, const struct dlcache_cqe *c,
+static void ktier_completion(struct ktier *kt, const struct dlcache_cqe *c,
 			      uint32_t epoch)
 {
+	struct dlc_loader *l = kt->tier.l;
 	uint32_t pos = (uint32_t)(c->user_data >> 2), slot;
 	struct dlc_buf *b;
 	struct item it;
@@ -303,22 +371,22 @@ static void ktier_completion(struct dlc_loader *l, const struct dlcache_cqe *c,
 		return;
 	}
 	if (KTAG(c->user_data) == KTAG_AHEAD) {
-		ktier_ahead_done(l, c);
+		ktier_ahead_done(kt, c);
 		return;
 	}
 	if (c->user_data & KTAG_USE) {
 		/* A use took the fill and we have no bytes: hand it back. */
 		if (!(c->user_data & KTAG_USE_PUT) && c->res == -ENOENT &&
 		    (c->flags & DLCACHE_CQE_F_FILL))
-			ktier_fill_done(l, c->sample, pos, NULL);
+			ktier_fill_done(kt, c->sample, pos, NULL);
 		return;
 	}
 	if (KTAG(c->user_data) != KTAG_GET)
 		return;
 	slot = pos % l->cfg.window;
-	b = l->kt.kbuf[slot];
-	l->kt.kbuf[slot] = NULL;
-	l->kt.kgets--;
+	b = kt->get_buf[slot];
+	kt->get_buf[slot] = NULL;
+	kt->gets--;
 	if (c->res >= 0 && b && (size_t)c->res <= b->len) {
 		b->len = (size_t)c->res;
 		/*
@@ -329,8 +397,8 @@ static void ktier_completion(struct dlc_loader *l, const struct dlcache_cqe *c,
 		    !loader_sample_ok(l, l->order[pos], b->data, b->len,
 			       "the bytes dlcache.ko served fail the index's checksum")) {
 			dlc_buf_put(b);
-			l->kt.kfill[slot] = 0;
-			l->kt.kread[(l->kt.kread_head + l->kt.kread_len++) % l->cfg.window] = pos;
+			kt->fill[slot] = 0;
+			kt->rq[(kt->rq_head + kt->rq_len++) % l->cfg.window] = pos;
 			return;
 		}
 		dlc_stat_add(l->stats.hits, 1);
@@ -338,7 +406,7 @@ static void ktier_completion(struct dlc_loader *l, const struct dlcache_cqe *c,
 		if (l->stage)
 			dlc_stage_hit_above(l->stage, b->len);
 		pthread_mutex_lock(&l->lock);
-		ktier_pos_done(l, pos);
+		ktier_pos_done(kt, pos);
 		if (l->active) {
 			loader_item_at(l, pos, &it);
 			it.buf = b;
@@ -354,32 +422,32 @@ static void ktier_completion(struct dlc_loader *l, const struct dlcache_cqe *c,
 	    !loader_sample_ok(l, l->order[pos], NULL, c->size,
 		       "the bytes dlcache.ko holds fail the index's checksum")) {
 		/* Not the indexed size, so not the indexed bytes. */
-		l->kt.kfill[slot] = 0;
-		l->kt.kread[(l->kt.kread_head + l->kt.kread_len++) % l->cfg.window] = pos;
+		kt->fill[slot] = 0;
+		kt->rq[(kt->rq_head + kt->rq_len++) % l->cfg.window] = pos;
 		return;
 	}
 	if (c->res == -EMSGSIZE && c->size &&
-	    !ktier_reget_ok(l, l->order[pos], c->size)) {
+	    !ktier_reget_ok(kt, l->order[pos], c->size)) {
 		uint32_t id = l->order[pos];
 		uint64_t size = 0;
 		char path[4096];
 
 		/* Not the indexed size (no CRC said so above): read the file. */
-		if (!(l->kt.ksize_logged[id / 8] & (1U << (id % 8)))) {
-			l->kt.ksize_logged[id / 8] |= (uint8_t)(1U << (id % 8));
+		if (!(kt->size_logged[id / 8] & (1U << (id % 8)))) {
+			kt->size_logged[id / 8] |= (uint8_t)(1U << (id % 8));
 			dlc_index_sample_size(l->idx, id, &size);
 			dlc_source_name(l->src, id, path, sizeof(path));
 			dlc_logf(&l->log, DLC_LOG_WARN,
 				 "sample %u (%s): dlcache.ko holds %u bytes, the index says %llu; reading the file instead",
 				 id, path, c->size, (unsigned long long)size);
 		}
-		l->kt.kfill[slot] = 0;
-		l->kt.kread[(l->kt.kread_head + l->kt.kread_len++) % l->cfg.window] = pos;
+		kt->fill[slot] = 0;
+		kt->rq[(kt->rq_head + kt->rq_len++) % l->cfg.window] = pos;
 		return;
 	}
 	if (c->res == -EMSGSIZE && c->size) {
 		/* The indexed size, larger than a GET's first buffer: again. */
-		ktier_get(l, pos, epoch, c->size, 0);
+		ktier_get(kt, pos, epoch, c->size, 0);
 		return;
 	}
 	/*
@@ -391,25 +459,26 @@ static void ktier_completion(struct dlc_loader *l, const struct dlcache_cqe *c,
 		dlc_logf(&l->log, DLC_LOG_WARN,
 			 "dlcache.ko: GET of sample %u failed: %s; reading it directly",
 			 l->order[pos], strerror(-c->res));
-	l->kt.kfill[slot] = c->res == -ENOENT && (c->flags & DLCACHE_CQE_F_FILL);
-	l->kt.kread[(l->kt.kread_head + l->kt.kread_len++) % l->cfg.window] = pos;
+	kt->fill[slot] = c->res == -ENOENT && (c->flags & DLCACHE_CQE_F_FILL);
+	kt->rq[(kt->rq_head + kt->rq_len++) % l->cfg.window] = pos;
 }
 
 /*
  * Queue the positions waiting in kread (misses, GETs given up) to the
  * reader as far as it has room. Returns whether any was queued.
  */
-int ktier_read_queued(struct dlc_loader *l, char *path,
+static int ktier_read_queued(struct ktier *kt, char *path,
 			      size_t path_len)
 {
+	struct dlc_loader *l = kt->tier.l;
 	int progressed = 0, ret;
 
-	while (l->kt.kread_len &&
+	while (kt->rq_len &&
 	       dlc_reader_inflight(l->reader) < l->cfg.queue_depth) {
-		uint32_t pos = l->kt.kread[l->kt.kread_head];
+		uint32_t pos = kt->rq[kt->rq_head];
 
-		l->kt.kread_head = (l->kt.kread_head + 1) % l->cfg.window;
-		l->kt.kread_len--;
+		kt->rq_head = (kt->rq_head + 1) % l->cfg.window;
+		kt->rq_len--;
 		ret = dlc_source_queue(l->src, l->reader, l->order[pos], pos,
 				       path, path_len);
 		if (ret) {
@@ -424,9 +493,10 @@ int ktier_read_queued(struct dlc_loader *l, char *path,
 }
 
 /* One round with the module: GETs out, completions in, misses to read. */
-int ktier_round(struct dlc_loader *l, uint32_t epoch, char *path,
+static int ktier_round(struct ktier *kt, uint32_t epoch, char *path,
 			size_t path_len)
 {
+	struct dlc_loader *l = kt->tier.l;
 	uint32_t n, i;
 	int progressed = 0, ret;
 	struct item it;
@@ -437,65 +507,65 @@ int ktier_round(struct dlc_loader *l, uint32_t epoch, char *path,
 	 * learns of it here, woken by the watch of the fd.
 	 */
 	if (dlc_reader_watch_events(l->reader) & (POLLHUP | POLLERR)) {
-		ret = dlc_kclient_enter(l->kt.kc);
+		ret = dlc_kclient_enter(kt->kc);
 		if (ret < 0) {
-			ktier_fail(l, ret, "ENTER");
+			ktier_fail(kt, ret, "ENTER");
 			/* Falling back: switch now. Failing: nothing to do. */
-			return l->kt.kerr != 0;
+			return kt->err != 0;
 		}
 	}
 	pthread_mutex_lock(&l->lock);
-	while (loader_issuable(l) && l->kt.kgets + l->kt.kread_len < l->cfg.window &&
-	       dlc_kclient_unsubmitted(l->kt.kc) < l->cfg.window) {
+	while (loader_issuable(l) && kt->gets + kt->rq_len < l->cfg.window &&
+	       dlc_kclient_unsubmitted(kt->kc) < l->cfg.window) {
 		loader_claim_next(l, &it);
 		pthread_mutex_unlock(&l->lock);
 		progressed = 1;
 		/* Read ahead (or being read): no GET, no fill of ours here. */
-		l->kt.kfill[it.pos % l->cfg.window] = 0;
+		kt->fill[it.pos % l->cfg.window] = 0;
 		if (loader_take_readahead(l, epoch, &it)) {
 			pthread_mutex_lock(&l->lock);
 			continue;
 		}
 		size = dlc_index_size(l->idx, it.sample);
-		ktier_get(l, it.pos, epoch,
+		ktier_get(kt, it.pos, epoch,
 			   size < INT32_MAX ? size + 1 : UINT64_MAX, 1);
 		pthread_mutex_lock(&l->lock);
 	}
 	pthread_mutex_unlock(&l->lock);
 
-	if (dlc_kclient_unsubmitted(l->kt.kc) || dlc_kclient_pending(l->kt.kc)) {
-		ret = dlc_kclient_enter(l->kt.kc);
+	if (dlc_kclient_unsubmitted(kt->kc) || dlc_kclient_pending(kt->kc)) {
+		ret = dlc_kclient_enter(kt->kc);
 		if (ret < 0) {
-			ktier_fail(l, ret, "ENTER");
-			return l->kt.kerr != 0;
+			ktier_fail(kt, ret, "ENTER");
+			return kt->err != 0;
 		}
 	}
-	while ((n = dlc_kclient_reap(l->kt.kc, l->kt.kcqes, 64)) > 0) {
+	while ((n = dlc_kclient_reap(kt->kc, kt->cqes, 64)) > 0) {
 		for (i = 0; i < n; i++)
-			ktier_completion(l, &l->kt.kcqes[i], epoch);
+			ktier_completion(kt, &kt->cqes[i], epoch);
 		progressed = 1;
 	}
-	if (ktier_read_queued(l, path, path_len))
+	if (ktier_read_queued(kt, path, path_len))
 		progressed = 1;
 	if (progressed)
 		dlc_reader_submit(l->reader);
 	/* PUTs and ABORTs made by completions go out now. */
-	if (!l->kt.kerr && dlc_kclient_unsubmitted(l->kt.kc)) {
-		ret = dlc_kclient_enter(l->kt.kc);
+	if (!kt->err && dlc_kclient_unsubmitted(kt->kc)) {
+		ret = dlc_kclient_enter(kt->kc);
 		if (ret < 0)
-			ktier_fail(l, ret, "ENTER");
+			ktier_fail(kt, ret, "ENTER");
 	}
 	return progressed;
 }
 
 /* Give back the buffer refs of the PUTs not yet consumed by the module. */
-static void ktier_put_unsubmitted(struct dlc_loader *l)
+static void ktier_put_unsubmitted(struct ktier *kt)
 {
-	uint32_t i, n = dlc_kclient_unsubmitted(l->kt.kc);
+	uint32_t i, n = dlc_kclient_unsubmitted(kt->kc);
 
 	for (i = 0; i < n; i++) {
 		const struct dlcache_sqe *sqe =
-			dlc_kclient_unsubmitted_sqe(l->kt.kc, i);
+			dlc_kclient_unsubmitted_sqe(kt->kc, i);
 
 		if (KTAG(sqe->user_data) == KTAG_PUT)
 			dlc_buf_put((struct dlc_buf *)(uintptr_t)
@@ -504,73 +574,70 @@ static void ktier_put_unsubmitted(struct dlc_loader *l)
 }
 
 /*
- * The kernel backend failed (l->kt.kerr) and kernel_fallback says go on:
+ * The kernel backend failed (kt->err) and kernel_fallback says go on:
  * take the completions the module posted, read directly every position
  * whose GET has no completion (parked, or never consumed) and every fill
  * we owned, close the module's fd and go on with an in-process cache.
  * I/O thread, at the end of a round: no SQE or CQE is being handled.
  */
-void ktier_switch(struct dlc_loader *l)
+static void ktier_switch(struct ktier *kt)
 {
+	struct dlc_loader *l = kt->tier.l;
 	uint32_t w = l->cfg.window, n, i, pos, epoch, next;
 	struct dlc_kclient *kc;
 	int active, ret;
 
 	dlc_logf(&l->log, DLC_LOG_WARN,
 		 "dlcache.ko: %s failed: %s; continuing on the in-process cache (kernel_fallback)",
-		 l->kt.kwhat, strerror(-l->kt.kerr));
+		 kt->what, strerror(-kt->err));
 	pthread_mutex_lock(&l->lock);
 	epoch = l->epoch;
 	active = l->active;
 	pthread_mutex_unlock(&l->lock);
 	/* Completions posted before the failure are good. */
-	while ((n = dlc_kclient_reap(l->kt.kc, l->kt.kcqes, 64)) > 0)
+	while ((n = dlc_kclient_reap(kt->kc, kt->cqes, 64)) > 0)
 		for (i = 0; i < n; i++)
-			ktier_completion(l, &l->kt.kcqes[i], epoch);
-	ktier_put_unsubmitted(l);
-	ktier_ahead_switch(l);
+			ktier_completion(kt, &kt->cqes[i], epoch);
+	ktier_put_unsubmitted(kt);
+	ktier_ahead_switch(kt);
 	/* Every GET without a completion: its bytes come from the file. */
 	pthread_mutex_lock(&l->lock);
 	next = l->next_pos;
 	pthread_mutex_unlock(&l->lock);
-	for (pos = l->kt.klow; pos != next; pos++) {
+	for (pos = kt->low; pos != next; pos++) {
 		i = pos % w;
-		l->kt.kfill[i] = 0;
-		if (!l->kt.kbuf[i])
+		kt->fill[i] = 0;
+		if (!kt->get_buf[i])
 			continue;
-		dlc_buf_put(l->kt.kbuf[i]);
-		l->kt.kbuf[i] = NULL;
-		l->kt.kgets--;
-		l->kt.kread[(l->kt.kread_head + l->kt.kread_len++) % w] = pos;
+		dlc_buf_put(kt->get_buf[i]);
+		kt->get_buf[i] = NULL;
+		kt->gets--;
+		kt->rq[(kt->rq_head + kt->rq_len++) % w] = pos;
 	}
 	/* Let go of the module: nothing of ours holds its file after this. */
 	dlc_reader_unwatch(l->reader);
 	pthread_mutex_lock(&l->lock);
-	kc = l->kt.kc;
-	l->kt.kc = NULL;
+	kc = kt->kc;
+	kt->kc = NULL;
 	__atomic_store_n(&l->backend, DLC_BACKEND_INPROCESS, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&l->lock);
 	dlc_kclient_close(kc);
-	l->kt.kerr = 0;
+	kt->err = 0;
 	dlc_stat_add(l->stats.kernel_fallbacks, 1);
 	__atomic_store_n(&l->stats.cache_capacity, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&l->stats.cache_used, 0, __ATOMIC_RELAXED);
 	if (!l->cfg.cache_bytes)
 		return;
-	ret = dlc_cache_create(l->n, l->epoch_len, l->cfg.cache_bytes,
-			       &l->cache);
+	ret = dlc_inproc_cache(&kt->inproc, l->cfg.cache_bytes);
 	if (!ret && active)
-		ret = dlc_cache_prepare_epoch(l->cache, epoch, loader_fill_order, l);
+		ret = dlc_ct_prepare_epoch(&kt->inproc.tier, epoch);
 	if (ret) {
 		dlc_logf(&l->log, DLC_LOG_WARN,
 			 "in-process cache over %u samples (%u a rank): %s; going on without a cache",
 			 l->n, l->epoch_len, strerror(-ret));
-		dlc_cache_destroy(l->cache);
-		l->cache = NULL;
-		return;
+		dlc_inproc_fini(&kt->inproc);
+		__atomic_store_n(&l->stats.cache_capacity, 0, __ATOMIC_RELAXED);
 	}
-	__atomic_store_n(&l->stats.cache_capacity, l->cfg.cache_bytes,
-			 __ATOMIC_RELAXED);
 }
 
 /*
@@ -584,15 +651,16 @@ void ktier_switch(struct dlc_loader *l)
  */
 
 /* Queue a read-ahead read of entry @g, which the module does not hold. */
-static int ktier_ahead_read(struct dlc_loader *l, uint64_t g, char *path,
+static int ktier_ahead_read(struct ktier *kt, uint64_t g, char *path,
 			     size_t len)
 {
+	struct dlc_loader *l = kt->tier.l;
 	struct dlc_ra_entry *e = dlc_ra_at(l->ra, g);
 	struct dlc_read_done d = { .tag = DLC_RA_TAG(g), .why = "queue" };
 
 	if (e->abandoned) {
 		if (e->fill)
-			ktier_fill_done(l, e->id, g, NULL);
+			ktier_fill_done(kt, e->id, g, NULL);
 		dlc_ra_release(e);
 		return 0;
 	}
@@ -613,24 +681,25 @@ static int ktier_ahead_read(struct dlc_loader *l, uint64_t g, char *path,
  * that failed or outlived its lease) the sample is read, once the reader
  * has room.
  */
-static void ktier_ahead_done(struct dlc_loader *l, const struct dlcache_cqe *c)
+static void ktier_ahead_done(struct ktier *kt, const struct dlcache_cqe *c)
 {
+	struct dlc_loader *l = kt->tier.l;
 	uint64_t g = c->user_data >> 2;
 	struct dlc_ra_entry *e;
 	uint32_t pos, epoch;
 	int fill = c->res == -ENOENT && (c->flags & DLCACHE_CQE_F_FILL);
 
 	/* Only our own look-ups carry this tag: anything else is ignored. */
-	if (!l->ra || !l->kt.kprobes)
+	if (!l->ra || !kt->probes)
 		return;
 	e = dlc_ra_at(l->ra, g);
 	if (e->state != DLC_RA_IN_FLIGHT || !e->probing || e->g != g)
 		return;
-	l->kt.kprobes--;
+	kt->probes--;
 	e->probing = 0;
 	if (e->abandoned) {
 		if (fill)
-			ktier_fill_done(l, e->id, g, NULL);
+			ktier_fill_done(kt, e->id, g, NULL);
 		dlc_ra_release(e);
 		return;
 	}
@@ -646,13 +715,13 @@ static void ktier_ahead_done(struct dlc_loader *l, const struct dlcache_cqe *c)
 		epoch = (uint32_t)(g / l->epoch_len);
 		size = dlc_index_size(l->idx, e->id);
 		dlc_ra_cancel(l->ra, e);
-		ktier_get(l, pos, epoch, size < INT32_MAX ? size + 1 : UINT64_MAX,
+		ktier_get(kt, pos, epoch, size < INT32_MAX ? size + 1 : UINT64_MAX,
 			   1);
 		return;
 	}
 	/* Our fill, when taken: PUT after the use (ktier_use()), or ABORT. */
 	e->fill = fill;
-	l->kt.kahead[(l->kt.kahead_head + l->kt.kahead_len++) % l->cfg.queue_depth] = g;
+	kt->aq[(kt->aq_head + kt->aq_len++) % l->cfg.queue_depth] = g;
 }
 
 /*
@@ -662,18 +731,19 @@ static void ktier_ahead_done(struct dlc_loader *l, const struct dlcache_cqe *c)
  * with look-ups ahead against 1.04x without: no new look-ups then, the
  * window's claims alone, as before.
  */
-static int ktier_others(struct dlc_loader *l)
+static int ktier_others(struct ktier *kt)
 {
+	struct dlc_loader *l = kt->tier.l;
 	struct dlcache_stats st;
 	uint64_t now = dlc_now_ns();
 
-	if (l->kt.k_others_ns && now - l->kt.k_others_ns < 1000000000ULL)
-		return l->kt.k_others;
-	l->kt.k_others_ns = now;
+	if (kt->others_ns && now - kt->others_ns < 1000000000ULL)
+		return kt->others;
+	kt->others_ns = now;
 	/* Each rank of this job is a consumer of its own (ktier_job()). */
-	l->kt.k_others = !dlc_kclient_stats(l->kt.kc, &st) &&
-		      st.ds_consumers > (l->kt.k_own_line ? l->cfg.world : 0);
-	return l->kt.k_others;
+	kt->others = !dlc_kclient_stats(kt->kc, &st) &&
+		      st.ds_consumers > (kt->own_line ? l->cfg.world : 0);
+	return kt->others;
 }
 
 /*
@@ -689,9 +759,10 @@ static int ktier_others(struct dlc_loader *l)
  * who uses the sample first, and the further ahead the worse; when decode
  * or the consumer sets the pace, the window's claims keep storage busy.
  */
-int ktier_read_ahead(struct dlc_loader *l, uint64_t my_gen, char *path,
+static int ktier_read_ahead(struct ktier *kt, uint64_t my_gen, char *path,
 			     size_t len)
 {
+	struct dlc_loader *l = kt->tier.l;
 	uint32_t qd = l->cfg.queue_depth;
 	struct dlcache_sqe *sqe;
 	struct dlc_ra_entry *e;
@@ -699,41 +770,41 @@ int ktier_read_ahead(struct dlc_loader *l, uint64_t my_gen, char *path,
 	int issued = 0, ret, behind;
 	uint32_t id;
 
-	while (l->kt.kahead_len && dlc_reader_inflight(l->reader) < qd) {
-		g = l->kt.kahead[l->kt.kahead_head];
-		l->kt.kahead_head = (l->kt.kahead_head + 1) % qd;
-		l->kt.kahead_len--;
-		issued |= ktier_ahead_read(l, g, path, len);
+	while (kt->aq_len && dlc_reader_inflight(l->reader) < qd) {
+		g = kt->aq[kt->aq_head];
+		kt->aq_head = (kt->aq_head + 1) % qd;
+		kt->aq_len--;
+		issued |= ktier_ahead_read(kt, g, path, len);
 	}
 	pthread_mutex_lock(&l->lock);
 	behind = l->qlen > l->ndecode || !l->consumer_waited;
 	pthread_mutex_unlock(&l->lock);
-	behind |= ktier_others(l);
-	while (!behind && l->kt.kprobes + l->kt.kahead_len < qd &&
-	       dlc_kclient_unsubmitted(l->kt.kc) < l->cfg.window &&
+	behind |= ktier_others(kt);
+	while (!behind && kt->probes + kt->aq_len < qd &&
+	       dlc_kclient_unsubmitted(kt->kc) < l->cfg.window &&
 	       !loader_readahead_pick(l, my_gen, &g, &id, &bytes)) {
-		sqe = ktier_sqe(l);
+		sqe = ktier_sqe(kt);
 		if (!sqe)
 			break;
 		e = dlc_ra_at(l->ra, g);
 		dlc_ra_begin(l->ra, e, g, id, bytes);
 		e->probing = 1;
 		sqe->opcode = DLCACHE_OP_GET;
-		sqe->handle = dlc_kclient_handle(l->kt.kc);
+		sqe->handle = dlc_kclient_handle(kt->kc);
 		sqe->sample = id;
 		sqe->user_data = (g << 2) | KTAG_AHEAD;
 		/* For the use at g: the module says if an earlier one comes. */
-		ktier_at(l, sqe, (uint32_t)(g % l->epoch_len),
+		ktier_at(kt, sqe, (uint32_t)(g % l->epoch_len),
 			  (uint32_t)(g / l->epoch_len));
 		sqe->flags |= DLCACHE_SQE_F_AHEAD;
-		l->kt.kprobes++;
+		kt->probes++;
 		l->ra_g = g + 1;
 		issued = 1;
 	}
-	if (issued && dlc_kclient_unsubmitted(l->kt.kc)) {
-		ret = dlc_kclient_enter(l->kt.kc);
+	if (issued && dlc_kclient_unsubmitted(kt->kc)) {
+		ret = dlc_kclient_enter(kt->kc);
 		if (ret < 0)
-			ktier_fail(l, ret, "ENTER");
+			ktier_fail(kt, ret, "ENTER");
 	}
 	if (issued)
 		loader_publish_readahead(l);
@@ -746,34 +817,36 @@ int ktier_read_ahead(struct dlc_loader *l, uint64_t my_gen, char *path,
  * it) is read from its file; the rest of those entries are dropped. Reads
  * in flight go on (their entries keep the bytes).
  */
-static void ktier_ahead_forget(struct dlc_loader *l, struct dlc_ra_entry *e)
+static void ktier_ahead_forget(struct ktier *kt, struct dlc_ra_entry *e)
 {
+	struct dlc_loader *l = kt->tier.l;
 	uint32_t w = l->cfg.window;
 
 	if (e->claimed)
-		l->kt.kread[(l->kt.kread_head + l->kt.kread_len++) % w] = e->pos;
+		kt->rq[(kt->rq_head + kt->rq_len++) % w] = e->pos;
 	dlc_ra_cancel(l->ra, e);
 }
 
-static void ktier_ahead_switch(struct dlc_loader *l)
+static void ktier_ahead_switch(struct ktier *kt)
 {
+	struct dlc_loader *l = kt->tier.l;
 	struct dlc_ra_entry *e;
 	uint32_t i;
 
 	if (!l->ra)
 		return;
-	for (; l->kt.kahead_len; l->kt.kahead_len--) {
-		e = dlc_ra_at(l->ra, l->kt.kahead[l->kt.kahead_head]);
-		l->kt.kahead_head = (l->kt.kahead_head + 1) % l->cfg.queue_depth;
-		ktier_ahead_forget(l, e);
+	for (; kt->aq_len; kt->aq_len--) {
+		e = dlc_ra_at(l->ra, kt->aq[kt->aq_head]);
+		kt->aq_head = (kt->aq_head + 1) % l->cfg.queue_depth;
+		ktier_ahead_forget(kt, e);
 	}
 	for (i = 0; i < dlc_ra_slots(l->ra); i++) {
 		e = dlc_ra_slot(l->ra, i);
 		e->fill = 0;	/* the fills end with the session */
 		if (e->state == DLC_RA_IN_FLIGHT && e->probing)
-			ktier_ahead_forget(l, e);
+			ktier_ahead_forget(kt, e);
 	}
-	l->kt.kprobes = 0;
+	kt->probes = 0;
 	loader_publish_readahead(l);
 }
 
@@ -782,9 +855,9 @@ static void ktier_ahead_switch(struct dlc_loader *l)
  * the next two, of the global order (the shared line, as a module
  * without consumers has). A rank's own line needs a world-th of it.
  */
-static uint32_t ktier_window(const struct dlc_loader *l)
+static uint32_t ktier_window(const struct ktier *kt)
 {
-	return 3 * l->kt.glen;
+	return 3 * kt->glen;
 }
 
 /* 64-bit FNV-1a of @s, never 0 (0 means "no job" to the module). */
@@ -805,8 +878,9 @@ static uint64_t job_hash(const char *s)
  * and two jobs do not: the order (seed, world, shard sizes), the
  * launcher's job id when there is one, and for a single process its pid.
  */
-static uint64_t ktier_job(const struct dlc_loader *l)
+static uint64_t ktier_job(const struct ktier *kt)
 {
+	const struct dlc_loader *l = kt->tier.l;
 	static const char *const ids[] = {
 		"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "SLURM_STEP_ID",
 		"PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid", "MASTER_ADDR",
@@ -843,8 +917,9 @@ static uint64_t ktier_job(const struct dlc_loader *l)
 }
 
 /* DLCACHE_OWNER_UID over cfg.kernel_owner_uid: a uid, or "self". */
-static int ktier_owner(struct dlc_loader *l, uint32_t *owner)
+static int ktier_owner(struct ktier *kt, uint32_t *owner)
 {
+	struct dlc_loader *l = kt->tier.l;
 	const char *env = getenv("DLCACHE_OWNER_UID");
 	unsigned long long v;
 	char *end;
@@ -869,10 +944,12 @@ static int ktier_owner(struct dlc_loader *l, uint32_t *owner)
 
 /*
  * Choose the cache: the module's when asked for or, for AUTO, when
- * /dev/dlcache can be used; else the in-process one, saying why.
+ * /dev/dlcache can be used (kt->kc set); else the in-process one, saying
+ * why (kt->kc NULL). 0, or -errno.
  */
-int ktier_open(struct dlc_loader *l)
+static int ktier_connect(struct ktier *kt)
 {
+	struct dlc_loader *l = kt->tier.l;
 	const char *env = getenv("DLCACHE_BACKEND"), *dev, *why = NULL;
 	uint32_t want = l->cfg.backend, i, owner;
 	uint64_t key[2];
@@ -893,7 +970,7 @@ int ktier_open(struct dlc_loader *l)
 	l->backend = DLC_BACKEND_INPROCESS;
 	if (want == DLC_BACKEND_INPROCESS)
 		return 0;
-	ret = ktier_owner(l, &owner);
+	ret = ktier_owner(kt, &owner);
 	if (ret)
 		return ret;
 
@@ -901,16 +978,16 @@ int ktier_open(struct dlc_loader *l)
 	if (!dev || !*dev)
 		dev = "/dev/dlcache";
 	dlc_index_key(l->idx, key);
-	l->kt.glen = l->epoch_len * l->cfg.world;
+	kt->glen = l->epoch_len * l->cfg.world;
 	if (dlc_kclient_attach_flags(owner, (uint32_t)geteuid()))
 		dlc_logf(&l->log, DLC_LOG_WARN,
 			 "%s: trusting the data set of owner uid %u (kernel_owner_uid or DLCACHE_OWNER_UID), not this user's own",
 			 dev, owner);
 	ret = dlc_kclient_open(dev, key, l->n, l->cfg.kernel_mode,
-			       ktier_window(l), l->cfg.window * 2, owner,
-			       ktier_job(l), &l->kt.kc, &why);
+			       ktier_window(kt), l->cfg.window * 2, owner,
+			       ktier_job(kt), &kt->kc, &why);
 	if (ret) {
-		l->kt.kc = NULL;
+		kt->kc = NULL;
 		/*
 		 * auto without the module at all (no device node) is the
 		 * embedded default, not a degradation: said at INFO. A module
@@ -926,68 +1003,311 @@ int ktier_open(struct dlc_loader *l)
 			 "using the in-process cache");
 		return want == DLC_BACKEND_KERNEL ? ret : 0;
 	}
-	if (!dlc_kclient_may_write(l->kt.kc))
+	if (!dlc_kclient_may_write(kt->kc))
 		dlc_logf(&l->log, DLC_LOG_WARN,
 			 "%s: read-only access to this data set: misses are read but not shared",
 			 dev);
-	else if (dlc_kclient_job_refused(l->kt.kc))
+	else if (dlc_kclient_job_refused(kt->kc))
 		dlc_logf(&l->log, DLC_LOG_WARN,
 			 "%s: no time line of this rank's own (%s: the module's consumers or policy memory are used up); sharing the data set's, where other jobs' orders are unknown",
-			 dev, strerror(-dlc_kclient_job_refused(l->kt.kc)));
-	l->kt.k_own_line = dlc_kclient_joined(l->kt.kc);
+			 dev, strerror(-dlc_kclient_job_refused(kt->kc)));
+	kt->own_line = dlc_kclient_joined(kt->kc);
 	/* ktier_fill_global() writes every sample's place, even past a short glen */
-	l->kt.gorder = malloc(sizeof(*l->kt.gorder) * (l->kt.glen > l->n ? l->kt.glen : l->n));
-	l->kt.kbuf = calloc(l->cfg.window, sizeof(*l->kt.kbuf));
-	l->kt.kfill = calloc(l->cfg.window, 1);
-	l->kt.kdone = calloc(l->cfg.window, 1);
-	l->kt.kread = calloc(l->cfg.window, sizeof(*l->kt.kread));
-	l->kt.kcqes = calloc(64, sizeof(*l->kt.kcqes));
-	l->kt.kahead = calloc(l->cfg.queue_depth, sizeof(*l->kt.kahead));
-	l->kt.ksize_logged = calloc((size_t)l->n / 8 + 1, 1);
-	if (!l->kt.gorder || !l->kt.kbuf || !l->kt.kfill || !l->kt.kdone || !l->kt.kread ||
-	    !l->kt.kcqes || !l->kt.kahead || !l->kt.ksize_logged)
+	kt->gorder = malloc(sizeof(*kt->gorder) * (kt->glen > l->n ? kt->glen : l->n));
+	kt->get_buf = calloc(l->cfg.window, sizeof(*kt->get_buf));
+	kt->fill = calloc(l->cfg.window, 1);
+	kt->done = calloc(l->cfg.window, 1);
+	kt->rq = calloc(l->cfg.window, sizeof(*kt->rq));
+	kt->cqes = calloc(64, sizeof(*kt->cqes));
+	kt->aq = calloc(l->cfg.queue_depth, sizeof(*kt->aq));
+	kt->size_logged = calloc((size_t)l->n / 8 + 1, 1);
+	if (!kt->gorder || !kt->get_buf || !kt->fill || !kt->done || !kt->rq ||
+	    !kt->cqes || !kt->aq || !kt->size_logged)
 		return -ENOMEM;
 	/* An older module has no look-up ahead: no read-ahead on it. */
-	l->kt.k_ahead = dlc_kclient_has(l->kt.kc, DLCACHE_FEAT_GET_AHEAD);
-	l->kt.k_last_epoch = -1;
+	kt->has_ahead = dlc_kclient_has(kt->kc, DLCACHE_FEAT_GET_AHEAD);
+	kt->last_epoch = -1;
 	l->backend = DLC_BACKEND_KERNEL;
-	l->stats.cache_capacity = dlc_kclient_capacity(l->kt.kc);
+	l->stats.cache_capacity = dlc_kclient_capacity(kt->kc);
 	return 0;
 }
 
-void ktier_close(struct dlc_loader *l)
+static void ktier_destroy(struct dlc_cache_tier *t)
 {
+	struct ktier *kt = to_ktier(t);
+	struct dlc_loader *l = t->l;
 	uint32_t i, n;
 
-	if (l->kt.kc) {
+	if (kt->kc) {
 		/*
 		 * SQEs still queued: submit them (a PUT still caches its
 		 * bytes, an ABORT hands its fill over). A PUT holds a buffer
 		 * ref until its completion is reaped; give back the refs of
 		 * any the module did not take.
 		 */
-		if (dlc_kclient_unsubmitted(l->kt.kc))
-			dlc_kclient_enter(l->kt.kc);
-		ktier_put_unsubmitted(l);
+		if (dlc_kclient_unsubmitted(kt->kc))
+			dlc_kclient_enter(kt->kc);
+		ktier_put_unsubmitted(kt);
 		/* PUTs already run in ENTER hold buffer refs until reaped. */
-		while ((n = dlc_kclient_reap(l->kt.kc, l->kt.kcqes, 64)) > 0)
+		while ((n = dlc_kclient_reap(kt->kc, kt->cqes, 64)) > 0)
 			for (i = 0; i < n; i++)
-				if (KTAG(l->kt.kcqes[i].user_data) == KTAG_PUT)
+				if (KTAG(kt->cqes[i].user_data) == KTAG_PUT)
 					dlc_buf_put((struct dlc_buf *)(uintptr_t)
-						    (l->kt.kcqes[i].user_data & ~3ULL));
+						    (kt->cqes[i].user_data & ~3ULL));
 		/* Closing hands our fills over and ends our parked GETs. */
-		dlc_kclient_close(l->kt.kc);
-		l->kt.kc = NULL;
+		dlc_kclient_close(kt->kc);
+		kt->kc = NULL;
 	}
-	if (l->kt.kbuf)
+	if (kt->get_buf)
 		for (i = 0; i < l->cfg.window; i++)
-			dlc_buf_put(l->kt.kbuf[i]);
-	free(l->kt.kbuf);
-	free(l->kt.kfill);
-	free(l->kt.kdone);
-	free(l->kt.kread);
-	free(l->kt.kcqes);
-	free(l->kt.kahead);
-	free(l->kt.ksize_logged);
-	free(l->kt.gorder);
+			dlc_buf_put(kt->get_buf[i]);
+	free(kt->get_buf);
+	free(kt->fill);
+	free(kt->done);
+	free(kt->rq);
+	free(kt->cqes);
+	free(kt->aq);
+	free(kt->size_logged);
+	free(kt->gorder);	dlc_inproc_fini(&kt->inproc);
+	free(kt);
+}
+
+/* ------------------------------------------------------------------ */
+/* The cache tier's ops (cachetier.h): the module's, or, after a       */
+/* fallback (kc NULL), the in-process tier's with what the module left */
+/* ------------------------------------------------------------------ */
+
+static int ktier_op_prepare_epoch(struct dlc_cache_tier *t, uint32_t epoch)
+{
+	struct ktier *kt = to_ktier(t);
+
+	if (!kt->kc)
+		return dlc_ct_prepare_epoch(&kt->inproc.tier, epoch);
+	ktier_prepare_epoch(kt, epoch);
+	return 0;
+}
+
+static void ktier_op_epoch_start(struct dlc_cache_tier *t, uint32_t start)
+{
+	struct ktier *kt = to_ktier(t);
+
+	kt->low = start;
+	memset(kt->done, 0, t->l->cfg.window);
+}
+
+/* Kernel state is per pos % window: the span must fit in it. */
+static int ktier_op_window_full(const struct dlc_cache_tier *t,
+				uint32_t next_pos)
+{
+	const struct ktier *kt = to_ktier(t);
+
+	return kt->kc && next_pos - kt->low >= t->l->cfg.window;
+}
+
+/*
+ * The module's round, and a fallback at its end when the module failed;
+ * after one, the in-process tier's round, then the positions the module
+ * left unserved are read.
+ */
+static int ktier_op_round(struct dlc_cache_tier *t, uint32_t epoch,
+			  char *path, size_t len)
+{
+	struct ktier *kt = to_ktier(t);
+	int progressed;
+
+	if (kt->kc) {
+		progressed = ktier_round(kt, epoch, path, len);
+		if (kt->kc && kt->err)
+			ktier_switch(kt);
+	} else {
+		progressed = dlc_ct_round(&kt->inproc.tier, epoch, path, len);
+	}
+	if (!kt->kc && kt->rq_len && ktier_read_queued(kt, path, len))
+		progressed = 1;
+	return progressed;
+}
+
+static int ktier_op_more(const struct dlc_cache_tier *t)
+{
+	const struct ktier *kt = to_ktier(t);
+	struct dlc_loader *l = t->l;
+
+	if (kt->kc ? loader_issuable(l) &&
+		     kt->gets + kt->rq_len < l->cfg.window :
+		     dlc_ct_more(&kt->inproc.tier))
+		return 1;
+	return (kt->rq_len || kt->aq_len) &&
+	       dlc_reader_inflight(l->reader) < l->cfg.queue_depth;
+}
+
+static void ktier_op_read_done(struct dlc_cache_tier *t, uint32_t id,
+			       uint32_t pos, struct dlc_buf *buf)
+{
+	struct ktier *kt = to_ktier(t);
+
+	if (kt->kc)
+		ktier_end_fill(kt, pos, buf);
+	else
+		dlc_ct_read_done(&kt->inproc.tier, id, pos, buf);
+}
+
+static void ktier_op_pos_done(struct dlc_cache_tier *t, uint32_t pos)
+{
+	struct ktier *kt = to_ktier(t);
+
+	if (kt->kc)
+		ktier_pos_done(kt, pos);
+}
+
+static int ktier_op_keeps(const struct dlc_cache_tier *t)
+{
+	const struct ktier *kt = to_ktier(t);
+
+	return kt->kc || dlc_ct_keeps(&kt->inproc.tier);
+}
+
+/* The module's holdings are asked for by look-ups ahead, not here. */
+static int ktier_op_holds(const struct dlc_cache_tier *t, uint32_t id)
+{
+	const struct ktier *kt = to_ktier(t);
+
+	return !kt->kc && dlc_ct_holds(&kt->inproc.tier, id);
+}
+
+static int ktier_op_read_ahead(struct dlc_cache_tier *t, uint64_t gen,
+			       char *path, size_t len)
+{
+	struct ktier *kt = to_ktier(t);
+
+	if (kt->kc)
+		return kt->has_ahead && !kt->err ?
+		       ktier_read_ahead(kt, gen, path, len) : 0;
+	/* After a fallback: what the module did not serve is read first. */
+	if (kt->rq_len)
+		return 0;
+	return loader_read_ahead_reads(t->l, gen, path, len);
+}
+
+static void ktier_op_use(struct dlc_cache_tier *t, uint32_t pos,
+			 uint32_t epoch, struct dlc_buf *buf)
+{
+	ktier_use(to_ktier(t), pos, epoch, buf);
+}
+
+/* A read-ahead entry dropped ends the fill it took (ABORT). */
+static void ktier_op_fill_abort(struct dlc_cache_tier *t, uint32_t id,
+				uint64_t g)
+{
+	struct ktier *kt = to_ktier(t);
+
+	if (kt->kc)
+		ktier_fill_done(kt, id, g, NULL);
+}
+
+/*
+ * The module's cache is every rank's: a sample's last use is its last
+ * global position g, which is a rank's position g / world, the ranks
+ * going in step.
+ */
+static int ktier_op_last_uses(struct dlc_cache_tier *t, uint32_t epoch,
+			      uint32_t *last_pos)
+{
+	struct ktier *kt = to_ktier(t);
+	struct dlc_loader *l = t->l;
+	uint32_t p;
+
+	if (!kt->kc || l->cfg.world <= 1 || ktier_fill_global(kt, epoch))
+		return -1;
+	for (p = 0; p < kt->glen; p++)
+		last_pos[kt->gorder[p]] = p / l->cfg.world;
+	return 0;
+}
+
+static void ktier_op_publish(struct dlc_cache_tier *t)
+{
+	struct ktier *kt = to_ktier(t);
+
+	if (!kt->kc)
+		dlc_ct_publish(&kt->inproc.tier);
+}
+
+/* The module's view of this data set, across processes. */
+static void ktier_op_stats(struct dlc_cache_tier *t, struct dlc_stats *st)
+{
+	struct ktier *kt = to_ktier(t);
+	struct dlcache_stats ks;
+
+	if (kt->kc && dlc_kclient_stats(kt->kc, &ks) == 0) {
+		st->evictions = ks.dataset.evictions;
+		st->bypasses = ks.dataset.bypasses;
+		st->cache_used = ks.dataset.used_bytes;
+		st->cache_capacity = ks.capacity_bytes;
+	}
+}
+
+/*
+ * The fd is watched also without GETs in flight: a drain (POLLHUP)
+ * wakes an idle loader, which then lets go of the module.
+ */
+static int ktier_op_watch_fd(const struct dlc_cache_tier *t)
+{
+	const struct ktier *kt = to_ktier(t);
+
+	return kt->kc ? dlc_kclient_fd(kt->kc) : -1;
+}
+
+static void ktier_op_describe(const struct dlc_cache_tier *t, char *buf,
+			      size_t len)
+{
+	const struct ktier *kt = to_ktier(t);
+
+	if (!kt->kc) {
+		kt->inproc.tier.ops->describe(&kt->inproc.tier, buf, len);
+		return;
+	}
+	snprintf(buf, len,
+		 "dlcache.ko cache (%llu MiB, shared by the node) over %u samples, data set of uid %u",
+		 (unsigned long long)(dlc_kclient_capacity(kt->kc) >> 20),
+		 t->l->n, dlc_kclient_owner(kt->kc));
+}
+
+static const struct dlc_cache_tier_ops ktier_ops = {
+	.prepare_epoch = ktier_op_prepare_epoch,
+	.epoch_start = ktier_op_epoch_start,
+	.window_full = ktier_op_window_full,
+	.round = ktier_op_round,
+	.more = ktier_op_more,
+	.read_done = ktier_op_read_done,
+	.pos_done = ktier_op_pos_done,
+	.keeps = ktier_op_keeps,
+	.holds = ktier_op_holds,
+	.read_ahead = ktier_op_read_ahead,
+	.use = ktier_op_use,
+	.fill_abort = ktier_op_fill_abort,
+	.last_uses = ktier_op_last_uses,
+	.publish = ktier_op_publish,
+	.stats = ktier_op_stats,
+	.watch_fd = ktier_op_watch_fd,
+	.describe = ktier_op_describe,
+	.destroy = ktier_destroy,
+};
+
+int dlc_ktier_open(struct dlc_loader *l, struct dlc_cache_tier **out)
+{
+	struct ktier *kt = calloc(1, sizeof(*kt));
+	int ret;
+
+	*out = NULL;
+	if (!kt)
+		return -ENOMEM;
+	kt->tier.ops = &ktier_ops;
+	kt->tier.l = l;
+	dlc_inproc_init(&kt->inproc, l);
+	ret = ktier_connect(kt);
+	if (ret || !kt->kc) {
+		ktier_destroy(&kt->tier);
+		return ret;
+	}
+	*out = &kt->tier;
+	return 0;
 }

@@ -37,187 +37,16 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "config.h"
+#include "cachetier.h"
 #include "crc32c.h"
 #include "internal.h"
 #include "jpegrst.h"
-#include "kclient.h"
 #include "loader_int.h"
 #include "readahead.h"
 #include "peer.h"
 #include "stage.h"
 #include "tier.h"
-
-/* ------------------------------------------------------------------ */
-
-void dlc_config_init(struct dlc_config *cfg)
-{
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->size = sizeof(*cfg);
-	cfg->batch_size = 64;
-	cfg->layout = DLC_LAYOUT_NCHW;
-	dlc_transform_default(&cfg->transform, DLC_TRANSFORM_TRAIN);
-	cfg->shuffle = 1;
-	cfg->world = 1;
-	cfg->queue_depth = 64;
-	cfg->window = 256;
-	cfg->nbatches = 4;
-	cfg->on_error = DLC_ON_ERROR_SKIP;
-	cfg->backend = DLC_BACKEND_AUTO;
-	cfg->max_file_bytes = 64ULL << 20;
-	cfg->direct_io = 1;
-	cfg->log_level = DLC_LOG_WARN;
-	cfg->kernel_owner_uid = DLC_OWNER_SELF;
-	cfg->verify = DLC_VERIFY_KERNEL;
-	cfg->validate = DLC_VALIDATE_ONCE;
-}
-
-const char *dlc_validate_name(uint32_t validate)
-{
-	static const char *const names[] = { "once", "always", "off" };
-
-	return validate <= DLC_VALIDATE_OFF ? names[validate] : "?";
-}
-
-const char *dlc_kernel_fallback_name(uint32_t fallback)
-{
-	static const char *const names[] = { "inprocess", "fail" };
-
-	return fallback <= DLC_KERNEL_FALLBACK_FAIL ? names[fallback] : "?";
-}
-
-const char *dlc_verify_name(uint32_t verify)
-{
-	static const char *const names[] = { "kernel", "off", "all" };
-
-	return verify <= DLC_VERIFY_ALL ? names[verify] : "?";
-}
-
-#define BAD(field, ...)							\
-	do {								\
-		dlc_logf(log, DLC_LOG_ERROR, "invalid config: " field ": " \
-			 __VA_ARGS__);					\
-		return -EINVAL;						\
-	} while (0)
-
-static int check_config(const struct dlc_config *c, const struct dlc_logger *log)
-{
-	const char *why = NULL;
-
-	if (c->batch_size < 1 || c->batch_size > 65536)
-		BAD("batch_size", "must be 1..65536, got %u", c->batch_size);
-	if (c->layout > DLC_LAYOUT_NHWC)
-		BAD("layout", "must be NCHW (0) or NHWC (1), got %u", c->layout);
-	if (dlc_transform_check(&c->transform, &why))
-		BAD("transform", "%s", why ? why : "invalid");
-	if (c->world < 1 || c->rank >= c->world)
-		BAD("rank/world", "rank %u must be below world %u", c->rank,
-		    c->world);
-	if (c->queue_depth < 1 || c->queue_depth > 4096)
-		BAD("queue_depth", "must be 1..4096, got %u", c->queue_depth);
-	if (c->window < 1 || c->window > (1U << 20))
-		BAD("window", "must be 1..1048576, got %u", c->window);
-	if (c->nbatches < 2 || c->nbatches > 64)
-		BAD("nbatches", "must be 2..64, got %u", c->nbatches);
-	if (c->on_error > DLC_ON_ERROR_FAIL)
-		BAD("on_error", "unknown policy %u", c->on_error);
-	if (c->backend > DLC_BACKEND_KERNEL)
-		BAD("backend", "unknown backend %u", c->backend);
-	if (c->kernel_mode & ~0666U)
-		BAD("kernel_mode", "permission bits within 0666, got %#o",
-		    c->kernel_mode);
-	if (c->verify > DLC_VERIFY_ALL)
-		BAD("verify", "unknown mode %u", c->verify);
-	if (c->validate > DLC_VALIDATE_OFF)
-		BAD("validate", "unknown mode %u", c->validate);
-	if (c->kernel_fallback > DLC_KERNEL_FALLBACK_FAIL)
-		BAD("kernel_fallback", "unknown mode %u", c->kernel_fallback);
-	if (c->decode_threads > 256)
-		BAD("decode_threads", "at most 256, got %u", c->decode_threads);
-	if (c->shuffle > 1 || c->drop_last > 1 || c->direct_io > 1 ||
-	    c->shard_drop_last > 1)
-		BAD("shuffle/drop_last/shard_drop_last/direct_io",
-		    "must be 0 or 1");
-	if (c->readahead_bytes > DLC_READAHEAD_MAX &&
-	    c->readahead_bytes != DLC_READAHEAD_OFF)
-		BAD("readahead_bytes", "at most %llu (1 TiB) or DLC_READAHEAD_OFF, got %llu",
-		    (unsigned long long)DLC_READAHEAD_MAX,
-		    (unsigned long long)c->readahead_bytes);
-	if (c->nvme_passthru > DLC_PASSTHRU_OFF)
-		BAD("nvme_passthru", "must be DLC_PASSTHRU_AUTO or _OFF, got %u",
-		    c->nvme_passthru);
-	if (c->pad)
-		BAD("pad", "must be zero");
-	if (c->staging_dir && (!c->staging_dir[0] ||
-			       strlen(c->staging_dir) > 3072))
-		BAD("staging_dir", "must be a directory's path of 1..3072 bytes");
-	if (c->staging_bytes && !c->staging_dir)
-		BAD("staging_bytes", "set without staging_dir");
-	if (c->cluster > DLC_CLUSTER_MPI)
-		BAD("cluster", "must be DLC_CLUSTER_OFF or _MPI, got %u",
-		    c->cluster);
-	if (c->cluster && c->backend == DLC_BACKEND_KERNEL)
-		BAD("cluster", "serves peers from the in-process cache: backend must be DLC_BACKEND_INPROCESS or _AUTO");
-	if (c->peer_timeout_ms > 600000)
-		BAD("peer_timeout_ms", "at most 600000 (10 min), got %u",
-		    c->peer_timeout_ms);
-	/* The watchdog would take an idle service thread for stuck. */
-	if (c->peer_timeout_ms && c->peer_timeout_ms < 100)
-		BAD("peer_timeout_ms", "0 or at least 100, got %u",
-		    c->peer_timeout_ms);
-	if (c->peer_timeout_ms && !c->cluster)
-		BAD("peer_timeout_ms", "set without cluster");
-	if (c->max_scans > 65535)
-		BAD("max_scans", "at most 65535, got %u", c->max_scans);
-	if (c->decode_budget_ms > 3600000)
-		BAD("decode_budget_ms", "at most 3600000 (1 h), got %u",
-		    c->decode_budget_ms);
-	if (c->read_timeout_ms > DLC_READ_TIMEOUT_MAX_MS)
-		BAD("read_timeout_ms", "at most %u (1 hour), got %u",
-		    DLC_READ_TIMEOUT_MAX_MS, c->read_timeout_ms);
-	if (c->pad2)
-		BAD("pad2", "must be zero");
-	return 0;
-}
-
-/* staging_dir took a u64 slot of the reserved space: 64-bit pointers only. */
-_Static_assert(sizeof(void *) == 8, "64-bit");
-_Static_assert(offsetof(struct dlc_config, shard_drop_last) ==
-	       DLC_CONFIG_SIZE_VER0, "DLC_CONFIG_SIZE_VER0");
-/*
- * The reserved space is spent: from DLC_CONFIG_SIZE_VER1 on the struct
- * grows at its end (library.md, "How the structs grow from here").
- */
-_Static_assert(sizeof(struct dlc_config) == DLC_CONFIG_SIZE_VER1,
-	       "struct dlc_config size");
-
-/* Largest config size looked at: bytes past ours up to it must be zero. */
-#define DLC_CONFIG_SIZE_MAX	4096
-
-/*
- * Take the caller's config of in->size bytes into @c (ours): fields past
- * its size keep their dlc_config_init() defaults; bytes past ours, from a
- * newer caller, must be zero (a field this library does not know).
- */
-static int take_config(const struct dlc_config *in, struct dlc_config *c,
-		       const struct dlc_logger *log)
-{
-	const uint8_t *p = (const uint8_t *)in;
-	size_t size = in->size, i;
-
-	dlc_config_init(c);
-	if (size < DLC_CONFIG_SIZE_VER0)
-		BAD("size", "%zu is below %u: make the config with dlc_config_init()",
-		    size, DLC_CONFIG_SIZE_VER0);
-	if (size > DLC_CONFIG_SIZE_MAX)
-		BAD("size", "%zu is over %u", size, DLC_CONFIG_SIZE_MAX);
-	for (i = sizeof(*c); i < size; i++)
-		if (p[i])
-			BAD("size", "%zu bytes, this libdlcache knows %zu, and byte %zu past them is not zero (a newer field it cannot honour)",
-			    size, sizeof(*c), i);
-	memcpy(c, in, size < sizeof(*c) ? size : sizeof(*c));
-	c->size = sizeof(*c);
-	return 0;
-}
 
 /* ------------------------------------------------------------------ */
 /* Errors                                                              */
@@ -238,52 +67,6 @@ static uint32_t read_error_kind(int err)
 	}
 }
 
-static void sample_path(const struct dlc_loader *l, uint32_t id, char *buf,
-			size_t len)
-{
-	dlc_source_name(l->src, id, buf, len);
-}
-
-/*
- * Whether @len bytes at @data are sample @id as indexed: 1 when they match
- * the index's crc32c (or it has none to check against), 0 when not. A
- * mismatch is counted; with @what, it is logged the first time for each
- * sample, saying where the bytes came from. I/O thread only.
- */
-int loader_sample_ok(struct dlc_loader *l, uint32_t id, const void *data,
-		     size_t len, const char *what)
-{
-	uint64_t size = dlc_index_size(l->idx, id);
-	uint32_t want, got = 0;
-	char path[4096];
-
-	if (dlc_index_crc32c(l->idx, id, &want))
-		return 1;
-	dlc_stat_add(l->stats.verified, 1);
-	if (len == size) {
-		uint64_t t0 = dlc_now_ns();
-
-		got = dlc_crc32c(0, data, len);
-		dlc_stat_add(l->stats.verify_ns, dlc_now_ns() - t0);
-		if (got == want)
-			return 1;
-	}
-	dlc_stat_add(l->stats.checksum_errors, 1);
-	if (!what || (l->crc_logged[id / 8] & (1U << (id % 8))))
-		return 0;
-	l->crc_logged[id / 8] |= (uint8_t)(1U << (id % 8));
-	sample_path(l, id, path, sizeof(path));
-	if (len == size)
-		dlc_logf(&l->log, DLC_LOG_WARN,
-			 "sample %u (%s): %s: crc32c %08x, the index says %08x; reading the file instead",
-			 id, path, what, got, want);
-	else
-		dlc_logf(&l->log, DLC_LOG_WARN,
-			 "sample %u (%s): %s: %zu bytes, the index says %llu; reading the file instead",
-			 id, path, what, len, (unsigned long long)size);
-	return 0;
-}
-
 /* Count and log a failed sample; remember it as the last error. */
 static void note_error(struct dlc_loader *l, uint32_t id, uint32_t kind,
 		       int err, const char *msg, const char *action)
@@ -294,7 +77,7 @@ static void note_error(struct dlc_loader *l, uint32_t id, uint32_t kind,
 	e.sample = id;
 	e.kind = kind;
 	e.err = err;
-	sample_path(l, id, e.path, sizeof(e.path));
+	dlc_source_name(l->src, id, e.path, sizeof(e.path));
 	snprintf(e.msg, sizeof(e.msg), "%s", msg);
 	dlc_stat_add(l->stats.errors, 1);
 	dlc_stat_add(l->stats.errors_by_kind[kind < DLC_ERR_KINDS ? kind : 0], 1);
@@ -626,459 +409,6 @@ static void *decode_main(void *arg)
 /* ------------------------------------------------------------------ */
 /* I/O thread                                                          */
 
-int loader_fill_order(void *arg, uint32_t epoch, uint32_t *ids, uint32_t len)
-{
-	struct dlc_loader *l = arg;
-	struct dlc_order_params p = {
-		.seed = l->cfg.seed, .epoch = epoch, .rank = l->cfg.rank,
-		.world = l->cfg.world, .shuffle = l->cfg.shuffle,
-		.drop_last = l->cfg.shard_drop_last,
-	};
-
-	return dlc_order_fill(l->n, &p, ids, len);
-}
-
-/* Called with l->lock held. */
-void loader_push_item(struct dlc_loader *l, const struct item *it)
-{
-	l->queue[(l->qhead + l->qlen) % l->cfg.window] = *it;
-	l->qlen++;
-	pthread_cond_signal(&l->work_cv);
-}
-
-/* Whether the next position may be issued now. Called with l->lock held. */
-int loader_issuable(const struct dlc_loader *l)
-{
-	uint32_t local, si;
-
-	if (!l->active || l->failed || l->next_pos >= l->end ||
-	    l->outstanding >= l->cfg.window)
-		return 0;
-	/* Kernel state is per pos % window: the span must fit in it. */
-	if (l->kt.kc && l->next_pos - l->kt.klow >= l->cfg.window)
-		return 0;
-	if ((l->next_pos - l->start) % l->cfg.batch_size)
-		return 1;
-	local = (l->next_pos - l->start) / l->cfg.batch_size;
-	si = local % l->cfg.nbatches;
-	return l->slots[si].state == SLOT_FREE;
-}
-
-void loader_item_at(const struct dlc_loader *l, uint32_t pos, struct item *it)
-{
-	it->pos = pos;
-	it->sample = l->order[pos];
-	it->slot = ((pos - l->start) / l->cfg.batch_size) % l->cfg.nbatches;
-	it->index = (pos - l->start) % l->cfg.batch_size;
-	it->buf = NULL;
-	it->err = 0;
-	it->why = NULL;
-}
-
-/* Claim the next position. Called with l->lock held, when loader_issuable(). */
-void loader_claim_next(struct dlc_loader *l, struct item *it)
-{
-	struct slot *s;
-
-	loader_item_at(l, l->next_pos, it);
-	s = &l->slots[it->slot];
-	if (it->index == 0) {
-		uint32_t left = l->end - l->next_pos;
-
-		s->state = SLOT_FILLING;
-		s->want = left < l->cfg.batch_size ? left : l->cfg.batch_size;
-		s->pending = s->want;
-		s->err = 0;
-		memset(s->skip, 0, l->cfg.batch_size);
-		s->b.seq = l->base_seq + (l->next_pos - l->start) /
-					 l->cfg.batch_size;
-		s->b.epoch = l->epoch;
-		s->b.count = s->want;
-		s->b.errors = 0;
-	}
-	s->b.ids[it->index] = it->sample;
-	s->b.labels[it->index] = dlc_index_label(l->idx, it->sample);
-	/* The consumer found its batch ready, or decode is behind. */
-	if (l->stage)
-		dlc_stage_advance(l->stage, l->epoch, l->next_pos,
-				  !l->consumer_waited || l->qlen > l->ndecode);
-	l->next_pos++;
-	l->outstanding++;
-}
-
-/* Called with l->lock held: a sample of an abandoned epoch is dropped. */
-void loader_drop_sample(struct dlc_loader *l, struct dlc_buf *buf)
-{
-	dlc_buf_put(buf);
-	l->outstanding--;
-	if (l->outstanding == 0)
-		pthread_cond_broadcast(&l->idle_cv);
-}
-
-uint64_t loader_vpos(const struct dlc_loader *l, uint32_t epoch, uint32_t pos)
-{
-	return (uint64_t)epoch * l->epoch_len + pos;
-}
-
-/*
- * A read of sample @id ended short or was refused O_DIRECT: whether the
- * source queued the rest (or the whole read again), so it is not done.
- */
-static int requeued(struct dlc_loader *l, uint32_t id, struct dlc_read_done *d)
-{
-	char path[4096];
-	int again;
-
-	/* A read tier's bytes it refused: the next tier's, or the origin's. */
-	if (d->tier &&
-	    dlc_source_served(l->src, l->reader, id, d, path, sizeof(path)))
-		return 1;
-	again = dlc_source_requeue(l->src, l->reader, id, d);
-
-	if (again == 2)
-		dlc_logf(&l->log, DLC_LOG_INFO,
-			 "%s: O_DIRECT reads refused by the file system; reading through the page cache",
-			 dlc_index_root(l->idx));
-	return again;
-}
-
-/*
- * The bytes of sample @id at claimed position @pos came from storage (or
- * failed to): count the miss, offer them to the cache and queue them for
- * decode.
- */
-static void finish_read(struct dlc_loader *l, uint32_t id, uint32_t pos,
-			struct dlc_buf *buf, int err, const char *why)
-{
-	struct item it;
-
-	dlc_stat_add(l->stats.misses, 1);
-	/* The file changed since it was indexed: no cache gets it. */
-	if (buf && l->verify == DLC_VERIFY_ALL &&
-	    !loader_sample_ok(l, id, buf->data, buf->len, NULL)) {
-		dlc_stat_add(l->stats.miss_bytes, buf->len);
-		dlc_buf_put(buf);
-		buf = NULL;
-		err = -EBADMSG;
-		why = "the crc32c check (the file changed since it was indexed)";
-	}
-	if (buf) {
-		dlc_stat_add(l->stats.miss_bytes, buf->len);
-		if (l->cache && buf->len)
-			dlc_cache_offer(l->cache, id, buf);
-		dlc_source_offer(l->src, id, buf);
-	}
-	if (l->kt.kc)
-		ktier_end_fill(l, pos, buf);
-	pthread_mutex_lock(&l->lock);
-	if (l->kt.kc)
-		ktier_pos_done(l, pos);
-	if (!l->active) {
-		loader_drop_sample(l, buf);
-		pthread_mutex_unlock(&l->lock);
-		return;
-	}
-	loader_item_at(l, pos, &it);
-	it.buf = buf;
-	it.err = err;
-	it.why = why;
-	loader_push_item(l, &it);
-	pthread_mutex_unlock(&l->lock);
-}
-
-/* The read-ahead's counters, into the stats. */
-void loader_publish_readahead(struct dlc_loader *l)
-{
-	struct dlc_ra_counters c;
-
-	dlc_ra_counters(l->ra, &c);
-	__atomic_store_n(&l->stats.readahead_reads, c.reads, __ATOMIC_RELAXED);
-	__atomic_store_n(&l->stats.readahead_used, c.used, __ATOMIC_RELAXED);
-	__atomic_store_n(&l->stats.readahead_dropped, c.dropped,
-			 __ATOMIC_RELAXED);
-	__atomic_store_n(&l->stats.readahead_held, c.held, __ATOMIC_RELAXED);
-}
-
-/*
- * A read-ahead read ended: kept for its claim, handed over if its position
- * was claimed meanwhile, dropped if abandoned.
- */
-void loader_readahead_done(struct dlc_loader *l, struct dlc_read_done *d)
-{
-	struct dlc_ra_entry *e = dlc_ra_at(l->ra, DLC_RA_TAG_G(d->tag));
-	uint32_t id = e->id, pos = e->pos;
-
-	if (requeued(l, id, d))
-		return;
-	if (e->abandoned) {
-		if (e->fill && l->kt.kc)
-			ktier_fill_done(l, id, DLC_RA_TAG_G(d->tag), NULL);
-		dlc_buf_put(d->buf);
-		dlc_ra_release(e);
-	} else if (e->claimed) {
-		dlc_ra_release(e);
-		ktier_use(l, pos,
-			   (uint32_t)(DLC_RA_TAG_G(d->tag) / l->epoch_len),
-			   d->err ? NULL : d->buf);
-		finish_read(l, id, pos, d->buf, d->err, d->why);
-	} else {
-		dlc_ra_done(e, d->buf, d->err, d->why);
-	}
-}
-
-/* Finished reads: offer them to the cache and queue them for decode. */
-void loader_hand_over(struct dlc_loader *l, struct dlc_read_done *done,
-		      int n)
-{
-	struct dlc_cache_counters cc;
-	int i;
-
-	for (i = 0; i < n; i++) {
-		struct dlc_read_done *d = &done[i];
-		uint32_t pos;
-
-		/* A read tier's read: requeued() has the tier check it. */
-		d->tier = DLC_TIER_OF(d->tag);
-		d->tag &= ~DLC_TIER_TAG_MASK;
-		pos = (uint32_t)d->tag;
-
-		if (d->tag & DLC_RA_TAG_BIT) {
-			loader_readahead_done(l, d);
-			continue;
-		}
-		if (requeued(l, l->order[pos], d))
-			continue;
-		finish_read(l, l->order[pos], pos, d->buf, d->err, d->why);
-	}
-	if (l->ra && n > 0)
-		loader_publish_readahead(l);
-	if (l->cache && n > 0) {
-		dlc_cache_counters(l->cache, &cc);
-		__atomic_store_n(&l->stats.evictions, cc.evictions,
-				 __ATOMIC_RELAXED);
-		__atomic_store_n(&l->stats.bypasses, cc.bypasses,
-				 __ATOMIC_RELAXED);
-		__atomic_store_n(&l->stats.cache_used, cc.used,
-				 __ATOMIC_RELAXED);
-	}
-}
-
-/* ------------------------------------------------------------------ */
-/* Read-ahead (in-process): the order's next misses, within a budget   */
-/* ------------------------------------------------------------------ */
-
-/* The positions an epoch run from 0 covers (drop_last cuts the tail). */
-static uint32_t run_end(const struct dlc_loader *l)
-{
-	uint32_t b = l->cfg.batch_size;
-
-	return l->cfg.drop_last ? l->epoch_len / b * b : l->epoch_len;
-}
-
-/*
- * Called with l->lock held, after start_epoch's gen was taken: keep what
- * was read ahead for the positions from (epoch, start) on, and note when
- * each sample is last used in this epoch, as a position of ours: from
- * l->order (which start_epoch writes under the lock), or, on dlcache.ko,
- * whose cache every rank shares, from every rank's order (global position
- * g is a rank's position g / world, the ranks going in step), so that no
- * rank reads ahead for the next epoch a sample another rank is still to
- * read, and PUT, in this one.
- */
-static void readahead_rebase(struct dlc_loader *l, uint32_t epoch,
-			     uint32_t start)
-{
-	uint64_t cur = loader_vpos(l, epoch, start);
-	uint32_t p;
-
-	if (l->kt.kc)
-		dlc_ra_retain_fills(l->ra, cur, cur + dlc_ra_slots(l->ra),
-				    ktier_ahead_abort, l);
-	dlc_ra_retain(l->ra, cur, cur + dlc_ra_slots(l->ra));
-	l->ra_g = cur;
-	memset(l->last_pos, 0xff, sizeof(*l->last_pos) * l->n);
-	if (l->kt.kc && l->cfg.world > 1 && !ktier_fill_global(l, epoch)) {
-		for (p = 0; p < l->kt.glen; p++)
-			l->last_pos[l->kt.gorder[p]] = p / l->cfg.world;
-	} else {
-		for (p = 0; p < l->epoch_len; p++)
-			l->last_pos[l->order[p]] = p;
-	}
-	loader_publish_readahead(l);
-}
-
-/*
- * Called with l->lock held: whether reading sample @id ahead for epoch
- * @epoch would read bytes the pipeline gets anyway. With a cache: bytes it
- * holds now, and, for the next epoch, a sample this epoch has still to
- * claim or may still be reading (claimed within the last window): it
- * comes from storage or the cache then, and the cache decides whether it
- * stays for the next epoch, as it would without read-ahead. With
- * dlcache.ko the same next-epoch rule (what the module holds, its
- * look-up ahead tells), and with the staging tier: this epoch's read of
- * the sample makes its copy, which the next epoch's claim reads.
- */
-static int readahead_needless(const struct dlc_loader *l, uint32_t epoch,
-			      uint32_t id)
-{
-	uint32_t last;
-
-	if (!l->cache && !l->kt.kc && !l->stage)
-		return 0;
-	if (l->cache && dlc_cache_contains(l->cache, id))
-		return 1;
-	last = l->last_pos[id];
-	return epoch != l->epoch && last != UINT32_MAX &&
-	       (uint64_t)last + l->cfg.window >= l->next_pos;
-}
-
-/*
- * Called with l->lock held: the next position to read ahead, as its
- * virtual position @g and sample @id; -EAGAIN when there is none now (the
- * epoch after next, the table's span, an older read still in its slot).
- */
-static int readahead_next(struct dlc_loader *l, uint64_t my_gen,
-			  uint64_t *g, uint32_t *id)
-{
-	uint64_t cur, v;
-	uint32_t ep, p;
-
-	if (!l->active || l->failed || l->gen != my_gen)
-		return -EAGAIN;
-	cur = loader_vpos(l, l->epoch, l->next_pos);
-	if (l->ra_g < cur)
-		l->ra_g = cur;
-	for (;; l->ra_g++) {
-		struct dlc_ra_entry *e;
-
-		v = l->ra_g;
-		if (v - cur >= dlc_ra_slots(l->ra) || v >= DLC_RA_G_LIMIT)
-			return -EAGAIN;
-		ep = (uint32_t)(v / l->epoch_len);
-		p = (uint32_t)(v % l->epoch_len);
-		/* The job's last epoch is known: nothing past it. */
-		if (l->cfg.epochs && ep >= l->cfg.epochs)
-			return -EAGAIN;
-		if (ep == l->epoch && p >= l->end) {
-			/* This run ends here: the next epoch starts at 0. */
-			l->ra_g = loader_vpos(l, ep + 1, 0) - 1;
-			continue;
-		}
-		if (ep == l->epoch) {
-			*id = l->order[p];
-		} else {
-			if (ep != l->epoch + 1 || p >= run_end(l))
-				return -EAGAIN;
-			if (l->ra_order_epoch != ep) {
-				if (loader_fill_order(l, ep, l->ra_order, l->epoch_len))
-					return -EAGAIN;
-				l->ra_order_epoch = ep;
-			}
-			*id = l->ra_order[p];
-		}
-		e = dlc_ra_at(l->ra, v);
-		if (e->state != DLC_RA_FREE) {
-			if (e->g == v && !e->abandoned)
-				continue;	/* read already */
-			return -EAGAIN;		/* an older read's slot */
-		}
-		if (readahead_needless(l, ep, *id))
-			continue;
-		*g = v;
-		return 0;
-	}
-}
-
-/*
- * The next position to read ahead (readahead_next()) when its bytes fit
- * the budget, charged as the pool's blocks are (whole pages): 0, or
- * -EAGAIN for none now.
- */
-int loader_readahead_pick(struct dlc_loader *l, uint64_t my_gen, uint64_t *g,
-			  uint32_t *id, uint64_t *bytes)
-{
-	int ret;
-
-	pthread_mutex_lock(&l->lock);
-	ret = readahead_next(l, my_gen, g, id);
-	pthread_mutex_unlock(&l->lock);
-	if (ret)
-		return ret;
-	*bytes = (dlc_index_size(l->idx, *id) + 4095) & ~4095ULL;
-	return dlc_ra_room(l->ra, *bytes) ? 0 : -EAGAIN;
-}
-
-/*
- * Queue reads of the order's next misses while the reader has room and
- * the budget allows. Returns whether any was queued.
- */
-static int read_ahead(struct dlc_loader *l, uint64_t my_gen, char *path,
-		      size_t len)
-{
-	int issued = 0;
-
-	if (!l->ra)
-		return 0;
-	if (l->kt.kc)
-		return l->kt.k_ahead && !l->kt.kerr ?
-		       ktier_read_ahead(l, my_gen, path, len) : 0;
-	if (l->kt.kread_len)
-		return 0;
-	while (dlc_reader_inflight(l->reader) < l->cfg.queue_depth) {
-		struct dlc_ra_entry *e;
-		uint64_t g, bytes;
-		uint32_t id;
-		int ret;
-
-		if (loader_readahead_pick(l, my_gen, &g, &id, &bytes))
-			break;
-		e = dlc_ra_at(l->ra, g);
-		dlc_ra_begin(l->ra, e, g, id, bytes);
-		dlc_ra_reading(l->ra, e);
-		ret = dlc_source_queue(l->src, l->reader, id, DLC_RA_TAG(g),
-				       path, len);
-		if (ret)
-			dlc_ra_done(e, NULL, ret, "queue");
-		l->ra_g = g + 1;
-		issued = 1;
-	}
-	if (issued)
-		loader_publish_readahead(l);
-	return issued;
-}
-
-/*
- * The claim of @pos in @epoch takes what was read ahead for it, if
- * anything: 1 when it did (read, handed over now; in flight, handed over
- * at completion), 0 when the claim reads or looks up as usual.
- */
-int loader_take_readahead(struct dlc_loader *l, uint32_t epoch,
-			  const struct item *it)
-{
-	struct dlc_ra_entry *e;
-	struct dlc_buf *buf;
-	const char *why;
-	int err;
-
-	if (!l->ra)
-		return 0;
-	e = dlc_ra_find(l->ra, loader_vpos(l, epoch, it->pos));
-	if (!e)
-		return 0;
-	buf = e->buf;
-	err = e->err;
-	why = e->why;
-	if (e->state == DLC_RA_READY) {
-		dlc_ra_take(l->ra, e, it->pos);
-		ktier_use(l, it->pos, epoch, err ? NULL : buf);
-		finish_read(l, it->sample, it->pos, buf, err, why);
-	} else {
-		dlc_ra_take(l->ra, e, it->pos);
-	}
-	loader_publish_readahead(l);
-	return 1;
-}
-
 /*
  * After a submit or a reap: open or close the storage's busy span (at
  * least one read in flight). I/O thread; l->lock only at the edges.
@@ -1102,20 +432,6 @@ static void track_busy(struct dlc_loader *l)
 	pthread_mutex_unlock(&l->lock);
 }
 
-/*
- * Called with l->lock held, when loader_issuable(): whether the next position can
- * be claimed now. One that needs a read needs the reader's room; one read
- * ahead or cached does not (the read-ahead may hold all of the room).
- */
-static int claim_room(const struct dlc_loader *l)
-{
-	if (dlc_reader_inflight(l->reader) < l->cfg.queue_depth)
-		return 1;
-	if (l->ra && dlc_ra_find(l->ra, loader_vpos(l, l->epoch, l->next_pos)))
-		return 1;
-	return l->cache && dlc_cache_contains(l->cache, l->order[l->next_pos]);
-}
-
 static void *io_main(void *arg)
 {
 	struct dlc_loader *l = arg;
@@ -1124,7 +440,6 @@ static void *io_main(void *arg)
 	uint64_t my_gen = 0;
 	uint32_t qd = l->cfg.queue_depth;
 	char path[4096];
-
 	int err = -ENOMEM;
 
 	done = calloc(qd, sizeof(*done));
@@ -1143,7 +458,6 @@ static void *io_main(void *arg)
 	while (!l->stop) {
 		int progressed = 0, ahead, n, lend, watch;
 		uint32_t cur_epoch;
-		struct item it;
 
 		if (l->active && l->gen != my_gen) {
 			uint32_t epoch = l->epoch, start = l->start;
@@ -1151,13 +465,9 @@ static void *io_main(void *arg)
 
 			my_gen = l->gen;
 			if (l->ra)
-				readahead_rebase(l, epoch, l->start);
+				loader_readahead_rebase(l, epoch, l->start);
 			pthread_mutex_unlock(&l->lock);
-			if (l->cache)
-				ret = dlc_cache_prepare_epoch(l->cache, epoch,
-							      loader_fill_order, l);
-			if (l->kt.kc)
-				ktier_prepare_epoch(l, epoch);
+			ret = dlc_ct_prepare_epoch(l->ct, epoch);
 			if (l->stage &&
 			    dlc_stage_prepare_epoch(l->stage, epoch, start))
 				dlc_logf(&l->log, DLC_LOG_WARN,
@@ -1173,55 +483,13 @@ static void *io_main(void *arg)
 			}
 		}
 
-		/* Issue: hits go straight to decode, misses to io_uring. */
-		while (!l->kt.kc && loader_issuable(l) && claim_room(l)) {
-			struct dlc_buf *hit = NULL;
-			uint32_t epoch = l->epoch;
-
-			loader_claim_next(l, &it);
-			pthread_mutex_unlock(&l->lock);
-			if (l->cache)
-				dlc_cache_advance(l->cache, epoch, it.pos);
-			if (loader_take_readahead(l, epoch, &it)) {
-				pthread_mutex_lock(&l->lock);
-				progressed = 1;
-				continue;
-			}
-			if (l->cache)
-				hit = dlc_cache_lookup(l->cache, it.sample);
-			if (hit) {
-				it.buf = hit;
-				dlc_stat_add(l->stats.hits, 1);
-				dlc_stat_add(l->stats.hit_bytes, hit->len);
-				if (l->stage)
-					dlc_stage_hit_above(l->stage, hit->len);
-			} else {
-				/* There is reader room, so this should queue. */
-				it.err = dlc_source_queue(l->src, l->reader,
-							  it.sample, it.pos, path,
-							  sizeof(path));
-				it.why = "queue";
-			}
-			pthread_mutex_lock(&l->lock);
-			if (hit || it.err) {
-				if (it.err)
-					dlc_stat_add(l->stats.misses, 1);
-				loader_push_item(l, &it);
-			}
-			progressed = 1;
-		}
 		cur_epoch = l->epoch;
 		pthread_mutex_unlock(&l->lock);
 
-		if (l->kt.kc && ktier_round(l, cur_epoch, path, sizeof(path)))
+		/* Issue: hits go straight to decode, misses to the reader. */
+		if (dlc_ct_round(l->ct, cur_epoch, path, sizeof(path)))
 			progressed = 1;
-		if (l->kt.kc && l->kt.kerr)
-			ktier_switch(l);
-		/* After a fallback: what the module did not serve is read. */
-		if (!l->kt.kc && l->kt.kread_len &&
-		    ktier_read_queued(l, path, sizeof(path)))
-			progressed = 1;
-		ahead = read_ahead(l, my_gen, path, sizeof(path));
+		ahead = loader_read_ahead(l, my_gen, path, sizeof(path));
 		if (progressed || ahead)
 			dlc_reader_submit(l->reader);
 		track_busy(l);
@@ -1247,11 +515,7 @@ static void *io_main(void *arg)
 		}
 		if (progressed || ahead || l->stop ||
 		    (l->active && l->gen != my_gen) ||
-		    (loader_issuable(l) && (l->kt.kc ?
-			l->kt.kgets + l->kt.kread_len < l->cfg.window :
-			claim_room(l))) ||
-		    ((l->kt.kread_len || l->kt.kahead_len) &&
-		     dlc_reader_inflight(l->reader) < qd))
+		    dlc_ct_more(l->ct))
 			continue;
 		/*
 		 * Nothing to do: sleep until a read completes or a wake, or,
@@ -1265,10 +529,10 @@ static void *io_main(void *arg)
 		 * module. Not after a failure under kernel_fallback fail:
 		 * the hang-up would wake it at once, again and again.
 		 */
-		watch = l->kt.kc && !l->failed;
+		watch = l->failed ? -1 : dlc_ct_watch_fd(l->ct);
 		pthread_mutex_unlock(&l->lock);
-		if (watch)
-			dlc_reader_watch(l->reader, dlc_kclient_fd(l->kt.kc));
+		if (watch >= 0)
+			dlc_reader_watch(l->reader, watch);
 		n = dlc_reader_reap(l->reader, done, qd, 1);
 		if (n > 0) {
 			loader_hand_over(l, done, n);
@@ -1355,13 +619,6 @@ static void stop_threads(struct dlc_loader *l)
 	l->nthreads_started = 0;
 }
 
-const char *dlc_backend_name(uint32_t backend)
-{
-	static const char *const names[] = { "auto", "inprocess", "kernel" };
-
-	return backend <= DLC_BACKEND_KERNEL ? names[backend] : "?";
-}
-
 uint32_t dlc_loader_backend(const struct dlc_loader *l)
 {
 	return __atomic_load_n(&l->backend, __ATOMIC_RELAXED);
@@ -1421,10 +678,10 @@ static int setup_verify(struct dlc_loader *l)
 /* DLCACHE_KERNEL_FALLBACK over cfg.kernel_fallback. */
 static int setup_fallback(struct dlc_loader *l)
 {
-	l->kt.kfallback = l->cfg.kernel_fallback;
+	l->kernel_fallback = l->cfg.kernel_fallback;
 	return env_mode(l, "DLCACHE_KERNEL_FALLBACK", dlc_kernel_fallback_name,
 			DLC_KERNEL_FALLBACK_FAIL, "inprocess or fail",
-			&l->kt.kfallback);
+			&l->kernel_fallback);
 }
 
 /* DLCACHE_VALIDATE over cfg.validate; ONCE's bitmap. */
@@ -1618,8 +875,7 @@ void dlc_loader_destroy(struct dlc_loader *l)
 	dlc_ra_destroy(l->ra);
 	free(l->ra_order);
 	free(l->last_pos);
-	dlc_cache_destroy(l->cache);
-	ktier_close(l);
+	dlc_cache_tier_close(l->ct);
 	/* Before the source: the stager reads the origin through it. */
 	dlc_stage_close(l->stage);
 	free(l->staging_dir);
@@ -1668,30 +924,6 @@ static int slots_setup(struct dlc_loader *l)
 		if (!s->b.labels || !s->b.ids || !s->skip)
 			return -ENOMEM;
 	}
-	return 0;
-}
-
-/*
- * The in-process cache, on the in-process backend when it has bytes
- * (cluster mode's caches are the peer tier's). 0 or -errno, logged.
- */
-static int cache_setup(struct dlc_loader *l)
-{
-	const struct dlc_config *cfg = &l->cfg;
-	int ret;
-
-	if (l->backend != DLC_BACKEND_INPROCESS || !cfg->cache_bytes ||
-	    cfg->cluster)
-		return 0;
-	ret = dlc_cache_create(l->n, l->epoch_len, cfg->cache_bytes,
-			       &l->cache);
-	if (ret) {
-		dlc_logf(&l->log, DLC_LOG_ERROR,
-			 "in-process cache over %u samples (%u a rank): %s",
-			 l->n, l->epoch_len, strerror(-ret));
-		return ret;
-	}
-	l->stats.cache_capacity = cfg->cache_bytes;
 	return 0;
 }
 
@@ -1773,6 +1005,7 @@ int dlc_loader_create(const struct dlc_config *ucfg,
 	struct dlc_config cfgbuf, *cfg = &cfgbuf;
 	struct dlc_loader *l;
 	pthread_condattr_t ca;
+	char what[256];
 	int ret;
 
 	if (!ucfg || !idx || !out)
@@ -1784,9 +1017,9 @@ int dlc_loader_create(const struct dlc_config *ucfg,
 		log.arg = ucfg->log_arg;
 		log.level = ucfg->log_level;
 	}
-	ret = take_config(ucfg, cfg, &log);
+	ret = dlc_config_take(ucfg, cfg, &log);
 	if (!ret)
-		ret = check_config(cfg, &log);
+		ret = dlc_config_check(cfg, &log);
 	if (ret)
 		return ret;
 	if (dlc_index_count(idx) == 0) {
@@ -1852,20 +1085,13 @@ int dlc_loader_create(const struct dlc_config *ucfg,
 	dlc_source_set_timeout(l->src, cfg->read_timeout_ms ?
 			       cfg->read_timeout_ms :
 			       DLC_READ_TIMEOUT_DEFAULT_MS, &l->log);
-	/* Cluster mode's caches are the ranks' in-process ones. */
-	if (cfg->cluster)
-		l->backend = DLC_BACKEND_INPROCESS;
-	else
-		ret = ktier_open(l);
+	ret = dlc_cache_tier_open(l, &l->ct);
 	if (!ret)
 		ret = setup_fallback(l);
 	if (!ret)
 		ret = setup_verify(l);
 	if (!ret)
 		ret = setup_validate(l);
-	if (ret)
-		goto err;
-	ret = cache_setup(l);
 	if (ret)
 		goto err;
 
@@ -1881,16 +1107,9 @@ int dlc_loader_create(const struct dlc_config *ucfg,
 	if (ret)
 		goto err;
 
-	if (l->kt.kc)
-		dlc_logf(&l->log, DLC_LOG_INFO,
-			 "dlcache.ko cache (%llu MiB, shared by the node) over %u samples, data set of uid %u; %u decode threads + 1 I/O thread",
-			 (unsigned long long)(dlc_kclient_capacity(l->kt.kc) >> 20),
-			 l->n, dlc_kclient_owner(l->kt.kc), l->ndecode);
-	else
-		dlc_logf(&l->log, DLC_LOG_INFO,
-			 "in-process cache of %llu MiB over %u samples; %u decode threads + 1 I/O thread",
-			 (unsigned long long)(cfg->cache_bytes >> 20), l->n,
-			 l->ndecode);
+	l->ct->ops->describe(l->ct, what, sizeof(what));
+	dlc_logf(&l->log, DLC_LOG_INFO, "%s; %u decode threads + 1 I/O thread",
+		 what, l->ndecode);
 
 	ret = threads_start(l);
 	if (ret)
@@ -1959,9 +1178,7 @@ int dlc_loader_start_epoch(struct dlc_loader *l, uint32_t epoch,
 	l->start = start;
 	l->end = end;
 	l->next_pos = start;
-	l->kt.klow = start;
-	if (l->kt.kdone)
-		memset(l->kt.kdone, 0, l->cfg.window);
+	dlc_ct_epoch_start(l->ct, start);
 	l->nbatches_run = (end - start + b - 1) / b;
 	l->base_seq = start / b;
 	l->next_local = 0;
@@ -2269,17 +1486,8 @@ int dlc_loader_stats(struct dlc_loader *l, struct dlc_stats *out, size_t size)
 	st.io_busy_ns = l->stats.io_busy_ns;
 	if (l->busy_since)
 		st.io_busy_ns += dlc_now_ns() - l->busy_since;
-	if (l->kt.kc) {
-		struct dlcache_stats ks;
-
-		/* The module's view of this data set, across processes. */
-		if (dlc_kclient_stats(l->kt.kc, &ks) == 0) {
-			st.evictions = ks.dataset.evictions;
-			st.bypasses = ks.dataset.bypasses;
-			st.cache_used = ks.dataset.used_bytes;
-			st.cache_capacity = ks.capacity_bytes;
-		}
-	}
+	if (l->ct)
+		dlc_ct_stats(l->ct, &st);
 	pthread_mutex_unlock(&l->lock);
 	if (l->stage) {
 		struct dlc_stage_counters sc;

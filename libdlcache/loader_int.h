@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The loader's pipeline state (loader.c), shared with the tiers that
- * work on it from the I/O thread (ktier.c): the batch slots, the decode
- * queue's items, the loader itself, and the pipeline steps a tier calls.
+ * The loader's pipeline state (loader.c), shared with its steps
+ * (pipeline.c) and the cache tiers that work on it from the I/O thread
+ * (cachetier.h): the batch slots, the decode queue's items, the loader
+ * itself, and the pipeline steps a tier calls.
  * Not for anything else: the public face is dlcache.h.
  */
 #ifndef DLC_LOADER_INT_H
@@ -12,7 +13,6 @@
 #include <stdint.h>
 
 #include "internal.h"
-#include "ktier.h"
 
 enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_HELD };
 
@@ -94,13 +94,14 @@ struct dlc_loader {
 	struct item *queue;		/* decode queue, a ring of window items */
 	uint32_t qhead, qlen;
 
-	struct dlc_cache *cache;	/* I/O thread only */
+	/* The cache (cachetier.h): the I/O thread's, but ops "under l->lock". */
+	struct dlc_cache_tier *ct;
 	uint32_t backend;		/* DLC_BACKEND_INPROCESS or _KERNEL */
+	uint32_t kernel_fallback;	/* enum dlc_kernel_fallback, after env */
 	uint32_t verify;		/* enum dlc_verify, after DLCACHE_VERIFY */
 	uint8_t *crc_logged;		/* I/O thread: a bit per sample logged */
 	uint32_t validate;		/* enum dlc_validate, after DLCACHE_VALIDATE */
 	uint8_t *checked;		/* ONCE: a bit per sample decoded whole */
-	struct ktier kt;		/* the dlcache.ko tier (ktier.c) */
 	struct dlc_reader *reader;	/* I/O thread only */
 	/* The staging tier (stage.h), or NULL; its own lock. */
 	struct dlc_stage *stage;
@@ -133,7 +134,7 @@ struct dlc_loader {
 	int have_err;
 };
 
-/* Pipeline steps (loader.c), for the tiers. */
+/* Pipeline steps (pipeline.c), for the I/O thread and the cache tiers. */
 
 /* This rank's order of @epoch (@arg: the loader), as dlc_order_fill(). */
 int loader_fill_order(void *arg, uint32_t epoch, uint32_t *ids, uint32_t len);
@@ -165,6 +166,24 @@ int loader_readahead_pick(struct dlc_loader *l, uint64_t my_gen, uint64_t *g,
 /* The claim @it takes what was read ahead for it: 1 when it did. */
 int loader_take_readahead(struct dlc_loader *l, uint32_t epoch,
 			  const struct item *it);
+/*
+ * Called with l->lock held, when loader_issuable(): whether the next
+ * position can be claimed now (one that needs a read needs the reader's
+ * room; one read ahead or cached does not).
+ */
+int loader_claim_room(const struct dlc_loader *l);
+/*
+ * Called with l->lock held, after start_epoch's gen was taken: keep what
+ * was read ahead for the positions from (@epoch, @start) on.
+ */
+void loader_readahead_rebase(struct dlc_loader *l, uint32_t epoch,
+			     uint32_t start);
+/* Read ahead, the cache tier's way or the pipeline's: whether it issued. */
+int loader_read_ahead(struct dlc_loader *l, uint64_t my_gen, char *path,
+		      size_t len);
+/* The pipeline's read-ahead: reads of the order's next misses. */
+int loader_read_ahead_reads(struct dlc_loader *l, uint64_t my_gen, char *path,
+			    size_t len);
 /* Position @pos of @epoch on the virtual time line of every epoch. */
 uint64_t loader_vpos(const struct dlc_loader *l, uint32_t epoch, uint32_t pos);
 

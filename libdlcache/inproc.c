@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The in-process cache tier (inproc.h): the pipeline's claims looked up
+ * in cache.c's next-use cache, which this process's orders rank; a hit
+ * goes straight to decode, a miss to the reader, and the miss's bytes are
+ * offered to the cache when its read ends. All of it the I/O thread's,
+ * but holds(), which the pipeline asks under l->lock from that thread.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+#include "inproc.h"
+#include "loader_int.h"
+#include "stage.h"
+
+static struct dlc_inproc *to_inproc(const struct dlc_cache_tier *t)
+{
+	return (struct dlc_inproc *)t;
+}
+
+static int inproc_prepare_epoch(struct dlc_cache_tier *t, uint32_t epoch)
+{
+	struct dlc_inproc *ip = to_inproc(t);
+
+	if (!ip->c)
+		return 0;
+	return dlc_cache_prepare_epoch(ip->c, epoch, loader_fill_order, t->l);
+}
+
+/* Issue: hits go straight to decode, misses to io_uring. */
+static int inproc_round(struct dlc_cache_tier *t, uint32_t cur_epoch,
+			char *path, size_t len)
+{
+	struct dlc_inproc *ip = to_inproc(t);
+	struct dlc_loader *l = t->l;
+	int progressed = 0;
+	struct item it;
+
+	(void)cur_epoch;	/* a claim's epoch is read with it, below */
+	pthread_mutex_lock(&l->lock);
+	while (loader_issuable(l) && loader_claim_room(l)) {
+		struct dlc_buf *hit = NULL;
+		uint32_t epoch = l->epoch;
+
+		loader_claim_next(l, &it);
+		pthread_mutex_unlock(&l->lock);
+		if (ip->c)
+			dlc_cache_advance(ip->c, epoch, it.pos);
+		if (loader_take_readahead(l, epoch, &it)) {
+			pthread_mutex_lock(&l->lock);
+			progressed = 1;
+			continue;
+		}
+		if (ip->c)
+			hit = dlc_cache_lookup(ip->c, it.sample);
+		if (hit) {
+			it.buf = hit;
+			dlc_stat_add(l->stats.hits, 1);
+			dlc_stat_add(l->stats.hit_bytes, hit->len);
+			if (l->stage)
+				dlc_stage_hit_above(l->stage, hit->len);
+		} else {
+			/* There is reader room, so this should queue. */
+			it.err = dlc_source_queue(l->src, l->reader, it.sample,
+						  it.pos, path, len);
+			it.why = "queue";
+		}
+		pthread_mutex_lock(&l->lock);
+		if (hit || it.err) {
+			if (it.err)
+				dlc_stat_add(l->stats.misses, 1);
+			loader_push_item(l, &it);
+		}
+		progressed = 1;
+	}
+	pthread_mutex_unlock(&l->lock);
+	return progressed;
+}
+
+static int inproc_more(const struct dlc_cache_tier *t)
+{
+	return loader_issuable(t->l) && loader_claim_room(t->l);
+}
+
+static void inproc_read_done(struct dlc_cache_tier *t, uint32_t id,
+			     uint32_t pos, struct dlc_buf *buf)
+{
+	struct dlc_inproc *ip = to_inproc(t);
+
+	(void)pos;
+	if (ip->c && buf && buf->len)
+		dlc_cache_offer(ip->c, id, buf);
+}
+
+static int inproc_keeps(const struct dlc_cache_tier *t)
+{
+	return to_inproc(t)->c != NULL;
+}
+
+static int inproc_holds(const struct dlc_cache_tier *t, uint32_t id)
+{
+	struct dlc_inproc *ip = to_inproc(t);
+
+	return ip->c && dlc_cache_contains(ip->c, id);
+}
+
+static void inproc_publish(struct dlc_cache_tier *t)
+{
+	struct dlc_inproc *ip = to_inproc(t);
+	struct dlc_loader *l = t->l;
+	struct dlc_cache_counters cc;
+
+	if (!ip->c)
+		return;
+	dlc_cache_counters(ip->c, &cc);
+	__atomic_store_n(&l->stats.evictions, cc.evictions, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->stats.bypasses, cc.bypasses, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->stats.cache_used, cc.used, __ATOMIC_RELAXED);
+}
+
+static void inproc_describe(const struct dlc_cache_tier *t, char *buf,
+			    size_t len)
+{
+	snprintf(buf, len, "in-process cache of %llu MiB over %u samples",
+		 (unsigned long long)(t->l->cfg.cache_bytes >> 20), t->l->n);
+}
+
+static void inproc_destroy(struct dlc_cache_tier *t)
+{
+	struct dlc_inproc *ip = to_inproc(t);
+
+	dlc_inproc_fini(ip);
+	free(ip);
+}
+
+static const struct dlc_cache_tier_ops inproc_ops = {
+	.prepare_epoch = inproc_prepare_epoch,
+	.round = inproc_round,
+	.more = inproc_more,
+	.read_done = inproc_read_done,
+	.keeps = inproc_keeps,
+	.holds = inproc_holds,
+	.publish = inproc_publish,
+	.describe = inproc_describe,
+	.destroy = inproc_destroy,
+};
+
+void dlc_inproc_init(struct dlc_inproc *ip, struct dlc_loader *l)
+{
+	memset(ip, 0, sizeof(*ip));
+	ip->tier.ops = &inproc_ops;
+	ip->tier.l = l;
+}
+
+int dlc_inproc_cache(struct dlc_inproc *ip, uint64_t bytes)
+{
+	struct dlc_loader *l = ip->tier.l;
+	int ret;
+
+	ret = dlc_cache_create(l->n, l->epoch_len, bytes, &ip->c);
+	if (ret) {
+		ip->c = NULL;
+		return ret;
+	}
+	__atomic_store_n(&l->stats.cache_capacity, bytes, __ATOMIC_RELAXED);
+	return 0;
+}
+
+void dlc_inproc_fini(struct dlc_inproc *ip)
+{
+	dlc_cache_destroy(ip->c);
+	ip->c = NULL;
+}
+
+int dlc_inproc_create(struct dlc_loader *l, struct dlc_inproc **out)
+{
+	struct dlc_inproc *ip = malloc(sizeof(*ip));
+
+	if (!ip)
+		return -ENOMEM;
+	dlc_inproc_init(ip, l);
+	*out = ip;
+	return 0;
+}
