@@ -375,6 +375,12 @@ static void test_scan_count(void)
 	dlc_decoder_destroy(d);
 }
 
+/*
+ * The CPU the default limit took over the bomb (65 scans), the yardstick
+ * of test_scans_each_method(): measured in this run, on this machine.
+ */
+static double scans_default_cpu;
+
 /* The default limit stops the 704-scan bomb in well under its 12 s. */
 static void test_scans_default(void)
 {
@@ -387,11 +393,19 @@ static void test_scans_default(void)
 	expect_too_large(d, ret, "8192x8192 of 704 scans, default budgets",
 			 "over max_scans 64");
 	CHECK(cpu < 2.0, "the default limit took %.2f s", cpu);
+	scans_default_cpu = cpu;
 	check_usable(d, "the default scan limit");
 	dlc_decoder_destroy(d);
 }
 
-/* Every method that decodes a multi-scan file is held to max_scans. */
+/*
+ * Every method that decodes a multi-scan file is held to max_scans: 13
+ * scans of the bomb cost less than the 65 of the default limit did in
+ * this run. A bound in seconds does not hold: most of the cost is the
+ * 8192x8192 coefficient buffer, which is memory-bound, and one 0.5 s
+ * bound failed on a 2-core machine whose other core was busy (0.51 to
+ * 0.55 s against about 0.45 s quiet).
+ */
 static void test_scans_each_method(void)
 {
 	struct dlc_decoder *d;
@@ -403,7 +417,9 @@ static void test_scans_each_method(void)
 	for (m = 0; m < M_RST; m++) {
 		ret = decode_by(d, m, bomb, bomb_len, &cpu);
 		expect_too_large(d, ret, method_names[m], "over max_scans 12");
-		CHECK(cpu < 0.5, "%s: %.2f s", method_names[m], cpu);
+		CHECK(cpu < scans_default_cpu,
+		      "%s: %.2f s for 13 scans, not less than the %.2f s of the default limit's 65",
+		      method_names[m], cpu, scans_default_cpu);
 		check_usable(d, method_names[m]);
 	}
 	dlc_decoder_destroy(d);
