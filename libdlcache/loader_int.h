@@ -134,6 +134,12 @@ struct dlc_loader {
 	int have_err;
 };
 
+/*
+ * Called with l->lock held, which it drops while decoding: decode the
+ * next queued sample into its slot (batchdecode.c). 0 when none was queued.
+ */
+int loader_decode_next(struct dlc_loader *l, struct dlc_decoder *dec);
+
 /* Pipeline steps (pipeline.c), for the I/O thread and the cache tiers. */
 
 /* This rank's order of @epoch (@arg: the loader), as dlc_order_fill(). */

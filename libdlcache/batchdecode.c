@@ -1,0 +1,333 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The decode of a queued sample into its batch slot (loader_int.h's
+ * loader_decode_next()), by a decode worker or by the I/O thread when
+ * decode is behind: the checks a sample's bytes pass, the decode of a
+ * file, a restart-indexed JPEG or a pack's record, a substitute under
+ * DLC_ON_ERROR_SKIP, the slot's bookkeeping, and the error records.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "crc32c.h"
+#include "jpegrst.h"
+#include "loader_int.h"
+
+/* ------------------------------------------------------------------ */
+/* Errors                                                              */
+
+static uint32_t read_error_kind(int err)
+{
+	switch (err) {
+	case -ENOENT:
+		return DLC_ERR_MISSING;
+	case -EFBIG:
+		return DLC_ERR_TOO_LARGE;
+	case -ENOMEM:
+		return DLC_ERR_NOMEM;
+	case -EBADMSG:
+		return DLC_ERR_CORRUPT;	/* failed the crc32c check */
+	default:
+		return DLC_ERR_IO;
+	}
+}
+
+/* Count and log a failed sample; remember it as the last error. */
+static void note_error(struct dlc_loader *l, uint32_t id, uint32_t kind,
+		       int err, const char *msg, const char *action)
+{
+	struct dlc_error_info e;
+
+	memset(&e, 0, sizeof(e));
+	e.sample = id;
+	e.kind = kind;
+	e.err = err;
+	dlc_source_name(l->src, id, e.path, sizeof(e.path));
+	snprintf(e.msg, sizeof(e.msg), "%s", msg);
+	dlc_stat_add(l->stats.errors, 1);
+	dlc_stat_add(l->stats.errors_by_kind[kind < DLC_ERR_KINDS ? kind : 0], 1);
+	dlc_logf(&l->log, l->cfg.on_error == DLC_ON_ERROR_FAIL ?
+		 DLC_LOG_ERROR : DLC_LOG_WARN,
+		 "sample %u (%s): %s: %s; %s", id, e.path,
+		 dlc_error_kind_name(kind), msg, action);
+	pthread_mutex_lock(&l->lock);
+	l->last_err = e;
+	l->have_err = 1;
+	pthread_mutex_unlock(&l->lock);
+}
+
+/* ------------------------------------------------------------------ */
+/* Decode                                                              */
+
+/*
+ * Where sample @i of @s goes. Read without l->lock by a decoder: s->b.data
+ * only changes while the slot is HELD (a keep, under l->lock), and a slot
+ * is claimed and its samples queued and popped under l->lock after that.
+ */
+static uint8_t *slot_sample(struct dlc_loader *l, struct slot *s, uint32_t i)
+{
+	return s->b.data + (size_t)i * l->sample_bytes;
+}
+
+/*
+ * Whether sample @id's bytes @buf must be decoded whole (enum
+ * dlc_validate). Under ONCE they need not when this loader has decoded
+ * sample @id whole before and the bytes are those the index recorded
+ * (its crc32c), as they were then; *@mark says to record a success.
+ */
+static int must_check(struct dlc_loader *l, uint32_t id,
+		      const struct dlc_buf *buf, int *mark)
+{
+	uint32_t want;
+
+	*mark = 0;
+	if (l->validate != DLC_VALIDATE_ONCE)
+		return l->validate == DLC_VALIDATE_ALWAYS;
+	if (dlc_index_crc32c(l->idx, id, &want) ||
+	    buf->len != dlc_index_size(l->idx, id) ||
+	    !dlc_buf_crc_matches(buf, want))
+		return 1;
+	if (__atomic_load_n(&l->checked[id / 8], __ATOMIC_RELAXED) &
+	    (1U << (id % 8)))
+		return 0;
+	*mark = 1;
+	return 1;
+}
+
+/*
+ * A pack's restart-indexed sample (@g, @rows): only the MCUs under its
+ * crop are decoded. The bytes' CRC-32C, checked against the pack's record
+ * on every decode unless validation is off, stands for the whole-file
+ * check: the pack's writer made them from a file that decoded whole, and
+ * a decode of the crop's intervals catches damage there as any decode
+ * does.
+ */
+static int decode_rst(struct dlc_loader *l, struct dlc_decoder *dec,
+		      uint32_t epoch, uint32_t id, const struct dlc_buf *buf,
+		      const struct dlc_rst_geom *g, const uint32_t *rows,
+		      uint8_t *dst, uint32_t *kind, const char **msg)
+{
+	uint32_t want;
+	int ret;
+
+	if (l->validate != DLC_VALIDATE_OFF) {
+		if (dlc_index_crc32c(l->idx, id, &want) ||
+		    buf->len != dlc_index_size(l->idx, id) ||
+		    !dlc_buf_crc_matches(buf, want)) {
+			*kind = DLC_ERR_CORRUPT;
+			*msg = "corrupt pack: the sample's bytes do not match the crc32c of its record";
+			return -EBADMSG;
+		}
+		dlc_stat_add(l->stats.validated, 1);
+	}
+	ret = dlc_decoder_sample_rst(dec, buf->data, buf->len, g, rows,
+				     &l->cfg.transform, l->cfg.seed, epoch, id,
+				     l->cfg.layout, dst, NULL);
+	if (ret) {
+		*kind = dlc_decoder_error_kind(dec);
+		*msg = dlc_decoder_error(dec);
+	}
+	return ret;
+}
+
+/* decode_one() of a pack's sample: restart-indexed, or 0 for plain. */
+static __attribute__((noinline)) int
+decode_pack(struct dlc_loader *l, struct dlc_decoder *dec, uint32_t epoch,
+	    uint32_t id, const struct dlc_buf *buf, uint8_t *dst,
+	    uint32_t *kind, const char **msg, int *done)
+{
+	/* 32 KiB: decode threads have the default stack (8 MiB). */
+	uint32_t rows[DLC_RST_MAX_ROWS + 1];
+	struct dlc_rst_geom g;
+
+	*done = dlc_source_rst(l->src, id, &g, rows);
+	if (!*done)
+		return 0;
+	return decode_rst(l, dec, epoch, id, buf, &g, rows, dst, kind, msg);
+}
+
+/* Decode @buf as sample @id into @dst; kind/msg describe a failure. */
+static int decode_one(struct dlc_loader *l, struct dlc_decoder *dec,
+		      uint32_t epoch, uint32_t id, const struct dlc_buf *buf,
+		      uint8_t *dst, uint32_t *kind, const char **msg)
+{
+	uint64_t t0 = dlc_now_ns();
+	int ret, mark, check, done = 0;
+
+	if (dlc_source_pack(l->src)) {
+		ret = decode_pack(l, dec, epoch, id, buf, dst, kind, msg,
+				  &done);
+		if (done) {
+			dlc_stat_add(l->stats.decode_ns, dlc_now_ns() - t0);
+			if (!ret)
+				dlc_stat_add(l->stats.decoded, 1);
+			return ret;
+		}
+	}
+	check = must_check(l, id, buf, &mark);
+
+	ret = dlc_decoder_sample_method(dec, buf->data, buf->len,
+					&l->cfg.transform, l->cfg.seed, epoch,
+					id, l->cfg.layout,
+					check ? DLC_DECODE_CROP_FIRST :
+					DLC_DECODE_CROP_FIRST_UNCHECKED, dst,
+					NULL);
+	dlc_stat_add(l->stats.decode_ns, dlc_now_ns() - t0);
+	if (check)
+		dlc_stat_add(l->stats.validated, 1);
+	if (ret) {
+		*kind = dlc_decoder_error_kind(dec);
+		*msg = dlc_decoder_error(dec);
+		return ret;
+	}
+	if (mark)
+		__atomic_fetch_or(&l->checked[id / 8], (uint8_t)(1U << (id % 8)),
+				  __ATOMIC_RELAXED);
+	dlc_stat_add(l->stats.decoded, 1);
+	return 0;
+}
+
+/* Try other samples in the slot of a failed one; 0 when one worked. */
+static int substitute(struct dlc_loader *l, struct dlc_decoder *dec,
+		      uint32_t epoch, struct item *it, struct slot *s)
+{
+	uint32_t k;
+
+	for (k = 1; k <= 16 && k < l->n; k++) {
+		uint32_t alt = (it->sample + k) % l->n, kind;
+		struct dlc_buf *b = NULL;
+		const char *msg;
+		int ret;
+
+		if (dlc_source_read(l->src, alt, l->cfg.max_file_bytes, &b))
+			continue;
+		ret = decode_one(l, dec, epoch, alt, b, slot_sample(l, s, it->index),
+				 &kind, &msg);
+		dlc_buf_put(b);
+		if (ret)
+			continue;
+		s->b.ids[it->index] = alt;
+		s->b.labels[it->index] = dlc_index_label(l->idx, alt);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* Called with l->lock held: one sample of @s is done. */
+static void finish_sample(struct dlc_loader *l, struct slot *s)
+{
+	uint32_t i, w = 0;
+
+	l->outstanding--;
+	if (l->io_idle) {
+		l->io_idle = 0;
+		dlc_reader_wake(l->reader);
+	}
+	if (l->outstanding == 0)
+		pthread_cond_broadcast(&l->idle_cv);
+	if (--s->pending)
+		return;
+	if (s->b.errors && l->cfg.on_error != DLC_ON_ERROR_FAIL) {
+		for (i = 0; i < s->want; i++) {
+			if (s->skip[i])
+				continue;
+			if (w != i) {
+				memmove(slot_sample(l, s, w), slot_sample(l, s, i),
+					l->sample_bytes);
+				s->b.labels[w] = s->b.labels[i];
+				s->b.ids[w] = s->b.ids[i];
+			}
+			w++;
+		}
+		s->b.count = w;
+	}
+	s->state = SLOT_READY;
+	pthread_cond_broadcast(&l->ready_cv);
+}
+
+static void process_item(struct dlc_loader *l, struct dlc_decoder *dec,
+			 struct item *it, uint32_t epoch, uint64_t gen)
+{
+	struct slot *s = &l->slots[it->slot];
+	const char *msg = it->why;
+	uint32_t kind;
+	int ret;
+
+	if (it->buf) {
+		ret = decode_one(l, dec, epoch, it->sample, it->buf,
+				 slot_sample(l, s, it->index), &kind, &msg);
+		dlc_buf_put(it->buf);
+	} else {
+		ret = it->err;
+		kind = read_error_kind(ret);
+		msg = msg ? msg : "read";
+	}
+	if (ret) {
+		char what[256];
+
+		if (!it->buf) {
+			snprintf(what, sizeof(what), "%s failed: %s", msg,
+				 strerror(-ret));
+			msg = what;
+		}
+		switch (l->cfg.on_error) {
+		case DLC_ON_ERROR_SUBSTITUTE:
+			note_error(l, it->sample, kind, ret, msg,
+				   "substituting another sample");
+			if (substitute(l, dec, epoch, it, s) == 0) {
+				dlc_stat_add(l->stats.substituted, 1);
+				ret = 0;
+				break;
+			}
+			/* Nothing decodable nearby: drop it instead. */
+			/* fall through */
+		case DLC_ON_ERROR_SKIP:
+			if (l->cfg.on_error == DLC_ON_ERROR_SKIP)
+				note_error(l, it->sample, kind, ret, msg,
+					   "skipping it");
+			dlc_stat_add(l->stats.skipped, 1);
+			s->skip[it->index] = 1;
+			ret = 0;
+			break;
+		default:
+			note_error(l, it->sample, kind, ret, msg,
+				   "failing the batch");
+			break;
+		}
+	}
+
+	pthread_mutex_lock(&l->lock);
+	if (gen == l->gen) {
+		if (ret && !s->err)
+			s->err = ret;
+		if (s->skip[it->index] || ret ||
+		    s->b.ids[it->index] != it->sample)
+			s->b.errors++;
+	}
+	finish_sample(l, s);
+	pthread_mutex_unlock(&l->lock);
+}
+
+/* Called with l->lock held; drops it while decoding. */
+int loader_decode_next(struct dlc_loader *l, struct dlc_decoder *dec)
+{
+	struct item it;
+	uint32_t epoch;
+	uint64_t gen;
+
+	if (!l->qlen)
+		return 0;
+	it = l->queue[l->qhead];
+	l->qhead = (l->qhead + 1) % l->cfg.window;
+	l->qlen--;
+	epoch = l->epoch;
+	gen = l->gen;
+	pthread_mutex_unlock(&l->lock);
+	process_item(l, dec, &it, epoch, gen);
+	pthread_mutex_lock(&l->lock);
+	return 1;
+}
