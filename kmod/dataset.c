@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * dlcache.ko's data sets as users see them: who may attach one (its mode,
- * owner and group), ATTACH, DETACH and SET_ORDER, the consumers of a data
- * set, the idle data sets kept after their last detach, and what each
- * owner may make the kernel hold (data sets, policy memory, copies in
- * flight). The samples they hold are store.c's.
+ * owner and group), the data set half of ATTACH (finding or creating the
+ * data set), the consumers of a data set, the idle data sets kept after
+ * their last detach, and what each owner may make the kernel hold (data
+ * sets, policy memory, copies in flight). The ioctls ATTACH, DETACH and
+ * SET_ORDER, which take a session and a data set, are attach.c's; the
+ * samples the data sets hold are store.c's. Nothing here calls into the
+ * sessions (session.c) or attach.c.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -30,7 +33,6 @@
 
 #include "compat.h"
 #include "dlc.h"
-#include "session.h"
 #include "dataset.h"
 
 /* ------------------------------------------------------------------ */
@@ -378,8 +380,9 @@ static void dlc_dataset_hold(struct dlc_dataset *ds)
  * when @idle (its session enabled DLCACHE_FEAT_IDLE) and idle_keep_s is
  * not 0: the data set stays listed with its samples (see struct
  * dlc_dataset). Otherwise the last one frees the data set, as in ABI 2.
+ * Takes cache->lock: called without it (and without @ds->lock).
  */
-static void dlc_dataset_put(struct dlc_dataset *ds, bool attached, bool idle)
+void dlc_dataset_put(struct dlc_dataset *ds, bool attached, bool idle)
 {
 	struct dlc_cache *cache = ds->cache;
 	unsigned long keep = idle ? dlc_idle_jiffies() : 0;
@@ -412,59 +415,16 @@ static void dlc_consumer_uncharge(struct dlc_dataset *ds, u64 bytes)
 	mutex_unlock(&cache->lock);
 }
 
-/* Free consumer @c that dlc_store_leave() gave back, and its charge. */
-static void dlc_consumer_release(struct dlc_dataset *ds, struct dlc_consumer *c)
+/*
+ * Free consumer @c that dlc_store_leave() gave back, and its charge.
+ * Takes cache->lock: called without it (and without @ds->lock).
+ */
+void dlc_consumer_release(struct dlc_dataset *ds, struct dlc_consumer *c)
 {
 	u64 bytes = c->mem_size;
 
 	dlc_consumer_free(c);
 	dlc_consumer_uncharge(ds, bytes);
-}
-
-/*
- * Detach @att: its parked and ready waits end without a completion, its
- * fills go to a waiter (or end), and its data set reference is dropped.
- */
-void dlc_detach(struct dlc_session *sess, struct dlc_attachment *att)
-{
-	struct dlc_dataset *ds = att->ds;
-	struct dlc_consumer *cons;
-	struct dlc_sample *ph;
-	u32 i;
-
-	lockdep_assert_held(&sess->ring_lock);
-	mutex_lock(&ds->lock);
-	for (i = 0; sess->waits && i < sess->cq.nentries; i++) {
-		struct dlc_wait *w = &sess->waits[i];
-
-		/* w->att only changes under ring_lock; the state of this
-		 * attachment's waits under ds->lock: both are held.
-		 */
-		if (w->att != att)
-			continue;
-		if (w->state == DLC_W_PARKED) {
-			list_del_init(&w->link);
-		} else {
-			spin_lock(&sess->wait_lock);
-			list_del_init(&w->link);
-			spin_unlock(&sess->wait_lock);
-		}
-		dlc_wait_free(sess, w);
-	}
-	while (!list_empty(&att->fills)) {
-		ph = list_first_entry(&att->fills, struct dlc_sample, fill_link);
-		ds->st.aborts++;
-		dlc_fill_end(ds, ph, DLC_END_HANDOFF);
-		/* Up to DLC_MAX_FILLS; only mutexes are held. */
-		cond_resched();
-	}
-	cons = dlc_store_leave(ds, &att->member);
-	mutex_unlock(&ds->lock);
-	if (cons)
-		dlc_consumer_release(ds, cons);
-	sess->atts[att->handle - 1] = NULL;
-	dlc_dataset_put(ds, true, sess->features & DLCACHE_FEAT_IDLE);
-	kfree(att);
 }
 
 /*
@@ -733,10 +693,10 @@ static int dlc_consumer_charge(struct dlc_cache *cache, struct dlc_dataset *ds,
  * The time line (up to a few hundred MB) is charged under cache->lock and
  * allocated without any lock; a racing ATTACH that listed the same job
  * meanwhile wins and ours is freed. Returns 1 when created, 0 when
- * joined, or -errno.
+ * joined, or -errno. Takes @ds->lock and cache->lock in turn, never both:
+ * called with neither held.
  */
-static int dlc_consumer_join(struct dlc_dataset *ds, struct dlc_member *m,
-			     u64 job)
+int dlc_consumer_join(struct dlc_dataset *ds, struct dlc_member *m, u64 job)
 {
 	struct dlc_cache *cache = ds->cache;
 	struct dlc_consumer *spare = NULL;
@@ -884,134 +844,59 @@ static int dlc_attach_match(const struct dlc_dataset *ds,
 }
 
 /*
- * Whether ATTACH's arguments @a may be taken: its kernel fields and
- * reserved ones zero, only known flags, no flag's field without the flag,
- * sizes within the module's limits.
+ * The data set half of ATTACH (attach.c's dlc_ioc_attach()): find the
+ * data set (@a->key, @owner), or create it when @may_create (with
+ * @mode), check that the caller may read it and that it is the one @a
+ * asks for, and count one more attachment of it, with a reference for
+ * it. Returns it with the caller's permission bits (4 read, 2 write) in
+ * *@perm, and DLCACHE_ATTACH_CREATED added to @a->result_flags when this
+ * call created it; or ERR_PTR(): -EBUSY, -ENOENT, -EACCES, an error of
+ * dlc_dataset_create_locked(), -EEXIST or -EINVAL, checked in that order.
+ * Whatever it returns, idle sets that gave way are on @reap and a data
+ * set created but not listed is in *@spare (else NULL), for the caller to
+ * free once it dropped cache->lock (dlc_idle_reap(), dlc_dataset_free()).
+ * Called and returns with cache->lock held; a creation drops it meanwhile.
  */
-static bool dlc_attach_args_ok(const struct dlcache_attach *a)
+struct dlc_dataset *dlc_dataset_attach_locked(struct dlc_cache *cache,
+					      struct dlcache_attach *a,
+					      kuid_t owner, bool may_create,
+					      u32 mode, u32 *perm,
+					      struct dlc_dataset **spare,
+					      struct list_head *reap)
 {
-	if (a->resv0 || !dlc_zero(a->reserved, sizeof(a->reserved)) ||
-	    a->handle || a->owner_gid || a->result_flags ||
-	    (a->owner_uid && !(a->flags & DLCACHE_ATTACH_F_OWNER)) ||
-	    (a->flags & ~(DLCACHE_ATTACH_F_NOCREATE | DLCACHE_ATTACH_F_EXCL |
-			  DLCACHE_ATTACH_F_OWNER | DLCACHE_ATTACH_F_JOB |
-			  DLCACHE_ATTACH_F_REPLACE)) ||
-	    (a->job && !(a->flags & DLCACHE_ATTACH_F_JOB)) ||
-	    ((a->flags & DLCACHE_ATTACH_F_REPLACE) &&
-	     (a->flags & DLCACHE_ATTACH_F_NOCREATE)))
-		return false;
-	return a->nsamples && a->nsamples <= DLC_MAX_SAMPLES &&
-	       !(a->mode & ~0666U) && a->window <= DLC_MAX_WINDOW &&
-	       a->lookahead <= DLC_MAX_WINDOW;
-}
+	struct dlc_dataset *ds;
+	int ret;
 
-/* ATTACH's answer for the new attachment @att: the kernel fields of @a. */
-static void dlc_attach_result(const struct dlc_attachment *att,
-			      struct dlcache_attach *a)
-{
-	const struct dlc_dataset *ds = att->ds;
-
-	a->mode = ds->mode;
-	a->window = ds->window;
-	a->lookahead = ds->lookahead;
-	a->handle = att->handle;
-	a->owner_uid = from_kuid_munged(current_user_ns(), ds->uid);
-	a->owner_gid = from_kgid_munged(current_user_ns(), ds->gid);
-	if (att->may_read)
-		a->result_flags |= DLCACHE_ATTACH_MAY_READ;
-	if (att->may_write)
-		a->result_flags |= DLCACHE_ATTACH_MAY_WRITE;
-}
-
-long dlc_ioc_attach(struct dlc_session *sess, void __user *uarg)
-{
-	struct dlc_cache *cache = sess->cache;
-	struct dlc_dataset *ds, *spare = NULL;
-	struct dlc_attachment *att;
-	struct dlcache_attach a;
-	bool may_create;
-	u32 slot, perm, mode;
-	LIST_HEAD(reap);
-	kuid_t owner;
-	long ret;
-
-	if (copy_from_user(&a, uarg, sizeof(a)))
-		return -EFAULT;
-	if (!dlc_attach_args_ok(&a))
-		return -EINVAL;
-	/*
-	 * Data sets are named by (key, owner). A key alone names the
-	 * caller's own: another user's is reached only by naming its owner,
-	 * so nobody can plant bytes under a key someone else will use.
-	 */
-	if (a.flags & DLCACHE_ATTACH_F_OWNER) {
-		owner = make_kuid(current_user_ns(), a.owner_uid);
-		if (!uid_valid(owner))
-			return -EINVAL;
-	} else {
-		owner = current_fsuid();
-	}
-	/* Only the owner replaces, whether the data set exists or not. */
-	may_create = !(a.flags & DLCACHE_ATTACH_F_NOCREATE) &&
-		     uid_eq(owner, current_fsuid());
-	if ((a.flags & DLCACHE_ATTACH_F_REPLACE) && !may_create)
-		return -EPERM;
-	mode = a.mode ? a.mode : 0600;
-
-	att = kzalloc(sizeof(*att), GFP_KERNEL_ACCOUNT);
-	if (!att)
-		return -ENOMEM;
-	INIT_LIST_HEAD(&att->fills);
-	INIT_LIST_HEAD(&att->member.link);
-
-	mutex_lock(&sess->ring_lock);
-	for (slot = 0; slot < DLC_MAX_HANDLES; slot++)
-		if (!sess->atts[slot])
-			break;
-	if (slot == DLC_MAX_HANDLES) {
-		ret = -EMFILE;
-		goto unlock_ring;
-	}
-
-	a.result_flags = 0;
-	mutex_lock(&cache->lock);
-	/* Under cache->lock: ordered against the drain's start. */
-	ret = -ESHUTDOWN;
-	if (dlc_draining())
-		goto unlock_cache;
-	ds = dlc_dataset_find(cache, a.key, owner);
+	lockdep_assert_held(&cache->lock);
+	*spare = NULL;
+	ds = dlc_dataset_find(cache, a->key, owner);
 	/*
 	 * The owner's DLCACHE_ATTACH_F_REPLACE: a data set kept idle that
 	 * is not the one asked for makes way for a new, empty one as asked
 	 * (its samples may come from users its mode let write). One that
 	 * is attached stays as it is.
 	 */
-	if (ds && (a.flags & DLCACHE_ATTACH_F_REPLACE) &&
-	    !(a.flags & DLCACHE_ATTACH_F_EXCL) && (dlc_perm(ds) & 4) &&
-	    dlc_attach_match(ds, &a, may_create)) {
-		ret = -EBUSY;
+	if (ds && (a->flags & DLCACHE_ATTACH_F_REPLACE) &&
+	    !(a->flags & DLCACHE_ATTACH_F_EXCL) && (dlc_perm(ds) & 4) &&
+	    dlc_attach_match(ds, a, may_create)) {
 		if (!ds->idle)
-			goto unlock_cache;
-		dlc_idle_unlist(ds, &reap);
+			return ERR_PTR(-EBUSY);
+		dlc_idle_unlist(ds, reap);
 		ds = NULL;
 	}
 	if (!ds) {
-		ret = -ENOENT;
 		/* Never another user's data set, whoever asks. */
 		if (!may_create)
-			goto unlock_cache;
+			return ERR_PTR(-ENOENT);
 		/* The creator needs read, as any attacher: else nothing. */
-		ret = -EACCES;
 		if (!(mode & 0400) && !capable(CAP_SYS_ADMIN))
-			goto unlock_cache;
-		ds = dlc_dataset_create_locked(cache, &a, mode, &spare, &reap);
-		if (IS_ERR(ds)) {
-			ret = PTR_ERR(ds);
-			goto unlock_cache;
-		}
-		if (!spare) {
-			a.result_flags |= DLCACHE_ATTACH_CREATED;
-			perm = dlc_perm(ds);
+			return ERR_PTR(-EACCES);
+		ds = dlc_dataset_create_locked(cache, a, mode, spare, reap);
+		if (IS_ERR(ds))
+			return ds;
+		if (!*spare) {
+			a->result_flags |= DLCACHE_ATTACH_CREATED;
+			*perm = dlc_perm(ds);
 			goto attach;
 		}
 		/* A racing ATTACH created it first: attach to theirs. */
@@ -1021,128 +906,19 @@ long dlc_ioc_attach(struct dlc_session *sess, void __user *uarg)
 	 * caller may not read answers as a missing one, whatever the flags
 	 * and sample count asked, so that nobody learns of it.
 	 */
-	perm = dlc_perm(ds);
-	if (!(perm & 4)) {
-		ret = uid_eq(owner, current_fsuid()) ? -EACCES : -ENOENT;
-		goto unlock_cache;
-	}
-	ret = -EEXIST;
-	if (a.flags & DLCACHE_ATTACH_F_EXCL)
-		goto unlock_cache;
-	ret = dlc_attach_match(ds, &a, may_create);
+	*perm = dlc_perm(ds);
+	if (!(*perm & 4))
+		return ERR_PTR(uid_eq(owner, current_fsuid()) ?
+			       -EACCES : -ENOENT);
+	if (a->flags & DLCACHE_ATTACH_F_EXCL)
+		return ERR_PTR(-EEXIST);
+	ret = dlc_attach_match(ds, a, may_create);
 	if (ret)
-		goto unlock_cache;
+		return ERR_PTR(ret);
 	dlc_dataset_hold(ds);
 attach:
 	ds->nattached++;
-	mutex_unlock(&cache->lock);
-	if (spare)
-		dlc_dataset_free(spare);
-	dlc_idle_reap(&reap);
-
-	att->sess = sess;
-	att->ds = ds;
-	att->handle = slot + 1;
-	att->may_read = perm & 4;
-	att->may_write = perm & 2;
-	sess->atts[slot] = att;
-
-	dlc_attach_result(att, &a);
-	/* Only writers move a time line: a reader joins no consumer. */
-	if ((a.flags & DLCACHE_ATTACH_F_JOB) && att->may_write) {
-		ret = dlc_consumer_join(ds, &att->member, a.job);
-		if (ret < 0) {
-			dlc_detach(sess, att);
-			mutex_unlock(&sess->ring_lock);
-			return ret;
-		}
-		a.result_flags |= DLCACHE_ATTACH_JOINED;
-		if (ret)
-			a.result_flags |= DLCACHE_ATTACH_JOB_CREATED;
-	}
-	if (copy_to_user(uarg, &a, sizeof(a))) {
-		dlc_detach(sess, att);
-		mutex_unlock(&sess->ring_lock);
-		return -EFAULT;
-	}
-	mutex_unlock(&sess->ring_lock);
-	return 0;
-
-unlock_cache:
-	mutex_unlock(&cache->lock);
-	if (spare)
-		dlc_dataset_free(spare);
-	dlc_idle_reap(&reap);
-unlock_ring:
-	mutex_unlock(&sess->ring_lock);
-	kfree(att);
-	return ret;
-}
-
-long dlc_ioc_detach(struct dlc_session *sess, void __user *uarg)
-{
-	struct dlc_attachment *att;
-	struct dlcache_detach d;
-
-	if (copy_from_user(&d, uarg, sizeof(d)))
-		return -EFAULT;
-	if (d.flags || !dlc_zero(d.reserved, sizeof(d.reserved)))
-		return -EINVAL;
-	mutex_lock(&sess->ring_lock);
-	att = dlc_att(sess, d.handle);
-	if (att)
-		dlc_detach(sess, att);
-	mutex_unlock(&sess->ring_lock);
-	return att ? 0 : -EBADF;
-}
-
-long dlc_ioc_set_order(struct dlc_session *sess, void __user *uarg)
-{
-	struct dlc_attachment *att;
-	struct dlcache_order o;
-	struct dlc_dataset *ds;
-	u32 *ids;
-	long ret;
-
-	if (copy_from_user(&o, uarg, sizeof(o)))
-		return -EFAULT;
-	if (o.flags || !dlc_zero(o.reserved, sizeof(o.reserved)))
-		return -EINVAL;
-	if (!o.len || o.len > DLC_MAX_ORDER_LEN)
-		return -EINVAL;
-
-	mutex_lock(&sess->ring_lock);
-	ret = -ESHUTDOWN;
-	if (dlc_draining())
-		goto unlock;
-	att = dlc_att(sess, o.handle);
-	ret = -EBADF;
-	if (!att)
-		goto unlock;
-	ret = -EACCES;
-	if (!att->may_write)
-		goto unlock;
-	ds = att->ds;
-	ret = -EINVAL;
-	if (o.len > ds->window)
-		goto unlock;
-	ret = -ENOMEM;
-	ids = kvmalloc_array(o.len, sizeof(*ids), GFP_KERNEL_ACCOUNT | __GFP_NOWARN |
-			     __GFP_RETRY_MAYFAIL);
-	if (!ids)
-		goto unlock;
-	ret = -EFAULT;
-	if (copy_from_user(ids, u64_to_user_ptr(o.ids),
-			   (size_t)o.len * sizeof(*ids)))
-		goto free_ids;
-	mutex_lock(&ds->lock);
-	ret = dlc_store_set_order(ds, &att->member, o.epoch, ids, o.len);
-	mutex_unlock(&ds->lock);
-free_ids:
-	kvfree(ids);
-unlock:
-	mutex_unlock(&sess->ring_lock);
-	return ret;
+	return ds;
 }
 
 /* debugfs: the owners with copies in flight, one line each. */

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * dlcache.ko's data sets as users see them (dataset.c): attach, detach,
- * idle data sets, and what each owner may make the kernel hold. Shared
- * with the sessions (session.c) and the device (main.c).
+ * dlcache.ko's data sets as users see them (dataset.c): finding or
+ * creating the data set of an ATTACH, idle data sets, consumers, and
+ * what each owner may make the kernel hold. Shared with the sessions
+ * (session.c), the ioctls over both (attach.c) and the device (main.c);
+ * dataset.c itself calls none of them.
  */
 #ifndef DLC_DATASET_H
 #define DLC_DATASET_H
@@ -13,9 +15,10 @@
 
 #include "dlc.h"
 
-struct dlc_attachment;
+struct dlc_consumer;
 struct dlc_copier;
-struct dlc_session;
+struct dlc_member;
+struct dlcache_attach;
 struct seq_file;
 
 /* Permissions: the bits (4 read, 2 write) @mode gives the caller. */
@@ -43,8 +46,24 @@ bool dlc_idle_expire(struct dlc_cache *cache, bool all, unsigned long *next);
 /* Module exit (and a failed init): wait for the idle work. */
 void dlc_idle_stop(void);
 
-/* Called with @sess->ring_lock held: detach @att, ending its fills. */
-void dlc_detach(struct dlc_session *sess, struct dlc_attachment *att);
+/*
+ * Attachments. dlc_dataset_attach_locked() finds or creates the data set
+ * an ATTACH asks for and counts the attachment (cache->lock held, dropped
+ * meanwhile to create one; see dataset.c). dlc_dataset_put() drops an
+ * attachment's (@attached) or another reference, and
+ * dlc_consumer_join() and dlc_consumer_release() make and end an
+ * attachment's membership of its job's consumer: all three take
+ * cache->lock and are called without it.
+ */
+struct dlc_dataset *dlc_dataset_attach_locked(struct dlc_cache *cache,
+					      struct dlcache_attach *a,
+					      kuid_t owner, bool may_create,
+					      u32 mode, u32 *perm,
+					      struct dlc_dataset **spare,
+					      struct list_head *reap);
+void dlc_dataset_put(struct dlc_dataset *ds, bool attached, bool idle);
+int dlc_consumer_join(struct dlc_dataset *ds, struct dlc_member *m, u64 job);
+void dlc_consumer_release(struct dlc_dataset *ds, struct dlc_consumer *c);
 
 /* The accounting owner of the caller: its uid in init_user_ns's terms. */
 kuid_t dlc_acct_owner(void);
@@ -57,10 +76,5 @@ int dlc_copy_begin(u64 bytes, struct dlc_copier **out);
 void dlc_copy_end(struct dlc_copier *c, u64 bytes);
 void dlc_copiers_show(struct seq_file *m);
 bool dlc_copies_none(void);
-
-/* The data sets' ioctls (main.c's dlc_iocs[] dispatches). */
-long dlc_ioc_attach(struct dlc_session *sess, void __user *uarg);
-long dlc_ioc_detach(struct dlc_session *sess, void __user *uarg);
-long dlc_ioc_set_order(struct dlc_session *sess, void __user *uarg);
 
 #endif

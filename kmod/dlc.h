@@ -6,8 +6,11 @@
  * store.c  the page-backed sample store: data sets, samples, admission,
  *          eviction, capacity and shrinking;
  * session.c   sessions: the rings, GET/PUT/ABORT, fills and waiters;
- * dataset.c   data sets as users see them: ATTACH, permissions, idle
- *             sets, per-owner quotas and copies in flight;
+ * dataset.c   data sets as users see them: finding or creating an
+ *             ATTACH's data set, permissions, idle sets, per-owner
+ *             quotas and copies in flight;
+ * attach.c    ATTACH, DETACH and SET_ORDER, over session.c and
+ *             dataset.c (dataset.c calls neither);
  * main.c      the module: the device, its ioctl table, the admin
  *             ioctls, parameters, the shrinker and debugfs.
  *

@@ -3,7 +3,7 @@
  * dlcache.ko: a node-local sample cache for training input pipelines.
  *
  * /dev/dlcache is a misc device. Each open file is a session (session.c):
- * it attaches to data sets by key (dataset.c), sets up a submission/
+ * it attaches to data sets by key (attach.c, dataset.c), sets up a submission/
  * completion ring pair that it maps, and drives it with DLCACHE_IOC_ENTER.
  * All work runs synchronously in the ENTER caller's context; the module
  * has no threads, only the fill lease's and the idle data sets' delayed
@@ -38,6 +38,7 @@
 #include "dlc.h"
 #include "session.h"
 #include "dataset.h"
+#include "attach.h"
 
 static unsigned long capacity_mb = 256;
 /*

@@ -3,7 +3,8 @@
  * dlcache.ko's sessions: an open /dev/dlcache, its two rings, the
  * operations its SQEs carry (GET, PUT, ABORT), the fills they make and
  * the GETs parked on them, and the drain that asks sessions to let go.
- * The data sets they attach are dataset.c's; the device is main.c's.
+ * The data sets they attach are dataset.c's; ATTACH, DETACH and SET_ORDER
+ * are attach.c's, over both; the device is main.c's.
  *
  * Fills. A GET that misses makes its attachment the sample's filler (a
  * FILLING placeholder in the store). A GET for a sample another session
@@ -745,6 +746,55 @@ static bool dlc_wake_cond(struct dlc_session *sess, u32 min_complete)
 {
 	return dlc_has_ready(sess) || dlc_cq_avail(sess) >= min_complete ||
 	       dlc_draining();
+}
+
+/*
+ * Detach @att: its parked and ready waits end without a completion, its
+ * fills go to a waiter (or end), and its data set reference is dropped.
+ * Called with sess->ring_lock held; takes the data set's lock, and
+ * cache->lock once that is dropped (dlc_consumer_release(),
+ * dlc_dataset_put()).
+ */
+void dlc_detach(struct dlc_session *sess, struct dlc_attachment *att)
+{
+	struct dlc_dataset *ds = att->ds;
+	struct dlc_consumer *cons;
+	struct dlc_sample *ph;
+	u32 i;
+
+	lockdep_assert_held(&sess->ring_lock);
+	mutex_lock(&ds->lock);
+	for (i = 0; sess->waits && i < sess->cq.nentries; i++) {
+		struct dlc_wait *w = &sess->waits[i];
+
+		/* w->att only changes under ring_lock; the state of this
+		 * attachment's waits under ds->lock: both are held.
+		 */
+		if (w->att != att)
+			continue;
+		if (w->state == DLC_W_PARKED) {
+			list_del_init(&w->link);
+		} else {
+			spin_lock(&sess->wait_lock);
+			list_del_init(&w->link);
+			spin_unlock(&sess->wait_lock);
+		}
+		dlc_wait_free(sess, w);
+	}
+	while (!list_empty(&att->fills)) {
+		ph = list_first_entry(&att->fills, struct dlc_sample, fill_link);
+		ds->st.aborts++;
+		dlc_fill_end(ds, ph, DLC_END_HANDOFF);
+		/* Up to DLC_MAX_FILLS; only mutexes are held. */
+		cond_resched();
+	}
+	cons = dlc_store_leave(ds, &att->member);
+	mutex_unlock(&ds->lock);
+	if (cons)
+		dlc_consumer_release(ds, cons);
+	sess->atts[att->handle - 1] = NULL;
+	dlc_dataset_put(ds, true, sess->features & DLCACHE_FEAT_IDLE);
+	kfree(att);
 }
 
 /*

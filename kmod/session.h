@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * dlcache.ko's sessions (session.c): an open /dev/dlcache, its attachments
- * and its parked GETs. Shared with the data sets (dataset.c), which attach
- * and detach sessions, and the device (main.c), which dispatches to them.
+ * and its parked GETs. Shared with the ioctls that attach and detach
+ * sessions (attach.c) and the device (main.c), which dispatches to them.
  */
 #ifndef DLC_SESSION_H
 #define DLC_SESSION_H
@@ -106,6 +106,8 @@ void dlc_fill_end(struct dlc_dataset *ds, struct dlc_sample *ph,
 void dlc_wait_free(struct dlc_session *sess, struct dlc_wait *w);
 /* Called with @sess->ring_lock held: the attachment of @handle, or NULL. */
 struct dlc_attachment *dlc_att(struct dlc_session *sess, u32 handle);
+/* Called with @sess->ring_lock held: detach @att, ending its fills. */
+void dlc_detach(struct dlc_session *sess, struct dlc_attachment *att);
 
 /* Whether the drain is on (READ_ONCE). */
 bool dlc_draining(void);
