@@ -23,6 +23,8 @@
 #include "crc32c.h"
 #include "internal.h"
 #include "pack.h"
+#include "relpath.h"
+#include "siphash.h"
 
 /* Keeps sample IDs and the policy's positions comfortably in 32 bits. */
 #define IDX_MAX_SAMPLES		DLC_INDEX_MAX_SAMPLES
@@ -60,127 +62,8 @@ struct dlc_index {
 };
 
 /* ------------------------------------------------------------------ */
-/* Key: SipHash-2-4 with 128-bit output, streamed                      */
+/* Key: SipHash-2-4 (siphash.c) over the whole index                  */
 /* ------------------------------------------------------------------ */
-
-/*
- * SipHash is keyed and well analysed; the index key only has to tell data
- * sets apart, so the keys are fixed constants ("dlcache-" "index-v1").
- * Every integer is fed little-endian, so the key is the same on any host.
- */
-#define SIP_K0	0x2d65686361636c64ULL
-#define SIP_K1	0x31762d7865646e69ULL
-
-struct sip {
-	uint64_t v0, v1, v2, v3;
-	uint64_t tail;
-	unsigned int ntail;
-	uint64_t len;
-};
-
-static inline uint64_t rotl64(uint64_t x, unsigned int b)
-{
-	return (x << b) | (x >> (64 - b));
-}
-
-static inline void sip_round(struct sip *s)
-{
-	s->v0 += s->v1; s->v1 = rotl64(s->v1, 13); s->v1 ^= s->v0;
-	s->v0 = rotl64(s->v0, 32);
-	s->v2 += s->v3; s->v3 = rotl64(s->v3, 16); s->v3 ^= s->v2;
-	s->v0 += s->v3; s->v3 = rotl64(s->v3, 21); s->v3 ^= s->v0;
-	s->v2 += s->v1; s->v1 = rotl64(s->v1, 17); s->v1 ^= s->v2;
-	s->v2 = rotl64(s->v2, 32);
-}
-
-static inline void sip_word(struct sip *s, uint64_t m)
-{
-	s->v3 ^= m;
-	sip_round(s);
-	sip_round(s);
-	s->v0 ^= m;
-}
-
-static void sip_init(struct sip *s, uint64_t k0, uint64_t k1)
-{
-	s->v0 = 0x736f6d6570736575ULL ^ k0;
-	s->v1 = 0x646f72616e646f6dULL ^ k1 ^ 0xee;
-	s->v2 = 0x6c7967656e657261ULL ^ k0;
-	s->v3 = 0x7465646279746573ULL ^ k1;
-	s->tail = 0;
-	s->ntail = 0;
-	s->len = 0;
-}
-
-static inline uint64_t load_le64(const unsigned char *p)
-{
-	return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 |
-	       (uint64_t)p[3] << 24 | (uint64_t)p[4] << 32 |
-	       (uint64_t)p[5] << 40 | (uint64_t)p[6] << 48 |
-	       (uint64_t)p[7] << 56;
-}
-
-static void sip_update(struct sip *s, const void *data, size_t n)
-{
-	const unsigned char *p = data;
-
-	s->len += n;
-	while (n && s->ntail) {
-		s->tail |= (uint64_t)*p++ << (8 * s->ntail);
-		n--;
-		if (++s->ntail == 8) {
-			sip_word(s, s->tail);
-			s->tail = 0;
-			s->ntail = 0;
-		}
-	}
-	for (; n >= 8; p += 8, n -= 8)
-		sip_word(s, load_le64(p));
-	for (; n; n--)
-		s->tail |= (uint64_t)*p++ << (8 * s->ntail++);
-}
-
-static void sip_u32(struct sip *s, uint32_t v)
-{
-	unsigned char b[4] = { v, v >> 8, v >> 16, v >> 24 };
-
-	sip_update(s, b, sizeof(b));
-}
-
-static void sip_u64(struct sip *s, uint64_t v)
-{
-	sip_u32(s, (uint32_t)v);
-	sip_u32(s, (uint32_t)(v >> 32));
-}
-
-static void sip_final(struct sip *s, uint64_t out[2])
-{
-	uint64_t b = s->len << 56 | s->tail;
-	int i;
-
-	sip_word(s, b);
-	s->v2 ^= 0xee;
-	for (i = 0; i < 4; i++)
-		sip_round(s);
-	out[0] = s->v0 ^ s->v1 ^ s->v2 ^ s->v3;
-	s->v1 ^= 0xdd;
-	for (i = 0; i < 4; i++)
-		sip_round(s);
-	out[1] = s->v0 ^ s->v1 ^ s->v2 ^ s->v3;
-}
-
-void dlc_key128(const char *magic, const void *const *parts,
-		const size_t *lens, unsigned int n, uint64_t key[2])
-{
-	struct sip s;
-	unsigned int i;
-
-	sip_init(&s, SIP_K0, SIP_K1);
-	sip_update(&s, magic, strlen(magic));
-	for (i = 0; i < n; i++)
-		sip_update(&s, parts[i], lens[i]);
-	sip_final(&s, key);
-}
 
 /*
  * Every string goes in with its length first, so no two different indexes
@@ -189,30 +72,30 @@ void dlc_key128(const char *magic, const void *const *parts,
  */
 static void index_compute_key(const struct dlc_index *idx, uint64_t key[2])
 {
-	struct sip s;
+	struct dlc_sip s;
 	uint32_t i;
 
-	sip_init(&s, SIP_K0, SIP_K1);
-	sip_update(&s, IDX_KEY_MAGIC, sizeof(IDX_KEY_MAGIC) - 1);
-	sip_u32(&s, idx->nclasses);
+	dlc_sip_init(&s, DLC_SIP_K0, DLC_SIP_K1);
+	dlc_sip_update(&s, IDX_KEY_MAGIC, sizeof(IDX_KEY_MAGIC) - 1);
+	dlc_sip_u32(&s, idx->nclasses);
 	for (i = 0; i < idx->nclasses; i++) {
 		const char *name = idx->arena + idx->class_off[i];
 		size_t len = strlen(name);
 
-		sip_u64(&s, len);
-		sip_update(&s, name, len);
+		dlc_sip_u64(&s, len);
+		dlc_sip_update(&s, name, len);
 	}
-	sip_u32(&s, idx->count);
+	dlc_sip_u32(&s, idx->count);
 	for (i = 0; i < idx->count; i++) {
 		const char *path = idx->arena + idx->path_off[i];
 		size_t len = strlen(path);
 
-		sip_u64(&s, len);
-		sip_update(&s, path, len);
-		sip_u32(&s, (uint32_t)idx->labels[i]);
-		sip_u64(&s, idx->sizes[i]);
+		dlc_sip_u64(&s, len);
+		dlc_sip_update(&s, path, len);
+		dlc_sip_u32(&s, (uint32_t)idx->labels[i]);
+		dlc_sip_u64(&s, idx->sizes[i]);
 	}
-	sip_final(&s, key);
+	dlc_sip_final(&s, key);
 	key[1] = (key[1] & ~(uint64_t)UINT32_MAX) | idx->count;
 }
 
@@ -1112,36 +995,6 @@ static int decode_name(const char *s, char *dst, size_t *len)
 	dst[n] = '\0';
 	*len = n;
 	return 0;
-}
-
-int dlc_index_class_name_ok(const char *s, size_t len)
-{
-	return len && !memchr(s, '/', len) && strcmp(s, ".") &&
-	       strcmp(s, "..");
-}
-
-/*
- * A relpath must stay under the root: no absolute path, no empty, "." or
- * ".." component, and at least "class/file".
- */
-int dlc_index_relpath_ok(const char *s)
-{
-	const char *comp = s;
-	int ncomp = 0;
-
-	for (;;) {
-		const char *slash = strchr(comp, '/');
-		size_t n = slash ? (size_t)(slash - comp) : strlen(comp);
-
-		if (!n || (n == 1 && comp[0] == '.') ||
-		    (n == 2 && comp[0] == '.' && comp[1] == '.'))
-			return 0;
-		ncomp++;
-		if (!slash)
-			break;
-		comp = slash + 1;
-	}
-	return ncomp >= 2;
 }
 
 static int parse_key(const char *line, uint64_t key[2])

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libdlcache internals shared between its files: logging, threads' ends,
- * the clock, data set keys; and, for the files that use several, every
+ * the clock, an index's pack; and, for the files that use several, every
  * module's own header (one per module: buf.h, cache.h, reader.h, ...).
  */
 #ifndef DLC_INTERNAL_H
@@ -60,30 +60,16 @@ static inline uint64_t dlc_now_ns(void)
 
 #define dlc_stat_add(field, v) __atomic_fetch_add(&(field), (v), __ATOMIC_RELAXED)
 
-/* ---- data set keys (index.c) ---- */
-
-/*
- * SipHash-2-4 with 128-bit output (the index key's hash) over @magic and
- * then the @n byte ranges @parts[i] of @lens[i] bytes. A pack's key
- * (pack.c) and an index's use different magics, so they never collide.
- */
-void dlc_key128(const char *magic, const void *const *parts,
-		const size_t *lens, unsigned int n, uint64_t key[2]);
+/* ---- the index (index.c) ---- */
 
 /*
  * The pack an index was loaded from (dlc_index_load() of a .dlp), or NULL
- * for an index of files. Owned by the index.
+ * for an index of files. Owned by the index. (The key's hash,
+ * dlc_key128(), is siphash.h's; the checks of a name read from a file,
+ * dlc_index_class_name_ok() and dlc_index_relpath_ok(), relpath.h's.)
  */
 struct dlc_pack;
 const struct dlc_pack *dlc_index_pack(const struct dlc_index *idx);
-/*
- * The index's own checks of a name read from a file, shared with the
- * pack reader: a class name (@len bytes) is not empty, ".", ".." and
- * holds no '/'; a relpath stays under the root (no absolute path, no
- * empty, "." or ".." component, at least "class/file"). 1 when valid.
- */
-int dlc_index_class_name_ok(const char *s, size_t len);
-int dlc_index_relpath_ok(const char *s);
 
 #include "buf.h"
 #include "cache.h"

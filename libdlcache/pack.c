@@ -22,6 +22,8 @@
 #include "nvme.h"
 #include "pack.h"
 #include "packfmt.h"
+#include "relpath.h"
+#include "siphash.h"
 
 #define PK_KEY_MAGIC	"dlcache-pack 1"
 
