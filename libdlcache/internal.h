@@ -46,6 +46,7 @@ static inline void dlc_leave_to_kernel(const void *p)
  * for its io-wq workers. So once all @nthreads returned (none touches
  * shared memory any more), @t still not ended after 1 s is detached, said
  * on @log. Every wait of the threads on storage must have a deadline.
+ * In thread.c, for the loader's threads and the staging tier's.
  */
 void dlc_join_bounded(pthread_t t, const uint32_t *returned,
 		      uint32_t nthreads, const struct dlc_logger *log);
