@@ -68,7 +68,7 @@ static void note_error(struct dlc_loader *l, uint32_t id, uint32_t kind,
  * only changes while the slot is HELD (a keep, under l->lock), and a slot
  * is claimed and its samples queued and popped under l->lock after that.
  */
-static uint8_t *slot_sample(struct dlc_loader *l, struct slot *s, uint32_t i)
+static uint8_t *slot_sample(struct dlc_loader *l, struct batch_slot *s, uint32_t i)
 {
 	return s->b.data + (size_t)i * l->sample_bytes;
 }
@@ -193,7 +193,7 @@ static int decode_one(struct dlc_loader *l, struct dlc_decoder *dec,
 
 /* Try other samples in the slot of a failed one; 0 when one worked. */
 static int substitute(struct dlc_loader *l, struct dlc_decoder *dec,
-		      uint32_t epoch, struct item *it, struct slot *s)
+		      uint32_t epoch, struct decode_item *it, struct batch_slot *s)
 {
 	uint32_t k;
 
@@ -218,7 +218,7 @@ static int substitute(struct dlc_loader *l, struct dlc_decoder *dec,
 }
 
 /* Called with l->lock held: one sample of @s is done. */
-static void finish_sample(struct dlc_loader *l, struct slot *s)
+static void finish_sample(struct dlc_loader *l, struct batch_slot *s)
 {
 	uint32_t i, w = 0;
 
@@ -250,9 +250,9 @@ static void finish_sample(struct dlc_loader *l, struct slot *s)
 }
 
 static void process_item(struct dlc_loader *l, struct dlc_decoder *dec,
-			 struct item *it, uint32_t epoch, uint64_t gen)
+			 struct decode_item *it, uint32_t epoch, uint64_t gen)
 {
-	struct slot *s = &l->slots[it->slot];
+	struct batch_slot *s = &l->slots[it->slot];
 	const char *msg = it->why;
 	uint32_t kind;
 	int ret;
@@ -315,7 +315,7 @@ static void process_item(struct dlc_loader *l, struct dlc_decoder *dec,
 /* Called with l->lock held; drops it while decoding. */
 int loader_decode_next(struct dlc_loader *l, struct dlc_decoder *dec)
 {
-	struct item it;
+	struct decode_item it;
 	uint32_t epoch;
 	uint64_t gen;
 

@@ -38,7 +38,7 @@ static int inproc_round(struct dlc_cache_tier *t, uint32_t cur_epoch,
 	struct dlc_inproc *ip = to_inproc(t);
 	struct dlc_loader *l = t->l;
 	int progressed = 0;
-	struct item it;
+	struct decode_item it;
 
 	(void)cur_epoch;	/* a claim's epoch is read with it, below */
 	pthread_mutex_lock(&l->lock);

@@ -364,7 +364,7 @@ static void ktier_completion(struct ktier *kt, const struct dlcache_cqe *c,
 	struct dlc_loader *l = kt->tier.l;
 	uint32_t pos = (uint32_t)(c->user_data >> 2), slot;
 	struct dlc_buf *b;
-	struct item it;
+	struct decode_item it;
 
 	if (KTAG(c->user_data) == KTAG_PUT) {
 		dlc_buf_put((struct dlc_buf *)(uintptr_t)(c->user_data & ~3ULL));
@@ -499,7 +499,7 @@ static int ktier_round(struct ktier *kt, uint32_t epoch, char *path,
 	struct dlc_loader *l = kt->tier.l;
 	uint32_t n, i;
 	int progressed = 0, ret;
-	struct item it;
+	struct decode_item it;
 	uint64_t size;
 
 	/*

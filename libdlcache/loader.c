@@ -379,7 +379,7 @@ static int ring_alloc(struct dlc_loader *l)
 	int ret, err = 0;
 
 	for (i = 0; i < l->cfg.nbatches; i++) {
-		struct slot *s = &l->slots[i];
+		struct batch_slot *s = &l->slots[i];
 
 		ret = dlc_pinned_alloc(l->slot_bytes, NULL, &s->mem);
 		if (ret) {
@@ -568,7 +568,7 @@ static int slots_setup(struct dlc_loader *l)
 	uint32_t i;
 
 	for (i = 0; i < cfg->nbatches; i++) {
-		struct slot *s = &l->slots[i];
+		struct batch_slot *s = &l->slots[i];
 
 		s->b.labels = calloc(cfg->batch_size, sizeof(*s->b.labels));
 		s->b.ids = calloc(cfg->batch_size, sizeof(*s->b.ids));
@@ -878,7 +878,7 @@ static void wake_io(struct dlc_loader *l)
  * -ETIMEDOUT with nothing consumed.
  */
 /* Called with l->lock held: whether @s holds the consumer's next batch. */
-static int batch_ready(const struct dlc_loader *l, const struct slot *s)
+static int batch_ready(const struct dlc_loader *l, const struct batch_slot *s)
 {
 	return s->state == SLOT_READY &&
 	       s->b.seq == l->base_seq + l->next_local;
@@ -887,8 +887,8 @@ static int batch_ready(const struct dlc_loader *l, const struct slot *s)
 static int next_batch(struct dlc_loader *l, struct dlc_batch **out,
 		      const struct timespec *until)
 {
-	struct handle *h;
-	struct slot *s;
+	struct batch_handle *h;
+	struct batch_slot *s;
 	uint32_t si;
 	uint64_t t0;
 	int ret, ready = 0;
@@ -993,10 +993,10 @@ int dlc_next_batch_timeout(struct dlc_loader *l, struct dlc_batch **out,
  * -EALREADY (logged) for a handle already released.
  */
 static int lock_handle(struct dlc_loader *l, struct dlc_batch *b,
-		       const char *what, struct handle **out)
+		       const char *what, struct batch_handle **out)
 {
 	uintptr_t base, p = (uintptr_t)b;
-	struct handle *h;
+	struct batch_handle *h;
 
 	if (!l)
 		return -EINVAL;
@@ -1024,7 +1024,7 @@ static int lock_handle(struct dlc_loader *l, struct dlc_batch *b,
 }
 
 /* Called with l->lock held: the slot of live handle @h is free again. */
-static void release_locked(struct dlc_loader *l, struct handle *h)
+static void release_locked(struct dlc_loader *l, struct batch_handle *h)
 {
 	h->live = 0;
 	h->b.count = 0;
@@ -1038,7 +1038,7 @@ static void release_locked(struct dlc_loader *l, struct handle *h)
 
 int dlc_release_batch(struct dlc_loader *l, struct dlc_batch *b)
 {
-	struct handle *h;
+	struct batch_handle *h;
 	int ret = lock_handle(l, b, "release batch", &h);
 
 	if (ret)
@@ -1052,8 +1052,8 @@ int dlc_release_batch_keep(struct dlc_loader *l, struct dlc_batch *b,
 			   void **mem, size_t *len)
 {
 	struct dlc_pinned fresh, kept;
-	struct handle *h;
-	struct slot *s;
+	struct batch_handle *h;
+	struct batch_slot *s;
 	int ret;
 
 	if (l && (!mem || !len)) {

@@ -14,12 +14,12 @@
 
 #include "internal.h"
 
-enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_HELD };
+enum batch_slot_state { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_HELD };
 
-struct slot {
+struct batch_slot {
 	struct dlc_batch b;	/* first: the consumer's handle */
 	struct dlc_pinned mem;	/* its own buffer, b.data; new after a keep */
-	enum slot_state state;
+	enum batch_slot_state state;
 	uint32_t pending;	/* samples not yet decoded */
 	uint32_t want;		/* samples the batch holds before skips */
 	uint8_t *skip;		/* per index: dropped under DLC_ON_ERROR_SKIP */
@@ -34,13 +34,13 @@ struct slot {
  */
 #define DLC_HANDLES	4096
 
-struct handle {
+struct batch_handle {
 	struct dlc_batch b;	/* first: the consumer's pointer */
 	uint32_t slot;		/* the slot it holds */
 	uint32_t live;		/* handed out and not yet released */
 };
 
-struct item {
+struct decode_item {
 	uint32_t slot;
 	uint32_t index;		/* in the batch */
 	uint32_t sample;
@@ -76,7 +76,7 @@ struct dlc_loader {
 	uint64_t base_seq;		/* public seq of the first batch */
 	uint32_t next_local;		/* next batch the consumer gets */
 	uint32_t held;			/* batches the consumer holds */
-	struct handle *handles;		/* DLC_HANDLES, used in turn */
+	struct batch_handle *handles;		/* DLC_HANDLES, used in turn */
 	uint64_t next_handle;		/* hand-outs so far */
 	int failed;			/* sticky error under ON_ERROR_FAIL */
 	/*
@@ -87,11 +87,11 @@ struct dlc_loader {
 	uint32_t outstanding;		/* issued, not yet finished */
 	int io_idle;			/* the I/O thread sleeps in reap */
 
-	struct slot *slots;
+	struct batch_slot *slots;
 	size_t slot_bytes;		/* a slot's buffer: a whole batch */
 	int pinned, huge;		/* of the ring now: dlc_loader_pinned() */
 
-	struct item *queue;		/* decode queue, a ring of window items */
+	struct decode_item *queue;		/* decode queue, a ring of window items */
 	uint32_t qhead, qlen;
 
 	/* The cache (cachetier.h): the I/O thread's, but ops "under l->lock". */
@@ -145,13 +145,13 @@ int loader_decode_next(struct dlc_loader *l, struct dlc_decoder *dec);
 /* This rank's order of @epoch (@arg: the loader), as dlc_order_fill(). */
 int loader_fill_order(void *arg, uint32_t epoch, uint32_t *ids, uint32_t len);
 /* Called with l->lock held: queue @it for decode. */
-void loader_push_item(struct dlc_loader *l, const struct item *it);
+void loader_push_item(struct dlc_loader *l, const struct decode_item *it);
 /* Called with l->lock held: whether the next position may be claimed. */
 int loader_issuable(const struct dlc_loader *l);
 /* The item of claimed position @pos (no bytes yet). */
-void loader_item_at(const struct dlc_loader *l, uint32_t pos, struct item *it);
+void loader_item_at(const struct dlc_loader *l, uint32_t pos, struct decode_item *it);
 /* Called with l->lock held, when loader_issuable(): claim the next position. */
-void loader_claim_next(struct dlc_loader *l, struct item *it);
+void loader_claim_next(struct dlc_loader *l, struct decode_item *it);
 /* Called with l->lock held: a sample of an abandoned epoch is dropped. */
 void loader_drop_sample(struct dlc_loader *l, struct dlc_buf *buf);
 /*
@@ -171,7 +171,7 @@ int loader_readahead_pick(struct dlc_loader *l, uint64_t my_gen, uint64_t *g,
 			  uint32_t *id, uint64_t *bytes);
 /* The claim @it takes what was read ahead for it: 1 when it did. */
 int loader_take_readahead(struct dlc_loader *l, uint32_t epoch,
-			  const struct item *it);
+			  const struct decode_item *it);
 /*
  * Called with l->lock held, when loader_issuable(): whether the next
  * position can be claimed now (one that needs a read needs the reader's

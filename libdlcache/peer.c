@@ -85,11 +85,11 @@ struct put_msg {
  * writes into buf/err before DONE and the eventfd's write; DONE is the
  * I/O thread's check (served) to take and free.
  */
-enum slot_state { SLOT_FREE, SLOT_TAKEN, SLOT_NEW, SLOT_SENT, SLOT_DONE };
+enum request_state { REQ_FREE, REQ_TAKEN, REQ_NEW, REQ_SENT, REQ_DONE };
 
-struct slot {
+struct request_slot {
 	int efd;
-	enum slot_state state;
+	enum request_state state;
 	int abandoned;		/* its eventfd read ended without it (cancel) */
 	uint32_t id, peer, seq;
 	uint64_t tag;		/* the read's, without the tier's bits */
@@ -205,7 +205,7 @@ struct dlc_peer {
 	pthread_cond_t cv;	/* the service thread's sleep */
 	int kick;		/* work came since it last looked: no sleep */
 	int stopping;		/* close: say goodbye and finish */
-	struct slot *slot;
+	struct request_slot *slot;
 	uint32_t nslots;
 	/* The service thread's: requests taken from the slots, to send. */
 	struct req_msg *reqs;
@@ -473,7 +473,7 @@ static void to_storage(struct dlc_peer *p, uint32_t id)
 
 /* ---- the service thread ---- */
 
-static void wake_slot(struct slot *s)
+static void wake_slot(struct request_slot *s)
 {
 	uint64_t one = 1;
 
@@ -482,7 +482,7 @@ static void wake_slot(struct slot *s)
 }
 
 /* Called with the lock held: @s ends with @err (its bytes in s->buf). */
-static void finish_slot(struct dlc_peer *p, struct slot *s, int err)
+static void finish_slot(struct dlc_peer *p, struct request_slot *s, int err)
 {
 	rate_end(p, &p->rate[s->peer], dlc_now_ns(), s->buf ? s->buf->len : 0);
 	s->err = err;
@@ -490,10 +490,10 @@ static void finish_slot(struct dlc_peer *p, struct slot *s, int err)
 		dlc_buf_put(s->buf);
 		s->buf = NULL;
 		s->abandoned = 0;
-		s->state = SLOT_FREE;
+		s->state = REQ_FREE;
 		return;
 	}
-	s->state = SLOT_DONE;
+	s->state = REQ_DONE;
 	wake_slot(s);
 }
 
@@ -511,10 +511,10 @@ static void mark_dead(struct dlc_peer *p, uint32_t peer, const char *what)
 	     "cluster: rank %u did not %s within %llu ms: taken for dead; its samples come from storage",
 	     peer, what, (unsigned long long)(p->timeout_ns / 1000000));
 	for (i = 0; i < p->nslots; i++) {
-		struct slot *s = &p->slot[i];
+		struct request_slot *s = &p->slot[i];
 
 		if (s->peer == peer &&
-		    (s->state == SLOT_NEW || s->state == SLOT_SENT)) {
+		    (s->state == REQ_NEW || s->state == REQ_SENT)) {
 			p->c.peer_failures++;
 			finish_slot(p, s, -ETIMEDOUT);
 		}
@@ -622,18 +622,18 @@ static void answer(struct dlc_peer *p, uint32_t peer, const struct dlc_buf *m)
 }
 
 /* Called with the lock held: the slot @seq names, if it still waits. */
-static struct slot *slot_waiting(struct dlc_peer *p, uint32_t seq)
+static struct request_slot *slot_waiting(struct dlc_peer *p, uint32_t seq)
 {
-	struct slot *s = &p->slot[seq % p->nslots];
+	struct request_slot *s = &p->slot[seq % p->nslots];
 
-	return s->state == SLOT_SENT && s->seq == seq ? s : NULL;
+	return s->state == REQ_SENT && s->seq == seq ? s : NULL;
 }
 
 /* An answer to a request of ours: into its slot, if it still waits. */
 static void answered(struct dlc_peer *p, uint32_t peer, struct dlc_buf *m)
 {
 	struct rep_msg a;
-	struct slot *s;
+	struct request_slot *s;
 
 	if (m->len < sizeof(a)) {
 		dlc_buf_put(m);
@@ -942,16 +942,16 @@ static int outgoing(struct dlc_peer *p, uint64_t now)
 	q = p->reqs;
 	peer = p->req_peer;
 	for (i = 0; i < p->nslots; i++) {
-		struct slot *s = &p->slot[i];
+		struct request_slot *s = &p->slot[i];
 
-		if (s->state == SLOT_SENT && now >= s->deadline) {
+		if (s->state == REQ_SENT && now >= s->deadline) {
 			p->c.peer_failures++;
 			mark_dead(p, s->peer, "answer a request");
 			continue;
 		}
-		if (s->state != SLOT_NEW)
+		if (s->state != REQ_NEW)
 			continue;
-		s->state = SLOT_SENT;
+		s->state = REQ_SENT;
 		s->deadline = now + p->timeout_ns;
 		q[nreq] = (struct req_msg){ s->seq, s->id };
 		peer[nreq++] = s->peer;
@@ -960,7 +960,7 @@ static int outgoing(struct dlc_peer *p, uint64_t now)
 	for (i = 0; i < nreq; i++) {
 		struct req_msg *m = malloc(sizeof(*m));
 		int err = -ENOMEM;
-		struct slot *s;
+		struct request_slot *s;
 
 		any = 1;
 		if (m) {
@@ -1149,8 +1149,8 @@ static void *watchdog_main(void *arg)
 		     "cluster: the MPI service thread has been inside Open MPI for over %llu ms (a dead peer's connection?): no peer is asked until it runs again, samples come from storage",
 		     (unsigned long long)(p->timeout_ns / 1000000));
 		for (i = 0; i < p->nslots; i++)
-			if (p->slot[i].state == SLOT_NEW ||
-			    p->slot[i].state == SLOT_SENT) {
+			if (p->slot[i].state == REQ_NEW ||
+			    p->slot[i].state == REQ_SENT) {
 				p->c.peer_failures++;
 				finish_slot(p, &p->slot[i], -ETIMEDOUT);
 			}
@@ -1166,7 +1166,7 @@ static int peer_queue(void *tier, struct dlc_reader *r, uint32_t id,
 {
 	struct dlc_peer *p = tier;
 	struct dlc_buf *b = NULL;
-	struct slot *s = NULL;
+	struct request_slot *s = NULL;
 	uint32_t owner, i;
 
 	if (id >= p->n)
@@ -1194,7 +1194,7 @@ static int peer_queue(void *tier, struct dlc_reader *r, uint32_t id,
 		return 0;
 	}
 	for (i = 0; i < p->nslots; i++)
-		if (p->slot[i].state == SLOT_FREE) {
+		if (p->slot[i].state == REQ_FREE) {
 			s = &p->slot[i];
 			break;
 		}
@@ -1204,7 +1204,7 @@ static int peer_queue(void *tier, struct dlc_reader *r, uint32_t id,
 		pthread_mutex_unlock(&p->lock);
 		return 0;
 	}
-	s->state = SLOT_TAKEN;
+	s->state = REQ_TAKEN;
 	s->id = id;
 	s->peer = owner;
 	s->tag = tag & ~DLC_TIER_TAG_MASK;
@@ -1216,13 +1216,13 @@ static int peer_queue(void *tier, struct dlc_reader *r, uint32_t id,
 	/* Its answer ends this read: the service thread writes the eventfd. */
 	if (dlc_reader_queue_range(r, s->efd, 0, sizeof(uint64_t), 0, tag)) {
 		pthread_mutex_lock(&p->lock);
-		s->state = SLOT_FREE;
+		s->state = REQ_FREE;
 		to_storage(p, id);
 		pthread_mutex_unlock(&p->lock);
 		return 0;
 	}
 	pthread_mutex_lock(&p->lock);
-	s->state = SLOT_NEW;
+	s->state = REQ_NEW;
 	rate_start(&p->rate[owner], dlc_now_ns());
 	p->kick = 1;
 	pthread_cond_signal(&p->cv);
@@ -1231,12 +1231,12 @@ static int peer_queue(void *tier, struct dlc_reader *r, uint32_t id,
 }
 
 /* The slot whose eventfd read @tag is, or NULL (a read of the share). */
-static struct slot *slot_of(struct dlc_peer *p, uint32_t id, uint64_t tag)
+static struct request_slot *slot_of(struct dlc_peer *p, uint32_t id, uint64_t tag)
 {
 	uint32_t i;
 
 	for (i = 0; i < p->nslots; i++)
-		if (p->slot[i].state != SLOT_FREE && p->slot[i].id == id &&
+		if (p->slot[i].state != REQ_FREE && p->slot[i].id == id &&
 		    p->slot[i].tag == tag && !p->slot[i].abandoned)
 			return &p->slot[i];
 	return NULL;
@@ -1247,18 +1247,18 @@ static int peer_served(void *tier, uint32_t id, struct dlc_read_done *d)
 	struct dlc_peer *p = tier;
 	struct dlc_buf *b = NULL;
 	uint32_t from = p->rank;
-	struct slot *s;
+	struct request_slot *s;
 	int err = d->err;
 
 	pthread_mutex_lock(&p->lock);
 	s = slot_of(p, id, d->tag);
 	if (s) {
 		from = s->peer;
-		if (s->state == SLOT_DONE) {
+		if (s->state == REQ_DONE) {
 			b = s->buf;
 			err = err ? err : s->err;
 			s->buf = NULL;
-			s->state = SLOT_FREE;
+			s->state = REQ_FREE;
 		} else {
 			/* The eventfd read failed before the answer came. */
 			s->abandoned = 1;
@@ -1358,9 +1358,9 @@ void dlc_peer_cancel(struct dlc_peer *p)
 		return;
 	pthread_mutex_lock(&p->lock);
 	for (i = 0; i < p->nslots; i++) {
-		struct slot *s = &p->slot[i];
+		struct request_slot *s = &p->slot[i];
 
-		if (s->state == SLOT_NEW || s->state == SLOT_SENT) {
+		if (s->state == REQ_NEW || s->state == REQ_SENT) {
 			/* The answer, if it comes, frees the slot. */
 			s->abandoned = 1;
 			wake_slot(s);

@@ -74,7 +74,7 @@ int loader_fill_order(void *arg, uint32_t epoch, uint32_t *ids, uint32_t len)
 }
 
 /* Called with l->lock held. */
-void loader_push_item(struct dlc_loader *l, const struct item *it)
+void loader_push_item(struct dlc_loader *l, const struct decode_item *it)
 {
 	l->queue[(l->qhead + l->qlen) % l->cfg.window] = *it;
 	l->qlen++;
@@ -99,7 +99,7 @@ int loader_issuable(const struct dlc_loader *l)
 	return l->slots[si].state == SLOT_FREE;
 }
 
-void loader_item_at(const struct dlc_loader *l, uint32_t pos, struct item *it)
+void loader_item_at(const struct dlc_loader *l, uint32_t pos, struct decode_item *it)
 {
 	it->pos = pos;
 	it->sample = l->order[pos];
@@ -111,9 +111,9 @@ void loader_item_at(const struct dlc_loader *l, uint32_t pos, struct item *it)
 }
 
 /* Claim the next position. Called with l->lock held, when loader_issuable(). */
-void loader_claim_next(struct dlc_loader *l, struct item *it)
+void loader_claim_next(struct dlc_loader *l, struct decode_item *it)
 {
-	struct slot *s;
+	struct batch_slot *s;
 
 	loader_item_at(l, l->next_pos, it);
 	s = &l->slots[it->slot];
@@ -185,7 +185,7 @@ static int requeued(struct dlc_loader *l, uint32_t id, struct dlc_read_done *d)
 static void finish_read(struct dlc_loader *l, uint32_t id, uint32_t pos,
 			struct dlc_buf *buf, int err, const char *why)
 {
-	struct item it;
+	struct decode_item it;
 
 	dlc_stat_add(l->stats.misses, 1);
 	/* The file changed since it was indexed: no cache gets it. */
@@ -482,7 +482,7 @@ int loader_read_ahead(struct dlc_loader *l, uint64_t my_gen, char *path,
  * at completion), 0 when the claim reads or looks up as usual.
  */
 int loader_take_readahead(struct dlc_loader *l, uint32_t epoch,
-			  const struct item *it)
+			  const struct decode_item *it)
 {
 	struct dlc_ra_entry *e;
 	struct dlc_buf *buf;
