@@ -175,12 +175,15 @@ bench-cluster: deps lib tools
 	@tests/perf/cluster.sh $(BUILD) $(BENCH_CLUSTER_IMAGES)
 
 # ---- tests ----------------------------------------------------------------
-check: deps
-	@$(MAKE) --no-print-directory lib tools tests python module
-	@# test_cluster.sh runs these under mpirun (the peer protocol's checks)
-	@$(MAKE) --no-print-directory MPI=1 BUILD=$(BUILD)/mpi lib tools \
-		$(BUILD)/mpi/release/tests/test_cluster $(BUILD)/mpi/asan/tests/test_cluster
-	@tests/run-checks.sh $(BUILD)
+# The packages and the build are timed too: run-checks.sh's "times:" line
+# starts with them (DLC_CHECK_T0).
+check:
+	@t0=$$(date +%s); \
+	$(MAKE) --no-print-directory deps && \
+	$(MAKE) --no-print-directory lib tools tests python module && \
+	$(MAKE) --no-print-directory MPI=1 BUILD=$(BUILD)/mpi lib tools \
+		$(BUILD)/mpi/release/tests/test_cluster $(BUILD)/mpi/asan/tests/test_cluster && \
+	DLC_CHECK_T0=$$t0 tests/run-checks.sh $(BUILD)
 
 -include kmod/kmod.mk
 -include tests/qemu/qemu.mk

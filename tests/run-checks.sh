@@ -25,6 +25,16 @@ log_dir="$BUILD/test-logs"
 mkdir -p "$log_dir"
 
 start_s=$(date +%s)
+# make check's start (Makefile): the packages and the build came first.
+[ -n "${DLC_CHECK_T0:-}" ] && times+=("deps and build $((start_s - DLC_CHECK_T0)) s")
+layer_s=$start_s
+# Close the layer that began at layer_s as "NAME N s" in times.
+layer_done() {	# name
+	local now
+	now=$(date +%s)
+	times+=("$1 $((now - layer_s)) s")
+	layer_s=$now
+}
 dmesg_mark=$(dmesg 2>/dev/null | wc -l || echo 0)
 
 result() {	# name status [why]
@@ -89,6 +99,7 @@ for flavour in release asan; do
 		[ "$flavour" = asan ] && ctl="$PWD/$BUILD/asan/dlcachectl"
 		DLCACHECTL="$ctl" run_program "$name" "$log_dir/${flavour}-$(basename "$t").log" "$t"
 	done
+	layer_done "unit $flavour"
 done
 for t in tests/cli/test_*.sh; do
 	[ -f "$t" ] || continue
@@ -96,6 +107,7 @@ for t in tests/cli/test_*.sh; do
 		run_program "cli/$(basename "$t" .sh)" \
 		"$log_dir/cli-$(basename "$t").log" bash "$t"
 done
+layer_done cli
 
 # The Python package (dlcache.torch) with Debian's python3 and torch.
 for t in tests/python/test_*.py; do
@@ -104,13 +116,13 @@ for t in tests/python/test_*.py; do
 		run_program "python/$(basename "$t" .py)" \
 		"$log_dir/python-$(basename "$t").log" /usr/bin/python3 "$t"
 done
+layer_done python
 
 # Kernel side: each make target prints "ok|FAIL|skip NAME" lines.
 # Every one of them must run: a target that is missing or fails before
 # printing a result line counts as a failure, never as silently absent.
 # debug-kernel builds the QEMU suite's debug kernel once per machine
 # (cached in /var/cache/dlcache): tens of minutes cold, seconds after.
-times+=("host tests $(( $(date +%s) - start_s )) s")
 for target in kunit qemu-test debug-kernel qemu-debug fuzz-check fuzz-lib-check style dkms-test; do
 	log="$log_dir/$target.log"
 	limit=2400
@@ -151,8 +163,10 @@ if [ ${#skipped[@]} -gt 0 ]; then
 	echo "skipped:"
 	printf '     %s\n' "${skipped[@]}"
 fi
-# The host tests' time and each kernel-side target's, then each failure
+# Each layer's time (the packages and build, the host tests' layers, each
+# kernel-side target) and the whole, then each failure
 # with its reason: the end of the output is what a CI summary shows.
+times+=("all $(( $(date +%s) - ${DLC_CHECK_T0:-$start_s} )) s")
 echo "times: $(IFS=,; echo "${times[*]}" | sed 's/,/, /g')"
 if [ ${#failed[@]} -gt 0 ]; then
 	echo "failed:"
