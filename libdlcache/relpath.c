@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The index's checks of a name read from a file (relpath.h), shared by the
- * index (index.c) and the pack reader (pack.c).
+ * index file's parser (indexfile.c) and the pack reader (pack.c).
  */
 #include <string.h>
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Fuzz harness: an index file (index.c's text formats 1 and 2; a file
+ * Fuzz harness: an index file (indexfile.c's text formats 1 and 2; a file
  * with the pack magic goes to the pack reader, which fuzz_pack covers
  * with its CRCs fixed) loaded with dlc_index_load() and with a root given
  * at load (dlc_index_load_at()), every accessor called on what loaded,
