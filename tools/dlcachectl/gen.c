@@ -4,19 +4,14 @@
  *
  * Benchmarks need JPEGs whose sizes, dimensions, format mix and decode cost
  * resemble ImageNet's, and tests need them without downloading anything.
- * Every image is a pure function of (seed, image number) and every class
- * style of (seed, class number), so the set is byte-identical for any
- * thread count. The content is layered like a photo: smooth gradients,
- * value-noise "clouds", soft-edged shapes, sinusoidal textures, lighting
- * detail at several scales and mild sensor noise, so that the entropy coder
- * sees roughly the coefficient statistics it sees on real pictures.
+ * The images are genimage.c's, and the directory's bookkeeping (the stamp,
+ * leftovers of an earlier set) gendir.c's. This file is the command: its
+ * arguments, the threads that render and encode the images, the order of
+ * the steps that keeps a half-made set from looking made, and the summary.
  */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
-#include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdatomic.h>
@@ -29,14 +24,10 @@
 #include <jpeglib.h>
 
 #include "cli.h"
+#include "gen.h"
 
-/* Bump when the output for a given seed changes, so stale sets regenerate. */
-#define GEN_VERSION	1
-#define STAMP_NAME	".dlcache-gen-done"
 #define MAX_IMAGES	1000000U	/* img_%06u */
-#define MAX_CLASSES	1000U		/* class_%03u: names sort as numbers */
 #define MAX_THREADS	64U
-#define PI_F		3.14159265358979f
 
 static const char gen_usage[] =
 	"usage: dlcachectl gen DIR [--images N] [--classes C] [--seed S]\n"
@@ -59,833 +50,6 @@ static const char gen_usage[] =
 	"\n"
 	"DIR/" STAMP_NAME " is written last and records the arguments; a\n"
 	"second run with the same arguments does nothing.\n";
-
-struct gen_params {
-	const char *dir;
-	uint32_t images;
-	uint32_t classes;
-	uint32_t quality;
-	uint64_t seed;
-	int distinct;		/* --distinct: visibly different classes */
-	int force;
-};
-
-/* ------------------------------------------------------------------ */
-/* Random numbers: counter-based, so any image can be made on its own  */
-/* ------------------------------------------------------------------ */
-
-enum rng_stream {
-	STREAM_PLAN = 1,	/* dimensions */
-	STREAM_CLASS,		/* class style */
-	STREAM_IMAGE,		/* content */
-	STREAM_NOISE,		/* pixel noise */
-	STREAM_SPREAD,		/* offsets of the format sequences */
-};
-
-struct rng {
-	uint64_t s;
-};
-
-static uint64_t mix64(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-static void rng_seed(struct rng *r, uint64_t seed, uint64_t stream,
-		     uint64_t item)
-{
-	r->s = mix64(seed ^ mix64(stream * 0x9e3779b97f4a7c15ULL + item));
-}
-
-/* splitmix64: passes BigCrush and costs a few cycles. */
-static uint64_t rng_next(struct rng *r)
-{
-	r->s += 0x9e3779b97f4a7c15ULL;
-	return mix64(r->s);
-}
-
-/* Uniform in [0, 1). */
-static float rng_unit(struct rng *r)
-{
-	return (float)(rng_next(r) >> 40) * (1.0f / 16777216.0f);
-}
-
-static float rng_range(struct rng *r, float lo, float hi)
-{
-	return lo + (hi - lo) * rng_unit(r);
-}
-
-/* Log-uniform in [lo, hi]: sizes and periods are scale-free in photos. */
-static float rng_log(struct rng *r, float lo, float hi)
-{
-	return lo * powf(hi / lo, rng_unit(r));
-}
-
-static uint32_t rng_below(struct rng *r, uint32_t n)
-{
-	return (uint32_t)(((rng_next(r) >> 32) * n) >> 32);
-}
-
-static float clampf(float v, float lo, float hi)
-{
-	return v < lo ? lo : v > hi ? hi : v;
-}
-
-/* fminf() is a libm call without -ffast-math, and NaN never occurs here. */
-static float minf(float a, float b)
-{
-	return a < b ? a : b;
-}
-
-/* One period of sine in a table: libm's sinf per pixel would dominate. */
-#define SIN_BITS	12
-#define SIN_SIZE	(1 << SIN_BITS)
-static float sin_table[SIN_SIZE];
-
-static void sin_table_init(void)
-{
-	int i;
-
-	for (i = 0; i < SIN_SIZE; i++)
-		sin_table[i] = (float)sin(2.0 * M_PI * i / SIN_SIZE);
-}
-
-/* sin(2 pi cycles); negative arguments wrap through the mask. */
-static inline float sin_cycles(float cycles)
-{
-	return sin_table[(int)(cycles * (float)SIN_SIZE) & (SIN_SIZE - 1)];
-}
-
-/* ------------------------------------------------------------------ */
-/* What each image is: size and format                                 */
-/* ------------------------------------------------------------------ */
-
-enum img_kind {
-	KIND_420 = 0,	/* YCbCr 4:2:0, the camera and web default */
-	KIND_444,	/* YCbCr 4:4:4 */
-	KIND_GRAY,	/* one component */
-	KIND_COUNT
-};
-
-struct img_plan {
-	uint32_t w, h;
-	uint32_t kind;		/* enum img_kind */
-	uint32_t progressive;
-};
-
-/*
- * ImageNet's training images are mostly a few camera-app sizes with the
- * long side scaled to 500; the rest spread over a wide range, more often
- * landscape than portrait. The weights give a mean near 480 x 370.
- */
-static const struct {
-	uint16_t w, h, weight;
-} common_sizes[] = {
-	{ 500, 375, 35 }, { 500, 333, 30 }, { 375, 500, 8 }, { 500, 334, 7 },
-	{ 500, 332, 7 }, { 333, 500, 5 }, { 500, 400, 5 }, { 500, 500, 3 },
-};
-
-static double frac(double x)
-{
-	return x - floor(x);
-}
-
-static void plan_image(uint64_t seed, int distinct, uint32_t i,
-		       struct img_plan *p)
-{
-	struct rng r, spread;
-	double off1, off2, u, v;
-	float w, ar;
-	uint32_t k, pick;
-
-	rng_seed(&r, seed, STREAM_PLAN, i);
-	if (rng_unit(&r) < 0.6f) {
-		pick = rng_below(&r, 100);
-		for (k = 0; pick >= common_sizes[k].weight; k++)
-			pick -= common_sizes[k].weight;
-		p->w = common_sizes[k].w;
-		p->h = common_sizes[k].h;
-	} else {
-		w = rng_log(&r, 250.0f, 800.0f);
-		if (rng_unit(&r) < 0.85f)
-			ar = rng_log(&r, 1.2f, 1.8f);
-		else
-			ar = rng_log(&r, 0.6f, 1.0f);
-		p->w = (uint32_t)lrintf(w);
-		p->h = (uint32_t)lrintf(clampf(w / ar, 150.0f, 1000.0f));
-	}
-
-	/*
-	 * The rare formats follow a two-dimensional Weyl (R2) sequence rather
-	 * than a coin per image: every prefix of the set, even a 60-image test
-	 * set, then holds each kind in close to its share.
-	 */
-	rng_seed(&spread, seed, STREAM_SPREAD, 0);
-	off1 = (double)(rng_next(&spread) >> 11) * 0x1p-53;
-	off2 = (double)(rng_next(&spread) >> 11) * 0x1p-53;
-	u = frac(off1 + (i + 1.0) * 0.7548776662466927);
-	v = frac(off2 + (i + 1.0) * 0.5698402909980532);
-	p->kind = u < 0.05 ? KIND_GRAY : u < 0.13 ? KIND_444 : KIND_420;
-	/* A distinct set tells classes apart by hue: no grayscale. */
-	if (distinct && p->kind == KIND_GRAY)
-		p->kind = KIND_420;
-	p->progressive = v < 0.07;
-}
-
-/* ------------------------------------------------------------------ */
-/* Class styles: what makes a class recognisable                       */
-/* ------------------------------------------------------------------ */
-
-enum shape_kind {
-	SHAPE_ELLIPSE,
-	SHAPE_RECT,
-	SHAPE_STRIPES,
-	SHAPE_RING,
-	SHAPE_KINDS
-};
-
-#define PALETTE 5
-
-struct class_style {
-	float pal[PALETTE][3];	/* 0..255 */
-	uint32_t motif;		/* enum shape_kind drawn most often */
-	float motif_share;	/* share of the shapes drawn as the motif */
-	float speck_share;	/* and of the specks */
-	float angle;		/* dominant direction, radians */
-	float period;		/* texture period, pixels */
-	float rough;		/* scale of the lighting detail */
-	float grain;		/* pixel noise sigma, 0..255 levels */
-};
-
-static void hsv_to_rgb(float h, float s, float v, float out[3])
-{
-	float f, p, q, t;
-	int i;
-
-	h = (float)frac(h) * 6.0f;
-	i = (int)h;
-	f = h - (float)i;
-	p = v * (1.0f - s);
-	q = v * (1.0f - s * f);
-	t = v * (1.0f - s * (1.0f - f));
-	switch (i) {
-	case 0: out[0] = v; out[1] = t; out[2] = p; break;
-	case 1: out[0] = q; out[1] = v; out[2] = p; break;
-	case 2: out[0] = p; out[1] = v; out[2] = t; break;
-	case 3: out[0] = p; out[1] = q; out[2] = v; break;
-	case 4: out[0] = t; out[1] = p; out[2] = v; break;
-	default: out[0] = v; out[1] = p; out[2] = q; break;
-	}
-	out[0] *= 255.0f;
-	out[1] *= 255.0f;
-	out[2] *= 255.0f;
-}
-
-static void make_style(uint64_t seed, uint32_t c, struct class_style *st)
-{
-	struct rng r;
-	float hue;
-	int k;
-
-	rng_seed(&r, seed, STREAM_CLASS, c);
-	hue = rng_unit(&r);
-	/* Analogous hues plus one complementary accent, as in most scenes. */
-	for (k = 0; k < PALETTE; k++)
-		hsv_to_rgb(hue + rng_range(&r, -0.1f, 0.1f) +
-			   (k == PALETTE - 1 ? 0.5f : 0.0f),
-			   rng_range(&r, 0.15f, 0.85f),
-			   rng_range(&r, 0.2f, 0.95f), st->pal[k]);
-	st->motif = rng_below(&r, SHAPE_KINDS);
-	st->angle = rng_range(&r, 0.0f, PI_F);
-	st->period = rng_log(&r, 4.0f, 40.0f);
-	st->rough = rng_range(&r, 0.7f, 1.3f);
-	st->grain = rng_range(&r, 2.7f, 5.1f);
-	st->motif_share = 0.55f;
-	st->speck_share = 0.5f;
-}
-
-/*
- * --distinct: class @c of @classes gets its own hue, evenly spaced around
- * the wheel from a seeded offset, saturated enough to survive the
- * lighting; the palette stays near that hue (no complementary accent), the
- * motif cycles through the shape kinds and the texture period through a
- * range, and most shapes are the motif. Any crop then shows the class.
- */
-static void make_distinct_style(uint64_t seed, uint32_t c, uint32_t classes,
-				struct class_style *st)
-{
-	struct rng r;
-	float hue;
-	int k;
-
-	rng_seed(&r, seed, STREAM_CLASS, MAX_CLASSES);
-	hue = rng_unit(&r) + (float)c / (float)classes;
-	rng_seed(&r, seed, STREAM_CLASS, c);
-	for (k = 0; k < PALETTE; k++)
-		hsv_to_rgb(hue + rng_range(&r, -0.02f, 0.02f),
-			   rng_range(&r, 0.65f, 0.95f),
-			   rng_range(&r, 0.45f, 0.95f), st->pal[k]);
-	st->motif = c % SHAPE_KINDS;
-	st->angle = PI_F * (float)(c % 3) / 3.0f;
-	st->period = 5.0f * powf(6.0f, (float)(c % 5) / 4.0f);
-	st->rough = rng_range(&r, 0.7f, 1.3f);
-	st->grain = rng_range(&r, 2.7f, 5.1f);
-	st->motif_share = 0.9f;
-	st->speck_share = 0.9f;
-}
-
-/* ------------------------------------------------------------------ */
-/* Rendering                                                           */
-/* ------------------------------------------------------------------ */
-
-/* Per-thread scratch, grown to the largest image seen. */
-struct canvas {
-	uint32_t w, h;
-	size_t cap;		/* pixels the planes hold */
-	float *px;		/* RGB, interleaved, 0..255 */
-	float *field;		/* low-frequency mix of background colours */
-	float *detail;		/* lighting, multiplicative, around 0 */
-	uint8_t *out;		/* RGB or gray, interleaved */
-	float *lattice;		/* value-noise lattice */
-	size_t lattice_cap;
-	float *lattice_row;	/* one lattice row, interpolated in y */
-	size_t row_cap;
-	int32_t *col_idx;	/* value-noise column cell and weight */
-	float *col_w;
-	size_t col_cap;
-};
-
-static void canvas_free(struct canvas *cv)
-{
-	free(cv->px);
-	free(cv->field);
-	free(cv->detail);
-	free(cv->out);
-	free(cv->lattice);
-	free(cv->lattice_row);
-	free(cv->col_idx);
-	free(cv->col_w);
-	memset(cv, 0, sizeof(*cv));
-}
-
-static int canvas_fit(struct canvas *cv, uint32_t w, uint32_t h)
-{
-	size_t n = (size_t)w * h;
-
-	cv->w = w;
-	cv->h = h;
-	if (n > cv->cap) {
-		free(cv->px);
-		free(cv->field);
-		free(cv->detail);
-		free(cv->out);
-		cv->px = malloc(n * 3 * sizeof(float));
-		cv->field = malloc(n * sizeof(float));
-		cv->detail = malloc(n * sizeof(float));
-		cv->out = malloc(n * 3);
-		if (!cv->px || !cv->field || !cv->detail || !cv->out) {
-			cv->cap = 0;
-			return -ENOMEM;
-		}
-		cv->cap = n;
-	}
-	if (w > cv->col_cap) {
-		free(cv->col_idx);
-		free(cv->col_w);
-		cv->col_idx = malloc(w * sizeof(int32_t));
-		cv->col_w = malloc(w * sizeof(float));
-		if (!cv->col_idx || !cv->col_w) {
-			cv->col_cap = 0;
-			return -ENOMEM;
-		}
-		cv->col_cap = w;
-	}
-	return 0;
-}
-
-static float smooth01(float t)
-{
-	return t * t * (3.0f - 2.0f * t);
-}
-
-/*
- * Add one octave of value noise (random values on a lattice of @cell
- * pixels, smoothly interpolated) scaled to +-@amp/2 into @plane. With
- * @mask, each lattice value is scaled by clamp(@bias + @gain * mask) at
- * its pixel: fine texture then lives in some regions and not in others,
- * as grass next to sky.
- */
-static int add_value_noise(struct canvas *cv, float *plane, struct rng *r,
-			   float cell, float amp, const float *mask,
-			   float bias, float gain)
-{
-	uint32_t gw = (uint32_t)((float)cv->w / cell) + 2;
-	uint32_t gh = (uint32_t)((float)cv->h / cell) + 2;
-	float inv = 1.0f / cell;
-	size_t n = (size_t)gw * gh;
-	uint32_t x, y, gx, gy;
-
-	if (n > cv->lattice_cap) {
-		free(cv->lattice);
-		cv->lattice = malloc(n * sizeof(float));
-		if (!cv->lattice) {
-			cv->lattice_cap = 0;
-			return -ENOMEM;
-		}
-		cv->lattice_cap = n;
-	}
-	if (gw > cv->row_cap) {
-		free(cv->lattice_row);
-		cv->lattice_row = malloc(gw * sizeof(float));
-		if (!cv->lattice_row) {
-			cv->row_cap = 0;
-			return -ENOMEM;
-		}
-		cv->row_cap = gw;
-	}
-	for (gy = 0; gy < gh; gy++) {
-		float *l = cv->lattice + (size_t)gy * gw;
-		uint32_t my = (uint32_t)((float)gy * cell);
-		const float *mrow;
-
-		if (my >= cv->h)
-			my = cv->h - 1;
-		mrow = mask ? mask + (size_t)my * cv->w : NULL;
-		for (gx = 0; gx < gw; gx++) {
-			uint32_t mx = (uint32_t)((float)gx * cell);
-			float v = (rng_unit(r) - 0.5f) * amp;
-
-			if (mrow) {
-				if (mx >= cv->w)
-					mx = cv->w - 1;
-				v *= clampf(bias + gain * mrow[mx], 0, 1);
-			}
-			l[gx] = v;
-		}
-	}
-	for (x = 0; x < cv->w; x++) {
-		float fx = (float)x * inv;
-		int32_t ix = (int32_t)fx;
-
-		cv->col_idx[x] = ix;
-		cv->col_w[x] = smooth01(fx - (float)ix);
-	}
-	/* Interpolate down the lattice column first: one lerp a pixel, not three. */
-	for (y = 0; y < cv->h; y++) {
-		float fy = (float)y * inv;
-		uint32_t iy = (uint32_t)fy;
-		float ty = smooth01(fy - (float)iy);
-		const float *r0 = cv->lattice + (size_t)iy * gw;
-		const float *r1 = r0 + gw;
-		float *row = cv->lattice_row;
-		float *dst = plane + (size_t)y * cv->w;
-
-		for (gx = 0; gx < gw; gx++)
-			row[gx] = r0[gx] + (r1[gx] - r0[gx]) * ty;
-		for (x = 0; x < cv->w; x++) {
-			int32_t i = cv->col_idx[x];
-
-			dst[x] += row[i] + (row[i + 1] - row[i]) * cv->col_w[x];
-		}
-	}
-	return 0;
-}
-
-static void jitter_color(struct rng *r, const float in[3], float amount,
-			 float out[3])
-{
-	int c;
-
-	for (c = 0; c < 3; c++)
-		out[c] = clampf(in[c] + rng_range(r, -amount, amount), 0, 255);
-}
-
-/* A smooth background: two-colour gradient, then a third colour in clouds. */
-static int draw_background(struct canvas *cv, const struct class_style *st,
-			   struct rng *r)
-{
-	float a[3], b[3], c[3], dirx, diry, ang, cx, cy, inv, m, t;
-	uint32_t x, y, ia, ib;
-	size_t n = (size_t)cv->w * cv->h;
-	float big = (float)(cv->w > cv->h ? cv->w : cv->h);
-	int rc;
-
-	ia = rng_below(r, PALETTE);
-	ib = (ia + 1 + rng_below(r, PALETTE - 1)) % PALETTE;
-	jitter_color(r, st->pal[ia], 25.0f, a);
-	jitter_color(r, st->pal[ib], 25.0f, b);
-	jitter_color(r, st->pal[rng_below(r, PALETTE)], 25.0f, c);
-	ang = st->angle + PI_F / 2 + rng_range(r, -0.7f, 0.7f);
-	dirx = cosf(ang);
-	diry = sinf(ang);
-	cx = (float)cv->w * rng_range(r, 0.3f, 0.7f);
-	cy = (float)cv->h * rng_range(r, 0.3f, 0.7f);
-	inv = 1.0f / (big * rng_range(r, 0.6f, 1.4f));
-
-	memset(cv->field, 0, n * sizeof(float));
-	rc = add_value_noise(cv, cv->field, r, big / rng_range(r, 1.5f, 3.5f),
-			     2.0f, NULL, 0, 0);
-	if (!rc)
-		rc = add_value_noise(cv, cv->field, r,
-				     big / rng_range(r, 6.0f, 10.0f), 0.7f,
-				     NULL, 0, 0);
-	if (rc)
-		return rc;
-	for (y = 0; y < cv->h; y++) {
-		float *p = cv->px + (size_t)y * cv->w * 3;
-		const float *f = cv->field + (size_t)y * cv->w;
-		float base = ((float)y - cy) * diry;
-
-		for (x = 0; x < cv->w; x++, p += 3) {
-			t = clampf(0.5f + (base + ((float)x - cx) * dirx) * inv,
-				   0, 1);
-			t = smooth01(t);
-			m = smooth01(clampf(f[x] + 0.3f, 0, 1)) * 0.7f;
-			p[0] = a[0] + (b[0] - a[0]) * t;
-			p[1] = a[1] + (b[1] - a[1]) * t;
-			p[2] = a[2] + (b[2] - a[2]) * t;
-			p[0] += (c[0] - p[0]) * m;
-			p[1] += (c[1] - p[1]) * m;
-			p[2] += (c[2] - p[2]) * m;
-		}
-	}
-	return 0;
-}
-
-/* A rotated, soft-edged box: the bounding box and the local frame. */
-struct frame {
-	float cx, cy;		/* centre */
-	float hx, hy;		/* half sizes */
-	float ca, sa;		/* rotation */
-	float inv_soft;		/* 1 / edge width */
-	int32_t x0, y0, x1, y1;	/* pixel bounds, clipped, exclusive end */
-};
-
-/*
- * Place a box; its pixel bounds are those of the rotated rectangle, which
- * also hold an inscribed ellipse. 0 when it misses the canvas.
- */
-static int frame_place(struct frame *f, const struct canvas *cv, float cx,
-		       float cy, float hx, float hy, float ang, float soft)
-{
-	float ex, ey;
-
-	f->cx = cx;
-	f->cy = cy;
-	f->hx = hx;
-	f->hy = hy;
-	f->ca = cosf(ang);
-	f->sa = sinf(ang);
-	f->inv_soft = 1.0f / soft;
-	ex = hx * fabsf(f->ca) + hy * fabsf(f->sa) + soft;
-	ey = hx * fabsf(f->sa) + hy * fabsf(f->ca) + soft;
-	f->x0 = (int32_t)clampf(floorf(cx - ex), 0, (float)cv->w);
-	f->x1 = (int32_t)clampf(ceilf(cx + ex) + 1, 0, (float)cv->w);
-	f->y0 = (int32_t)clampf(floorf(cy - ey), 0, (float)cv->h);
-	f->y1 = (int32_t)clampf(ceilf(cy + ey) + 1, 0, (float)cv->h);
-	return f->x0 < f->x1 && f->y0 < f->y1;
-}
-
-/* Sinusoidal textures (fabric, grass, bricks seen from afar) in patches. */
-static void draw_texture(struct canvas *cv, const struct class_style *st,
-			 struct rng *r)
-{
-	float big = (float)(cv->w > cv->h ? cv->w : cv->h);
-	float period = st->period * rng_range(r, 0.7f, 1.4f);
-	float period2 = period * rng_range(r, 0.8f, 3.0f);
-	float amp = rng_range(r, 0.06f, 0.22f);
-	int weave = rng_unit(r) < 0.5f;
-	float ang = st->angle + rng_range(r, -0.3f, 0.3f);
-	float fu = 1.0f / period, fv = 1.0f / period2;
-	struct frame f;
-	int32_t x, y;
-
-	if (!frame_place(&f, cv, rng_range(r, 0, (float)cv->w),
-			 rng_range(r, 0, (float)cv->h),
-			 big * rng_range(r, 0.1f, 0.45f),
-			 big * rng_range(r, 0.1f, 0.45f), ang,
-			 rng_range(r, 4.0f, 20.0f)))
-		return;
-	for (y = f.y0; y < f.y1; y++) {
-		float dy = (float)y - f.cy;
-		float *p = cv->px + ((size_t)y * cv->w + (size_t)f.x0) * 3;
-
-		for (x = f.x0; x < f.x1; x++, p += 3) {
-			float dx = (float)x - f.cx;
-			float u = dx * f.ca + dy * f.sa;
-			float v = dy * f.ca - dx * f.sa;
-			float d = minf(f.hx - fabsf(u), f.hy - fabsf(v));
-			float cov = clampf(d * f.inv_soft, 0, 1);
-			float s;
-
-			if (cov <= 0)
-				continue;
-			s = sin_cycles(u * fu);
-			if (weave)
-				s *= sin_cycles(v * fv);
-			s = 1.0f + amp * cov * s;
-			p[0] *= s;
-			p[1] *= s;
-			p[2] *= s;
-		}
-	}
-}
-
-struct shape {
-	uint32_t kind;
-	struct frame f;
-	float col[3];
-	float alpha;
-	float shade;		/* light falling across the shape */
-	float inv_period;	/* stripes */
-	float sharp;		/* stripes: how square the wave is */
-	float ihx2, ihy2;	/* ellipses: 1 / half size squared */
-	float q2_out;		/* ellipses: no coverage from here out */
-};
-
-/* Derived fields, once the frame is placed. */
-static void shape_prepare(struct shape *s)
-{
-	float out = 1.0f + 0.5f / (minf(s->f.hx, s->f.hy) * s->f.inv_soft);
-
-	s->ihx2 = 1.0f / (s->f.hx * s->f.hx);
-	s->ihy2 = 1.0f / (s->f.hy * s->f.hy);
-	s->q2_out = out * out;
-}
-
-/* Coverage in [0, 1] of @s at local coordinates (u, v). */
-static inline float shape_cover(const struct shape *s, float u, float v)
-{
-	const struct frame *f = &s->f;
-	float d, q, m;
-
-	switch (s->kind) {
-	case SHAPE_ELLIPSE:
-		q = u * u * s->ihx2 + v * v * s->ihy2;
-		/* Most of the bounding box is outside: skip the square root. */
-		if (q >= s->q2_out)
-			return 0;
-		d = (1.0f - sqrtf(q)) * minf(f->hx, f->hy);
-		return clampf(d * f->inv_soft + 0.5f, 0, 1);
-	case SHAPE_RING:
-		q = u * u * s->ihx2 + v * v * s->ihy2;
-		if (q >= s->q2_out)
-			return 0;
-		q = sqrtf(q);
-		m = minf(f->hx, f->hy);
-		d = (0.15f - fabsf(q - 0.8f)) * m;
-		return clampf(d * f->inv_soft + 0.5f, 0, 1);
-	case SHAPE_STRIPES:
-		d = minf(f->hx - fabsf(u), f->hy - fabsf(v));
-		q = clampf(0.5f + s->sharp * sin_cycles(u * s->inv_period),
-			   0, 1);
-		return clampf(d * f->inv_soft + 0.5f, 0, 1) * q;
-	default:
-		d = minf(f->hx - fabsf(u), f->hy - fabsf(v));
-		return clampf(d * f->inv_soft + 0.5f, 0, 1);
-	}
-}
-
-static void draw_shape(struct canvas *cv, struct shape *s)
-{
-	const struct frame *f = &s->f;
-	float inv_h = 1.0f / f->hy;
-	int32_t x, y;
-
-	shape_prepare(s);
-
-	for (y = f->y0; y < f->y1; y++) {
-		float dy = (float)y - f->cy;
-		float *p = cv->px + ((size_t)y * cv->w + (size_t)f->x0) * 3;
-
-		for (x = f->x0; x < f->x1; x++, p += 3) {
-			float dx = (float)x - f->cx;
-			float u = dx * f->ca + dy * f->sa;
-			float v = dy * f->ca - dx * f->sa;
-			float a = shape_cover(s, u, v), l;
-
-			if (a <= 0)
-				continue;
-			a *= s->alpha;
-			l = 1.0f + s->shade * v * inv_h;
-			p[0] += (s->col[0] * l - p[0]) * a;
-			p[1] += (s->col[1] * l - p[1]) * a;
-			p[2] += (s->col[2] * l - p[2]) * a;
-		}
-	}
-}
-
-static void draw_shapes(struct canvas *cv, const struct class_style *st,
-			struct rng *r)
-{
-	float big = (float)(cv->w > cv->h ? cv->w : cv->h);
-	uint32_t k, n = 4 + rng_below(r, 8);
-	float size = big * rng_range(r, 0.2f, 0.4f);
-	struct shape s;
-
-	/* Large shapes first, details on top, like objects in front of scenery. */
-	for (k = 0; k < n; k++, size *= rng_range(r, 0.65f, 0.95f)) {
-		float hx = size * rng_range(r, 0.5f, 1.0f);
-		float hy = size * rng_range(r, 0.3f, 1.0f);
-		float soft = rng_log(r, 0.8f, 8.0f);
-
-		s.kind = rng_unit(r) < st->motif_share ? st->motif
-					     : rng_below(r, SHAPE_KINDS);
-		jitter_color(r, st->pal[rng_below(r, PALETTE)], 30.0f, s.col);
-		s.alpha = rng_range(r, 0.55f, 1.0f);
-		s.shade = rng_range(r, -0.35f, 0.35f);
-		s.inv_period = 1.0f / (st->period * rng_range(r, 0.5f, 2.0f));
-		s.sharp = rng_log(r, 0.6f, 4.0f);
-		if (frame_place(&s.f, cv, rng_range(r, 0, (float)cv->w),
-				rng_range(r, 0, (float)cv->h), hx, hy,
-				st->angle + rng_range(r, -0.8f, 0.8f), soft))
-			draw_shape(cv, &s);
-	}
-}
-
-/*
- * Small details on top (pebbles, leaves, text-like marks): their edges
- * are much of a photo's high-frequency content.
- */
-static void draw_specks(struct canvas *cv, const struct class_style *st,
-			struct rng *r)
-{
-	uint32_t k, n = (uint32_t)(rng_range(r, 100.0f, 300.0f) *
-				   (float)cv->w * (float)cv->h / 180000.0f);
-	float cx = rng_range(r, 0, (float)cv->w);
-	float cy = rng_range(r, 0, (float)cv->h);
-	float spread = (float)(cv->w > cv->h ? cv->w : cv->h) *
-		       rng_range(r, 0.2f, 0.6f);
-	struct shape s;
-
-	for (k = 0; k < n; k++) {
-		float size = rng_log(r, 1.5f, 14.0f);
-
-		s.kind = rng_unit(r) < st->speck_share ? st->motif
-					    : rng_below(r, SHAPE_KINDS);
-		/* Too small to show a ring or stripes. */
-		if (s.kind == SHAPE_RING || s.kind == SHAPE_STRIPES)
-			s.kind = SHAPE_ELLIPSE;
-		jitter_color(r, st->pal[rng_below(r, PALETTE)], 40.0f, s.col);
-		s.alpha = rng_range(r, 0.4f, 0.95f);
-		s.shade = rng_range(r, -0.3f, 0.3f);
-		s.inv_period = 1;
-		s.sharp = 1;
-		/* Clustered, as details gather on objects. */
-		if (frame_place(&s.f, cv,
-				cx + (rng_unit(r) - rng_unit(r)) * spread,
-				cy + (rng_unit(r) - rng_unit(r)) * spread,
-				size, size * rng_range(r, 0.3f, 1.0f),
-				rng_range(r, 0, PI_F), rng_range(r, 0.6f, 1.5f)))
-			draw_shape(cv, &s);
-	}
-}
-
-/* Bell-shaped (sum of two uniforms) noise with unit sigma from 32 bits. */
-static inline float noise2(uint32_t bits)
-{
-	int32_t sum = (int32_t)(bits & 0xffff) + (int32_t)(bits >> 16);
-
-	return (float)(sum - 65535) * (1.0f / 26754.0f);
-}
-
-/*
- * Lighting at several scales, fine texture, a vignette and sensor noise,
- * then 8 bits. The fine texture and the grain give the high-frequency
- * energy that decides the file size at high quality; the texture is
- * masked by the coarse lighting so that busy and smooth regions alternate.
- */
-static int finish(struct canvas *cv, const struct class_style *st,
-		  struct rng *r, uint64_t seed, uint32_t image, int gray)
-{
-	size_t n = (size_t)cv->w * cv->h;
-	float big = (float)(cv->w > cv->h ? cv->w : cv->h);
-	float rough = st->rough * rng_range(r, 0.7f, 1.3f);
-	float grain = st->grain * rng_range(r, 0.8f, 1.25f);
-	float vig = rng_range(r, 0.0f, 0.35f);
-	float icx = 2.0f / (float)cv->w, icy = 2.0f / (float)cv->h;
-	float *fine = cv->field;	/* free once the background is drawn */
-	struct rng nr;
-	uint32_t x, y;
-	int rc;
-
-	memset(cv->detail, 0, n * sizeof(float));
-	memset(fine, 0, n * sizeof(float));
-	rc = add_value_noise(cv, cv->detail, r, big / 5.0f, 0.35f * rough,
-			     NULL, 0, 0);
-	if (!rc)
-		rc = add_value_noise(cv, cv->detail, r, big / 24.0f,
-				     0.16f * rough, NULL, 0, 0);
-	if (!rc)
-		rc = add_value_noise(cv, fine, r, 7.0f, 0.6f * rough,
-				     cv->detail, 0.5f, 3.0f);
-	if (!rc)
-		rc = add_value_noise(cv, fine, r, 2.5f, 0.56f * rough,
-				     cv->detail, 0.5f, 3.0f);
-	if (rc)
-		return rc;
-
-	rng_seed(&nr, seed, STREAM_NOISE, image);
-	for (y = 0; y < cv->h; y++) {
-		const float *p = cv->px + (size_t)y * cv->w * 3;
-		const float *d = cv->detail + (size_t)y * cv->w;
-		const float *fn = fine + (size_t)y * cv->w;
-		uint8_t *o = cv->out + (size_t)y * cv->w * (gray ? 1 : 3);
-		float ny = (float)y * icy - 1.0f;
-
-		for (x = 0; x < cv->w; x++, p += 3) {
-			float nx = (float)x * icx - 1.0f;
-			float l = 1.0f + d[x] + fn[x] -
-				  vig * 0.5f * (nx * nx + ny * ny);
-			/* Mostly luma noise, a little chroma, as sensors give. */
-			uint64_t bits = rng_next(&nr);
-			/* Texture also in the shadows, where l scales it away. */
-			float nl = noise2((uint32_t)bits) * grain + fn[x] * 80.0f;
-			float nc = noise2((uint32_t)(bits >> 32)) * grain * 0.4f;
-			float rr = p[0] * l + nl + nc;
-			float gg = p[1] * l + nl;
-			float bb = p[2] * l + nl - nc;
-
-			rr = clampf(rr, 0, 255);
-			gg = clampf(gg, 0, 255);
-			bb = clampf(bb, 0, 255);
-			if (gray) {
-				o[x] = (uint8_t)(0.299f * rr + 0.587f * gg +
-						 0.114f * bb + 0.5f);
-			} else {
-				/* Non-negative, so + 0.5 and truncation round. */
-				o[x * 3 + 0] = (uint8_t)(rr + 0.5f);
-				o[x * 3 + 1] = (uint8_t)(gg + 0.5f);
-				o[x * 3 + 2] = (uint8_t)(bb + 0.5f);
-			}
-		}
-	}
-	return 0;
-}
-
-static int render(struct canvas *cv, const struct class_style *st,
-		  uint64_t seed, uint32_t image, const struct img_plan *pl)
-{
-	struct rng r;
-	uint32_t k, textures;
-	int rc;
-
-	rc = canvas_fit(cv, pl->w, pl->h);
-	if (rc)
-		return rc;
-	rng_seed(&r, seed, STREAM_IMAGE, image);
-	rc = draw_background(cv, st, &r);
-	if (rc)
-		return rc;
-	textures = 1 + rng_below(&r, 3);
-	for (k = 0; k < textures; k++)
-		draw_texture(cv, st, &r);
-	draw_shapes(cv, st, &r);
-	draw_specks(cv, st, &r);
-	return finish(cv, st, &r, seed, image, pl->kind == KIND_GRAY);
-}
 
 /* ------------------------------------------------------------------ */
 /* JPEG encoding                                                       */
@@ -986,13 +150,6 @@ static void job_fail(struct gen_job *job, const char *path, const char *why)
 	pthread_mutex_unlock(&job->lock);
 }
 
-static int class_dir(char *buf, size_t len, const char *dir, uint32_t c)
-{
-	int n = snprintf(buf, len, "%s/class_%03u", dir, c);
-
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
-
 /* Render, encode to a temporary name, then rename: no reader sees half a file. */
 static int make_image(struct worker *wk, uint32_t i)
 {
@@ -1014,8 +171,8 @@ static int make_image(struct worker *wk, uint32_t i)
 		job_fail(job, p->dir, strerror(ENAMETOOLONG));
 		return -1;
 	}
-	plan_image(p->seed, p->distinct, i, &pl);
-	rc = render(&wk->cv, &job->styles[c], p->seed, i, &pl);
+	gen_plan_image(p->seed, p->distinct, i, &pl);
+	rc = gen_render(&wk->cv, &job->styles[c], p->seed, i, &pl);
 	if (rc) {
 		job_fail(job, final, strerror(-rc));
 		return -1;
@@ -1069,227 +226,8 @@ static void *worker_main(void *arg)
 }
 
 /* ------------------------------------------------------------------ */
-/* The directory: stamp, layout, leftovers                             */
-/* ------------------------------------------------------------------ */
-
-static void stamp_text(const struct gen_params *p, char *buf, size_t len)
-{
-	snprintf(buf, len,
-		 "dlcachectl gen %d\nimages %u\nclasses %u\nseed %llu\n"
-		 "quality %u\n",
-		 GEN_VERSION, p->images, p->classes,
-		 (unsigned long long)p->seed, p->quality);
-	/* Only when set: the stamps of default sets stay as they were. */
-	if (p->distinct)
-		snprintf(buf + strlen(buf), len - strlen(buf), "distinct 1\n");
-}
-
-/* Stamp contents, or "" when there is none; -errno on a read error. */
-static int stamp_read(const char *dir, char *buf, size_t len)
-{
-	char path[PATH_MAX];
-	ssize_t got;
-	int fd, n;
-
-	buf[0] = 0;
-	n = snprintf(path, sizeof(path), "%s/%s", dir, STAMP_NAME);
-	if (n < 0 || (size_t)n >= sizeof(path))
-		return -ENAMETOOLONG;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	got = read(fd, buf, len - 1);
-	close(fd);
-	if (got < 0)
-		return -errno;
-	buf[got] = 0;
-	return 1;
-}
-
-/*
- * Replace the stamp atomically and durably: written, synced, renamed, and
- * the directory synced, so after a crash it is the old stamp or the new one.
- */
-static int stamp_write(const char *dir, const char *text, char *path,
-		       size_t plen)
-{
-	char tmp[PATH_MAX];
-	size_t len = strlen(text);
-	int fd, dfd, n, m, err = 0;
-
-	n = snprintf(path, plen, "%s/%s", dir, STAMP_NAME);
-	m = snprintf(tmp, sizeof(tmp), "%s/%s.%d.tmp", dir, STAMP_NAME,
-		     (int)getpid());
-	if (n < 0 || (size_t)n >= plen || m < 0 || (size_t)m >= sizeof(tmp))
-		return -ENAMETOOLONG;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, text, len) != (ssize_t)len)
-		err = errno ? -errno : -EIO;
-	if (!err && fsync(fd))
-		err = -errno;
-	if (close(fd) && !err)
-		err = -errno;
-	if (!err && rename(tmp, path))
-		err = -errno;
-	if (err) {
-		unlink(tmp);
-		return err;
-	}
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		if (fsync(dfd))
-			err = -errno;
-		close(dfd);
-	}
-	return err;
-}
-
-/* mkdir -p; on failure @path is cut at the component that failed. */
-static int mkdir_p(char *path)
-{
-	char *s;
-
-	for (s = path + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = 0;
-		if (mkdir(path, 0755) && errno != EEXIST)
-			return -errno;
-		*s = '/';
-	}
-	if (mkdir(path, 0755) && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
-/* 1 when @dir holds anything, 0 when empty, -errno. */
-static int dir_nonempty(const char *dir)
-{
-	struct dirent *de;
-	DIR *d = opendir(dir);
-	int found = 0;
-
-	if (!d)
-		return -errno;
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
-			found = 1;
-			break;
-		}
-	closedir(d);
-	return found;
-}
-
-/* Parse "<prefix><digits><suffix>"; -1 when @name has another form. */
-static long parse_numbered(const char *name, const char *prefix,
-			   const char *suffix)
-{
-	size_t pl = strlen(prefix), sl = strlen(suffix), nl = strlen(name);
-	const char *s;
-	long v = 0;
-
-	if (nl <= pl + sl || strncmp(name, prefix, pl) ||
-	    strcmp(name + nl - sl, suffix))
-		return -1;
-	for (s = name + pl; s < name + nl - sl; s++) {
-		if (*s < '0' || *s > '9' || v > 100000000L)
-			return -1;
-		v = v * 10 + (*s - '0');
-	}
-	return v;
-}
-
-/*
- * After regenerating a set that gen made before with other arguments,
- * remove what the new set does not have: images past the new count or in
- * another class, classes past the new count, temporaries of an earlier run
- * that died. Only names gen itself writes are touched.
- */
-static int remove_stale(const struct gen_params *p, char *where, size_t wlen)
-{
-	char sub[PATH_MAX], file[PATH_MAX];
-	struct dirent *de, *fe;
-	DIR *d, *cd;
-	int err = 0;
-
-	d = opendir(p->dir);
-	if (!d) {
-		snprintf(where, wlen, "%s", p->dir);
-		return -errno;
-	}
-	while (!err && (de = readdir(d))) {
-		long c = parse_numbered(de->d_name, "class_", "");
-		int keep_class;
-
-		if (c < 0 || class_dir(sub, sizeof(sub), p->dir, (uint32_t)c))
-			continue;
-		/* Only the canonical spelling belongs to the new set. */
-		keep_class = (unsigned long)c < p->classes &&
-			     !strcmp(sub + strlen(p->dir) + 1, de->d_name);
-		if (!keep_class && snprintf(sub, sizeof(sub), "%s/%s", p->dir,
-					    de->d_name) >= (int)sizeof(sub))
-			continue;
-		cd = opendir(sub);
-		if (!cd)
-			continue;
-		while ((fe = readdir(cd))) {
-			long i = parse_numbered(fe->d_name, "img_", ".jpg");
-			char want[32];
-			int stale;
-
-			if (!strncmp(fe->d_name, ".img_", 5)) {
-				stale = strlen(fe->d_name) > 4 &&
-					!strcmp(fe->d_name +
-						strlen(fe->d_name) - 4, ".tmp");
-			} else if (i >= 0) {
-				snprintf(want, sizeof(want), "img_%06ld.jpg", i);
-				stale = !keep_class ||
-					(unsigned long)i >= p->images ||
-					(unsigned long)i % p->classes !=
-						(unsigned long)c ||
-					strcmp(want, fe->d_name);
-			} else {
-				stale = 0;
-			}
-			if (!stale || snprintf(file, sizeof(file), "%s/%s", sub,
-					       fe->d_name) >= (int)sizeof(file))
-				continue;
-			if (unlink(file) && errno != ENOENT) {
-				err = -errno;
-				snprintf(where, wlen, "%s", file);
-				break;
-			}
-		}
-		closedir(cd);
-		/* A class that is no longer ours goes if nothing else is in it. */
-		if (!err && !keep_class)
-			rmdir(sub);
-	}
-	closedir(d);
-	return err;
-}
-
-/* ------------------------------------------------------------------ */
 /* The command                                                         */
 /* ------------------------------------------------------------------ */
-
-/*
- * The images must be on disk before the stamp says they are: one syncfs()
- * instead of an fsync() per file, which would cost more than making them.
- */
-static int sync_fs(const char *dir)
-{
-	int err = 0, fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	if (syncfs(fd))
-		err = -errno;
-	close(fd);
-	return err;
-}
 
 static int run_threads(struct gen_job *job, uint32_t nthreads)
 {
@@ -1310,7 +248,7 @@ static int run_threads(struct gen_job *job, uint32_t nthreads)
 	}
 	for (k = 0; k < started; k++) {
 		pthread_join(wk[k].tid, NULL);
-		canvas_free(&wk[k].cv);
+		gen_canvas_free(&wk[k].cv);
 	}
 	free(wk);
 	return atomic_load(&job->failed) ? -1 : 0;
@@ -1390,17 +328,41 @@ static int parse_args(int argc, char **argv, struct gen_params *p, int *help)
 	return 0;
 }
 
+/* The summary: the set's size, its mean image and its format mix. */
+static void report(const struct gen_params *p, const uint64_t *bytes,
+		   double secs, uint32_t nthreads)
+{
+	uint64_t total = 0, sum_w = 0, sum_h = 0;
+	uint32_t kinds[KIND_COUNT] = { 0 }, progressive = 0, i;
+	struct img_plan pl;
+
+	for (i = 0; i < p->images; i++) {
+		gen_plan_image(p->seed, p->distinct, i, &pl);
+		total += bytes[i];
+		sum_w += pl.w;
+		sum_h += pl.h;
+		kinds[pl.kind]++;
+		progressive += pl.progressive;
+	}
+	printf("generated %u images in %u%s classes in %s: %.1f MB in %.2f s (%u threads)\n",
+	       p->images, p->classes, p->distinct ? " distinct" : "", p->dir,
+	       (double)total / 1e6, secs, nthreads);
+	printf("mean %.0fx%.0f, %.1f kB a file; 4:2:0 %u, 4:4:4 %u, gray %u, progressive %u\n",
+	       (double)sum_w / p->images, (double)sum_h / p->images,
+	       (double)total / p->images / 1e3, kinds[KIND_420],
+	       kinds[KIND_444], kinds[KIND_GRAY], progressive);
+}
+
 int cmd_gen(int argc, char **argv)
 {
 	static pthread_once_t sin_once = PTHREAD_ONCE_INIT;
 	char stamp[256], old[256], path[PATH_MAX], where[PATH_MAX];
-	uint64_t total = 0, t0, sum_w = 0, sum_h = 0;
-	uint32_t kinds[KIND_COUNT] = { 0 }, progressive = 0, i, nthreads;
 	struct class_style *styles = NULL;
+	uint32_t i, nthreads;
 	struct gen_job job;
 	struct gen_params p;
-	struct img_plan pl;
 	struct stat st;
+	uint64_t t0;
 	int help, rc, ours;
 	long ncpu;
 	double secs;
@@ -1412,12 +374,12 @@ int cmd_gen(int argc, char **argv)
 		fputs(gen_usage, stdout);
 		return 0;
 	}
-	stamp_text(&p, stamp, sizeof(stamp));
+	gen_stamp_text(&p, stamp, sizeof(stamp));
 
 	if (stat(p.dir, &st) == 0) {
 		if (!S_ISDIR(st.st_mode))
 			return fail("gen", "%s: %s", p.dir, strerror(ENOTDIR));
-		rc = stamp_read(p.dir, old, sizeof(old));
+		rc = gen_stamp_read(p.dir, old, sizeof(old));
 		if (rc < 0)
 			return fail("gen", "%s/%s: %s", p.dir, STAMP_NAME,
 				    strerror(-rc));
@@ -1429,7 +391,7 @@ int cmd_gen(int argc, char **argv)
 			       p.distinct ? ", distinct" : "");
 			return 0;
 		}
-		rc = dir_nonempty(p.dir);
+		rc = gen_dir_nonempty(p.dir);
 		if (rc < 0)
 			return fail("gen", "%s: %s", p.dir, strerror(-rc));
 		if (rc && !ours && !p.force)
@@ -1438,7 +400,7 @@ int cmd_gen(int argc, char **argv)
 	} else if (errno == ENOENT) {
 		ours = 0;
 		snprintf(path, sizeof(path), "%s", p.dir);
-		rc = mkdir_p(path);
+		rc = gen_mkdir_p(path);
 		if (rc)
 			return fail("gen", "%s: %s", path, strerror(-rc));
 	} else {
@@ -1450,19 +412,19 @@ int cmd_gen(int argc, char **argv)
 	 * matches no arguments: a run that dies half way is then redone,
 	 * and its leftovers are known to be gen's to clean.
 	 */
-	rc = stamp_write(p.dir, "dlcachectl gen: incomplete\n", path,
+	rc = gen_stamp_write(p.dir, "dlcachectl gen: incomplete\n", path,
 			 sizeof(path));
 	if (rc)
 		return fail("gen", "%s: %s", path, strerror(-rc));
 	for (i = 0; i < p.classes; i++) {
-		if (class_dir(path, sizeof(path), p.dir, i))
+		if (gen_class_dir(path, sizeof(path), p.dir, i))
 			return fail("gen", "%s: %s", p.dir,
 				    strerror(ENAMETOOLONG));
 		if (mkdir(path, 0755) && errno != EEXIST)
 			return fail("gen", "%s: %s", path, strerror(errno));
 	}
 
-	pthread_once(&sin_once, sin_table_init);
+	pthread_once(&sin_once, gen_sin_table_init);
 	styles = calloc(p.classes, sizeof(*styles));
 	memset(&job, 0, sizeof(job));
 	job.bytes = calloc(p.images, sizeof(*job.bytes));
@@ -1473,9 +435,9 @@ int cmd_gen(int argc, char **argv)
 	}
 	for (i = 0; i < p.classes; i++) {
 		if (p.distinct)
-			make_distinct_style(p.seed, i, p.classes, &styles[i]);
+			gen_make_distinct_style(p.seed, i, p.classes, &styles[i]);
 		else
-			make_style(p.seed, i, &styles[i]);
+			gen_make_style(p.seed, i, &styles[i]);
 	}
 	job.p = &p;
 	job.styles = styles;
@@ -1496,39 +458,24 @@ int cmd_gen(int argc, char **argv)
 	}
 	if (ours) {
 		where[0] = 0;
-		rc = remove_stale(&p, where, sizeof(where));
+		rc = gen_remove_stale(&p, where, sizeof(where));
 		if (rc) {
 			free(job.bytes);
 			return fail("gen", "%s: %s", where, strerror(-rc));
 		}
 	}
-	rc = sync_fs(p.dir);
+	rc = gen_sync_fs(p.dir);
 	if (rc) {
 		free(job.bytes);
 		return fail("gen", "%s: sync: %s", p.dir, strerror(-rc));
 	}
-	rc = stamp_write(p.dir, stamp, path, sizeof(path));
+	rc = gen_stamp_write(p.dir, stamp, path, sizeof(path));
 	if (rc) {
 		free(job.bytes);
 		return fail("gen", "%s: %s", path, strerror(-rc));
 	}
 	secs = (double)(now_ns() - t0) / 1e9;
-
-	for (i = 0; i < p.images; i++) {
-		plan_image(p.seed, p.distinct, i, &pl);
-		total += job.bytes[i];
-		sum_w += pl.w;
-		sum_h += pl.h;
-		kinds[pl.kind]++;
-		progressive += pl.progressive;
-	}
+	report(&p, job.bytes, secs, nthreads);
 	free(job.bytes);
-	printf("generated %u images in %u%s classes in %s: %.1f MB in %.2f s (%u threads)\n",
-	       p.images, p.classes, p.distinct ? " distinct" : "", p.dir,
-	       (double)total / 1e6, secs, nthreads);
-	printf("mean %.0fx%.0f, %.1f kB a file; 4:2:0 %u, 4:4:4 %u, gray %u, progressive %u\n",
-	       (double)sum_w / p.images, (double)sum_h / p.images,
-	       (double)total / p.images / 1e3, kinds[KIND_420],
-	       kinds[KIND_444], kinds[KIND_GRAY], progressive);
 	return 0;
 }
