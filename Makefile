@@ -25,15 +25,17 @@ VERSION := 0.1.0
 SOVERSION := 0
 
 LIB_SRCS := $(sort $(wildcard libdlcache/*.c))
-# MPI=1: cluster mode (libdlcache/peer.c) over Debian's Open MPI; else its
-# stand-in (peer_none.c) refuses it. Build it into its own BUILD.
+# MPI=1: cluster mode (libdlcache/peer.c and the peer_*.c it is split
+# into: PEER_SRCS) over Debian's Open MPI; else its stand-in (peer_none.c)
+# refuses it. Build it into its own BUILD.
+PEER_SRCS := $(filter-out libdlcache/peer_none.c,$(wildcard libdlcache/peer*.c))
 MPI ?= 0
 ifeq ($(MPI),1)
 LIB_SRCS := $(filter-out libdlcache/peer_none.c,$(LIB_SRCS))
 CPPFLAGS_ALL += -DDLC_HAVE_MPI $(patsubst -I%,-isystem %,$(shell pkg-config --cflags ompi-c))
 LIBS += $(shell pkg-config --libs ompi-c)
 else
-LIB_SRCS := $(filter-out libdlcache/peer.c,$(LIB_SRCS))
+LIB_SRCS := $(filter-out $(PEER_SRCS),$(LIB_SRCS))
 endif
 TOOL_SRCS := $(sort $(wildcard tools/dlcachectl/*.c))
 TEST_SRCS := $(sort $(wildcard tests/unit/test_*.c))

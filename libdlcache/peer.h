@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The peer tier (peer.c, built with MPI=1; peer_none.c otherwise): the
- * in-process caches of every rank of an MPI job as one cache
- * (dlc_config.cluster, Documentation/cluster.md).
+ * The peer tier (built with MPI=1: peer.c, peer_service.c and
+ * peer_state.c over peer_int.h; peer_none.c otherwise): the in-process
+ * caches of every rank of an MPI job as one cache (dlc_config.cluster,
+ * Documentation/cluster.md).
  *
  * Placement is deterministic: every rank computes the same owner of each
  * sample from the index at open (the samples in a hashed order, each to

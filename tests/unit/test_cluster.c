@@ -116,7 +116,7 @@ static void not_available(void)
 
 #include "peer.h"
 
-/* The peer tier's wire format (peer.c), as a foreign peer speaks it. */
+/* The peer tier's wire format (peer_int.h), as a foreign peer speaks it. */
 enum { TAG_REQ = 1, TAG_REP, TAG_PUT, TAG_BYE };
 struct req_msg { uint32_t seq, id; };
 struct rep_msg { uint32_t seq, id; int32_t err; uint32_t flags; };

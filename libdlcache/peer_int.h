@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The peer tier over Open MPI (built with MPI=1): the state its files
+ * share, and what each calls in another. peer.h says what the tier is;
+ * the files are layered, none calling one above it:
+ *   peer_state.c    what this rank keeps track of without a message: each
+ *                   sample's owner (placement), the share, the sources'
+ *                   rates (balancing), the log, the state's end; calls
+ *                   neither of the others
+ *   peer_service.c  the service thread, which makes every MPI call after
+ *                   dlc_peer_open() (sends, receives, operations in flight
+ *                   with deadlines, dead peers, the graveyard), and the
+ *                   watchdog over it; calls peer_state.c
+ *   peer.c          the read tier the loader's I/O thread calls (queue,
+ *                   served, offer), open and close; calls both
+ * Not for anything else: the library's face of the tier is peer.h.
+ *
+ * Messages, on a duplicate of MPI_COMM_WORLD (so that the application's
+ * own messages never match ours), each one MPI message of bytes:
+ *   TAG_REQ  asker -> owner   struct req_msg
+ *   TAG_REP  owner -> asker   struct rep_msg, then the sample on a hit
+ *   TAG_PUT  reader -> owner  struct put_msg, then the sample
+ *   TAG_BYE  any -> all       nothing: this rank is done
+ */
+#ifndef DLC_PEER_INT_H
+#define DLC_PEER_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <mpi.h>
+
+#include "internal.h"
+#include "peer.h"
+
+/* Storage reads waiting to go to their owner, and their bytes at most. */
+#define PUSHES		256
+#define PUSH_BYTES	(64ULL << 20)
+
+enum { TAG_REQ = 1, TAG_REP, TAG_PUT, TAG_BYE };
+/* Not a tag: an op receiving a message refused by size or tag, into none. */
+#define OP_DROP		(-1)
+
+struct req_msg {
+	uint32_t seq;		/* the asker's slot and generation */
+	uint32_t id;
+};
+
+struct rep_msg {
+	uint32_t seq;		/* the request's */
+	uint32_t id;
+	int32_t err;		/* 0: the sample's bytes follow; -ENOENT */
+	uint32_t flags;		/* REP_FULL */
+};
+/* The owner's share refused a sample for room: send it none. */
+#define REP_FULL	1U
+
+struct put_msg {
+	uint32_t id;
+	uint32_t pad;
+};
+
+/*
+ * A request's slot. Who may touch it goes with its state, all under the
+ * peer's lock: FREE and TAKEN are the I/O thread's; NEW is the service
+ * thread's to send; SENT waits for the answer, which the service thread
+ * writes into buf/err before DONE and the eventfd's write; DONE is the
+ * I/O thread's check (served) to take and free.
+ */
+enum request_state { REQ_FREE, REQ_TAKEN, REQ_NEW, REQ_SENT, REQ_DONE };
+
+struct request_slot {
+	int efd;
+	enum request_state state;
+	int abandoned;		/* its eventfd read ended without it (cancel) */
+	uint32_t id, peer, seq;
+	uint64_t tag;		/* the read's, without the tier's bits */
+	uint64_t deadline;	/* ns: the peer is dead after it */
+	struct dlc_buf *buf;	/* DONE: the peer's bytes, or NULL */
+	int err;		/* DONE: 0 or why there are none */
+};
+
+/* An MPI operation of the service thread's in flight. */
+struct op {
+	MPI_Request req;
+	void *mem;		/* a send's message */
+	struct dlc_buf *b;	/* a receive's */
+	int tag;
+	uint32_t peer;
+	uint64_t deadline;
+};
+
+struct push {
+	uint32_t id;
+	struct dlc_buf *b;
+};
+
+/*
+ * Lobster's balancing. Each source of bytes, every peer and storage, has
+ * its rate measured as this rank sees it: the bytes it delivered over the
+ * time it had a request of ours outstanding, in windows of at least
+ * RATE_WINDOW_NS, averaged (EWMA 1/4). A peer BAL_SLOWER times slower than
+ * storage sends the share 1 - BAL_SLOWER x its rate / storage's of its
+ * requests to storage, in
+ * sixteenths and at most BAL_MAX of them (the rest keep its rate
+ * measured), and storage's bytes of its samples are not sent to it (it
+ * reads them sooner itself): a slow node or link so stops being every
+ * rank's straggler, and storage serves what it serves sooner. Where storage is the slow
+ * shared thing it usually is, no peer is slower, nothing is diverted and
+ * storage's bytes stay at the optimum.
+ */
+struct rate {
+	uint32_t inflight;	/* requests outstanding */
+	uint64_t since;		/* ns: busy since (inflight > 0), or window start */
+	uint64_t busy;		/* ns busy in this window, before @since */
+	uint64_t bytes;		/* delivered in this window */
+	uint64_t last;		/* ns: the last request's end */
+	uint64_t bps;		/* bytes/s; 0: not measured yet */
+	uint32_t divert;	/* peers: of 16 requests, sent to storage */
+	uint32_t turn;		/* peers: which of the 16 this one is */
+};
+#define RATE_WINDOW_NS	(50ULL * 1000000)
+/* Storage reads we lost track of (failed, abandoned) age out after this. */
+#define RATE_STALE_NS	(2ULL * 1000000000)
+#define BAL_MAX		12
+/*
+ * Slower than storage by this factor before any request is diverted: a
+ * peer's reads cost storage nothing, so a peer somewhat slower than
+ * storage alone (which the other ranks share) still pays; only a
+ * straggler is worth storage's bytes.
+ */
+#define BAL_SLOWER	4
+
+/*
+ * Lifetimes. The watchdog is joined by dlc_peer_close(), always. The
+ * service thread is joined too, unless it stopped beating for the timeout
+ * (blocked inside Open MPI): close then marks the peer orphaned, makes its
+ * log a no-op and detaches the thread, which holds a reference to this
+ * struct and frees it when it returns from MPI (it makes no MPI call
+ * after that one, and leaks the memory of the operations MPI may still
+ * own). So nothing a detached thread touches is borrowed: the index's
+ * sizes and CRCs are copied here at open, and the log is the loader's
+ * callback behind log_lock, never called once close returned.
+ */
+struct dlc_peer {
+	uint32_t refs;		/* atomic: the caller's, the service thread's */
+	struct dlc_logger log;	/* a copy; under log_lock, off when log_closed */
+	pthread_mutex_t log_lock;
+	int log_closed;
+	uint32_t rank, world, n;
+	uint64_t timeout_ns;
+	uint32_t *owner;	/* per sample, fixed at open */
+	/* The index's, copied at open: per sample. */
+	uint64_t *size;
+	uint32_t *crc;
+	uint8_t *has_crc;
+	uint64_t *max_owned;	/* per rank: its largest sample's bytes */
+	MPI_Comm comm;
+	pthread_t thread;
+	int thread_started;
+	/*
+	 * The watchdog: Open MPI can block inside a call when a peer's
+	 * connection breaks (a TCP handshake with a dead node). The service
+	 * thread's loop beats; one that missed the timeout makes the tier
+	 * stuck: every request fails over to storage, nothing new is asked,
+	 * and close leaves the thread (and this struct) to MPI.
+	 */
+	pthread_t watchdog;
+	int watchdog_started;
+	pthread_cond_t wd_cv;
+	int wd_stop;		/* close: the watchdog ends */
+	/*
+	 * Atomic, ns: the service thread's last sign of life, moved on
+	 * every turn, every message handled, every MPI call returned and
+	 * around its sleep.
+	 */
+	uint64_t beat;
+	int stuck;		/* the service thread missed the timeout; it
+				 * clears when the thread beats again */
+	pthread_cond_t done_cv;	/* close waits for service_done */
+	int service_done;	/* the service thread left its loop */
+	int orphaned;		/* atomic: close left the thread to MPI */
+	/* Logged once: a message refused, a push refused, an entry dropped. */
+	int said_rejected, said_bad_push, said_dropped;
+
+	pthread_mutex_t lock;
+	pthread_cond_t cv;	/* the service thread's sleep */
+	int kick;		/* work came since it last looked: no sleep */
+	int stopping;		/* close: say goodbye and finish */
+	struct request_slot *slot;
+	uint32_t nslots;
+	/* The service thread's: requests taken from the slots, to send. */
+	struct req_msg *reqs;
+	uint32_t *req_peer;
+	uint32_t gen;		/* seq's generation */
+	struct dlc_buf **share;	/* per sample this rank owns and holds */
+	uint8_t *ours;		/* per sample: served from this tier, not storage */
+	uint64_t used;		/* bytes in share */
+	int full;		/* the share refused a sample for room */
+	uint8_t *dead;		/* per peer */
+	uint8_t *peer_full;	/* per peer: it said REP_FULL */
+	/* The sources' rates: per peer, and storage's at [world]. */
+	struct rate *rate;
+	int balancing;		/* DLCACHE_CLUSTER_BALANCE is not 0 */
+	/* Per sample: a read of it this tier passed on to storage is out. */
+	uint8_t *to_origin;
+	struct push push[PUSHES];
+	uint32_t phead, plen;
+	uint64_t pbytes;
+	struct dlc_peer_counters c;
+
+	/* The service thread's alone. */
+	struct op *ops;
+	uint32_t nops, ops_cap;
+	struct op *grave;	/* cancelled, not known complete: never freed */
+	uint32_t ngrave, grave_cap;
+	uint32_t pushing;	/* TAG_PUT sends in ops */
+	uint8_t *bye;		/* per peer: it said TAG_BYE */
+	uint64_t heard;		/* ns: the last message from a peer */
+};
+
+/*
+ * Atomic: a peer died, or the service thread was stuck in MPI
+ * (peer_service.c sets it): MPI_Finalize could hang, so the exit handler
+ * (peer.c) skips it.
+ */
+extern int peer_mpi_died;
+
+/* The service thread has not beaten for the timeout at @now. */
+static inline int beat_stale(struct dlc_peer *p, uint64_t now)
+{
+	uint64_t b = __atomic_load_n(&p->beat, __ATOMIC_RELAXED);
+
+	return (int64_t)(now - b) > (int64_t)p->timeout_ns;
+}
+
+static inline int orphaned(struct dlc_peer *p)
+{
+	return __atomic_load_n(&p->orphaned, __ATOMIC_ACQUIRE);
+}
+
+/* peer_state.c: the callers and the lock each needs are at the definitions. */
+void peer_log(struct dlc_peer *p, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int peer_sample_ok(const struct dlc_peer *p, uint32_t id,
+		   const struct dlc_buf *b);
+int peer_place(struct dlc_peer *p);
+void peer_admit_locked(struct dlc_peer *p, uint32_t id,
+		       const struct dlc_buf *b, int ok);
+void peer_drop_share_locked(struct dlc_peer *p, uint32_t id,
+			    const struct dlc_buf *b);
+void peer_rate_start(struct rate *r, uint64_t now);
+void peer_rate_end(struct dlc_peer *p, struct rate *r, uint64_t now,
+		   uint64_t bytes);
+void peer_to_storage(struct dlc_peer *p, uint32_t id);
+void peer_log_rates(struct dlc_peer *p);
+void peer_free(struct dlc_peer *p);
+void peer_put(struct dlc_peer *p);
+
+/* peer_service.c: the same. */
+void peer_wake_slot(struct request_slot *s);
+void *peer_service_main(void *arg);
+void *peer_watchdog_main(void *arg);
+
+#endif

@@ -1,0 +1,312 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The peer tier's bookkeeping (peer_int.h says how its files layer): each
+ * sample's owner, fixed at open (placement); the samples this rank owns
+ * and keeps (the share); the sources' measured rates and the requests
+ * they divert from slow peers (Lobster's balancing); the log; the end of
+ * the state. No MPI call and no thread of its own; it calls nothing in
+ * peer.c or peer_service.c, whose threads call in under the lock each
+ * function names.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "peer_int.h"
+
+/*
+ * The peer's log: the loader's callback, under log_lock, until close
+ * returned (the detached thread's lines after that are dropped).
+ * Any thread, the peer's lock held or not (log_lock is taken after it).
+ */
+void peer_log(struct dlc_peer *p, int level, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	pthread_mutex_lock(&p->log_lock);
+	if (!p->log_closed)
+		dlc_logf(&p->log, level, "%s", msg);
+	pthread_mutex_unlock(&p->log_lock);
+}
+
+/*
+ * Sample @id's bytes are @b: the index's size, and its CRC when it has one.
+ * Called by peer_service.c and peer.c without the lock (a CRC).
+ */
+int peer_sample_ok(const struct dlc_peer *p, uint32_t id,
+		   const struct dlc_buf *b)
+{
+	return id < p->n && b->len == p->size[id] &&
+	       (!p->has_crc[id] || dlc_buf_crc_matches(b, p->crc[id]));
+}
+
+static uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+/*
+ * The owners: samples in a hashed order, each to the rank that owns the
+ * fewest bytes so far, so that every share is within one sample of
+ * N / world bytes (a plain hash leaves them a few per cent apart, and a
+ * share of exactly its fair bytes then overflows). Every rank computes
+ * the same from the same index.
+ */
+struct hashed {
+	uint64_t key;
+	uint32_t id;
+};
+
+static int by_key(const void *a, const void *b)
+{
+	const struct hashed *x = a, *y = b;
+
+	return x->key < y->key ? -1 : x->key > y->key;
+}
+
+/* Called by dlc_peer_open() (peer.c) before any thread starts. */
+int peer_place(struct dlc_peer *p)
+{
+	struct hashed *h = malloc(sizeof(*h) * p->n);
+	uint64_t *bytes = calloc(p->world, sizeof(*bytes));
+	uint32_t i, r, best;
+
+	if (!h || !bytes) {
+		free(h);
+		free(bytes);
+		return -ENOMEM;
+	}
+	for (i = 0; i < p->n; i++)
+		h[i] = (struct hashed){ mix64(i), i };
+	qsort(h, p->n, sizeof(*h), by_key);
+	for (i = 0; i < p->n; i++) {
+		best = 0;
+		for (r = 1; r < p->world; r++)
+			if (bytes[r] < bytes[best])
+				best = r;
+		p->owner[h[i].id] = best;
+		bytes[best] += p->size[h[i].id];
+		if (p->size[h[i].id] > p->max_owned[best])
+			p->max_owned[best] = p->size[h[i].id];
+	}
+	free(h);
+	free(bytes);
+	return 0;
+}
+
+/* ---- the share ---- */
+
+/*
+ * Take @b as the bytes of @id when this rank owns it and there is room.
+ * @ok: peer_sample_ok(), computed before the lock was taken (a CRC of a large
+ * sample under it would stall the I/O thread); bytes that fail it are
+ * never admitted.
+ * Called with the lock held by pushed_in() (peer_service.c), peer_offer() (peer.c).
+ */
+void peer_admit_locked(struct dlc_peer *p, uint32_t id,
+		       const struct dlc_buf *b, int ok)
+{
+	struct dlc_buf *keep;
+
+	if (!ok || id >= p->n || p->owner[id] != p->rank || p->share[id] ||
+	    b->len != p->size[id])
+		return;
+	if (p->used + b->len > p->c.capacity) {
+		p->full = 1;
+		return;
+	}
+	/* An exact copy: what the share accounts is what it holds. */
+	keep = dlc_buf_alloc(b->len);
+	if (!keep)
+		return;
+	memcpy(keep->data, b->data, b->len);
+	/* The CRC checked is the copy's too: answers need not redo it. */
+	keep->crc_memo = __atomic_load_n(&b->crc_memo, __ATOMIC_RELAXED);
+	p->share[id] = keep;
+	p->used += b->len;
+	p->c.admitted++;
+}
+
+/*
+ * Called with the lock held: the share's bytes @b of @id failed their
+ * check (memory went bad under them): never served again.
+ * Called by answer() (peer_service.c) and peer_served() (peer.c).
+ */
+void peer_drop_share_locked(struct dlc_peer *p, uint32_t id,
+			    const struct dlc_buf *b)
+{
+	if (id >= p->n || !p->share[id] || p->share[id] != b)
+		return;
+	p->used -= p->share[id]->len;
+	dlc_buf_put(p->share[id]);
+	p->share[id] = NULL;
+	p->c.share_dropped++;
+	if (!p->said_dropped++)
+		peer_log(p, DLC_LOG_WARN,
+			 "cluster: this rank's cached bytes of sample %u are not the indexed file's: dropped from the share (counted; not logged again)",
+			 id);
+}
+
+/* ---- the rates ---- */
+
+/*
+ * Called with the lock held: a request to source @r is out.
+ * Called by peer_queue() (peer.c) and peer_to_storage().
+ */
+void peer_rate_start(struct rate *r, uint64_t now)
+{
+	if (r->inflight && now - r->last > RATE_STALE_NS) {
+		/* Requests that never ended (a failed storage read). */
+		r->inflight = 0;
+		r->busy = r->bytes = 0;
+	}
+	if (!r->inflight++)
+		r->since = now;
+	if (!r->last)
+		r->last = now;
+}
+
+/* Called with the lock held: the peers' diversions from the rates. */
+static void rebalance(struct dlc_peer *p)
+{
+	uint64_t s = p->rate[p->world].bps;
+	uint32_t i;
+
+	for (i = 0; i < p->world; i++) {
+		struct rate *r = &p->rate[i];
+
+		r->divert = 0;
+		if (p->balancing && s && r->bps && BAL_SLOWER * r->bps < s)
+			r->divert = (uint32_t)(16 - 16 * BAL_SLOWER * r->bps / s);
+		if (r->divert > BAL_MAX)
+			r->divert = BAL_MAX;
+	}
+}
+
+/*
+ * Called with the lock held: a request to source @r ended with @bytes.
+ * Called by finish_slot() (peer_service.c) and peer_offer() (peer.c).
+ */
+void peer_rate_end(struct dlc_peer *p, struct rate *r, uint64_t now,
+		   uint64_t bytes)
+{
+	uint64_t busy;
+
+	if (!r->inflight)
+		return;
+	r->last = now;
+	r->bytes += bytes;
+	if (!--r->inflight) {
+		r->busy += now - r->since;
+		r->since = now;
+	}
+	busy = r->busy + (r->inflight ? now - r->since : 0);
+	if (busy < RATE_WINDOW_NS)
+		return;
+	bytes = r->bytes * 1000000000ULL / busy;
+	r->bps = r->bps ? r->bps - r->bps / 4 + bytes / 4 : bytes;
+	r->busy = r->bytes = 0;
+	r->since = now;
+	rebalance(p);
+}
+
+/*
+ * Called with the lock held: sample @id's read goes to storage now.
+ * Called by peer_queue() and peer_served() (peer.c).
+ */
+void peer_to_storage(struct dlc_peer *p, uint32_t id)
+{
+	if (p->to_origin[id])
+		return;
+	p->to_origin[id] = 1;
+	peer_rate_start(&p->rate[p->world], dlc_now_ns());
+}
+
+/*
+ * The rates measured, as one INFO line: what the balancing saw.
+ * Called by dlc_peer_close() (peer.c) with the lock held.
+ */
+void peer_log_rates(struct dlc_peer *p)
+{
+	char line[512];
+	size_t n = 0;
+	uint32_t i;
+
+	for (i = 0; i < p->world && n < sizeof(line) - 40; i++)
+		if (i != p->rank)
+			n += (size_t)snprintf(line + n, sizeof(line) - n,
+					      " %u: %.1f (%u/16 to storage)", i,
+					      (double)p->rate[i].bps / 1e6,
+					      p->rate[i].divert);
+	peer_log(p, DLC_LOG_INFO,
+		 "cluster: rates measured, MB/s: storage %.1f; peers%s",
+		 (double)p->rate[p->world].bps / 1e6, n ? line : " none");
+}
+
+/* ---- the end ---- */
+
+/* Called without the lock by peer_put(), and by dlc_peer_open() (peer.c) failing. */
+void peer_free(struct dlc_peer *p)
+{
+	uint32_t i;
+
+	for (i = 0; i < p->nslots; i++) {
+		if (p->slot[i].efd >= 0)
+			close(p->slot[i].efd);
+		dlc_buf_put(p->slot[i].buf);
+	}
+	if (p->share)
+		for (i = 0; i < p->n; i++)
+			dlc_buf_put(p->share[i]);
+	for (i = 0; i < p->plen; i++)
+		dlc_buf_put(p->push[(p->phead + i) % PUSHES].b);
+	/* Left to MPI by close: it may still own what its operations hold. */
+	if (!orphaned(p))
+		for (i = 0; i < p->nops; i++) {
+			free(p->ops[i].mem);
+			dlc_buf_put(p->ops[i].b);
+		}
+	free(p->slot);
+	free(p->reqs);
+	free(p->req_peer);
+	free(p->ops);
+	free(p->grave);
+	free(p->share);
+	free(p->ours);
+	free(p->owner);
+	free(p->dead);
+	free(p->peer_full);
+	free(p->bye);
+	free(p->rate);
+	free(p->to_origin);
+	free(p->size);
+	free(p->crc);
+	free(p->has_crc);
+	free(p->max_owned);
+	pthread_cond_destroy(&p->done_cv);
+	pthread_cond_destroy(&p->wd_cv);
+	pthread_cond_destroy(&p->cv);
+	pthread_mutex_destroy(&p->lock);
+	pthread_mutex_destroy(&p->log_lock);
+	free(p);
+}
+
+/*
+ * Drop a reference to @p: the last one frees it.
+ * Called without the lock by the service thread at its end and dlc_peer_close().
+ */
+void peer_put(struct dlc_peer *p)
+{
+	if (!__atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL))
+		peer_free(p);
+}
