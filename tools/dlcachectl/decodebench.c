@@ -226,122 +226,139 @@ static double ratio(const double *r, int a, int b)
 	return r[b] > 0 ? r[a] / r[b] : 0.0;
 }
 
-int cmd_decodebench(int argc, char **argv)
-{
-	const char *path = NULL;
-	uint32_t nthreads = 0, nimages = 0, seconds_u = 0, n, i, m, k;
-	double seconds = 3.0, rate[MODES], rounds[MODES][ROUNDS];
-	double cpu_rate[MODES], cpu_rounds[MODES][ROUNDS];
-	int json = 0, opts = 1, i_arg, ret, status = 1;
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	struct dlc_decoder *hdr = NULL;
-	struct dlc_source *src = NULL;
-	struct worker *ws = NULL;
-	struct image *imgs = NULL;
-	struct dlc_index *idx;
-	uint64_t bytes = 0;
-	uint32_t nrst = 0;
-	struct run r;
+/* What decodebench's command line asks for. */
+struct decodebench_args {
+	const char *path;	/* INDEX_FILE_OR_DIR */
+	uint32_t nthreads;	/* 0: the online CPUs */
+	uint32_t nimages;	/* 0: every sample */
+	double seconds;		/* per mode, all rounds together */
+	int json;
+};
 
+/* The data set in memory, the threads that decode it, and their rates. */
+struct decodebench_run {
+	struct dlc_index *idx;
+	struct dlc_decoder *hdr;	/* reads headers, for the crop boxes */
+	struct dlc_source *src;
+	struct worker *ws;
+	struct image *imgs;
+	uint32_t n;		/* images loaded (imgs has room for n) */
+	uint32_t nrst;		/* of which a pack restart-indexed */
+	uint64_t bytes;
+	struct run r;
+	double rate[MODES];	/* each mode's median round */
+	double cpu_rate[MODES];
+};
+
+/*
+ * decodebench's options. Returns CMD_RUN, or the exit status after
+ * --help or a usage error.
+ */
+static int decodebench_parse(int argc, char **argv,
+			     struct decodebench_args *a)
+{
+	uint32_t seconds_u = 0;
+	int opts = 1, i_arg;
+
+	memset(a, 0, sizeof(*a));
+	a->seconds = 3.0;
 	for (i_arg = 1; i_arg < argc; i_arg++) {
-		const char *a = argv[i_arg];
+		const char *s = argv[i_arg];
 		const char *v = i_arg + 1 < argc ? argv[i_arg + 1] : NULL;
 
-		if (opts && (!strcmp(a, "-h") || !strcmp(a, "--help"))) {
+		if (opts && (!strcmp(s, "-h") || !strcmp(s, "--help"))) {
 			fputs(decodebench_usage, stdout);
 			return 0;
-		} else if (opts && !strcmp(a, "--threads")) {
-			if (!v || parse_u32(v, 1, 1024, &nthreads))
+		} else if (opts && !strcmp(s, "--threads")) {
+			if (!v || parse_u32(v, 1, 1024, &a->nthreads))
 				return usage_error("decodebench",
 						   "--threads needs a number in 1..1024");
 			i_arg++;
-		} else if (opts && !strcmp(a, "--images")) {
-			if (!v || parse_u32(v, 1, UINT32_MAX, &nimages))
+		} else if (opts && !strcmp(s, "--images")) {
+			if (!v || parse_u32(v, 1, UINT32_MAX, &a->nimages))
 				return usage_error("decodebench",
 						   "--images needs a positive number");
 			i_arg++;
-		} else if (opts && !strcmp(a, "--seconds")) {
+		} else if (opts && !strcmp(s, "--seconds")) {
 			if (!v || parse_u32(v, 1, 3600, &seconds_u))
 				return usage_error("decodebench",
 						   "--seconds needs a number in 1..3600");
-			seconds = seconds_u;
+			a->seconds = seconds_u;
 			i_arg++;
-		} else if (opts && !strcmp(a, "--json")) {
-			json = 1;
-		} else if (opts && !strcmp(a, "--")) {
+		} else if (opts && !strcmp(s, "--json")) {
+			a->json = 1;
+		} else if (opts && !strcmp(s, "--")) {
 			opts = 0;
-		} else if (opts && a[0] == '-' && a[1]) {
-			return usage_error("decodebench", "unknown option '%s'", a);
-		} else if (!path) {
-			path = a;
+		} else if (opts && s[0] == '-' && s[1]) {
+			return usage_error("decodebench", "unknown option '%s'", s);
+		} else if (!a->path) {
+			a->path = s;
 		} else {
-			return usage_error("decodebench", "unexpected argument '%s'", a);
+			return usage_error("decodebench", "unexpected argument '%s'", s);
 		}
 	}
-	if (!path || !*path)
+	if (!a->path || !*a->path)
 		return usage_error("decodebench",
 				   "missing INDEX_FILE_OR_DIR (try --help)");
-	if (!nthreads)
-		nthreads = cpus > 0 ? (uint32_t)cpus : 1;
+	if (!a->nthreads) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 
-	ret = open_index(path, &idx);
-	if (ret)
-		return fail("decodebench", "%s: %s", path, strerror(-ret));
-	n = dlc_index_count(idx);
-	if (nimages && nimages < n)
-		n = nimages;
-	imgs = calloc(n, sizeof(*imgs));
-	ws = calloc(nthreads, sizeof(*ws));
-	ret = dlc_decoder_create(0, &hdr);
-	if (!ret)
-		ret = dlc_source_open(idx, 0, &src);
-	if (!imgs || !ws || ret) {
-		fail("decodebench", "%s", strerror(ret ? -ret : ENOMEM));
-		goto out;
+		a->nthreads = cpus > 0 ? (uint32_t)cpus : 1;
 	}
-	memset(&r, 0, sizeof(r));
-	dlc_transform_default(&r.t, DLC_TRANSFORM_TRAIN);
-	r.t_exact = r.t;
-	r.t_exact.flags = DLC_TRANSFORM_F_EXACT;
-	for (i = 0; i < n; i++) {
-		uint32_t rows[DLC_RST_MAX_ROWS + 1];
-		struct dlc_jpeg_info info;
+	return CMD_RUN;
+}
 
-		ret = dlc_source_read(src, i, 0, &imgs[i].bytes);
-		if (ret) {
-			char name[4096];
+/*
+ * Sample @i's bytes into d->imgs[i], with its rows when the pack
+ * restart-indexed it, and epoch 0's crop box for full_then_crop.
+ * Returns 0, or 1 after the line saying why.
+ */
+static int decodebench_load(struct decodebench_run *d, uint32_t i)
+{
+	struct image *img = &d->imgs[i];
+	uint32_t rows[DLC_RST_MAX_ROWS + 1];
+	struct dlc_jpeg_info info;
+	int ret;
 
-			dlc_source_name(src, i, name, sizeof(name));
-			fail("decodebench", "%s: %s", name, strerror(-ret));
-			goto out;
-		}
-		imgs[i].buf = imgs[i].bytes->data;
-		imgs[i].len = imgs[i].bytes->len;
-		imgs[i].id = i;
-		if (dlc_source_rst(src, i, &imgs[i].g, rows)) {
-			size_t sz = sizeof(*rows) * (imgs[i].g.mcus_y + 1);
+	ret = dlc_source_read(d->src, i, 0, &img->bytes);
+	if (ret) {
+		char name[4096];
 
-			imgs[i].rows = malloc(sz);
-			if (!imgs[i].rows) {
-				fail("decodebench", "%s", strerror(ENOMEM));
-				goto out;
-			}
-			memcpy(imgs[i].rows, rows, sz);
-			nrst++;
-		}
-		bytes += imgs[i].len;
-		/* a box for the reference mode; unreadable files fail there too */
-		imgs[i].crop.w = imgs[i].crop.h = 1;
-		if (!dlc_decoder_header(hdr, imgs[i].buf, imgs[i].len, &info))
-			dlc_transform_crop(&r.t, 0, 0, i, info.width,
-					   info.height, &imgs[i].crop);
+		dlc_source_name(d->src, i, name, sizeof(name));
+		return fail("decodebench", "%s: %s", name, strerror(-ret));
 	}
-	r.imgs = imgs;
-	r.n = n;
+	img->buf = img->bytes->data;
+	img->len = img->bytes->len;
+	img->id = i;
+	if (dlc_source_rst(d->src, i, &img->g, rows)) {
+		size_t sz = sizeof(*rows) * (img->g.mcus_y + 1);
 
-	if (!json)
-		printf("decodebench: %u images (%u restart-indexed), %.1f MB in memory, %u threads, %.0f s per mode\n",
-		       n, nrst, bytes / 1e6, nthreads, seconds);
+		img->rows = malloc(sz);
+		if (!img->rows)
+			return fail("decodebench", "%s", strerror(ENOMEM));
+		memcpy(img->rows, rows, sz);
+		d->nrst++;
+	}
+	d->bytes += img->len;
+	/* a box for the reference mode; unreadable files fail there too */
+	img->crop.w = img->crop.h = 1;
+	if (!dlc_decoder_header(d->hdr, img->buf, img->len, &info))
+		dlc_transform_crop(&d->r.t, 0, 0, i, info.width, info.height,
+				   &img->crop);
+	return 0;
+}
+
+/*
+ * Every mode, ROUNDS times in turn, into d->rate and d->cpu_rate (the
+ * median rounds). Returns 0, or 1 after the line saying why.
+ */
+static int decodebench_measure(const struct decodebench_args *a,
+			       struct decodebench_run *d)
+{
+	double rounds[MODES][ROUNDS], cpu_rounds[MODES][ROUNDS];
+	uint32_t m, k;
+	int ret;
+
 	/*
 	 * The modes take turns, ROUNDS times, and each reports its median
 	 * round: on a shared machine, load that comes and goes then hits
@@ -352,19 +369,18 @@ int cmd_decodebench(int argc, char **argv)
 			uint64_t errors;
 			char why[256] = "";
 
-			r.mode = (enum mode)m;
-			if (m == MODE_MCU && !dlc_source_pack(src)) {
+			d->r.mode = (enum mode)m;
+			if (m == MODE_MCU && !dlc_source_pack(d->src)) {
 				rounds[m][k] = cpu_rounds[m][k] = 0;
 				continue;
 			}
-			ret = run_mode(&r, ws, nthreads, seconds / ROUNDS,
-				       &rounds[m][k], &cpu_rounds[m][k],
-				       &errors, why, sizeof(why));
-			if (ret) {
-				fail("decodebench", "%s: %s", mode_names[m],
-				     strerror(-ret));
-				goto out;
-			}
+			ret = run_mode(&d->r, d->ws, a->nthreads,
+				       a->seconds / ROUNDS, &rounds[m][k],
+				       &cpu_rounds[m][k], &errors, why,
+				       sizeof(why));
+			if (ret)
+				return fail("decodebench", "%s: %s",
+					    mode_names[m], strerror(-ret));
 			if (errors && k == 0)
 				fprintf(stderr, "dlcachectl decodebench: %s: %llu failed decodes, first %s\n",
 					mode_names[m], (unsigned long long)errors, why);
@@ -372,14 +388,62 @@ int cmd_decodebench(int argc, char **argv)
 	for (m = 0; m < MODES; m++) {
 		qsort(rounds[m], ROUNDS, sizeof(double), cmp_double);
 		qsort(cpu_rounds[m], ROUNDS, sizeof(double), cmp_double);
-		rate[m] = rounds[m][ROUNDS / 2];
-		cpu_rate[m] = cpu_rounds[m][ROUNDS / 2];
-		if (!json && (m != MODE_MCU || dlc_source_pack(src)))
-			printf("  %-15s %9.1f images/s  (%.1f per thread, %.1f per CPU-second)\n",
-			       mode_names[m], rate[m], rate[m] / nthreads,
-			       cpu_rate[m]);
+		d->rate[m] = rounds[m][ROUNDS / 2];
+		d->cpu_rate[m] = cpu_rounds[m][ROUNDS / 2];
 	}
-	if (json)
+	return 0;
+}
+
+/*
+ * Load the first n samples into memory and time each mode on them.
+ * Returns 0, or 1 after the line saying why.
+ */
+static int decodebench_run(const struct decodebench_args *a,
+			   struct decodebench_run *d)
+{
+	uint32_t i;
+	int ret;
+
+	d->n = dlc_index_count(d->idx);
+	if (a->nimages && a->nimages < d->n)
+		d->n = a->nimages;
+	d->imgs = calloc(d->n, sizeof(*d->imgs));
+	d->ws = calloc(a->nthreads, sizeof(*d->ws));
+	ret = dlc_decoder_create(0, &d->hdr);
+	if (!ret)
+		ret = dlc_source_open(d->idx, 0, &d->src);
+	if (!d->imgs || !d->ws || ret)
+		return fail("decodebench", "%s",
+			    strerror(ret ? -ret : ENOMEM));
+	memset(&d->r, 0, sizeof(d->r));
+	dlc_transform_default(&d->r.t, DLC_TRANSFORM_TRAIN);
+	d->r.t_exact = d->r.t;
+	d->r.t_exact.flags = DLC_TRANSFORM_F_EXACT;
+	for (i = 0; i < d->n; i++)
+		if (decodebench_load(d, i))
+			return 1;
+	d->r.imgs = d->imgs;
+	d->r.n = d->n;
+
+	if (!a->json)
+		printf("decodebench: %u images (%u restart-indexed), %.1f MB in memory, %u threads, %.0f s per mode\n",
+		       d->n, d->nrst, d->bytes / 1e6, a->nthreads, a->seconds);
+	return decodebench_measure(a, d);
+}
+
+/* Each mode's rate and the ratios between them; --json's object. */
+static void decodebench_report(const struct decodebench_args *a,
+			       const struct decodebench_run *d)
+{
+	const double *rate = d->rate, *cpu_rate = d->cpu_rate;
+	uint32_t m;
+
+	for (m = 0; m < MODES; m++)
+		if (!a->json && (m != MODE_MCU || dlc_source_pack(d->src)))
+			printf("  %-15s %9.1f images/s  (%.1f per thread, %.1f per CPU-second)\n",
+			       mode_names[m], rate[m], rate[m] / a->nthreads,
+			       cpu_rate[m]);
+	if (a->json)
 		printf("{\"threads\":%u,\"images\":%u,\"full_images_per_s\":%.1f,"
 		       "\"crop_images_per_s\":%.1f,\"crop_unchecked_images_per_s\":%.1f,"
 		       "\"full_then_crop_images_per_s\":%.1f,"
@@ -390,9 +454,9 @@ int cmd_decodebench(int argc, char **argv)
 		       "\"full_then_crop_images_per_cpu_s\":%.1f,"
 		       "\"crop_exact_images_per_cpu_s\":%.1f,"
 		       "\"mcu_images_per_cpu_s\":%.1f}\n",
-		       nthreads, n, rate[MODE_FULL], rate[MODE_CROP],
+		       a->nthreads, d->n, rate[MODE_FULL], rate[MODE_CROP],
 		       rate[MODE_CROP_UNCHECKED], rate[MODE_FULL_THEN_CROP],
-		       rate[MODE_CROP_EXACT], rate[MODE_MCU], nrst,
+		       rate[MODE_CROP_EXACT], rate[MODE_MCU], d->nrst,
 		       cpu_rate[MODE_FULL], cpu_rate[MODE_CROP],
 		       cpu_rate[MODE_CROP_UNCHECKED],
 		       cpu_rate[MODE_FULL_THEN_CROP], cpu_rate[MODE_CROP_EXACT],
@@ -410,21 +474,43 @@ int cmd_decodebench(int argc, char **argv)
 		       ratio(cpu_rate, MODE_CROP, MODE_CROP_UNCHECKED),
 		       "crop_exact/crop", ratio(rate, MODE_CROP_EXACT, MODE_CROP),
 		       ratio(cpu_rate, MODE_CROP_EXACT, MODE_CROP));
-	if (!json && dlc_source_pack(src))
+	if (!a->json && dlc_source_pack(d->src))
 		printf("  %-15s %9.3f  (CPU time %.3f)\n", "mcu/unchecked",
 		       ratio(rate, MODE_MCU, MODE_CROP_UNCHECKED),
 		       ratio(cpu_rate, MODE_MCU, MODE_CROP_UNCHECKED));
-	status = 0;
-out:
-	if (imgs)
-		for (i = 0; i < n; i++) {
-			dlc_buf_put(imgs[i].bytes);
-			free(imgs[i].rows);
+}
+
+static void decodebench_free(struct decodebench_run *d)
+{
+	uint32_t i;
+
+	if (d->imgs)
+		for (i = 0; i < d->n; i++) {
+			dlc_buf_put(d->imgs[i].bytes);
+			free(d->imgs[i].rows);
 		}
-	free(imgs);
-	free(ws);
-	dlc_decoder_destroy(hdr);
-	dlc_source_close(src);
-	dlc_index_free(idx);
-	return status;
+	free(d->imgs);
+	free(d->ws);
+	dlc_decoder_destroy(d->hdr);
+	dlc_source_close(d->src);
+	dlc_index_free(d->idx);
+}
+
+int cmd_decodebench(int argc, char **argv)
+{
+	struct decodebench_run d = { 0 };
+	struct decodebench_args a;
+	int ret, rc;
+
+	rc = decodebench_parse(argc, argv, &a);
+	if (rc != CMD_RUN)
+		return rc;
+	ret = open_index(a.path, &d.idx);
+	if (ret)
+		return fail("decodebench", "%s: %s", a.path, strerror(-ret));
+	rc = decodebench_run(&a, &d);
+	if (!rc)
+		decodebench_report(&a, &d);
+	decodebench_free(&d);
+	return rc;
 }
