@@ -63,6 +63,10 @@ struct rb {
 	int ref_fd;
 	uint8_t *ref_buf;
 	uint64_t differ;
+	/* the reader's log and counts (which path the reads took) */
+	struct dlc_logger log;
+	struct dlc_stats st;
+	double secs, cpu;	/* the reads' wall and CPU time */
 };
 
 /* Whether @buf is sample @id's bytes in the reference pack. */
@@ -144,20 +148,25 @@ static int run(struct rb *b)
 	return 0;
 }
 
-int cmd_readbench(int argc, char **argv)
-{
-	struct dlc_stats st = { 0 };
-	struct dlc_logger log = { dlc_log_stderr, NULL, DLC_LOG_WARN };
-	struct dlc_reader_opts ro = { 0 };
-	struct dlc_index *idx = NULL;
-	uint32_t qd = 32, nreads = 0, i;
-	int json = 0, passthru = 1, ret;
-	struct rb b = { 0 };
-	const char *path = NULL, *against = NULL;
-	char why[256];
-	double t0, c0, secs, cpu;
-	uint64_t x = 0x9e3779b97f4a7c15ULL;
+/* What readbench's command line asks for. */
+struct readbench_args {
+	const char *path;	/* PACK */
+	const char *against;	/* --against FILE.dlp, or NULL */
+	uint32_t qd, nreads;	/* nreads 0: every sample once */
+	int json, passthru;
+};
 
+/*
+ * readbench's options. Returns CMD_RUN, or the exit status after --help
+ * or a usage error.
+ */
+static int readbench_parse(int argc, char **argv, struct readbench_args *a)
+{
+	uint32_t i;
+
+	memset(a, 0, sizeof(*a));
+	a->qd = 32;
+	a->passthru = 1;
 	for (i = 1; i < (uint32_t)argc; i++) {
 		const char *s = argv[i], *v = i + 1 < (uint32_t)argc ?
 					      argv[i + 1] : NULL;
@@ -166,159 +175,214 @@ int cmd_readbench(int argc, char **argv)
 			fputs(readbench_usage, stdout);
 			return 0;
 		} else if (!strcmp(s, "--reads")) {
-			if (parse_u32(v, 1, UINT32_MAX, &nreads))
+			if (parse_u32(v, 1, UINT32_MAX, &a->nreads))
 				return usage_error("readbench", "--reads wants 1..2^32-1");
 			i++;
 		} else if (!strcmp(s, "--queue-depth")) {
-			if (parse_u32(v, 1, 1024, &qd))
+			if (parse_u32(v, 1, 1024, &a->qd))
 				return usage_error("readbench", "--queue-depth wants 1..1024");
 			i++;
 		} else if (!strcmp(s, "--no-passthru")) {
-			passthru = 0;
+			a->passthru = 0;
 		} else if (!strcmp(s, "--against")) {
 			if (!v)
 				return usage_error("readbench", "--against needs a pack");
-			against = argv[++i];
+			a->against = argv[++i];
 		} else if (!strcmp(s, "--json")) {
-			json = 1;
+			a->json = 1;
 		} else if (s[0] == '-' && s[1]) {
 			return usage_error("readbench", "unknown option '%s'", s);
-		} else if (!path) {
-			path = s;
+		} else if (!a->path) {
+			a->path = s;
 		} else {
 			return usage_error("readbench", "unexpected argument '%s'", s);
 		}
 	}
-	if (!path)
+	if (!a->path)
 		return usage_error("readbench", "missing PACK (try --help)");
-	ret = open_index(path, &idx);
-	if (ret)
-		return fail("readbench", "%s: %s", path, index_error(ret));
-	ret = dlc_source_open(idx, 1, &b.src);
-	if (ret) {
-		fail("readbench", "%s: %s", path, strerror(-ret));
-		goto out;
-	}
-	b.pack = dlc_source_pack(b.src);
-	if (!b.pack || !dlc_index_count(idx)) {
-		ret = fail("readbench", "%s: not a pack with samples", path);
-		goto out;
-	}
-	b.n = dlc_index_count(idx);
-	b.want = nreads ? nreads : b.n;
-	b.order = malloc(sizeof(*b.order) * b.n);
-	if (!b.order) {
-		ret = fail("readbench", "%s", strerror(ENOMEM));
-		goto out;
-	}
-	b.idx = idx;
-	b.ref_fd = -1;
-	if (against) {
-		struct dlc_pack_entry e;
-		uint32_t max = 0;
+	return CMD_RUN;
+}
 
-		ret = dlc_pack_open(against, &b.ref, why, sizeof(why));
-		if (ret) {
-			ret = fail("readbench", "%s: %s", against,
-				   why[0] ? why : strerror(-ret));
-			goto out;
-		}
-		if (dlc_pack_count(b.ref) != b.n) {
-			ret = fail("readbench", "%s has %u samples, %s %u",
-				   against, dlc_pack_count(b.ref), path, b.n);
-			goto out;
-		}
-		for (i = 0; i < b.n; i++)
-			if (!dlc_pack_entry(b.ref, i, &e) && e.len > max)
-				max = e.len;
-		b.ref_fd = open(dlc_pack_path(b.ref), O_RDONLY | O_CLOEXEC);
-		b.ref_buf = malloc(max ? max : 1);
-		if (b.ref_fd < 0 || !b.ref_buf) {
-			ret = fail("readbench", "%s: %s", against,
-				   strerror(b.ref_fd < 0 ? errno : ENOMEM));
-			goto out;
-		}
-	}
-	/* A fixed shuffle (xorshift64, Fisher-Yates): runs compare. */
-	for (i = 0; i < b.n; i++)
-		b.order[i] = i;
-	for (i = b.n - 1; i > 0; i--) {
+/*
+ * --against: open the other pack, which must hold as many samples, and
+ * a buffer for its largest. Returns 0, or 1 after the line saying why.
+ */
+static int open_against(struct rb *b, const char *against, const char *path)
+{
+	struct dlc_pack_entry e;
+	uint32_t max = 0, i;
+	char why[256];
+	int ret;
+
+	ret = dlc_pack_open(against, &b->ref, why, sizeof(why));
+	if (ret)
+		return fail("readbench", "%s: %s", against,
+			    why[0] ? why : strerror(-ret));
+	if (dlc_pack_count(b->ref) != b->n)
+		return fail("readbench", "%s has %u samples, %s %u", against,
+			    dlc_pack_count(b->ref), path, b->n);
+	for (i = 0; i < b->n; i++)
+		if (!dlc_pack_entry(b->ref, i, &e) && e.len > max)
+			max = e.len;
+	b->ref_fd = open(dlc_pack_path(b->ref), O_RDONLY | O_CLOEXEC);
+	b->ref_buf = malloc(max ? max : 1);
+	if (b->ref_fd < 0 || !b->ref_buf)
+		return fail("readbench", "%s: %s", against,
+			    strerror(b->ref_fd < 0 ? errno : ENOMEM));
+	return 0;
+}
+
+/* A fixed shuffle (xorshift64, Fisher-Yates): runs compare. */
+static void shuffle_order(uint32_t *order, uint32_t n)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ULL;
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		order[i] = i;
+	for (i = n - 1; i > 0; i--) {
 		uint32_t j, t;
 
 		x ^= x << 13;
 		x ^= x >> 7;
 		x ^= x << 17;
 		j = (uint32_t)(x % (i + 1));
-		t = b.order[i];
-		b.order[i] = b.order[j];
-		b.order[j] = t;
+		t = order[i];
+		order[i] = order[j];
+		order[j] = t;
 	}
-	ro.queue_depth = qd;
+}
+
+/*
+ * Open the pack at a->path (and --against's) for b's reads. Returns 0,
+ * or 1 after the line saying why.
+ */
+static int readbench_open(const struct readbench_args *a, struct rb *b)
+{
+	int ret;
+
+	ret = dlc_source_open(b->idx, 1, &b->src);
+	if (ret)
+		return fail("readbench", "%s: %s", a->path, strerror(-ret));
+	b->pack = dlc_source_pack(b->src);
+	if (!b->pack || !dlc_index_count(b->idx))
+		return fail("readbench", "%s: not a pack with samples", a->path);
+	b->n = dlc_index_count(b->idx);
+	b->want = a->nreads ? a->nreads : b->n;
+	b->order = malloc(sizeof(*b->order) * b->n);
+	if (!b->order)
+		return fail("readbench", "%s", strerror(ENOMEM));
+	b->ref_fd = -1;
+	if (a->against)
+		return open_against(b, a->against, a->path);
+	return 0;
+}
+
+/*
+ * The reads, timed, through the loader's reader, every one checked.
+ * Returns 0, or 1 after the line saying why.
+ */
+static int readbench_run(const struct readbench_args *a, struct rb *b)
+{
+	struct dlc_reader_opts ro = { 0 };
+	double t0, c0;
+	int ret;
+
+	shuffle_order(b->order, b->n);
+	ro.queue_depth = a->qd;
 	ro.direct = 1;
-	ro.log = &log;
-	ro.stats = &st;
-	ro.passthru = passthru ? (uint32_t)dlc_source_passthru(b.src, &log) : 0;
-	ret = dlc_reader_create(&ro, &b.r);
-	if (ret) {
-		fail("readbench", "io_uring: %s", strerror(-ret));
-		goto out;
-	}
+	ro.log = &b->log;
+	ro.stats = &b->st;
+	ro.passthru = a->passthru ?
+		      (uint32_t)dlc_source_passthru(b->src, &b->log) : 0;
+	ret = dlc_reader_create(&ro, &b->r);
+	if (ret)
+		return fail("readbench", "io_uring: %s", strerror(-ret));
 	c0 = cpu_s();
 	t0 = (double)now_ns() / 1e9;
-	ret = run(&b);
-	secs = (double)now_ns() / 1e9 - t0;
-	cpu = cpu_s() - c0;
-	if (ret) {
-		ret = fail("readbench", "%s: %s", path, strerror(-ret));
-		goto out;
-	}
-	if (b.bad) {
-		ret = fail("readbench", "%s: %llu reads did not match their "
-			   "crc32c", path, (unsigned long long)b.bad);
-		goto out;
-	}
-	if (b.differ) {
-		ret = fail("readbench", "%s: %llu of %llu reads differ from the "
-			   "same samples of %s", path,
-			   (unsigned long long)b.differ,
-			   (unsigned long long)b.reads, against);
-		goto out;
-	}
-	if (json) {
+	ret = run(b);
+	b->secs = (double)now_ns() / 1e9 - t0;
+	b->cpu = cpu_s() - c0;
+	if (ret)
+		return fail("readbench", "%s: %s", a->path, strerror(-ret));
+	if (b->bad)
+		return fail("readbench", "%s: %llu reads did not match their "
+			    "crc32c", a->path, (unsigned long long)b->bad);
+	if (b->differ)
+		return fail("readbench", "%s: %llu of %llu reads differ from the "
+			    "same samples of %s", a->path,
+			    (unsigned long long)b->differ,
+			    (unsigned long long)b->reads, a->against);
+	return 0;
+}
+
+/* reads/s, MB/s and CPU time a read, and the path they took. */
+static void readbench_report(const struct readbench_args *a,
+			     const struct rb *b)
+{
+	const struct dlc_stats *st = &b->st;
+	double secs = b->secs, cpu = b->cpu;
+
+	if (a->json) {
 		printf("{\"pack\": ");
-		json_string(stdout, dlc_pack_path(b.pack));
+		json_string(stdout, dlc_pack_path(b->pack));
 		printf(", \"mode\": \"%s\", \"reads\": %llu, "
 		       "\"bytes\": %llu, \"seconds\": %.4f, \"reads_per_s\": %.1f, "
 		       "\"mb_per_s\": %.2f, \"cpu_us_per_read\": %.2f, "
 		       "\"passthru_commands\": %llu, \"direct_reads\": %llu, "
 		       "\"queue_depth\": %u, \"compared\": %s}\n",
-		       st.passthru_reads ? "passthru" :
-		       st.direct_reads ? "direct" : "buffered",
-		       (unsigned long long)b.reads, (unsigned long long)b.bytes,
-		       secs, b.reads / secs, b.bytes / secs / 1e6,
-		       cpu * 1e6 / (double)b.reads,
-		       (unsigned long long)st.passthru_reads,
-		       (unsigned long long)st.direct_reads, qd,
-		       b.ref ? "true" : "false");
+		       st->passthru_reads ? "passthru" :
+		       st->direct_reads ? "direct" : "buffered",
+		       (unsigned long long)b->reads, (unsigned long long)b->bytes,
+		       secs, b->reads / secs, b->bytes / secs / 1e6,
+		       cpu * 1e6 / (double)b->reads,
+		       (unsigned long long)st->passthru_reads,
+		       (unsigned long long)st->direct_reads, a->qd,
+		       b->ref ? "true" : "false");
 	} else {
 		printf("%s: %llu reads (%s) in %.2f s: %.0f reads/s, %.1f MB/s, "
 		       "%.1f us of CPU a read, all matching their crc32c%s\n",
-		       dlc_pack_path(b.pack), (unsigned long long)b.reads,
-		       st.passthru_reads ? "NVMe passthrough" :
-		       st.direct_reads ? "O_DIRECT" : "buffered", secs,
-		       b.reads / secs, b.bytes / secs / 1e6,
-		       cpu * 1e6 / (double)b.reads,
-		       b.ref ? " and the other pack's bytes" : "");
+		       dlc_pack_path(b->pack), (unsigned long long)b->reads,
+		       st->passthru_reads ? "NVMe passthrough" :
+		       st->direct_reads ? "O_DIRECT" : "buffered", secs,
+		       b->reads / secs, b->bytes / secs / 1e6,
+		       cpu * 1e6 / (double)b->reads,
+		       b->ref ? " and the other pack's bytes" : "");
 	}
-	ret = 0;
-out:
-	dlc_reader_destroy(b.r);
-	dlc_source_close(b.src);
-	if (b.ref_fd >= 0)
-		close(b.ref_fd);
-	free(b.ref_buf);
-	dlc_pack_close(b.ref);
-	free(b.order);
+}
+
+static void readbench_close(struct rb *b)
+{
+	dlc_reader_destroy(b->r);
+	dlc_source_close(b->src);
+	if (b->ref_fd >= 0)
+		close(b->ref_fd);
+	free(b->ref_buf);
+	dlc_pack_close(b->ref);
+	free(b->order);
+}
+
+int cmd_readbench(int argc, char **argv)
+{
+	struct readbench_args a;
+	struct dlc_index *idx = NULL;
+	struct rb b = { 0 };
+	int ret, rc;
+
+	rc = readbench_parse(argc, argv, &a);
+	if (rc != CMD_RUN)
+		return rc;
+	ret = open_index(a.path, &idx);
+	if (ret)
+		return fail("readbench", "%s: %s", a.path, index_error(ret));
+	b.idx = idx;
+	b.log = (struct dlc_logger){ dlc_log_stderr, NULL, DLC_LOG_WARN };
+	rc = readbench_open(&a, &b);
+	if (!rc)
+		rc = readbench_run(&a, &b);
+	if (!rc)
+		readbench_report(&a, &b);
+	readbench_close(&b);
 	dlc_index_free(idx);
-	return ret ? 1 : 0;
+	return rc;
 }
