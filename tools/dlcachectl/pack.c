@@ -176,6 +176,7 @@ static void *pack_worker(void *arg)
 	return NULL;
 }
 
+/* What pack's command line asks for. */
 struct pack_args {
 	const char *src, *out;
 	uint32_t threads;
@@ -184,17 +185,21 @@ struct pack_args {
 	struct dlc_packw_opts o;
 };
 
-static int parse_pack_args(int argc, char **argv, struct pack_args *a,
-			   int *help)
+/*
+ * pack's options. Returns CMD_RUN, or the exit status after --help or a
+ * usage error.
+ */
+static int pack_parse(int argc, char **argv, struct pack_args *a)
 {
 	int i, opts = 1;
 
+	memset(a, 0, sizeof(*a));
 	a->o.rst.interval = 4;
 	for (i = 1; i < argc; i++) {
 		const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
 		if (opts && (!strcmp(s, "-h") || !strcmp(s, "--help"))) {
-			*help = 1;
+			fputs(pack_usage, stdout);
 			return 0;
 		} else if (opts && (!strcmp(s, "-o") || !strcmp(s, "--output"))) {
 			if (!v)
@@ -256,7 +261,7 @@ static int parse_pack_args(int argc, char **argv, struct pack_args *a,
 				   "(try --help)");
 	if (a->o.rst.quality && !a->o.rst.max_side)
 		return usage_error("pack", "--quality needs --max-side");
-	return 0;
+	return CMD_RUN;
 }
 
 /*
@@ -388,169 +393,225 @@ static int device_summary(const char *blk, struct dlc_pack_device *dev,
 	return 0;
 }
 
-int cmd_pack(int argc, char **argv)
-{
-	struct pack_args a = { 0 };
-	struct pack_job job = { 0 };
-	struct sigaction sa = { 0 }, old_int, old_term;
-	pthread_t *tid = NULL;
-	uint32_t n, k, started = 0;
-	uint64_t t0, packed, src;
-	char why[PATH_MAX + 256], blk[PATH_MAX], id[64] = "";
-	struct dlc_pack_device dev = { 0 };
-	struct stat st;
-	int help = 0, ret, tty;
-	double secs;
+/* The pack being written, and what the summary says of it. */
+struct pack_run {
+	struct pack_job job;
+	uint64_t t0;		/* when it started: the index's opening counts */
+	uint32_t n;		/* samples */
+	char blk[PATH_MAX];	/* --to: the block device */
+	struct dlc_pack_device dev;	/* --to: what the pack records of it */
+	char id[64];		/* --to: the NVMe id that also names it */
+	uint64_t packed;	/* the pack's bytes */
+};
 
-	ret = parse_pack_args(argc, argv, &a, &help);
+/*
+ * The source's index, checked (not a pack, --to's device fit for it,
+ * -o's file not inside it), and the pack's writer. Returns 0, or 1 after
+ * the line saying why.
+ */
+static int pack_open(struct pack_args *a, struct pack_run *r)
+{
+	struct pack_job *job = &r->job;
+	char why[PATH_MAX + 256];
+	struct stat st;
+	int ret;
+
+	if (!a->o.device && !a->force && !lstat(a->out, &st))
+		return fail("pack", "%s exists (--force replaces it)", a->out);
+	r->t0 = now_ns();
+	ret = open_index(a->src, &job->idx);
 	if (ret)
-		return ret;
-	if (help) {
-		fputs(pack_usage, stdout);
-		return 0;
+		return fail("pack", "%s: %s", a->src, index_error(ret));
+	if (dlc_index_pack(job->idx)) {
+		dlc_index_free(job->idx);
+		return fail("pack", "%s is a pack already", a->src);
 	}
-	if (!a.o.device && !a.force && !lstat(a.out, &st))
-		return fail("pack", "%s exists (--force replaces it)", a.out);
-	t0 = now_ns();
-	ret = open_index(a.src, &job.idx);
-	if (ret)
-		return fail("pack", "%s: %s", a.src, index_error(ret));
-	if (dlc_index_pack(job.idx)) {
-		dlc_index_free(job.idx);
-		return fail("pack", "%s is a pack already", a.src);
-	}
-	if (a.o.device) {
-		ret = check_device(a.out, job.idx, a.force, blk, sizeof(blk));
+	if (a->o.device) {
+		ret = check_device(a->out, job->idx, a->force, r->blk,
+				   sizeof(r->blk));
 		if (ret) {
-			dlc_index_free(job.idx);
+			dlc_index_free(job->idx);
 			return ret;
 		}
-	} else if (out_in_source(a.out, a.src, dlc_index_root(job.idx))) {
+	} else if (out_in_source(a->out, a->src, dlc_index_root(job->idx))) {
 		ret = fail("pack", "%s: inside the source data set %s (the "
-			   "source is never modified)", a.out,
-			   dlc_index_root(job.idx));
-		dlc_index_free(job.idx);
+			   "source is never modified)", a->out,
+			   dlc_index_root(job->idx));
+		dlc_index_free(job->idx);
 		return ret;
 	}
-	n = dlc_index_count(job.idx);
-	ret = dlc_packw_create(a.out, job.idx, &a.o, &job.w, why, sizeof(why));
+	r->n = dlc_index_count(job->idx);
+	ret = dlc_packw_create(a->out, job->idx, &a->o, &job->w, why,
+			       sizeof(why));
 	if (ret) {
-		dlc_index_free(job.idx);
+		dlc_index_free(job->idx);
 		return fail("pack", "%s", why[0] ? why : strerror(-ret));
 	}
-	if (!a.threads)
-		a.threads = default_threads();
-	if (a.threads > n)
-		a.threads = n ? n : 1;
-	pthread_mutex_init(&job.lock, NULL);
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
+	return 0;
+}
+
+/*
+ * Run a->threads workers over the samples until they are all packed, one
+ * fails or a signal comes; the progress line meanwhile on a terminal.
+ */
+static void pack_workers(const struct pack_args *a, struct pack_run *r)
+{
+	struct pack_job *job = &r->job;
+	uint32_t k, started = 0;
+	pthread_t *tid;
+	int ret, tty;
+
 	tty = isatty(STDERR_FILENO);
-	tid = calloc(a.threads, sizeof(*tid));
+	tid = calloc(a->threads, sizeof(*tid));
 	if (!tid)
-		job_fail(&job, "%s", strerror(ENOMEM));
-	for (k = 0; tid && k < a.threads; k++) {
-		ret = pthread_create(&tid[k], NULL, pack_worker, &job);
+		job_fail(job, "%s", strerror(ENOMEM));
+	for (k = 0; tid && k < a->threads; k++) {
+		ret = pthread_create(&tid[k], NULL, pack_worker, job);
 		if (ret) {
-			job_fail(&job, "pthread_create: %s", strerror(ret));
+			job_fail(job, "pthread_create: %s", strerror(ret));
 			break;
 		}
 		started++;
 	}
 	/* The progress line, while the workers run. */
-	while (tty && started && atomic_load(&job.done) < n &&
-	       !atomic_load(&job.failed) && !pack_signal) {
+	while (tty && started && atomic_load(&job->done) < r->n &&
+	       !atomic_load(&job->failed) && !pack_signal) {
 		struct timespec ts = { 0, 250 * 1000 * 1000 };
 
 		nanosleep(&ts, NULL);
-		progress(&job, n, t0);
+		progress(job, r->n, r->t0);
 	}
 	for (k = 0; k < started; k++)
 		pthread_join(tid[k], NULL);
 	free(tid);
 	if (tty)
 		fputc('\n', stderr);
-	if (pack_signal || atomic_load(&job.failed)) {
-		dlc_packw_abort(job.w);
-		job.w = NULL;
+}
+
+/*
+ * Pack every sample, SIGINT and SIGTERM leaving no pack, and complete
+ * the pack (--to: read back). Returns 0, or 1 after the line saying why;
+ * after a signal, frees the index and raises it again.
+ */
+static int pack_run(struct pack_args *a, struct pack_run *r)
+{
+	struct pack_job *job = &r->job;
+	struct sigaction sa = { 0 }, old_int, old_term;
+	char why[PATH_MAX + 256];
+	struct stat st;
+	int ret;
+
+	if (!a->threads)
+		a->threads = default_threads();
+	if (a->threads > r->n)
+		a->threads = r->n ? r->n : 1;
+	pthread_mutex_init(&job->lock, NULL);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	pack_workers(a, r);
+	if (pack_signal || atomic_load(&job->failed)) {
+		dlc_packw_abort(job->w);
+		job->w = NULL;
 		ret = pack_signal;
 		sigaction(SIGINT, &old_int, NULL);
 		sigaction(SIGTERM, &old_term, NULL);
 		if (ret) {
 			fprintf(stderr, "dlcachectl pack: interrupted: %s not "
-				"written\n", a.out);
-			dlc_index_free(job.idx);
+				"written\n", a->out);
+			dlc_index_free(job->idx);
+			job->idx = NULL;
 			raise(ret);
 			return 1;
 		}
-		ret = fail("pack", "%s (%s)", job.err, a.o.device ?
-			   "no pack on the device: its header is invalid" :
-			   "not written");
-		goto out;
+		return fail("pack", "%s (%s)", job->err, a->o.device ?
+			    "no pack on the device: its header is invalid" :
+			    "not written");
 	}
-	packed = dlc_packw_bytes(job.w);
-	ret = dlc_packw_finish(job.w, why, sizeof(why));
-	job.w = NULL;
+	r->packed = dlc_packw_bytes(job->w);
+	ret = dlc_packw_finish(job->w, why, sizeof(why));
+	job->w = NULL;
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
-	if (ret) {
-		fail("pack", "%s", why[0] ? why : strerror(-ret));
-		goto out;
-	}
-	if (a.o.device) {
-		ret = device_summary(blk, &dev, id, sizeof(id));
+	if (ret)
+		return fail("pack", "%s", why[0] ? why : strerror(-ret));
+	if (a->o.device) {
+		ret = device_summary(r->blk, &r->dev, r->id, sizeof(r->id));
 		if (ret)
-			goto out;
-		packed = dev.pack_bytes;
-	} else if (!stat(a.out, &st)) {
-		packed = (uint64_t)st.st_size;
+			return ret;
+		r->packed = r->dev.pack_bytes;
+	} else if (!stat(a->out, &st)) {
+		r->packed = (uint64_t)st.st_size;
 	}
-	secs = (double)(now_ns() - t0) / 1e9;
-	src = atomic_load(&job.src_bytes);
-	if (a.json) {
+	return 0;
+}
+
+/* The summary: sizes, speed and the samples kept as is; --json's object. */
+static void pack_report(const struct pack_args *a, const struct pack_run *r)
+{
+	const struct pack_job *job = &r->job;
+	double secs = (double)(now_ns() - r->t0) / 1e9;
+	uint64_t src = atomic_load(&job->src_bytes), packed = r->packed;
+	uint32_t n = r->n, k;
+
+	if (a->json) {
 		printf("{\"pack\":");
-		json_string(stdout, a.o.device ? blk : a.out);
+		json_string(stdout, a->o.device ? r->blk : a->out);
 		printf(",\"samples\":%u,\"seconds\":%.3f,"
 		       "\"images_per_s\":%.1f,\"threads\":%u,"
 		       "\"source_bytes\":%llu,\"pack_bytes\":%llu,"
 		       "\"overhead\":%.5f,\"transcoded\":%u,\"kept\":%u",
 		       n, secs,
-		       secs > 0 ? n / secs : 0.0, a.threads,
+		       secs > 0 ? n / secs : 0.0, a->threads,
 		       (unsigned long long)src, (unsigned long long)packed,
 		       src ? ((double)packed - (double)src) / (double)src : 0.0,
-		       atomic_load(&job.rst), atomic_load(&job.plain));
-		if (a.o.device)
+		       atomic_load(&job->rst), atomic_load(&job->plain));
+		if (a->o.device)
 			printf(",\"device_bytes\":%llu,\"nsid\":%u,"
 			       "\"nvme_id\":\"%s\"",
-			       (unsigned long long)dev.dev_bytes, dev.nsid, id);
+			       (unsigned long long)r->dev.dev_bytes, r->dev.nsid,
+			       r->id);
 		printf("}\n");
-		ret = 0;
-		goto out;
+		return;
 	}
-	if (a.o.device)
+	if (a->o.device)
 		printf("%s: a pack of %llu bytes from its first byte (the device "
-		       "holds %llu)%s%s\n", blk,
-		       (unsigned long long)dev.pack_bytes,
-		       (unsigned long long)dev.dev_bytes,
-		       id[0] ? "; the loader also finds it as " : "", id);
+		       "holds %llu)%s%s\n", r->blk,
+		       (unsigned long long)r->dev.pack_bytes,
+		       (unsigned long long)r->dev.dev_bytes,
+		       r->id[0] ? "; the loader also finds it as " : "", r->id);
 	printf("%s: %u samples in %.2f s (%.0f images/s, %u thread%s): "
 	       "source %llu bytes, pack %llu bytes (%+.2f %%); "
 	       "%u transcoded, %u kept as is\n",
-	       a.o.device ? blk : a.out, n, secs, secs > 0 ? n / secs : 0.0, a.threads,
-	       a.threads == 1 ? "" : "s",
+	       a->o.device ? r->blk : a->out, n, secs, secs > 0 ? n / secs : 0.0,
+	       a->threads, a->threads == 1 ? "" : "s",
 	       (unsigned long long)src, (unsigned long long)packed,
 	       src ? 100.0 * ((double)packed - (double)src) / (double)src : 0.0,
-	       atomic_load(&job.rst), atomic_load(&job.plain));
-	for (k = 0; k < job.nlisted; k++)
-		printf("  kept as is: %s\n", job.listed[k]);
-	if (atomic_load(&job.plain) > job.nlisted)
+	       atomic_load(&job->rst), atomic_load(&job->plain));
+	for (k = 0; k < job->nlisted; k++)
+		printf("  kept as is: %s\n", job->listed[k]);
+	if (atomic_load(&job->plain) > job->nlisted)
 		printf("  kept as is: ... and %u more\n",
-		       atomic_load(&job.plain) - job.nlisted);
-	ret = 0;
-out:
-	pthread_mutex_destroy(&job.lock);
-	dlc_index_free(job.idx);
-	return ret ? 1 : 0;
+		       atomic_load(&job->plain) - job->nlisted);
+}
+
+int cmd_pack(int argc, char **argv)
+{
+	struct pack_run r = { 0 };
+	struct pack_args a;
+	int rc;
+
+	rc = pack_parse(argc, argv, &a);
+	if (rc != CMD_RUN)
+		return rc;
+	rc = pack_open(&a, &r);
+	if (rc)
+		return rc;
+	rc = pack_run(&a, &r);
+	if (!rc)
+		pack_report(&a, &r);
+	pthread_mutex_destroy(&r.job.lock);
+	dlc_index_free(r.job.idx);
+	return rc;
 }
