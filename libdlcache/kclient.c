@@ -159,30 +159,15 @@ static int kattach(struct dlc_kclient *k, struct dlcache_attach *req)
 	return ret;
 }
 
-int dlc_kclient_open(const char *dev, const uint64_t key[2],
-		     uint32_t nsamples, uint32_t mode, uint32_t window,
-		     uint32_t entries, uint32_t owner, uint64_t job,
-		     struct dlc_kclient **out, const char **why)
+/*
+ * GET_INFO, which fixes the session's features, and whether the module
+ * speaks an ABI we can use for @nsamples samples. 0, or -errno with *@why.
+ */
+static int kclient_get_info(struct dlc_kclient *k, uint32_t nsamples,
+			    const char **why)
 {
-	struct dlcache_ring_setup rs;
-	struct dlcache_attach at_req, base;
-	struct dlc_kclient *k;
-	uint32_t self = (uint32_t)geteuid(), expect, want_mode = 0;
-	int ret, own;
+	int ret;
 
-	*why = "out of memory";
-	k = calloc(1, sizeof(*k));
-	if (!k)
-		return -ENOMEM;
-	k->sq_map = k->cq_map = MAP_FAILED;
-	k->fd = open(dev, O_RDWR | O_CLOEXEC);
-	if (k->fd < 0) {
-		ret = -errno;
-		*why = ret == -ENOENT ? "dlcache.ko is not loaded" :
-		       ret == -EACCES ? "not in the device's group: see Documentation/admin.md" :
-		       "cannot open it";
-		goto err;
-	}
 	/*
 	 * The session's features, fixed by this first GET_INFO (ABI 4).
 	 * DLCACHE_FEAT_IDLE: our data set outlives this run, idle, for the
@@ -205,7 +190,7 @@ int dlc_kclient_open(const char *dev, const uint64_t key[2],
 			ret = -EPROTO;
 			*why = "the module speaks another ABI version (GET_INFO: ENOTTY; ABI 3 or earlier)";
 		}
-		goto err;
+		return ret;
 	}
 	/*
 	 * ABI 2 or later: under ABI 1 a key alone reached any user's data
@@ -214,15 +199,42 @@ int dlc_kclient_open(const char *dev, const uint64_t key[2],
 	 */
 	if (k->info.abi_version < 2 ||
 	    (k->info.features & KCLIENT_FEATS) != KCLIENT_FEATS) {
-		ret = -EPROTO;
 		*why = "the module speaks another ABI version or lacks features";
-		goto err;
+		return -EPROTO;
 	}
 	if (nsamples > k->info.max_samples) {
-		ret = -E2BIG;
 		*why = "the data set has more samples than the module allows";
-		goto err;
+		return -E2BIG;
 	}
+	return 0;
+}
+
+/* Why ATTACH refused with @ret, for a person; @own: our own data set. */
+static const char *attach_why(int ret, int own)
+{
+	return ret == -EUSERS ? "the data set has as many jobs (consumers) as the module allows" :
+	       ret == -EDQUOT ? "past the owner's limits on data sets or policy memory (uid_max_datasets, uid_max_policy_mb)" :
+	       ret == -ENOMEM ? "past the module's policy memory limit, or out of memory" :
+	       ret == -EACCES && !own ? "the trusted owner's data set does not let this user read it" :
+	       ret == -EACCES ? "no read permission on the data set" :
+	       ret == -ENOENT && !own ? "the trusted owner has no data set of this key that this user may read (never created for another owner)" :
+	       ret == -EEXIST ? "this user's data set of this key exists with another mode than kernel_mode asks (kept idle after its last use: it expires after the module's idle_keep_s)" :
+	       ret == -EINVAL ? "a data set with this key has another sample count" :
+	       "ATTACH failed";
+}
+
+/*
+ * ATTACH data set @key of @owner (see dlc_kclient_open()), and check
+ * that what the module gave is what was asked for. 0, or -errno with
+ * *@why; the session stays attached until the fd is closed.
+ */
+static int kclient_attach(struct dlc_kclient *k, const uint64_t key[2],
+			  uint32_t nsamples, uint32_t mode, uint32_t window,
+			  uint32_t owner, uint64_t job, const char **why)
+{
+	struct dlcache_attach at_req, base;
+	uint32_t self = (uint32_t)geteuid(), expect, want_mode = 0;
+	int ret, own;
 
 	memset(&at_req, 0, sizeof(at_req));
 	at_req.key[0] = key[0];
@@ -265,16 +277,8 @@ int dlc_kclient_open(const char *dev, const uint64_t key[2],
 		}
 	}
 	if (ret) {
-		*why = ret == -EUSERS ? "the data set has as many jobs (consumers) as the module allows" :
-		       ret == -EDQUOT ? "past the owner's limits on data sets or policy memory (uid_max_datasets, uid_max_policy_mb)" :
-		       ret == -ENOMEM ? "past the module's policy memory limit, or out of memory" :
-		       ret == -EACCES && !own ? "the trusted owner's data set does not let this user read it" :
-		       ret == -EACCES ? "no read permission on the data set" :
-		       ret == -ENOENT && !own ? "the trusted owner has no data set of this key that this user may read (never created for another owner)" :
-		       ret == -EEXIST ? "this user's data set of this key exists with another mode than kernel_mode asks (kept idle after its last use: it expires after the module's idle_keep_s)" :
-		       ret == -EINVAL ? "a data set with this key has another sample count" :
-		       "ATTACH failed";
-		goto err;
+		*why = attach_why(ret, own);
+		return ret;
 	}
 	/*
 	 * Whatever the module says (one without DLCACHE_FEAT_ATTACH_MATCH
@@ -282,19 +286,38 @@ int dlc_kclient_open(const char *dev, const uint64_t key[2],
 	 * wider one lets other users write the bytes this process reads.
 	 */
 	if (own && at_req.mode != want_mode) {
-		ret = -EEXIST;
 		*why = "ATTACH gave this user's data set with another mode than kernel_mode asks (kept idle from an earlier run): not used";
-		goto err;
+		return -EEXIST;
 	}
 	/* Whatever the module says, use only the owner we trust. */
 	if (at_req.owner_uid != expect) {
-		ret = -EPERM;
 		*why = "ATTACH gave a data set of another owner than the one trusted";
-		goto err;
+		return -EPERM;
 	}
 	k->owner_uid = at_req.owner_uid;
 	k->handle = at_req.handle;
 	k->result_flags = at_req.result_flags;
+	return 0;
+}
+
+/* Unmap whichever of the rings is mapped. */
+static void kclient_unmap_rings(struct dlc_kclient *k)
+{
+	if (k->sq_map != MAP_FAILED)
+		munmap(k->sq_map, k->sq_size);
+	if (k->cq_map != MAP_FAILED)
+		munmap(k->cq_map, k->cq_size);
+}
+
+/*
+ * SETUP_RING for @entries SQEs (at most the module's), map both rings
+ * and point k at their words. 0, or -errno with *@why and nothing mapped.
+ */
+static int kclient_map_rings(struct dlc_kclient *k, uint32_t entries,
+			     const char **why)
+{
+	struct dlcache_ring_setup rs;
+	int ret;
 
 	memset(&rs, 0, sizeof(rs));
 	if (entries > k->info.max_ring_entries)
@@ -303,12 +326,12 @@ int dlc_kclient_open(const char *dev, const uint64_t key[2],
 	if (ioctl(k->fd, DLCACHE_IOC_SETUP_RING, &rs)) {
 		ret = -errno;
 		*why = "SETUP_RING failed";
-		goto err;
+		return ret;
 	}
 	/* Every offset and size below is the module's: checked first. */
 	ret = dlc_kclient_check_layout(&rs, entries, why);
 	if (ret)
-		goto err;
+		return ret;
 	k->sq_size = rs.sq_mmap_size;
 	k->cq_size = rs.cq_mmap_size;
 	k->sq_map = mmap(NULL, k->sq_size, PROT_READ | PROT_WRITE, MAP_SHARED,
@@ -318,7 +341,7 @@ int dlc_kclient_open(const char *dev, const uint64_t key[2],
 	if (k->sq_map == MAP_FAILED || k->cq_map == MAP_FAILED) {
 		ret = -errno;
 		*why = "mmap of the rings failed";
-		goto err;
+		goto unmap_rings;
 	}
 	k->sq_head = at(k->sq_map, rs.sq_off.head);
 	k->sq_tail = at(k->sq_map, rs.sq_off.tail);
@@ -336,13 +359,52 @@ int dlc_kclient_open(const char *dev, const uint64_t key[2],
 	    k->cq_mask != rs.cq_entries - 1) {
 		ret = -EPROTO;
 		*why = "the mapped rings' sizes are not those SETUP_RING returned";
-		goto err;
+		goto unmap_rings;
 	}
+	return 0;
+unmap_rings:
+	kclient_unmap_rings(k);
+	return ret;
+}
+
+int dlc_kclient_open(const char *dev, const uint64_t key[2],
+		     uint32_t nsamples, uint32_t mode, uint32_t window,
+		     uint32_t entries, uint32_t owner, uint64_t job,
+		     struct dlc_kclient **out, const char **why)
+{
+	struct dlc_kclient *k;
+	int ret;
+
+	*why = "out of memory";
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	k->sq_map = k->cq_map = MAP_FAILED;
+	k->fd = open(dev, O_RDWR | O_CLOEXEC);
+	if (k->fd < 0) {
+		ret = -errno;
+		*why = ret == -ENOENT ? "dlcache.ko is not loaded" :
+		       ret == -EACCES ? "not in the device's group: see Documentation/admin.md" :
+		       "cannot open it";
+		goto free_k;
+	}
+	ret = kclient_get_info(k, nsamples, why);
+	if (ret)
+		goto close_fd;
+	ret = kclient_attach(k, key, nsamples, mode, window, owner, job, why);
+	if (ret)
+		goto close_fd;
+	ret = kclient_map_rings(k, entries, why);
+	if (ret)
+		goto close_fd;
 	*out = k;
 	*why = NULL;
 	return 0;
-err:
-	dlc_kclient_close(k);
+	/* Closing the fd also detaches: the module's release does it. */
+close_fd:
+	close(k->fd);
+free_k:
+	free(k);
 	return ret;
 }
 
@@ -350,10 +412,7 @@ void dlc_kclient_close(struct dlc_kclient *k)
 {
 	if (!k)
 		return;
-	if (k->sq_map != MAP_FAILED)
-		munmap(k->sq_map, k->sq_size);
-	if (k->cq_map != MAP_FAILED)
-		munmap(k->cq_map, k->cq_size);
+	kclient_unmap_rings(k);
 	if (k->fd >= 0)
 		close(k->fd);
 	free(k);
