@@ -78,6 +78,12 @@ struct dlc_decoder {
 	uint32_t exact;			/* DLC_TRANSFORM_F_EXACT: scale 1 */
 	uint32_t img_w, img_h;		/* the whole image (not a splice) */
 	/*
+	 * Images begun on cinfo since it was made (begin()), and whether
+	 * making it anew failed (cinfo is then not usable until it is made).
+	 */
+	uint32_t images;
+	int unmade;
+	/*
 	 * Scratch, grown on demand and kept: steady state allocates nothing.
 	 * @need is what this call asked for, @typical a running mean of it
 	 * (scratch_settle()).
@@ -435,10 +441,72 @@ static int grow(struct dlc_decoder *d, uint8_t **buf, size_t *cap,
 	return 0;
 }
 
-/* Checks that need no libjpeg, then points the source at @buf. */
+/*
+ * Images a decompress object begins before it is made anew: see
+ * forget_tables(). Each image may allocate its tables (about 1.4 kB for
+ * a typical JPEG, 2.8 kB at most) from the object's permanent pool.
+ */
+#define RENEW_IMAGES	256
+
+/*
+ * Make cinfo anew, its permanent pool (the tables of the images since)
+ * given back: 0, or -ENOMEM with d->unmade set, when the next begin()
+ * tries again.
+ */
+static int renew(struct dlc_decoder *d)
+{
+	jpeg_destroy_decompress(&d->cinfo);
+	d->unmade = 1;
+	if (setjmp(d->jb)) {
+		/* only an allocation can fail in here */
+		jpeg_destroy_decompress(&d->cinfo);
+		return -ENOMEM;
+	}
+	/* It keeps cinfo.err and cinfo.client_data. */
+	jpeg_create_decompress(&d->cinfo);
+	d->cinfo.src = &d->src;
+	d->cinfo.progress = &d->progress;
+	d->unmade = 0;
+	d->images = 0;
+	return 0;
+}
+
+/*
+ * libjpeg keeps the Huffman and quantization tables of one image for the
+ * next in the same decompress object (for abbreviated streams). A file
+ * that uses a table it never defines would then decode with the tables
+ * of whatever this decoder decoded before: its pixels, or whether it is
+ * corrupt at all, would depend on the thread's history (a fuzzed
+ * progressive JPEG without its DHT decoded after another JPEG, where
+ * alone it fails "Huffman table 0x00 was not defined"). Each image
+ * starts without tables, as in a new object; what it defines is
+ * allocated again, so the object is made anew every RENEW_IMAGES.
+ */
+static int forget_tables(struct dlc_decoder *d)
+{
+	struct jpeg_decompress_struct *c = &d->cinfo;
+	int i;
+
+	if ((d->unmade || ++d->images >= RENEW_IMAGES) && renew(d))
+		return set_error(d, DLC_ERR_NOMEM, -ENOMEM,
+				 "out of memory: making the JPEG decoder anew");
+	for (i = 0; i < NUM_QUANT_TBLS; i++)
+		c->quant_tbl_ptrs[i] = NULL;
+	for (i = 0; i < NUM_HUFF_TBLS; i++) {
+		c->dc_huff_tbl_ptrs[i] = NULL;
+		c->ac_huff_tbl_ptrs[i] = NULL;
+	}
+	return 0;
+}
+
+/*
+ * Checks that need no libjpeg, then points the source at @buf, with
+ * cinfo holding no table of an earlier image.
+ */
 static int begin(struct dlc_decoder *d, const void *buf, size_t len)
 {
 	const uint8_t *b = buf;
+	int ret;
 
 	d->kind = DLC_ERR_NONE;
 	d->err = 0;
@@ -456,6 +524,9 @@ static int begin(struct dlc_decoder *d, const void *buf, size_t len)
 		return set_error(d, DLC_ERR_NOT_JPEG, -EBADMSG,
 				 "not a JPEG: starts with 0x%02x 0x%02x, not the SOI marker 0xff 0xd8",
 				 b[0], b[1]);
+	ret = forget_tables(d);
+	if (ret)
+		return ret;
 	d->len = len;
 	d->phase = "header";
 	d->src.next_input_byte = b;

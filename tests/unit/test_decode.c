@@ -980,6 +980,94 @@ static void test_names(void)
 	      "out-of-range name");
 }
 
+/* ---- one image's tables are not the next one's ---- */
+
+/* @f without its segments of @marker (0xc4 DHT, 0xdb DQT): a new buffer. */
+static struct file strip_segments(const struct file *f, uint8_t marker)
+{
+	const uint8_t *b = f->buf;
+	struct file o = { malloc(f->len), 2 };
+	size_t i = 2, seg;
+	uint8_t m;
+
+	memcpy(o.buf, b, 2);
+	while (i + 4 <= f->len) {
+		m = b[i + 1];
+		/* entropy-coded bytes, stuffed 0xff 0x00, fill and RSTn */
+		if (b[i] != 0xff || m == 0x00 || m == 0xff ||
+		    (m >= 0xd0 && m <= 0xd7)) {
+			o.buf[o.len++] = b[i++];
+			continue;
+		}
+		if (m == 0xd9)
+			break;
+		seg = 2 + ((size_t)b[i + 2] << 8 | b[i + 3]);
+		if (i + seg > f->len)
+			break;
+		if (m != marker) {
+			memcpy(o.buf + o.len, b + i, seg);
+			o.len += seg;
+		}
+		i += seg;
+	}
+	memcpy(o.buf + o.len, b + i, f->len - i);
+	o.len += f->len - i;
+	return o;
+}
+
+/*
+ * libjpeg keeps one image's Huffman and quantization tables for the next
+ * in a decompress object. A file that uses a table it does not define
+ * must decode as it does on a new decoder, not with the tables of what
+ * this decoder decoded before; and djpeg, a process of its own, agrees
+ * whether it is corrupt.
+ */
+static void test_tables_not_borrowed(struct dlc_decoder *d)
+{
+	static const struct { int file; uint8_t marker; const char *what; } c[] = {
+		{ F_PROG, 0xc4, "progressive without DHT" },
+		{ F_420, 0xdb, "baseline without DQT" },
+		{ F_BIGPROG, 0xc4, "big progressive without DHT" },
+	};
+	struct dlc_decoder *fresh;
+	uint8_t *a, *b;
+	uint32_t w, h;
+	char path[300];
+	size_t i;
+	int ra, rb, djpeg;
+
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		struct file x = strip_segments(&files[c[i].file], c[i].marker);
+		FILE *fp;
+
+		CHECK(x.len < files[c[i].file].len, "%s: nothing stripped", c[i].what);
+		snprintf(path, sizeof(path), "%s/stripped%zu.jpg", tmpdir, i);
+		fp = fopen(path, "wb");
+		CHECK(fp && fwrite(x.buf, 1, x.len, fp) == x.len, "write %s", path);
+		if (fp)
+			fclose(fp);
+		djpeg = run("djpeg -pnm -outfile /dev/null %s 2>/dev/null", path);
+		CHECK_EQ(dlc_decoder_create(0, &fresh), 0);
+		a = b = NULL;
+		ra = dlc_decoder_full(fresh, x.buf, x.len, &a, &w, &h);
+		/* the shared decoder: the whole file first, then the stripped one */
+		CHECK_EQ(dlc_decoder_full(d, files[c[i].file].buf,
+					  files[c[i].file].len, &b, &w, &h), 0);
+		free(b);
+		b = NULL;
+		rb = dlc_decoder_full(d, x.buf, x.len, &b, &w, &h);
+		CHECK(ra == rb && (ra || !memcmp(a, b, (size_t)w * h * 3)),
+		      "%s: %d (%s) after another image, %d on a new decoder",
+		      c[i].what, rb, dlc_decoder_error(d), ra);
+		CHECK(!ra == !djpeg, "%s: %d here, djpeg %s", c[i].what, ra,
+		      djpeg ? "fails" : "decodes it");
+		free(a);
+		free(b);
+		dlc_decoder_destroy(fresh);
+		free(x.buf);
+	}
+}
+
 int main(void)
 {
 	struct dlc_decoder *d;
@@ -1010,6 +1098,7 @@ int main(void)
 	T_RUN(test_sample, d);
 	T_RUN(test_bad_inputs, d);
 	T_RUN_AS("test_full/after_failures", test_full, d);
+	T_RUN(test_tables_not_borrowed, d);
 	dlc_decoder_destroy(d);
 	T_RUN(test_bomb);
 
