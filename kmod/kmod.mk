@@ -13,10 +13,9 @@
 #                            /lib/modules/<release>/build. Missing headers
 #                            are one line naming the package, and an error.
 #   make module KDIR=dir     against any kernel build tree (overrides KVER)
-#   make kunit               KUnit suites under UML in an extracted
-#                            linux-source-6.1 (KUNIT_SRC, KUNIT_BUILD;
-#                            KUNIT_SANITIZERS=0 skips the KASAN, UBSAN and
-#                            DEBUG_LIST run after the PROVE_LOCKING one)
+#   make kunit               the KUnit suites as a module on the debug
+#                            kernel (PROVE_LOCKING, KASAN, UBSAN,
+#                            DEBUG_LIST, kmemleak) in QEMU: tests/kunit/run.sh
 #   make style               checkpatch --strict once, sparse (make C=2) per
 #                            kernel of KERNELS that has headers
 #   make dkms-install        copy the module's sources to /usr/src/dlcache-<v>/
@@ -32,9 +31,8 @@
 # and dkms-test go through. qemu-test is defined by tests/qemu/qemu.mk.
 
 KERNELS ?= 6.1 6.12
-KUNIT_SRC ?= $(BUILD)/kunit-src
-KUNIT_BUILD ?= $(BUILD)/kunit
-KUNIT_SANITIZERS ?= 1
+# checkpatch.pl and its data files: linux-source-6.1's scripts/ alone.
+KSCRIPTS ?= $(BUILD)/kernel-scripts
 
 # The kernel release to build for (DLC_KVER) and its build tree (KDIR).
 DLC_KDIR_GIVEN := $(filter-out undefined,$(origin KDIR))
@@ -79,11 +77,10 @@ module:
 	fi
 
 kunit:
-	@KUNIT_SRC=$(abspath $(KUNIT_SRC)) KUNIT_BUILD=$(abspath $(KUNIT_BUILD)) \
-		KUNIT_SANITIZERS=$(KUNIT_SANITIZERS) tests/kunit/run.sh
+	@BUILD=$(BUILD) tests/kunit/run.sh
 
 style:
-	@tests/kmod/style.sh $(abspath $(KUNIT_SRC)) $(abspath $(BUILD)) "$(KERNELS)" \
+	@tests/kmod/style.sh $(abspath $(KSCRIPTS)) $(abspath $(BUILD)) "$(KERNELS)" \
 		$(if $(DLC_KDIR_GIVEN),"$(KDIR)")
 
 dkms-install:

@@ -16,7 +16,7 @@ pkgs=(
 	gcc make pkg-config liburing-dev libnvme-dev libjpeg62-turbo-dev libpng-dev
 	libblkid-dev
 	libjpeg-turbo-progs
-	# module, KUnit (UML) and QEMU tests
+	# module, KUnit and QEMU tests
 	linux-headers-amd64 linux-image-amd64 linux-source-6.1 qemu-system-x86
 	busybox-static sparse bc flex bison python3 xz-utils cpio dkms
 	# QEMU tests marked "dlc-test: -m32" (static 32-bit libc)

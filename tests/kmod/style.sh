@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# tests/tests/kmod/style.sh KSRC BUILD "KERNELS" [KDIR]: checkpatch --strict over the
+# tests/kmod/style.sh KSRC BUILD "KERNELS" [KDIR]: checkpatch --strict over the
 # module and the uapi header, once (kmod/compat.h may test
 # LINUX_VERSION_CODE), and sparse (make C=2) over the module
 # build for each kernel of KERNELS that has headers (6.1, 6.12, ... as
@@ -9,7 +9,7 @@
 # Prints "ok style:<check>", "FAIL style:<check>" or "skip style:<check>";
 # the sparse checks are named style:sparse-<kernel>.
 #
-# checkpatch runs from the extracted kernel tree KSRC (it needs its
+# checkpatch runs from KSRC, the kernel tree's scripts/ extracted (it needs its
 # spelling.txt and const_structs.checkpatch). The uapi header is checked
 # under the path it would have in the kernel tree, include/uapi/linux/, so
 # that checkpatch applies its uapi rules (no BIT() there).
@@ -47,7 +47,7 @@ for f in kmod/*.c kmod/*.h; do
 	[ "$f" = kmod/compat.h ] || files="$files $f"
 done
 # shellcheck disable=SC2086 # $files: kmod/ names without blanks
-if ! tests/kunit/extract.sh "$ksrc" >/dev/null; then
+if ! tests/kmod/extract.sh "$ksrc" scripts >/dev/null; then
 	"$top"/tests/skip-required.sh style:checkpatch "no linux-source-6.1 for scripts/checkpatch.pl: make deps" || rc=1
 elif out=$(checkpatch $files include/uapi/linux/dlcache.h) && [ -z "$out" ] &&
 	out=$(checkpatch --ignore LINUX_VERSION_CODE,CONSTANT_COMPARISON \

@@ -138,6 +138,33 @@ if [ "$MODE" = smoke ]; then
 	verdict
 fi
 
+# dlcqemu.mode=kunit (tests/kunit/run.sh): /dlcache.ko is the KUnit
+# module, whose suites run while it loads. Their KTAP report goes to the
+# host as "# ktap: ..." lines, which the host judges; a splat while they ran
+# fails "dmesg" as for any test.
+if [ "$MODE" = kunit ]; then
+	if insmod /dlcache.ko > /tmp/insmod.out 2>&1; then
+		result ok insmod
+	else
+		sed 's/^/# /' /tmp/insmod.out
+		result FAIL insmod
+	fi
+	dmesg > /tmp/ktap 2>/dev/null
+	# From the report's first line on: the results, each failed
+	# expectation's lines, and whatever else the kernel said meanwhile.
+	sed -e 's/^<[0-9]*>//' -e 's/^\[ *[0-9.]*\] //' /tmp/ktap |
+		sed -n '/^ *K*TAP version/,$p' | sed 's/^/# ktap: /'
+	check_dmesg kunit
+	if rmmod dlcache_kunit > /tmp/rmmod.out 2>&1; then
+		result ok rmmod
+	else
+		sed 's/^/# /' /tmp/rmmod.out
+		result FAIL rmmod
+	fi
+	check_dmesg rmmod
+	verdict
+fi
+
 module_loaded() {
 	grep -q '^dlcache ' /proc/modules
 }

@@ -31,8 +31,10 @@
 # kmemleak, the guest also scans for leaks at the end ("qemu:kmemleak").
 #
 # Usage: make qemu-test            (builds the module first)
-#        tests/qemu/run.sh [--smoke] [--only name,name] [--keep-going]
+#        tests/qemu/run.sh [--smoke|--kunit] [--only name,name]
 #   --smoke   boot without the module and check only the harness itself
+#   --kunit   DLCACHE_KO is the KUnit module (tests/kunit/run.sh): load it,
+#             send its KTAP report back as "# ktap: ..." lines, unload it
 #   --only    run only the named tests (file names without .c)
 # Environment: BUILD (build), QEMU_KVER (kernel: a release, or a series
 #   such as 6.1 or 6.12 for its newest installed release; default 6.1),
@@ -84,9 +86,10 @@ ONLY=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--smoke) MODE=smoke ;;
+	--kunit) MODE=kunit ;;
 	--only) ONLY=$2; shift ;;
 	--only=*) ONLY=${1#*=} ;;
-	*) echo "usage: $0 [--smoke] [--only name,...]" >&2; exit 2 ;;
+	*) echo "usage: $0 [--smoke|--kunit] [--only name,...]" >&2; exit 2 ;;
 	esac
 	shift
 done
@@ -111,7 +114,7 @@ command -v cpio > /dev/null || skip_all "cpio not installed"
 # `make module` succeeds without building anything when there are no
 # kernel headers (and fails when the build fails), so no module here means
 # no headers.
-if [ "$MODE" = tests ] && [ ! -f "$KO" ]; then
+if [ "$MODE" != smoke ] && [ ! -f "$KO" ]; then
 	skip_all "no module at $KO: no kernel headers? (make deps; make module KVER=${KREL:-$KVER_WANT})"
 fi
 
@@ -185,7 +188,7 @@ if [ "$MODE" = tests ]; then
 		fi
 	done
 	[ $build_failed -eq 0 ] || exit 1
-else
+elif [ "$MODE" = smoke ]; then
 	# The smoke run checks that a static binary starts in the guest.
 	cat > "$OUT/obj/hello.c" <<-'EOF'
 	#include <stdio.h>
@@ -196,6 +199,7 @@ else
 	fi
 	TESTS=(hello)
 fi
+# --kunit: no programs; the guest loads the KUnit module (DLCACHE_KO).
 
 # ---- initramfs -------------------------------------------------------------
 . "$ROOT/tests/qemu/lib.sh"

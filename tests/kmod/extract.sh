@@ -1,10 +1,12 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# tests/kunit/extract.sh DIR: extract /usr/src/linux-source-6.1.tar.xz into
-# DIR once (kept and reused; delete DIR to start over). Prints DIR.
+# tests/kmod/extract.sh DIR [PATH...]: extract /usr/src/linux-source-6.1.tar.xz
+# into DIR once (kept and reused; delete DIR to start over), only PATH...
+# of the tree when given (style.sh needs scripts/ alone). Prints DIR.
 set -eu
 dir=$1
+shift
 tarball=${LINUX_SOURCE_TARBALL:-$(ls /usr/src/linux-source-6.1*.tar.xz 2>/dev/null | tail -n 1)}
 if [ -f "$dir/.dlcache-extracted" ]; then
 	echo "$dir"
@@ -16,7 +18,13 @@ if [ -z "$tarball" ] || [ ! -f "$tarball" ]; then
 fi
 rm -rf "$dir.tmp"
 mkdir -p "$dir.tmp"
-tar -xJf "$tarball" -C "$dir.tmp" --strip-components=1
+# The tarball's members are under one top folder (linux-source-6.1/).
+members=
+for p in "$@"; do
+	members="$members */$p"
+done
+# shellcheck disable=SC2086
+tar -xJf "$tarball" -C "$dir.tmp" --strip-components=1 --wildcards $members
 rm -rf "$dir"
 mv "$dir.tmp" "$dir"
 touch "$dir/.dlcache-extracted"
