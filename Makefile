@@ -150,13 +150,13 @@ $(BUILD)/bench/plain_loader: tests/perf/plain_loader.c $(BUILD)/release/libdlcac
 	$(CC) $(CPPFLAGS_ALL) $(CFLAGS) $(WARNINGS) -o $@ $^ -lturbojpeg $(LIBS)
 
 $(BUILD)/bench/hitsim: tests/perf/hitsim.c tests/perf/hitsim_core.c tests/perf/hitsim_jobs.c tests/perf/optref.c libdlcache/internal.h \
-		$(BUILD)/release/libdlcache.a
+		libdlcache/cache.h libdlcache/policy.h $(BUILD)/release/libdlcache.a
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_ALL) $(CFLAGS) $(WARNINGS) -o $@ $< $(BUILD)/release/libdlcache.a $(LIBS)
 
 # Restart-indexed JPEGs: transcode size and MCU-exact decode rate (rstbench.c).
-$(BUILD)/bench/rstbench: tests/perf/rstbench.c libdlcache/internal.h libdlcache/jpegrst.h \
-		$(BUILD)/release/libdlcache.a
+$(BUILD)/bench/rstbench: tests/perf/rstbench.c libdlcache/internal.h libdlcache/decode.h \
+		libdlcache/jpegrst.h $(BUILD)/release/libdlcache.a
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_ALL) $(CFLAGS) $(WARNINGS) -o $@ $< $(BUILD)/release/libdlcache.a $(LIBS)
 

@@ -25,7 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache.h"
 #include "internal.h"
+#include "policy.h"
 
 struct dlc_cache {
 	struct dlc_policy pol;

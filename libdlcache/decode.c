@@ -48,6 +48,7 @@
 #include <jerror.h>
 
 #include "dlcache.h"
+#include "decode.h"
 #include "internal.h"
 #include "jpegrst.h"
 #include "resize.h"

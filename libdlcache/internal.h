@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libdlcache internals shared between its files: logging, threads' ends,
- * the clock, an index's pack; and, for the files that use several, every
- * module's own header (one per module: buf.h, cache.h, reader.h, ...).
+ * the clock; and the headers of the other modules every layer uses
+ * (buf.h, cgroup.h, cpus.h, pinned.h). A file of a layer above includes
+ * the headers of the other modules it uses itself, so that this one
+ * names no layer above it (Documentation/design.md, "Layers and folders").
  */
 #ifndef DLC_INTERNAL_H
 #define DLC_INTERNAL_H
@@ -13,7 +15,6 @@
 #include <time.h>
 
 #include "dlcache.h"
-#include "policy.h"
 
 /* ---- logging ---- */
 
@@ -61,24 +62,9 @@ static inline uint64_t dlc_now_ns(void)
 
 #define dlc_stat_add(field, v) __atomic_fetch_add(&(field), (v), __ATOMIC_RELAXED)
 
-/* ---- the index (index.c) ---- */
-
-/*
- * The pack an index was loaded from (dlc_index_load() of a .dlp), or NULL
- * for an index of files. Owned by the index. (The key's hash,
- * dlc_key128(), is siphash.h's; the checks of a name read from a file,
- * dlc_index_class_name_ok() and dlc_index_relpath_ok(), relpath.h's.)
- */
-struct dlc_pack;
-const struct dlc_pack *dlc_index_pack(const struct dlc_index *idx);
-
 #include "buf.h"
-#include "cache.h"
-#include "reader.h"
-#include "source.h"
 #include "cgroup.h"
 #include "cpus.h"
 #include "pinned.h"
-#include "decode.h"
 
 #endif /* DLC_INTERNAL_H */

@@ -13,6 +13,9 @@
 #include <stdint.h>
 
 #include "internal.h"
+#include "decode.h"
+#include "reader.h"
+#include "source.h"
 
 enum batch_slot_state { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_HELD };
 

@@ -112,4 +112,11 @@ int dlc_pack_device(const struct dlc_pack *p, struct dlc_pack_device *d);
 /* A 128-bit key of the pack's content (header and metadata). */
 void dlc_pack_key(const struct dlc_pack *p, uint64_t key[2]);
 
+/*
+ * The pack an index was loaded from (dlc_index_load() of a .dlp), or NULL
+ * for an index of files. Owned by the index (index.c).
+ */
+struct dlc_index;
+const struct dlc_pack *dlc_index_pack(const struct dlc_index *idx);
+
 #endif /* DLC_PACK_H */

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "peer_int.h"
+#include "reader.h"
 
 /*
  * Requests of ours in flight at once, an eventfd each: the reader's queue

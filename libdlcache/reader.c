@@ -62,6 +62,7 @@
 
 #include "internal.h"
 #include "nvme.h"
+#include "reader.h"
 
 #define DIO_ALIGN	4096U
 #define WAKE_TAG	0ULL	/* user_data of the eventfd read */

@@ -39,6 +39,8 @@
 #include "internal.h"
 #include "nvme.h"
 #include "pack.h"
+#include "reader.h"
+#include "source.h"
 #include "tier.h"
 
 struct dlc_source {

@@ -35,6 +35,8 @@
 
 #include "pack.h"
 #include "policy.h"
+#include "reader.h"
+#include "source.h"
 #include "stage.h"
 
 #define NONE		UINT32_MAX

@@ -25,7 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache.h"
 #include "internal.h"
+#include "policy.h"
 #include "optref.c"
 
 #define HS_NIL UINT32_MAX

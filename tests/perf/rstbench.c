@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "decode.h"
 #include "dlcache.h"
 #include "internal.h"
 #include "jpegrst.h"

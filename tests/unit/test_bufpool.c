@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cache.h"
 #include "crc32c.h"
 #include "internal.h"
 #include "helpers/testutil.h"

@@ -22,6 +22,7 @@
 
 #include <jpeglib.h>
 
+#include "decode.h"
 #include "dlcache.h"
 #include "internal.h"
 #include "jpegrst.h"

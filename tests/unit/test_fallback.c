@@ -22,6 +22,7 @@
 
 #include "dlcache.h"
 #include "internal.h"
+#include "reader.h"
 #include "helpers/testutil.h"
 
 static char *g_dir;

@@ -51,6 +51,7 @@
 
 #include "dlcache.h"
 #include "internal.h"
+#include "source.h"
 #include "helpers/testutil.h"
 
 #define PER_CLASS	10

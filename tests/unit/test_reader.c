@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "reader.h"
 #include "helpers/testutil.h"
 
 static int log_lines, direct_logs;

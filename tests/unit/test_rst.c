@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "decode.h"
 #include "dlcache.h"
 #include "internal.h"
 #include "jpegrst.h"

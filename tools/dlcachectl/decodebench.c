@@ -19,9 +19,11 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "decode.h"
 #include "dlcache.h"
 #include "internal.h"
 #include "jpegrst.h"
+#include "source.h"
 
 static const char decodebench_usage[] =
 	"usage: dlcachectl decodebench INDEX_FILE_OR_DIR [--threads T] [--images N]\n"

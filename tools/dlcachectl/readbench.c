@@ -22,6 +22,8 @@
 #include "dlcache.h"
 #include "internal.h"
 #include "pack.h"
+#include "reader.h"
+#include "source.h"
 
 static const char readbench_usage[] =
 	"usage: dlcachectl readbench PACK [--reads N] [--queue-depth Q]\n"

@@ -11,6 +11,7 @@
 
 #include "dlcache.h"
 #include "internal.h"
+#include "pack.h"
 
 static char path[128], saved[128];
 

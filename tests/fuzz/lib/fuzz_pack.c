@@ -17,6 +17,7 @@
  */
 #include "harness.h"
 
+#include "decode.h"
 #include "dlcache.h"
 #include "internal.h"
 #include "pack.h"

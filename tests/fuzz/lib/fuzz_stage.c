@@ -24,6 +24,7 @@
 
 #include "dlcache.h"
 #include "internal.h"
+#include "source.h"
 #include "stage.h"
 
 #define SAMPLES		12

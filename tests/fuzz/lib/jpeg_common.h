@@ -11,6 +11,7 @@
 
 #include "harness.h"
 
+#include "decode.h"
 #include "dlcache.h"
 #include "internal.h"
 
