@@ -17,21 +17,24 @@ OPT ?= -O2
 CFLAGS ?= $(OPT) -g
 WARNINGS := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wstrict-prototypes \
 	-Wmissing-prototypes -Wformat=2 -Wvla
-CPPFLAGS_ALL := -D_GNU_SOURCE -Ilibdlcache/include -Ilibdlcache -Iuapi
+# The library's folders, one per layer, bottom up (Documentation/design.md,
+# "Layers and folders"); a file names another's header by its bare name.
+LIB_DIRS := base cache decode data io tier pipeline
+CPPFLAGS_ALL := -D_GNU_SOURCE -Ilibdlcache/include $(LIB_DIRS:%=-Ilibdlcache/%) -Iuapi
 LIBS := -luring -lnvme -ljpeg -lpthread -lm
 TOOL_LIBS := -lpng -lblkid
 
 VERSION := 0.1.0
 SOVERSION := 0
 
-LIB_SRCS := $(sort $(wildcard libdlcache/*.c))
-# MPI=1: cluster mode (libdlcache/peer.c and the peer_*.c it is split
+LIB_SRCS := $(sort $(wildcard $(LIB_DIRS:%=libdlcache/%/*.c)))
+# MPI=1: cluster mode (libdlcache/tier/peer.c and the peer_*.c it is split
 # into: PEER_SRCS) over Debian's Open MPI; else its stand-in (peer_none.c)
 # refuses it. Build it into its own BUILD.
-PEER_SRCS := $(filter-out libdlcache/peer_none.c,$(wildcard libdlcache/peer*.c))
+PEER_SRCS := $(filter-out libdlcache/tier/peer_none.c,$(wildcard libdlcache/tier/peer*.c))
 MPI ?= 0
 ifeq ($(MPI),1)
-LIB_SRCS := $(filter-out libdlcache/peer_none.c,$(LIB_SRCS))
+LIB_SRCS := $(filter-out libdlcache/tier/peer_none.c,$(LIB_SRCS))
 CPPFLAGS_ALL += -DDLC_HAVE_MPI $(patsubst -I%,-isystem %,$(shell pkg-config --cflags ompi-c))
 LIBS += $(shell pkg-config --libs ompi-c)
 else
@@ -49,7 +52,7 @@ $(1)_TOOL_OBJS := $$(TOOL_SRCS:%.c=$(BUILD)/$(1)/%.o)
 $(1)_TEST_HELPER_OBJS := $$(TEST_HELPER_SRCS:%.c=$(BUILD)/$(1)/%.o)
 $(1)_TESTS := $$(TEST_SRCS:tests/unit/%.c=$(BUILD)/$(1)/tests/%)
 
-$(BUILD)/$(1)/%.o: %.c $$(wildcard libdlcache/*.h libdlcache/include/*.h tools/dlcachectl/*.h tests/unit/helpers/*.h uapi/*.h)
+$(BUILD)/$(1)/%.o: %.c $$(wildcard libdlcache/*/*.h tools/dlcachectl/*.h tests/unit/helpers/*.h uapi/*.h)
 	@mkdir -p $$(@D)
 	$$(CC) $$(CPPFLAGS_ALL) $$(CFLAGS) $(2) $$(WARNINGS) -fPIC -MMD -c $$< -o $$@
 
@@ -149,14 +152,14 @@ $(BUILD)/bench/plain_loader: tests/perf/plain_loader.c $(BUILD)/release/libdlcac
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_ALL) $(CFLAGS) $(WARNINGS) -o $@ $^ -lturbojpeg $(LIBS)
 
-$(BUILD)/bench/hitsim: tests/perf/hitsim.c tests/perf/hitsim_core.c tests/perf/hitsim_jobs.c tests/perf/optref.c libdlcache/internal.h \
-		libdlcache/cache.h libdlcache/policy.h $(BUILD)/release/libdlcache.a
+$(BUILD)/bench/hitsim: tests/perf/hitsim.c tests/perf/hitsim_core.c tests/perf/hitsim_jobs.c tests/perf/optref.c libdlcache/base/internal.h \
+		libdlcache/cache/cache.h libdlcache/cache/policy.h $(BUILD)/release/libdlcache.a
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_ALL) $(CFLAGS) $(WARNINGS) -o $@ $< $(BUILD)/release/libdlcache.a $(LIBS)
 
 # Restart-indexed JPEGs: transcode size and MCU-exact decode rate (rstbench.c).
-$(BUILD)/bench/rstbench: tests/perf/rstbench.c libdlcache/internal.h libdlcache/decode.h \
-		libdlcache/jpegrst.h $(BUILD)/release/libdlcache.a
+$(BUILD)/bench/rstbench: tests/perf/rstbench.c libdlcache/base/internal.h libdlcache/decode/decode.h \
+		libdlcache/decode/jpegrst.h $(BUILD)/release/libdlcache.a
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_ALL) $(CFLAGS) $(WARNINGS) -o $@ $< $(BUILD)/release/libdlcache.a $(LIBS)
 

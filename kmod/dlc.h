@@ -47,7 +47,7 @@
 
 #include "../uapi/dlcache.h"
 
-#include "../libdlcache/policy.h"
+#include "../libdlcache/cache/policy.h"
 
 /* Limits, reported by DLCACHE_IOC_GET_INFO. */
 #define DLC_MAX_SAMPLE_SIZE	(16U * 1024 * 1024)

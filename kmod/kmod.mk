@@ -50,7 +50,7 @@ DKMS_VERSION := $(shell sed -n 's/^PACKAGE_VERSION="*\([^"]*\)"*$$/\1/p' dkms.co
 DKMS_SRC := /usr/src/dlcache-$(DKMS_VERSION)
 # The files of a module source tree: Kbuild builds them as they lie.
 DKMS_FILES = Kbuild dkms.conf $(wildcard kmod/*.c kmod/*.h) uapi/dlcache.h \
-	libdlcache/policy.c libdlcache/policy.h
+	libdlcache/cache/policy.c libdlcache/cache/policy.h
 
 .PHONY: module kunit style dkms-install dkms-remove dkms-test
 

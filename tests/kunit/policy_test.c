@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * KUnit: the next-use policy (libdlcache/policy.c) against a brute-force
- * reference that scans the known time line (one consumer), and a
- * two-consumer case worked by hand.
+ * KUnit: the next-use policy (libdlcache/cache/policy.c) against a
+ * brute-force reference that scans the known time line (one consumer), and
+ * a two-consumer case worked by hand.
  */
 #include <kunit/test.h>
 #include <linux/prandom.h>

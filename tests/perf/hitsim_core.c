@@ -5,13 +5,14 @@
  *
  * A trace is a list of epochs, each a list of sample IDs; every sample has
  * a size in bytes. Policies, all over a capacity in bytes:
- *   HS_DLCACHE  the library's own in-process cache (libdlcache/cache.c,
- *               over policy.c), driven as the loader drives it:
- *               dlc_cache_prepare_epoch() when an epoch starts,
- *               dlc_cache_advance() and dlc_cache_lookup() per position,
- *               dlc_cache_offer() on a miss. (The loader offers when the
- *               read completes, up to a queue depth later; the simulator
- *               offers at once.) Buffers carry the sample's size, no data.
+ *   HS_DLCACHE  the library's own in-process cache
+ *               (libdlcache/cache/cache.c, over policy.c), driven as the
+ *               loader drives it: dlc_cache_prepare_epoch() when an
+ *               epoch starts, dlc_cache_advance() and dlc_cache_lookup()
+ *               per position, dlc_cache_offer() on a miss. (The loader
+ *               offers when the read completes, up to a queue depth
+ *               later; the simulator offers at once.) Buffers carry the
+ *               sample's size, no data.
  *   HS_LRU      admit every sample, evict the least recently used.
  *   HS_MINIO    CoorDL's MinIO: admit while there is room, never evict.
  * The references they are compared with are independent of the library

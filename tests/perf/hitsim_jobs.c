@@ -8,7 +8,7 @@
  * (different seeds), job B at half job A's speed: A's request i is at
  * time i * dt, B's request j at time 2 j * dt. The requests of both,
  * merged in time (A first on a tie), go to one cache of @cap bytes ranked
- * by the merged policy (libdlcache/policy.c) as dlcache.ko drives it:
+ * by the merged policy (libdlcache/cache/policy.c) as dlcache.ko drives it:
  * each job is a consumer with its own time line; when a job starts an
  * epoch its order is uploaded (if not yet) and so is the next one; every
  * request advances the job's consumer past its position with now = the
@@ -19,7 +19,7 @@
  *
  * Compared with: the same shared cache with the two time lines merged by
  * position alone (each job's clock runs as if it were as fast as A); two
- * separate in-process caches (libdlcache/cache.c, one
+ * separate in-process caches (libdlcache/cache/cache.c, one
  * per job, as two jobs get today), each of @cap bytes and each of
  * @cap / 2 (the same memory in all); and the optimum of the merged trace
  * (tests/perf/optref.c, independent of policy.c): an upper bound on the

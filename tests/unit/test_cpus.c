@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Usable CPUs (libdlcache/cpus.c): cgroup v2 cpu.max and v1
+ * Usable CPUs (libdlcache/base/cpus.c): cgroup v2 cpu.max and v1
  * cfs_quota_us/cfs_period_us text, the quota found by walking a fixture
  * cgroup tree from a fixture /proc/self/cgroup, min(affinity, ceil(quota)),
  * and sched_getaffinity() against a child bound to one CPU.

@@ -48,7 +48,7 @@ FUZZ_LIB_ENGINE ?= $(shell tests/fuzz/lib/engine.sh $(FUZZ_LIB_CLANG))
 FUZZ_LIB_SAN := -O1 -g -fsanitize=address,undefined \
 	-fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_LIB_INC := $(CPPFLAGS_ALL) -Itests/fuzz/lib -Itests/unit/helpers
-FUZZ_LIB_HDRS := $(wildcard libdlcache/*.h libdlcache/include/*.h uapi/*.h \
+FUZZ_LIB_HDRS := $(wildcard libdlcache/*/*.h uapi/*.h \
 	tests/fuzz/lib/*.h tests/unit/helpers/*.h)
 FUZZ_LIB_EXTRA := tests/unit/helpers/testutil.c
 

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libdlcache internals shared between its files: logging, threads' ends,
- * the clock; and the headers of the other modules every layer uses
+ * the clock; and the headers of the rest of base/ that every layer uses
  * (buf.h, cgroup.h, cpus.h, pinned.h). A file of a layer above includes
- * the headers of the other modules it uses itself, so that this one
- * names no layer above it (Documentation/design.md, "Layers and folders").
+ * the headers of the other layers it uses itself (Documentation/design.md,
+ * "Layers and folders": base/ names no folder above it).
  */
 #ifndef DLC_INTERNAL_H
 #define DLC_INTERNAL_H

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include <linux/types.h>
-#include "../uapi/dlcache.h"
+#include "../../uapi/dlcache.h"
 #include "cachetier.h"
 #include "inproc.h"
 #include "kclient.h"

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include <linux/types.h>
-#include "../uapi/dlcache.h"
+#include "../../uapi/dlcache.h"
 #include "kclient.h"
 
 /*
