@@ -37,19 +37,6 @@ layer_done() {	# name
 }
 dmesg_mark=$(dmesg 2>/dev/null | wc -l || echo 0)
 
-# The debug kernel (tens of minutes cold on 2 cores, cached after) builds
-# in the background, at the lowest CPU and I/O priority, while the host
-# tests and the stock kernels' guests leave a core idle; the debug-kernel
-# target below waits for it (build.sh's lock). It is the one job here
-# that never waits on anything, so it takes only what the tests leave.
-debug_bg=
-if ls /usr/src/linux-source-6.1*.tar.xz > /dev/null 2>&1 &&
-   ! tests/qemu/debug-kernel/build.sh --cached > /dev/null 2>&1; then
-	nice -n 19 ionice -c 3 tests/qemu/debug-kernel/build.sh \
-		> "$log_dir/debug-kernel-background.log" 2>&1 &
-	debug_bg=$!
-fi
-
 result() {	# name status [why]
 	case "$2" in
 	ok)   pass=$((pass + 1)); echo "ok   $1" ;;
@@ -135,9 +122,11 @@ layer_done python
 # Every one of them must run: a target that is missing or fails before
 # printing a result line counts as a failure, never as silently absent.
 # debug-kernel builds the QEMU suite's debug kernel once per machine
-# (cached in /var/cache/dlcache): tens of minutes cold, seconds after. The
-# targets that need it (kunit, qemu-debug, fuzz-check) come last, so that
-# its background build has the longest start.
+# (cached in /var/cache/dlcache): tens of minutes cold, seconds after;
+# the targets that boot it (kunit, qemu-debug, fuzz-check) follow it. It
+# is not built in the background of the host tests: tried, it made
+# test_process's ctrl_c wait 6.6 s for its first batch, longer than the
+# whole epoch its Ctrl-C was to interrupt.
 for target in qemu-test fuzz-lib-check style dkms-test debug-kernel kunit qemu-debug fuzz-check; do
 	log="$log_dir/$target.log"
 	limit=2400
@@ -161,9 +150,6 @@ for target in qemu-test fuzz-lib-check style dkms-test debug-kernel kunit qemu-d
 		result "make-$target" fail
 	fi
 done
-
-# debug-kernel waited for the background build; reap it.
-[ -z "$debug_bg" ] || wait "$debug_bg" 2> /dev/null
 
 # Splats in the host kernel log while we ran (io_uring, O_DIRECT, mlock).
 if dmesg >/dev/null 2>&1; then
