@@ -4,7 +4,7 @@
 # Run dlcache's KUnit suites on the debug kernel, in QEMU.
 #
 # The module's testable files (kmod/ring.c, kmod/store.c), the policy
-# (libdlcache's policy.c) and the suites (tests/kunit/*_test.c) are built
+# (libdlcache/cache/policy.c) and the suites (tests/kunit/*_test.c) are built
 # into one module, dlcache_kunit.ko, against the debug kernel of
 # tests/qemu/debug-kernel/build.sh (linux-source-6.1 with KUnit,
 # PROVE_LOCKING, KASAN, UBSAN, DEBUG_LIST, kmemleak: built once per machine
@@ -49,8 +49,8 @@ eval "$env"
 # The module: links to the sources, laid out as in the tree, so that the
 # suites' and the module's relative includes resolve.
 d=$BUILD/kunit-mod
-policy=$(find libdlcache -name policy.c | head -n 1)
-[ -n "$policy" ] || fail_all "no policy.c under libdlcache/"
+# The policy lies where Kbuild, dkms.conf and shadow.sh name it.
+policy=libdlcache/cache/policy.c
 mkdir -p "$d/kmod" "$d/uapi" "$d/$(dirname "$policy")" "$d/tests"
 find "$d" -type l -delete
 for f in ring.c store.c dlc.h compat.h; do
