@@ -97,17 +97,20 @@ vda_sectors() {	# sectors read from /dev/vda so far
 	awk '{print $3}' /sys/block/vda/stat
 }
 
+# The helpers below are called from loops: what they count is declared
+# local (busybox ash has it), or a caller's counter would be reset under it.
+
 # wait_pid PID SECS: exit status of PID, or 124 after killing it at the limit.
 wait_pid() {
-	_i=0
+	local _n=0
 	while kill -0 "$1" 2>/dev/null; do
-		if [ $_i -ge $(($2 * 5)) ]; then
+		if [ $_n -ge $(($2 * 5)) ]; then
 			kill -9 "$1" 2>/dev/null
 			wait "$1" 2>/dev/null
 			return 124
 		fi
 		usleep 200000
-		_i=$((_i + 1))
+		_n=$((_n + 1))
 	done
 	wait "$1"
 }
@@ -120,10 +123,10 @@ uptime_s() {
 
 # wait_line FILE PATTERN: up to 10 s for FILE to hold a line matching PATTERN.
 wait_line() {
-	_i=0
-	while [ $_i -lt 100 ] && ! grep -q "$2" "$1" 2>/dev/null; do
+	local _n=0
+	while [ $_n -lt 100 ] && ! grep -q "$2" "$1" 2>/dev/null; do
 		usleep 100000
-		_i=$((_i + 1))
+		_n=$((_n + 1))
 	done
 }
 
@@ -135,12 +138,12 @@ global_counter() {
 
 # wait_counter NAME MIN SECS: until the global counter NAME >= MIN.
 wait_counter() {
-	_i=0
-	while [ $_i -lt $(($3 * 10)) ]; do
+	local _n=0 _v
+	while [ $_n -lt $(($3 * 10)) ]; do
 		_v=$(global_counter "$1")
 		[ -n "$_v" ] && [ "$_v" -ge "$2" ] && return 0
 		usleep 100000
-		_i=$((_i + 1))
+		_n=$((_n + 1))
 	done
 	return 1
 }
@@ -152,8 +155,7 @@ module_loaded() {
 # drift_run tag, DLCACHE_JOB, then options for both ranks: one run of two
 # ranks of one job, the module's cache dropped first.
 drift_run() {
-	_t=$1
-	_job=$2
+	local _t=$1 _job=$2 _late _i _r0 _r1 r
 	shift 2
 	$CTL drop > /dev/null 2>&1
 	for r in 0 1; do
@@ -193,20 +195,20 @@ load_dlcache() {
 		show /tmp/insmod.out
 		return 1
 	fi
-	_i=0
-	while [ ! -c /dev/dlcache ] && [ $_i -lt 50 ]; do
+	local _n=0
+	while [ ! -c /dev/dlcache ] && [ $_n -lt 50 ]; do
 		usleep 20000
-		_i=$((_i + 1))
+		_n=$((_n + 1))
 	done
 	[ -c /dev/dlcache ]
 }
 
 unload_dlcache() {
-	_i=0
-	while [ $_i -lt 20 ]; do
+	local _n=0
+	while [ $_n -lt 20 ]; do
 		rmmod dlcache > /tmp/rmmod.out 2>&1 && return 0
 		usleep 100000
-		_i=$((_i + 1))
+		_n=$((_n + 1))
 	done
 	show /tmp/rmmod.out
 	return 1
@@ -267,8 +269,8 @@ mkdir -p $CG/k $CG/pc
 STARTS_N=8
 STARTS_ROUNDS=${STARTS_ROUNDS:-2}
 starts_round() {	# round
+	local _i=0 _p _rc _bad=0 _end
 	rm -f /tmp/starts.go
-	_i=0
 	while [ $_i -lt $STARTS_N ]; do
 		sh -c "while [ ! -e /tmp/starts.go ]; do usleep 5000; done; exec $CTL bench $IDX \
 			--backend kernel --epochs 1 --seed $(($1 * 100 + _i)) --world $STARTS_N \
@@ -278,11 +280,14 @@ starts_round() {	# round
 	done
 	usleep 300000
 	: > /tmp/starts.go
-	_bad=0
+	# One bound for the round, not one per bench: eight in a row would
+	# outlast the host's limit for the whole guest.
+	_end=$(($(uptime_s) + 120))
 	_i=0
 	while [ $_i -lt $STARTS_N ]; do
 		eval _p=\$spid$_i
-		wait_pid $_p 120
+		_rc=$((_end - $(uptime_s)))
+		wait_pid $_p $((_rc > 1 ? _rc : 1))
 		_rc=$?
 		if [ $_rc -ne 0 ]; then
 			info "starts round $1: bench $_i exited $_rc:"
@@ -469,7 +474,7 @@ byte_ratio() {	# hit_bytes miss_bytes
 # restart_ranks NAME ARGS...: kernel_run's two ranks, in step, with ARGS;
 # output in /tmp/NAME_<rank>.out and .err, pids in NAMEpid0 and NAMEpid1.
 restart_ranks() {
-	_n=$1
+	local _n=$1 r
 	shift
 	rm -f /tmp/lockstep.$_n
 	for r in 0 1; do
