@@ -72,6 +72,11 @@ qemu_guest_done() {
 		QEMU_GUEST_WHY="time limit of ${timeout}s hit"
 	fi
 	echo "# no $marker line ($QEMU_GUEST_WHY); the console log ends with:"
-	grep -vE '^(RESULT|DATA) |^# ' "$log" | tail -n 30 | sed 's/^/#   /'
+	grep -vE '^(RESULT|DATA|WATCHDOG) |^# ' "$log" | tail -n 30 | sed 's/^/#   /'
+	# A guest's watchdog says what each task was doing near the limit.
+	if grep -q '^WATCHDOG ' "$log"; then
+		echo "# the guest's watchdog:"
+		grep '^WATCHDOG ' "$log" | head -n 80 | sed 's/^WATCHDOG /#   /'
+	fi
 	return 1
 }

@@ -7,6 +7,9 @@
 #   DATA NAME VALUE                    numbers and JSON for the host's checks
 #   # ...                              details
 #   INT-DONE                           the end (missing: crash or hang)
+#   WATCHDOG ...                       near the host's time limit: what
+#                                      every task is doing (the host shows
+#                                      these lines when the guest is cut off)
 
 export PATH=/bin
 mount -t devtmpfs none /dev 2>/dev/null
@@ -25,6 +28,7 @@ STARTS_ONLY=0
 DRIFT_ONLY=0
 DRIFT_DELAY_MS=0
 TIMING=1
+LIMIT_S=0
 for arg in $(cat /proc/cmdline); do
 	case "$arg" in
 	dlcint.cap_mb=*) CAP_MB=${arg#*=} ;;
@@ -36,6 +40,7 @@ for arg in $(cat /proc/cmdline); do
 	dlcint.drift_only=*) DRIFT_ONLY=${arg#*=} ;;
 	dlcint.drift_delay_ms=*) DRIFT_DELAY_MS=${arg#*=} ;;
 	dlcint.timing=*) TIMING=${arg#*=} ;;
+	dlcint.limit_s=*) LIMIT_S=${arg#*=} ;;
 	esac
 done
 
@@ -91,6 +96,22 @@ finish() {
 	reboot -f
 	sleep 5
 	echo o > /proc/sysrq-trigger
+}
+
+# watchdog: a minute before the host's limit (dlcint.limit_s), each user
+# task's state, wait channel and kernel stack, so that a hang leaves its
+# cause in the log. It reads nothing that takes a task's mmap_lock.
+watchdog() {
+	sleep $((LIMIT_S > 120 ? LIMIT_S - 60 : LIMIT_S / 2))
+	echo "WATCHDOG $(cut -d' ' -f1 /proc/uptime) s up, near the limit of $LIMIT_S s; tasks (pid comm state ppid, wchan):"
+	for _p in /proc/[0-9]*; do
+		# After the ")" that ends the command's name: state, ppid.
+		_st=$(sed 's/.*) //' $_p/stat 2>/dev/null) || continue
+		set -- $_st
+		[ "$2" != 2 ] && [ "${_p#/proc/}" != 2 ] || continue
+		echo "WATCHDOG ${_p#/proc/} $(cat $_p/comm) $1 $2, $(cat $_p/wchan 2>/dev/null)"
+		sed 's/^/WATCHDOG     /' $_p/stack 2>/dev/null
+	done
 }
 
 vda_sectors() {	# sectors read from /dev/vda so far
@@ -213,6 +234,8 @@ unload_dlcache() {
 	show /tmp/rmmod.out
 	return 1
 }
+
+[ "$LIMIT_S" -gt 0 ] && watchdog &
 
 # ---- the disk -----------------------------------------------------------------
 dmesg -c > /dev/null 2>&1

@@ -276,7 +276,8 @@ cpio_entry() {
 LOG="$OUT/console.log"
 APPEND="$QEMU_APPEND_BASE"
 APPEND+=" dlcint.cap_mb=$CAP_MB dlcint.epochs=$EPOCHS dlcint.nokernel=$NOKERNEL"
-APPEND+=" dlcint.storage_kbps=$STORAGE_KBPS dlcint.timing=$TIMING${INT_APPEND:+ $INT_APPEND}"
+APPEND+=" dlcint.storage_kbps=$STORAGE_KBPS dlcint.timing=$TIMING dlcint.limit_s=$TIMEOUT"
+APPEND+="${INT_APPEND:+ $INT_APPEND}"
 echo "# $TAG: $(basename "$KERNEL"), 2 cpus, $MEM, tcg; $NFILES samples, $DS_BYTES bytes ($PAGE_BYTES in pages), capacity_mb=$CAP_MB; log in $LOG"
 start=$(date +%s)
 set +e
