@@ -12,7 +12,9 @@
 #                                  the seeds alone); one line per harness:
 #                                  "ok fuzz-lib:NAME (...)", "FAIL ..." or
 #                                  "skip ..."; "# fuzz-lib: ..." lines with
-#                                  the coverage before and after
+#                                  the coverage before and after; the
+#                                  harnesses run one per CPU at a time
+#                                  (FUZZ_LIB_JOBS)
 #   make fuzz-lib-build            the harnesses and their seeds only
 #
 # One harness per parser (fuzz_NAME.c): pack, index, jpeg (plain and

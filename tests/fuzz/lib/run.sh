@@ -9,7 +9,9 @@
 # fuzz-lib:NAME (why)" (tests/skip-required.sh: FAIL under CI=true), and
 # "# fuzz-lib: NAME ..." lines: the coverage at start (the seeds and the
 # corpus) and after the run, as tests/fuzz/kcov_fuzz.c's "# kcov-fuzz: ..." lines do.
-# Exits 1 when any harness failed.
+# Exits 1 when any harness failed. FUZZ_LIB_JOBS harnesses (default: one
+# per CPU) run at a time, each a single-threaded process; their lines come
+# out in NAME order.
 set -uo pipefail
 
 engine=$1 dir=$2 seconds=$3 mode=$4 corpus=$5
@@ -20,8 +22,8 @@ malloc=${FUZZ_LIB_MALLOC_MB:-1024}
 bin="$dir/$engine"
 logs="$dir/logs"
 artifacts="$dir/artifacts"
+jobs=${FUZZ_LIB_JOBS:-$(nproc)}
 mkdir -p "$logs" "$artifacts" "$corpus"
-rc=0
 
 # libFuzzer's own budgets are its flags; the driver's memory budget under
 # ASan is ASan's (its shadow needs more address space than RLIMIT_AS
@@ -36,13 +38,16 @@ field() {	# log pattern field
 	grep -E "$2" "$1" | tail -n 1 | sed -n "s/.* $3: \([0-9]*\).*/\1/p"
 }
 
-for name in "$@"; do
+# run_one NAME: one harness; its lines on stdout, 1 when it failed.
+run_one() {
+	local name=$1 h log tmp start status secs cov0 cov1 ft0 ft1 execs
+	local before after artifact kind
 	h="$bin/fuzz_$name"
 	log="$logs/$name.log"
 	if [ ! -x "$h" ] || [ ! -d "$bin/seeds/$name" ]; then
 		tests/skip-required.sh "fuzz-lib:$name" \
-			"$engine harness or its seeds did not build: see $dir/build.log" || rc=1
-		continue
+			"$engine harness or its seeds did not build: see $dir/build.log"
+		return
 	fi
 	[ "$mode" = fresh ] && rm -rf "${corpus:?}/$name"
 	mkdir -p "$corpus/$name"
@@ -74,9 +79,8 @@ for name in "$@"; do
 	fi
 	if [ $status -eq 0 ]; then
 		echo "ok fuzz-lib:$name (${execs:-?} execs, $((after - before)) new coverage units, corpus $after)"
-		continue
+		return 0
 	fi
-	rc=1
 	artifact=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -n 1)
 	if grep -qE 'libFuzzer: timeout|==driver== ERROR: timeout' "$log"; then
 		kind=timeout
@@ -98,5 +102,19 @@ for name in "$@"; do
 	if [ -n "$artifact" ]; then
 		echo "# reproduce: $h $artifact"
 	fi
+	return 1
+}
+
+for name in "$@"; do
+	while [ "$(jobs -pr | wc -l)" -ge "$jobs" ]; do
+		wait -n
+	done
+	{ run_one "$name"; echo "rc $?"; } > "$logs/$name.result" &
+done
+wait
+rc=0
+for name in "$@"; do
+	grep -v '^rc ' "$logs/$name.result"
+	grep -qx 'rc 0' "$logs/$name.result" || rc=1
 done
 exit $rc
