@@ -292,7 +292,7 @@ mkdir -p $CG/k $CG/pc
 STARTS_N=8
 STARTS_ROUNDS=${STARTS_ROUNDS:-2}
 starts_round() {	# round
-	local _i=0 _p _rc _bad=0 _end
+	local _i=0 _p _rc _bad=0 _end _left
 	rm -f /tmp/starts.go
 	while [ $_i -lt $STARTS_N ]; do
 		sh -c "while [ ! -e /tmp/starts.go ]; do usleep 5000; done; exec $CTL bench $IDX \
@@ -309,8 +309,8 @@ starts_round() {	# round
 	_i=0
 	while [ $_i -lt $STARTS_N ]; do
 		eval _p=\$spid$_i
-		_rc=$((_end - $(uptime_s)))
-		wait_pid $_p $((_rc > 1 ? _rc : 1))
+		_left=$((_end - $(uptime_s)))
+		wait_pid $_p $((_left > 1 ? _left : 1))
 		_rc=$?
 		if [ $_rc -ne 0 ]; then
 			info "starts round $1: bench $_i exited $_rc:"
