@@ -21,8 +21,10 @@ WARNINGS := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wstrict-prototypes \
 # "Layers and folders"); a file names another's header by its bare name.
 LIB_DIRS := base cache decode data io tier pipeline
 CPPFLAGS_ALL := -D_GNU_SOURCE -Ilibdlcache/include $(LIB_DIRS:%=-Ilibdlcache/%) -Iuapi
-LIBS := -luring -lnvme -ljpeg -lpthread -lm
-TOOL_LIBS := -lpng -lblkid
+# libpng, libwebp and libtiff decode what ImageFolder reads besides JPEG
+# (libdlcache/decode/image.h).
+LIBS := -luring -lnvme -ljpeg -lpng -lwebp -ltiff -lpthread -lm
+TOOL_LIBS := -lblkid
 
 VERSION := 0.1.0
 SOVERSION := 0

@@ -14,6 +14,7 @@ set -euo pipefail
 pkgs=(
 	# library, tools and host tests
 	gcc make pkg-config liburing-dev libnvme-dev libjpeg62-turbo-dev libpng-dev
+	libwebp-dev libtiff-dev
 	libblkid-dev
 	libjpeg-turbo-progs
 	# module, KUnit and QEMU tests
@@ -28,8 +29,9 @@ pkgs=(
 	# the Python package: pip install ./python into a venv
 	# (tests/cli/test_python_install.sh)
 	python3-venv python3-pip
-	# real photographs for tests/unit/test_torchvision.c (about 140 MB)
-	mate-backgrounds plasma-workspace-wallpapers
+	# real photographs for tests/unit/test_torchvision.c (about 140 MB), and
+	# real PNGs for tests/python/test_formats.py
+	mate-backgrounds plasma-workspace-wallpapers adwaita-icon-theme
 	# make bench: the plain C loader, the storage limit, the plot
 	libturbojpeg0-dev fio gnuplot-nox
 	# cluster mode (make MPI=1) and its tests: ranks in network namespaces

@@ -49,6 +49,7 @@
 
 #include "dlcache.h"
 #include "decode.h"
+#include "image.h"
 #include "internal.h"
 #include "jpegrst.h"
 #include "resize.h"
@@ -239,22 +240,13 @@ static void src_term(j_decompress_ptr c)
 
 /* ---- budgets: scans and CPU time, checked from libjpeg's monitor ---- */
 
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
-		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /* The start of a decode call: its CPU budget runs from here. */
 static void start_call(struct dlc_decoder *d)
 {
 	d->need = 0;
 	d->budget_ns = UINT64_MAX;	/* until read_header() knows the size */
 	d->wall_start_ns = dlc_now_ns();
-	d->cpu_start_ns = thread_cpu_ns();
+	d->cpu_start_ns = dlc_thread_cpu_ns();
 }
 
 /*
@@ -294,7 +286,7 @@ static void on_progress(j_common_ptr c)
 	}
 	if (dlc_now_ns() - d->wall_start_ns <= d->budget_ns)
 		return;
-	cpu = thread_cpu_ns() - d->cpu_start_ns;
+	cpu = dlc_thread_cpu_ns() - d->cpu_start_ns;
 	if (cpu <= d->budget_ns)
 		return;
 	set_error(d, DLC_ERR_TOO_LARGE, -E2BIG,
@@ -669,6 +661,68 @@ int dlc_decoder_header(struct dlc_decoder *d, const void *buf, size_t len,
 	return 0;
 }
 
+/*
+ * Whether @buf holds an image of another format than JPEG (image.h): one
+ * that starts with neither the SOI marker nor too few bytes to say.
+ */
+static int other_format(const void *buf, size_t len)
+{
+	const uint8_t *b = buf;
+
+	return buf && len >= 2 && !(b[0] == 0xff && b[1] == 0xd8);
+}
+
+/*
+ * Decode a non-JPEG image whole into d->region (image.c), *@w x *@h,
+ * 3 bytes a pixel, under the call's budget for max_pixels: its size is
+ * only known once its format's header is read.
+ */
+static int decode_image(struct dlc_decoder *d, const void *buf, size_t len,
+			uint32_t *w, uint32_t *h)
+{
+	struct dlc_image im = {
+		.max_pixels = d->max_pixels,
+		.budget_ns = budget_for(d, d->max_pixels),
+		.cpu_start_ns = d->cpu_start_ns,
+		.rgb = d->region,
+		.cap = d->region_cap,
+	};
+	int ret;
+
+	d->kind = DLC_ERR_NONE;
+	d->err = 0;
+	d->msg[0] = '\0';
+	ret = dlc_image_decode(&im, buf, len);
+	d->region = im.rgb;
+	d->region_cap = im.cap;
+	d->need += (size_t)im.width * im.height * 3;
+	if (ret)
+		return set_error(d, im.kind, ret, "%s", im.msg);
+	*w = im.width;
+	*h = im.height;
+	return 0;
+}
+
+/* full_call() of a non-JPEG, decoded into a buffer the caller then owns. */
+static int image_full(struct dlc_decoder *d, const void *buf, size_t len,
+		      uint8_t **rgb, uint32_t *width, uint32_t *height)
+{
+	uint8_t *region = d->region;
+	size_t cap = d->region_cap;
+	int ret;
+
+	d->region = NULL;
+	d->region_cap = 0;
+	ret = decode_image(d, buf, len, width, height);
+	if (ret)
+		free(d->region);
+	else
+		*rgb = d->region;
+	d->region = region;
+	d->region_cap = cap;
+	return ret;
+}
+
 static int full_call(struct dlc_decoder *d, const void *buf, size_t len,
 		     uint8_t **rgb, uint32_t *width, uint32_t *height)
 {
@@ -676,6 +730,8 @@ static int full_call(struct dlc_decoder *d, const void *buf, size_t len,
 	size_t stride, bytes;
 	int ret;
 
+	if (other_format(buf, len))
+		return image_full(d, buf, len, rgb, width, height);
 	ret = begin(d, buf, len);
 	if (ret)
 		return ret;
@@ -1059,6 +1115,30 @@ static int out_ok(const uint8_t *dst, uint32_t out_w, uint32_t out_h,
 	       out_w <= DLC_MAX_OUT_SIDE && out_h <= DLC_MAX_OUT_SIDE;
 }
 
+/* sample_call() of a non-JPEG: decoded whole, then cropped and resized. */
+static int image_sample(struct dlc_decoder *d, const void *buf, size_t len,
+			const struct dlc_transform *t, uint64_t seed,
+			uint32_t epoch, uint32_t sample,
+			const struct dlc_crop *given, uint32_t out_w,
+			uint32_t out_h, uint32_t layout, uint8_t *dst,
+			struct dlc_crop *crop_out)
+{
+	uint32_t w, h;
+	struct plan p;
+	int ret;
+
+	ret = decode_image(d, buf, len, &w, &h);
+	if (ret)
+		return ret;
+	ret = setup_crop(d, t, seed, epoch, sample, given, w, h);
+	if (ret)
+		return ret;
+	if (crop_out)
+		*crop_out = d->crop;
+	plan_at(d, 1, w, h, out_w, out_h, &p);
+	return resize_planned(d, &p, 0, w, 0, h, (size_t)w * 3, layout, dst);
+}
+
 /* dlc_decoder_sample() when @t is set, else dlc_decoder_crop() of @given. */
 static int sample_call(struct dlc_decoder *d, const void *buf, size_t len,
 			 const struct dlc_transform *t, uint64_t seed,
@@ -1073,6 +1153,12 @@ static int sample_call(struct dlc_decoder *d, const void *buf, size_t len,
 	if (!out_ok(dst, out_w, out_h, layout, method))
 		return set_error(d, DLC_ERR_NONE, -EINVAL,
 				 "invalid argument: output, layout or method");
+	if (other_format(buf, len))
+		return resize_failed(d, image_sample(d, buf, len, t, seed,
+						     epoch, sample, given,
+						     out_w, out_h, layout,
+						     dst, crop_out),
+				     out_w, out_h);
 	ret = begin(d, buf, len);
 	if (ret)
 		return ret;

@@ -47,7 +47,7 @@ struct dlc_index;
  * class, classes sorted by name and numbered from 0, files in each class
  * sorted by name, as torchvision does. Files are taken by torchvision's
  * image extensions (.jpg .jpeg .png .ppm .bmp .pgm .tif .tiff .webp, any
- * case); only JPEG is decoded, the rest fail as "not a JPEG" when read.
+ * case); the decoder reads each by its content (dlc_decoder_full()).
  * Returns 0, -ENOENT / -ENOTDIR / -EACCES for @root, -ENODATA when no
  * class holds a sample, -ENOMEM, the errno of an unreadable subdirectory,
  * -ELOOP for a symlink cycle, -ENAMETOOLONG for a path of PATH_MAX or
@@ -280,7 +280,7 @@ enum dlc_error_kind {
 	DLC_ERR_IO,		/* open or read failed (EIO, EACCES, ...) */
 	DLC_ERR_MISSING,	/* the file vanished (ENOENT) */
 	DLC_ERR_EMPTY,		/* zero bytes */
-	DLC_ERR_NOT_JPEG,	/* no JPEG SOI marker */
+	DLC_ERR_NOT_JPEG,	/* not an image: no format's magic (not_jpeg) */
 	DLC_ERR_CORRUPT,	/* libjpeg reported bad data */
 	DLC_ERR_TRUNCATED,	/* the data ended early */
 	DLC_ERR_TOO_LARGE,	/* over max_pixels, a decode budget, the size limit */
@@ -311,8 +311,13 @@ int dlc_decoder_header(struct dlc_decoder *d, const void *buf, size_t len,
 
 /*
  * Full decode to packed RGB (width * 3 bytes a row) in a malloc'd buffer
- * that the caller frees. Gray and CMYK/YCCK are converted to RGB.
- * Returns 0, -EBADMSG (corrupt, truncated, empty, not a JPEG), -E2BIG
+ * that the caller frees. Gray and CMYK/YCCK are converted to RGB. Besides
+ * JPEG, PNG, WebP, BMP, PPM/PGM/PBM and TIFF (known by their first bytes,
+ * not their names) decode to the pixels of Pillow's
+ * Image.open(f).convert("RGB"); library.md, "Image formats".
+ * dlc_decoder_sample() and dlc_decoder_crop() take them too, decoded
+ * whole and then cropped as a JPEG at scale 1.
+ * Returns 0, -EBADMSG (corrupt, truncated, empty, not an image), -E2BIG
  * (over max_pixels) or -ENOMEM.
  */
 int dlc_decoder_full(struct dlc_decoder *d, const void *buf, size_t len,

@@ -54,7 +54,8 @@ qemu_static_tools() {
 		objs+=("$build/release/${src%.c}.o")
 	done
 	gcc -static -o "$out/dlcachectl" "${objs[@]}" "$build/release/libdlcache.a" \
-		-luring -lnvme -ljpeg -lpng -lblkid -lz -lpthread -lm >> "$log" 2>&1 || return 2
+		-luring -lnvme -lblkid $(pkg-config --static --libs libtiff-4 libwebp libpng) \
+		-ljpeg -lstdc++ -lpthread -lm >> "$log" 2>&1 || return 2
 	gcc -static -O2 -Wall -Wextra -D_GNU_SOURCE -Iuapi -o "$out/int_client" \
 		tests/qemu/integration/int_client.c >> "$log" 2>&1 || return 3
 }

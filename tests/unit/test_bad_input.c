@@ -33,9 +33,9 @@ static void break_files(const char *dir)
 	/* img0001: empty */
 	snprintf(path, sizeof(path), "%s/class01/img0001.jpg", dir);
 	t_write_file(path, "", 0);
-	/* img0002: a PNG named .jpg */
+	/* img0002: a GIF named .jpg: no format the decoder reads */
 	snprintf(path, sizeof(path), "%s/class01/img0002.jpg", dir);
-	t_write_file(path, "\x89PNG\r\n\x1a\n\0\0\0\rIHDR", 16);
+	t_write_file(path, "GIF89a\x01\0\x01\0\0\0\0;", 14);
 	/* img0003: truncated in the middle of the scan */
 	snprintf(path, sizeof(path), "%s/class01/img0003.jpg", dir);
 	t_write_file(path, good, len / 2);

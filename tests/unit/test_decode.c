@@ -807,6 +807,8 @@ static void test_bad_inputs(struct dlc_decoder *d)
 {
 	static const uint8_t png[] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a,
 				       '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R' };
+	static const uint8_t gif[] = { 'G', 'I', 'F', '8', '9', 'a', 1, 0, 1,
+				       0, 0, 0, 0, ';' };
 	const struct file *g = &files[F_420];
 	size_t data = scan_start(g), cuts[10], i;
 	uint8_t junk[600], *buf = xmalloc(g->len + 16);
@@ -818,10 +820,14 @@ static void test_bad_inputs(struct dlc_decoder *d)
 	expect_fail(d, "empty", g->buf, 0, -EBADMSG, DLC_ERR_EMPTY, 0);
 	expect_fail(d, "empty NULL", NULL, 0, -EBADMSG, DLC_ERR_EMPTY, 0);
 	expect_fail(d, "one byte", g->buf, 1, -EBADMSG, DLC_ERR_NOT_JPEG, 0);
-	expect_fail(d, "PNG", png, sizeof(png), -EBADMSG, DLC_ERR_NOT_JPEG, 0);
+	/* other formats are read (image.h): a PNG cut in its header */
+	expect_fail(d, "PNG cut short", png, sizeof(png), -EBADMSG,
+		    DLC_ERR_TRUNCATED, 0);
+	expect_fail(d, "GIF", gif, sizeof(gif), -EBADMSG, DLC_ERR_NOT_JPEG, 0);
 	for (i = 0; i < sizeof(junk); i++)
 		junk[i] = (uint8_t)t_rand();
 	junk[0] = 0x42;
+	junk[1] = 0;	/* "BM" would be a BMP */
 	expect_fail(d, "random bytes", junk, sizeof(junk), -EBADMSG,
 		    DLC_ERR_NOT_JPEG, 0);
 	junk[0] = 0xff;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * dlcachectl decode FILE -o OUT.ppm: one JPEG through the library's full
- * decode, for eyeballing and for comparing with djpeg.
+ * dlcachectl decode FILE -o OUT.ppm: one image through the library's full
+ * decode, for eyeballing and for comparing with djpeg and Pillow.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,8 +17,10 @@
 static const char decode_usage[] =
 	"usage: dlcachectl decode FILE -o OUT.ppm [--max-pixels N]\n"
 	"\n"
-	"Decode the JPEG FILE in full, as the loader would (gray and CMYK become\n"
-	"RGB; corrupt or truncated data is an error), and write a binary PPM.\n"
+	"Decode the image FILE in full, as the loader would, and write a binary\n"
+	"PPM. JPEG, PNG, WebP, BMP, PPM/PGM/PBM and TIFF, known by their content;\n"
+	"gray, palettes and CMYK become RGB and alpha is dropped, as Pillow's\n"
+	"convert(\"RGB\"). Corrupt or truncated data is an error.\n"
 	"\n"
 	"  -o, --output FILE   PPM file to write\n"
 	"  --max-pixels N      refuse images over N pixels (default 67108864)\n"

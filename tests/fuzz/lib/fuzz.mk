@@ -19,7 +19,8 @@
 #
 # One harness per parser (fuzz_NAME.c): pack, index, jpeg (plain and
 # crop-first decode), jpeg_exact (the exact transform), jpeg_rst
-# (restart-indexed JPEGs, MCU-exact decode), stage (the staging
+# (restart-indexed JPEGs, MCU-exact decode), image (PNG, WebP, BMP,
+# PPM/PGM/PBM and TIFF, decoded whole), stage (the staging
 # directory's start-up scan). Each input runs under a time and a memory
 # budget (FUZZ_LIB_TIMEOUT s, FUZZ_LIB_RSS_MB MiB of RSS, no single
 # allocation over FUZZ_LIB_MALLOC_MB MiB); going over is a finding, as a
@@ -33,7 +34,7 @@
 .PHONY: fuzz-lib fuzz-lib-check fuzz-lib-build fuzz-lib-build-libfuzzer \
 	fuzz-lib-build-driver
 
-FUZZ_LIB_NAMES := pack index jpeg jpeg_exact jpeg_rst stage
+FUZZ_LIB_NAMES := pack index jpeg jpeg_exact jpeg_rst image stage
 FUZZ_LIB_DIR := $(BUILD)/fuzzlib
 FUZZ_LIB_CLANG ?= clang
 FUZZ_LIB_CHECK_SECONDS ?= 15

@@ -23,5 +23,31 @@ if command -v jpegtran > /dev/null; then
 fi
 mkdir -p "$out.new"/jpeg_exact
 cp "$out.new"/jpeg/* "$out.new"/jpeg_exact/
+# image: the JPEGs in every other format and layout, by Pillow (python3-pil,
+# which make deps installs); without it, none (run.sh then says so).
+mkdir -p "$out.new"/image
+/usr/bin/python3 - "$out.new"/jpeg "$out.new"/image <<'PY' || true
+import glob, os, sys
+from PIL import Image
+src, dst = sys.argv[1], sys.argv[2]
+for i, f in enumerate(sorted(glob.glob(os.path.join(src, "*.jpg")))[:4]):
+    im = Image.open(f).convert("RGB")
+    rgba = im.copy()
+    rgba.putalpha(im.convert("L"))
+    p = os.path.join(dst, "%d" % i)
+    im.save(p + ".png")
+    im.convert("P").save(p + "-p.png")
+    im.convert("L").save(p + "-l.png")
+    rgba.save(p + "-rgba.png")
+    im.save(p + ".webp", quality=50)
+    rgba.save(p + "-lossless.webp", lossless=True)
+    im.save(p + ".tif", compression="tiff_lzw")
+    im.convert("1").save(p + "-1.tif")
+    im.convert("P").save(p + "-p.tif")
+    im.save(p + ".bmp")
+    im.convert("P").save(p + "-p.bmp")
+    im.save(p + ".ppm")
+    im.convert("L").save(p + ".pgm")
+PY
 rm -rf "$out"
 mv "$out.new" "$out"
