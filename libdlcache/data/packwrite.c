@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "crc32c.h"
+#include "image.h"
 #include "internal.h"
 #include "nvme.h"
 #include "pack.h"
@@ -380,6 +381,7 @@ int dlc_packw_add(struct dlc_packw *w, uint32_t id, uint32_t kind,
 int dlc_packw_add_source(struct dlc_packw *w, uint32_t id, const uint8_t *src,
 			 size_t len, char *why, size_t why_len)
 {
+	enum dlc_image_format fmt;
 	struct dlc_rst_geom g;
 	const char *pwhy = NULL;
 	uint32_t *rows = NULL;
@@ -389,6 +391,15 @@ int dlc_packw_add_source(struct dlc_packw *w, uint32_t id, const uint8_t *src,
 
 	if (why && why_len)
 		why[0] = '\0';
+	fmt = dlc_image_sniff(src, len);
+	if (fmt != DLC_IMG_JPEG && fmt != DLC_IMG_UNKNOWN) {
+		/* decoded whole anyway: nothing to restart-index */
+		say(why, why_len, "a %s: only JPEGs are restart-indexed",
+		    dlc_image_format_name(fmt));
+		ret = dlc_packw_add(w, id, DLC_PACK_PLAIN, src, len, len, NULL,
+				    NULL);
+		return ret ? ret : DLC_PACK_PLAIN;
+	}
 	ret = dlc_rst_transcode(src, len, &w->o.rst, w->o.max_pixels, &out,
 				&out_len, why, why_len);
 	if (ret == -ENOMEM)

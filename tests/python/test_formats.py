@@ -11,7 +11,7 @@ library's whole-image decode (`dlcachectl decode`) and must give exactly
 Pillow's Image.open(f).convert("RGB"); through the loader (exact eval)
 torchvision's Resize + CenterCrop of that image within 1 level, as
 test_photos holds JPEGs to; cut short or damaged, a clear error naming
-the format, never a crash."""
+the format, never a crash; packed, the same batches as the files."""
 
 import glob
 import os
@@ -259,6 +259,26 @@ def loader_like_torchvision(root):
     check(seen == len(ds), "%d samples, ImageFolder has %d" % (seen, len(ds)))
 
 
+def pack_same_as_files(root, tmp):
+    """A pack keeps them as plain samples and gives the files' batches."""
+    out = os.path.join(tmp, "formats.dlp")
+    r = subprocess.run([dlctest.dlcachectl(), "pack", root, "-o", out,
+                        "--force"], capture_output=True, text=True)
+    check(r.returncode == 0, "pack: exit %d: %s" % (r.returncode, r.stderr))
+    check("only JPEGs are restart-indexed" in r.stdout,
+          "pack did not say why it kept them: %s" % r.stdout[-400:])
+    kw = dict(batch_size=8, size=SIZE, seed=5, return_ids=True, cache=0)
+    a, b = DataLoader(root, **kw), DataLoader(out, **kw)
+    n = 0
+    for (x, y, i), (u, v, j) in zip(a, b):
+        check(torch.equal(i, j) and torch.equal(y, v),
+              "ids %s vs %s" % (i.tolist(), j.tolist()))
+        check(torch.equal(x, u), "samples %s: the pack's pixels differ"
+              % i.tolist())
+        n += len(i)
+    check(n > 0, "no batches")
+
+
 def damaged(files, tmp):
     """Cut short or flipped: an error naming the format, or pixels."""
     out = os.path.join(tmp, "out.ppm")
@@ -301,6 +321,7 @@ def main():
         dlctest.run("same_as_pillow", same_as_pillow, files, tmp)
         root = folder(files, tmp)
         dlctest.run("loader_like_torchvision", loader_like_torchvision, root)
+        dlctest.run("pack_same_as_files", pack_same_as_files, root, tmp)
         dlctest.run("damaged", damaged, files, tmp)
     dlctest.done()
 
