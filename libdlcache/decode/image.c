@@ -29,9 +29,9 @@ enum dlc_image_format dlc_image_sniff(const uint8_t *b, size_t len)
 		return DLC_IMG_WEBP;
 	if (len >= 2 && b[0] == 'B' && b[1] == 'M')
 		return DLC_IMG_BMP;
+	/* Pillow's magic: P1..P6 and whitespace (pnm.c refuses the rest) */
 	if (len >= 3 && b[0] == 'P' && b[1] >= '1' && b[1] <= '6' &&
-	    (b[2] == ' ' || b[2] == '\t' || b[2] == '\n' || b[2] == '\r' ||
-	     b[2] == '#'))
+	    (b[2] == ' ' || (b[2] >= '\t' && b[2] <= '\r') || b[2] == '#'))
 		return DLC_IMG_PNM;
 	if (len >= 4 && ((b[0] == 'I' && b[1] == 'I' && b[2] == 42 && !b[3]) ||
 			 (b[0] == 'M' && b[1] == 'M' && !b[2] && b[3] == 42)))
