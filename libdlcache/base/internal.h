@@ -70,6 +70,24 @@ static inline uint64_t dlc_thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * Whether a call begun at @wall_start_ns (dlc_now_ns()) and
+ * @cpu_start_ns (dlc_thread_cpu_ns()) has spent over @budget_ns of its
+ * thread's CPU time; *@cpu_ns gets what it spent once that is read. The
+ * thread's CPU clock is a system call, the monotonic one is not: CPU
+ * time never runs ahead of wall time, so the CPU clock is read only once
+ * the call has taken its budget in wall time. For checks run per row.
+ */
+static inline int dlc_over_cpu_budget(uint64_t wall_start_ns,
+				      uint64_t cpu_start_ns,
+				      uint64_t budget_ns, uint64_t *cpu_ns)
+{
+	if (dlc_now_ns() - wall_start_ns <= budget_ns)
+		return 0;
+	*cpu_ns = dlc_thread_cpu_ns() - cpu_start_ns;
+	return *cpu_ns > budget_ns;
+}
+
 #define dlc_stat_add(field, v) __atomic_fetch_add(&(field), (v), __ATOMIC_RELAXED)
 
 #include "buf.h"

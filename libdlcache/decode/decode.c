@@ -267,15 +267,13 @@ static uint64_t budget_for(const struct dlc_decoder *d, uint64_t pixels)
 /*
  * libjpeg's progress monitor. input_scan_number counts the SOS markers
  * read so far: past max_scans the next scan is refused before its data is
- * decoded. The CPU clock of the thread is a system call, the monotonic
- * one is not: CPU time never runs ahead of wall time, so it is read only
- * once the call has taken its budget in wall time.
+ * decoded; the CPU budget as dlc_over_cpu_budget() says.
  */
 static void on_progress(j_common_ptr c)
 {
 	struct dlc_decoder *d = to_dec(c);
 	j_decompress_ptr dc = (j_decompress_ptr)c;
-	uint64_t cpu;
+	uint64_t cpu = 0;
 
 	if (dc->input_scan_number > 0 &&
 	    (uint32_t)dc->input_scan_number > d->max_scans) {
@@ -284,10 +282,8 @@ static void on_progress(j_common_ptr c)
 			  dc->input_scan_number, d->max_scans);
 		longjmp(d->jb, 1);
 	}
-	if (dlc_now_ns() - d->wall_start_ns <= d->budget_ns)
-		return;
-	cpu = dlc_thread_cpu_ns() - d->cpu_start_ns;
-	if (cpu <= d->budget_ns)
+	if (!dlc_over_cpu_budget(d->wall_start_ns, d->cpu_start_ns,
+				 d->budget_ns, &cpu))
 		return;
 	set_error(d, DLC_ERR_TOO_LARGE, -E2BIG,
 		  "decode over %llu ms of CPU (decode_budget_ms%s), stopped after %llu ms in scan %d",
@@ -683,6 +679,7 @@ static int decode_image(struct dlc_decoder *d, const void *buf, size_t len,
 	struct dlc_image im = {
 		.max_pixels = d->max_pixels,
 		.budget_ns = budget_for(d, d->max_pixels),
+		.wall_start_ns = d->wall_start_ns,
 		.cpu_start_ns = d->cpu_start_ns,
 		.rgb = d->region,
 		.cap = d->region_cap,

@@ -101,12 +101,11 @@ int dlc_image_alloc(struct dlc_image *im, const char *fmt, uint32_t w,
 
 int dlc_image_check_budget(struct dlc_image *im, const char *fmt)
 {
-	uint64_t cpu;
+	uint64_t cpu = 0;
 
-	if (!im->budget_ns)
-		return 0;
-	cpu = dlc_thread_cpu_ns() - im->cpu_start_ns;
-	if (cpu <= im->budget_ns)
+	if (!im->budget_ns ||
+	    !dlc_over_cpu_budget(im->wall_start_ns, im->cpu_start_ns,
+				 im->budget_ns, &cpu))
 		return 0;
 	return dlc_image_fail(im, DLC_ERR_TOO_LARGE, -E2BIG,
 			      "decode over %llu ms of CPU (decode_budget_ms), stopped after %llu ms in the %s",

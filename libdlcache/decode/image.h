@@ -33,7 +33,8 @@ enum dlc_image_format {
 struct dlc_image {
 	uint64_t max_pixels;	/* caller: over it, DLC_ERR_TOO_LARGE */
 	uint64_t budget_ns;	/* caller: thread CPU time a decode may take, 0: none */
-	uint64_t cpu_start_ns;	/* caller: the thread's CPU clock at the start */
+	uint64_t wall_start_ns;	/* caller: dlc_now_ns() at the start */
+	uint64_t cpu_start_ns;	/* caller: dlc_thread_cpu_ns() at the start */
 	uint8_t *rgb;		/* decode: width * height * 3, rows packed */
 	size_t cap;		/* decode: bytes rgb holds */
 	uint32_t width;		/* decode */
@@ -78,7 +79,8 @@ int dlc_image_alloc(struct dlc_image *im, const char *fmt, uint32_t w,
 		    uint32_t h);
 /*
  * Call between rows: -E2BIG (DLC_ERR_TOO_LARGE) once the thread has spent
- * im->budget_ns of CPU time since im->cpu_start_ns, else 0.
+ * im->budget_ns of CPU time since the start (dlc_over_cpu_budget(): no
+ * system call before the budget has passed in wall time), else 0.
  */
 int dlc_image_check_budget(struct dlc_image *im, const char *fmt);
 
