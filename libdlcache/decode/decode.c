@@ -658,14 +658,12 @@ int dlc_decoder_header(struct dlc_decoder *d, const void *buf, size_t len,
 }
 
 /*
- * Whether @buf holds an image of another format than JPEG (image.h): one
- * that starts with neither the SOI marker nor too few bytes to say.
+ * Whether @buf is for image.c: not a JPEG by dlc_image_sniff(), and long
+ * enough to tell (begin() names an empty or 1-byte file).
  */
 static int other_format(const void *buf, size_t len)
 {
-	const uint8_t *b = buf;
-
-	return buf && len >= 2 && !(b[0] == 0xff && b[1] == 0xd8);
+	return buf && len >= 2 && dlc_image_sniff(buf, len) != DLC_IMG_JPEG;
 }
 
 /*

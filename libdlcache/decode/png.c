@@ -85,8 +85,12 @@ static void png_row_to_rgb(uint8_t *dst, const uint8_t *src, uint32_t w,
 	}
 }
 
-/* Transforms to 8-bit RGB, gray or gray 16 (+ alpha): the channels out. */
-static int png_setup(png_structp png, png_infop info, int *depth)
+/*
+ * Transforms to 8-bit RGB, gray or gray 16 (+ alpha): the channels out,
+ * their *@depth and the *@passes to read (7 for Adam7).
+ */
+static int png_setup(png_structp png, png_infop info, int *depth,
+		     int *passes)
 {
 	int type = png_get_color_type(png, info);
 
@@ -98,7 +102,7 @@ static int png_setup(png_structp png, png_infop info, int *depth)
 	/* gray 16 without alpha is clipped by hand; the rest keep the high byte */
 	if (*depth == 16 && type != PNG_COLOR_TYPE_GRAY)
 		png_set_strip_16(png);
-	png_set_interlace_handling(png);
+	*passes = png_set_interlace_handling(png);
 	png_read_update_info(png, info);
 	*depth = png_get_bit_depth(png, info);
 	return png_get_channels(png, info);
@@ -109,9 +113,8 @@ static int png_read_pixels(png_structp png, png_infop info,
 {
 	struct dlc_image *im = in->im;
 	uint32_t w = im->width, h = im->height, y;
-	int depth, ch = png_setup(png, info, &depth);
+	int depth, passes, ch = png_setup(png, info, &depth, &passes);
 	size_t rowbytes = png_get_rowbytes(png, info);
-	int passes = png_set_interlace_handling(png);
 	int direct = ch == 3 && depth == 8, p;
 
 	if (rowbytes != (size_t)w * ch * (depth / 8))
