@@ -1190,6 +1190,7 @@ jobs_calibrate() {
 }
 
 jobs_pair() {	# tag, then bench options for both jobs
+	local _n
 	_t=$1
 	shift
 	sync
@@ -1202,9 +1203,17 @@ jobs_pair() {	# tag, then bench options for both jobs
 		--json --seed 12 --step-ms $JOB_STEP_B $* $BENCH" > /tmp/j${_t}B.json 2> /tmp/j${_t}B.err &
 	_pb=$!
 	if [ $_t = k ]; then
-		# Both jobs under way: each is a consumer of its own.
-		wait_counter misses 64 30
-		_c=$($CTL stats --json "$KEY" 2>/dev/null | grep -o '"consumers": [0-9]*' | head -n 1 | awk '{print $2}')
+		# Both jobs under way: each is a consumer of its own. One job
+		# alone can make the misses that used to stand for "under way"
+		# before the other has attached (seen once in CI's guest), so
+		# poll the data set's consumers for up to 30 s.
+		_n=0
+		while :; do
+			_c=$($CTL stats --json "$KEY" 2>/dev/null | grep -o '"consumers": [0-9]*' | head -n 1 | awk '{print $2}')
+			[ "$_c" = 2 ] || [ $_n -ge 300 ] && break
+			usleep 100000
+			_n=$((_n + 1))
+		done
 		if [ "$_c" = 2 ]; then
 			result ok jobs-consumers
 		else
