@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -35,13 +36,74 @@
 static pthread_mutex_t mpi_lock = PTHREAD_MUTEX_INITIALIZER;
 static int mpi_ours;		/* we called MPI_Init_thread */
 
+/*
+ * SIGPIPE. Open MPI's TCP transport writes to its peers' sockets without
+ * MSG_NOSIGNAL: a write to a dead rank's connection raises SIGPIPE in the
+ * thread that made it, and its default action ends the process (a C
+ * program's; Python ignores it) — a survivor killed by its peer's death,
+ * seen in one run in 40 of the killed-rank test. The signal is the
+ * thread's, so a thread with it blocked gets EPIPE instead, which Open
+ * MPI takes for the peer's failure. So: the tier's threads start with
+ * every signal blocked; Open MPI's own threads, when this library
+ * initialises MPI, start with SIGPIPE blocked; and the caller's thread
+ * blocks it around each MPI call made from it, taking back a SIGPIPE
+ * raised meanwhile, and leaves its mask as it found it.
+ */
+struct sigpipe_guard {
+	sigset_t old;		/* the caller's mask */
+	int had;		/* SIGPIPE was blocked or pending before */
+};
+
+static void sigpipe_block(struct sigpipe_guard *g)
+{
+	sigset_t pipe, pending;
+
+	sigemptyset(&pipe);
+	sigaddset(&pipe, SIGPIPE);
+	sigpending(&pending);
+	pthread_sigmask(SIG_BLOCK, &pipe, &g->old);
+	g->had = sigismember(&g->old, SIGPIPE) ||
+		 sigismember(&pending, SIGPIPE);
+}
+
+static void sigpipe_unblock(struct sigpipe_guard *g)
+{
+	static const struct timespec now;
+	sigset_t pipe, pending;
+
+	sigemptyset(&pipe);
+	sigaddset(&pipe, SIGPIPE);
+	sigpending(&pending);
+	if (!g->had && sigismember(&pending, SIGPIPE))
+		while (sigtimedwait(&pipe, NULL, &now) < 0 && errno == EINTR)
+			;
+	pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
+
+/* A thread of the tier's: every signal blocked (SIGPIPE above). */
+static int start_thread(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	int ret;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = pthread_create(t, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return ret;
+}
+
 static void finalize_at_exit(void)
 {
+	struct sigpipe_guard g;
 	int fin = 0;
 
 	MPI_Finalized(&fin);
-	if (!fin && !__atomic_load_n(&peer_mpi_died, __ATOMIC_RELAXED))
-		MPI_Finalize();
+	if (fin || __atomic_load_n(&peer_mpi_died, __ATOMIC_RELAXED))
+		return;
+	sigpipe_block(&g);
+	MPI_Finalize();
+	sigpipe_unblock(&g);
 }
 
 /* ---- the read tier (the I/O thread's) ---- */
@@ -312,9 +374,11 @@ static int dup_world(struct dlc_peer *p)
 static int join_mpi(struct dlc_peer *p)
 {
 	int init = 0, fin = 0, level = 0, rank = -1, size = 0;
+	struct sigpipe_guard g;
 	int ret = 0;
 
 	pthread_mutex_lock(&mpi_lock);
+	sigpipe_block(&g);
 	MPI_Initialized(&init);
 	MPI_Finalized(&fin);
 	if (fin) {
@@ -354,8 +418,18 @@ static int join_mpi(struct dlc_peer *p)
 	}
 	ret = dup_world(p);
 out:
+	sigpipe_unblock(&g);
 	pthread_mutex_unlock(&mpi_lock);
 	return ret;
+}
+
+static void free_comm(struct dlc_peer *p)
+{
+	struct sigpipe_guard g;
+
+	sigpipe_block(&g);
+	MPI_Comm_free(&p->comm);
+	sigpipe_unblock(&g);
 }
 
 int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
@@ -446,14 +520,14 @@ int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
 		goto err_free;
 	p->beat = dlc_now_ns();
 	p->refs = 2;	/* the service thread's */
-	ret = pthread_create(&p->thread, NULL, peer_service_main, p);
+	ret = start_thread(&p->thread, peer_service_main, p);
 	if (ret) {
 		p->refs = 1;
 		ret = -ret;
 		goto err_free_comm;
 	}
 	p->thread_started = 1;
-	ret = pthread_create(&p->watchdog, NULL, peer_watchdog_main, p);
+	ret = start_thread(&p->watchdog, peer_watchdog_main, p);
 	if (ret) {
 		dlc_peer_close(p);
 		return -ret;
@@ -468,7 +542,7 @@ int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
 	return 0;
 
 err_free_comm:
-	MPI_Comm_free(&p->comm);
+	free_comm(p);
 err_free:
 	peer_free(p);
 	return ret;
@@ -537,7 +611,7 @@ void dlc_peer_close(struct dlc_peer *p)
 	/* A dead peer's operations are in the graveyard: keep the comm. */
 	if (p->comm != MPI_COMM_NULL && !p->ngrave &&
 	    !p->c.dead_peers)
-		MPI_Comm_free(&p->comm);
+		free_comm(p);
 	p->log_closed = 1;
 	peer_put(p);
 }

@@ -25,6 +25,10 @@
  *     the caller frees its logger and index, then the call returns: the
  *     detached thread ends without touching them (ASan: no
  *     heap-use-after-free).
+ *   - sigpipe: a write to a broken connection inside MPI (a pipe with no
+ *     reader, written by a PMPI wrapper) in the service thread and in
+ *     the caller's thread at close, SIGPIPE's action the default: the
+ *     process lives, and the caller's signal mask is as it was.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -113,6 +117,8 @@ static void not_available(void)
 #ifdef DLC_HAVE_MPI
 #include <mpi.h>
 #include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include "peer.h"
 
@@ -140,10 +146,44 @@ static int g_hold_armed, g_held, g_hold_released;
 /* Atomic: each MPI_Test of the service thread takes this long (busy MPI). */
 static uint32_t g_slow_ms, g_slow_calls;
 
+/*
+ * When armed, the next MPI_Test of the service thread, or MPI_Comm_free of
+ * main, writes to a pipe with no reader first: a real EPIPE, and the
+ * SIGPIPE the kernel raises in the writing thread, as in Open MPI's
+ * writev to a dead rank's socket. The write's errno, or -1 before it.
+ */
+static int g_epipe_thread, g_epipe_main;	/* armed; atomic */
+static int g_epipe_thread_err = -1, g_epipe_main_err = -1;
+
+static int broken_write(void)
+{
+	int fd[2], err;
+
+	if (pipe(fd))
+		return errno;
+	close(fd[0]);
+	err = write(fd[1], "x", 1) < 0 ? errno : 0;
+	close(fd[1]);
+	return err;
+}
+
+int MPI_Comm_free(MPI_Comm *comm)
+{
+	if (pthread_equal(pthread_self(), g_main) &&
+	    __atomic_exchange_n(&g_epipe_main, 0, __ATOMIC_ACQ_REL))
+		__atomic_store_n(&g_epipe_main_err, broken_write(),
+				 __ATOMIC_RELEASE);
+	return PMPI_Comm_free(comm);
+}
+
 int MPI_Test(MPI_Request *req, int *flag, MPI_Status *st)
 {
 	if (!pthread_equal(pthread_self(), g_main)) {
 		uint32_t ms = __atomic_load_n(&g_slow_ms, __ATOMIC_RELAXED);
+
+		if (__atomic_exchange_n(&g_epipe_thread, 0, __ATOMIC_ACQ_REL))
+			__atomic_store_n(&g_epipe_thread_err, broken_write(),
+					 __ATOMIC_RELEASE);
 
 		if (ms) {
 			t_sleep_ms(ms);
@@ -614,6 +654,42 @@ static void stuck_close0(const char *dir)
 	MPI_Barrier(MPI_COMM_WORLD);
 }
 
+/*
+ * A write to a broken connection inside MPI, with SIGPIPE's action the
+ * default (the process ends): in the service thread's MPI_Test while it
+ * takes rank 1's pushes (stuck1(1) is the peer), and in the caller's
+ * MPI_Comm_free at close. Each gets EPIPE, the process lives, and the
+ * caller's mask and pending signals are as they were.
+ */
+static void sigpipe0(struct dlc_index *idx)
+{
+	struct dlc_logger lg = { t_log_capture, NULL, DLC_LOG_INFO };
+	sigset_t before, after, pending;
+	struct dlc_peer *p;
+	struct picks pk;
+	int i;
+
+	signal(SIGPIPE, SIG_DFL);
+	pthread_sigmask(SIG_SETMASK, NULL, &before);
+	__atomic_store_n(&g_epipe_thread, 1, __ATOMIC_RELEASE);
+	p = tier_open(idx, &lg, 2000, &pk);
+	if (!p)
+		return;
+	for (i = 0; i < WAIT_MS / 5 &&
+	     __atomic_load_n(&g_epipe_thread_err, __ATOMIC_ACQUIRE) < 0; i++)
+		t_sleep_ms(5);
+	CHECK_EQ(__atomic_load_n(&g_epipe_thread_err, __ATOMIC_ACQUIRE),
+		 EPIPE);
+	__atomic_store_n(&g_epipe_main, 1, __ATOMIC_RELEASE);
+	MPI_Barrier(MPI_COMM_WORLD);
+	dlc_peer_close(p);
+	CHECK_EQ(__atomic_load_n(&g_epipe_main_err, __ATOMIC_ACQUIRE), EPIPE);
+	pthread_sigmask(SIG_SETMASK, NULL, &after);
+	CHECK_EQ(sigismember(&after, SIGPIPE), sigismember(&before, SIGPIPE));
+	sigpending(&pending);
+	CHECK(!sigismember(&pending, SIGPIPE), "a SIGPIPE left pending");
+}
+
 /* Under mpirun -np 2: rank 0 runs the checks, rank 1 the fake peer. */
 static int mpi_main(const char *dir)
 {
@@ -635,6 +711,7 @@ static int mpi_main(const char *dir)
 		stuck1(1);
 		busy1();
 		stuck1(0);
+		stuck1(1);
 		MPI_Barrier(MPI_COMM_WORLD);
 		MPI_Finalize();
 		return t_failures ? 1 : 0;
@@ -644,6 +721,7 @@ static int mpi_main(const char *dir)
 	T_RUN_AS("stuck_clears", stuck_clears0, g_idx);
 	T_RUN_AS("busy_not_stuck", busy_not_stuck0, g_idx);
 	T_RUN_AS("stuck_close", stuck_close0, dir);
+	T_RUN_AS("sigpipe", sigpipe0, g_idx);
 	MPI_Barrier(MPI_COMM_WORLD);
 	ret = t_done("test_cluster");
 	MPI_Finalize();
