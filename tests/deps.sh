@@ -26,6 +26,9 @@ pkgs=(
 	libelf-dev libssl-dev
 	# comparisons against the peer users pick today
 	python3-torch python3-torchvision python3-pil
+	# the Prometheus text format's reference parser, and the Python
+	# loader's exporter (dlcache.prometheus)
+	python3-prometheus-client
 	# the Python package: pip install ./python into a venv
 	# (tests/cli/test_python_install.sh)
 	python3-venv python3-pip

@@ -13,7 +13,8 @@
 #   - a restart (a new process, the same directory) reads no sample from
 #     the device; a copy whose origin was touched since (mtime) is not
 #     served but removed, and read again; dlcachectl stats --staging says
-#     so, with the tier shares.
+#     so, with the tier shares; its --prometheus text, read by
+#     prometheus_client's parser, holds the same values (staging-prometheus).
 # Root only (loop device, cgroups, drop_caches).
 #
 # Each sub-check prints "ok NAME", "FAIL NAME" or "skip NAME: why".
@@ -137,5 +138,22 @@ inv=$(field "$tmp/stats.json" "j['datasets'][0]['invalid']")
 	fail "stats --staging: $(field "$tmp/stats.json" "j['datasets'][0]['copies']") copies, want $(( n - 3 ))"
 "$ctl" stats --staging "$tmp/stage" | grep -q "staged copies" || fail "stats --staging: no tier shares"
 end
+
+if ! "$py" -c "import prometheus_client" 2> /dev/null; then
+	skip staging-prometheus "no prometheus_client for $py (python3-prometheus-client)"
+else
+begin staging-prometheus
+# The same counters in Prometheus's text format, read by prometheus_client's
+# parser, against the JSON.
+"$ctl" stats --staging "$tmp/stage" --prometheus > "$tmp/stats.prom" ||
+	fail "stats --staging --prometheus"
+if "$py" "$(dirname "$0")/../prom_check.py" staging "$tmp/stats.prom" \
+	"$tmp/stats.json" > "$tmp/prom.out"; then
+	sed 's/^/  /' "$tmp/prom.out"
+else
+	fail "$(grep -m3 FAIL "$tmp/prom.out" | tr '\n' ' ')"
+fi
+end
+fi
 
 finish

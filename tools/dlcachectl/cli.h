@@ -37,7 +37,7 @@ int cmd_readbench(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 /* @s as a JSON string on @f, quotes included (paths are not JSON-safe). */
 void json_string(FILE *f, const char *s);
-/* dlcachectl stats --staging DIR (staging.c). */
+/* dlcachectl stats --staging DIR (staging.c): @json 0 the table, 1 JSON, 2 Prometheus. */
 int cmd_stats_staging(const char *dir, int json);
 int cmd_watch(int argc, char **argv);
 int cmd_datasets(int argc, char **argv);

@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,12 +17,19 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "prom.h"
 #include "stage.h"
 
 struct ds_usage {
 	uint64_t copies, bytes;
 	struct dlc_stage_shared c;
 	int have_counters;
+};
+
+/* One data set's line of --prometheus, kept until every one is read. */
+struct prom_ds {
+	char labels[512];
+	struct ds_usage u;
 };
 
 static void usage_of(int dfd, struct ds_usage *u)
@@ -121,17 +129,83 @@ static void print_ds(const char *user, const char *key,
 	(*shown)++;
 }
 
+/* The copies on disk, then (where a counters file was read) the counters. */
+#define UF(n, t, h, f) { n, t, h, offsetof(struct ds_usage, f) }
+static const struct prom_field staging_fields[] = {
+	UF("copies", "gauge", "staged copies on disk now", copies),
+	UF("bytes", "gauge", "bytes the staged copies hold now", bytes),
+	UF("memory_hits_total", "counter", "samples the memory tiers served (in-process cache, dlcache.ko)", c.above_hits),
+	UF("memory_hit_bytes_total", "counter", "bytes the memory tiers served", c.above_bytes),
+	UF("hits_total", "counter", "samples the staged copies served", c.hits),
+	UF("hit_bytes_total", "counter", "bytes the staged copies served", c.hit_bytes),
+	UF("origin_reads_total", "counter", "samples the pipelines read from the origin", c.origin_reads),
+	UF("origin_bytes_total", "counter", "bytes the pipelines read from the origin", c.origin_bytes),
+	UF("prefetched_total", "counter", "samples the stagers read from the origin ahead of use", c.prefetched),
+	UF("prefetch_bytes_total", "counter", "bytes the stagers read from the origin", c.prefetch_bytes),
+	UF("writes_total", "counter", "copies written", c.writes),
+	UF("evictions_total", "counter", "copies removed for a sooner use", c.evictions),
+	UF("invalid_total", "counter", "copies found stale, torn or corrupt", c.invalid),
+};
+#undef UF
+
+/* Every family, each with every data set's sample. */
+static void prom_staging(const struct prom_ds *ds, size_t n)
+{
+	char name[96];
+	size_t i, k;
+
+	for (k = 0; k < ARRAY_SIZE(staging_fields); k++) {
+		const struct prom_field *f = &staging_fields[k];
+
+		prom_field_head(stdout, name, sizeof(name), "dlcache_staging_", f);
+		for (i = 0; i < n; i++)
+			if (f->off < offsetof(struct ds_usage, c) ||
+			    ds[i].u.have_counters)
+				prom_sample(stdout, name, ds[i].labels,
+					    prom_value(&ds[i].u, f));
+	}
+}
+
+/* Keeps @u as the next of *@ds for prom_staging(): 0, or -ENOMEM. */
+static int prom_keep(struct prom_ds **ds, size_t *n, size_t *cap,
+		     const char *dir, const char *user, const char *key,
+		     const struct ds_usage *u)
+{
+	static const char *const names[] = { "dir", "user", "dataset" };
+	const char *values[] = { dir, user, key };
+	struct prom_ds *d;
+
+	if (*n == *cap) {
+		size_t c = *cap ? 2 * *cap : 16;
+
+		d = realloc(*ds, c * sizeof(**ds));
+		if (!d)
+			return -ENOMEM;
+		*ds = d;
+		*cap = c;
+	}
+	d = &(*ds)[*n];
+	if (!prom_labels(d->labels, sizeof(d->labels), 3, names, values))
+		return -ENAMETOOLONG;
+	d->u = *u;
+	(*n)++;
+	return 0;
+}
+
+/* @json: 0 the table, 1 JSON, 2 Prometheus's text format. */
 int cmd_stats_staging(const char *dir, int json)
 {
+	struct prom_ds *pds = NULL;
+	size_t npds = 0, cappds = 0;
 	struct dirent *ue, *ke;
 	struct ds_usage u;
 	DIR *top, *ud;
-	int shown = 0, ufd, kfd;
+	int shown = 0, ufd, kfd, ret = 0;
 
 	top = opendir(dir);
 	if (!top)
 		return fail("stats", "--staging %s: %s", dir, strerror(errno));
-	if (json) {
+	if (json == 1) {
 		printf("{\"staging_dir\": ");
 		json_string(stdout, dir);
 		printf(", \"datasets\": [");
@@ -161,14 +235,26 @@ int cmd_stats_staging(const char *dir, int json)
 				continue;
 			usage_of(kfd, &u);
 			close(kfd);
-			print_ds(ue->d_name + 8, ke->d_name, &u, json, &shown);
+			if (json == 2 && !ret)
+				ret = prom_keep(&pds, &npds, &cappds, dir,
+						ue->d_name + 8, ke->d_name, &u);
+			else if (json != 2)
+				print_ds(ue->d_name + 8, ke->d_name, &u, json,
+					 &shown);
 		}
 		closedir(ud);
 	}
 	closedir(top);
-	if (json)
+	if (ret) {
+		free(pds);
+		return fail("stats", "--staging %s: %s", dir, strerror(-ret));
+	}
+	if (json == 2)
+		prom_staging(pds, npds);
+	else if (json)
 		printf("]}\n");
 	else if (!shown)
 		printf("%s: no staged data set\n", dir);
+	free(pds);
 	return fflush(stdout) ? fail("stats", "write error: %s", strerror(errno)) : 0;
 }

@@ -5,17 +5,20 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "admin.h"
 #include "cli.h"
+#include "prom.h"
 
 static void stats_help(void)
 {
-	printf("usage: dlcachectl stats [--json] [DATASET_KEY]\n"
-	       "       dlcachectl stats --staging DIR [--json]\n"
+	printf("usage: dlcachectl stats [--json | --prometheus] [DATASET_KEY]\n"
+	       "       dlcachectl stats --staging DIR [--json | --prometheus]\n"
 	       "\n"
 	       "Print the counters of the node's cache (/dev/dlcache): capacity and\n"
 	       "use, then globally and per data set the hits and misses by count\n"
@@ -36,6 +39,9 @@ static void stats_help(void)
 	       "                pipelines and the stagers read; copies written,\n"
 	       "                evicted and found invalid\n"
 	       "  --json        one JSON object on stdout instead of the table\n"
+	       "  --prometheus  Prometheus's text format instead, for node_exporter's\n"
+	       "                textfile collector (metrics dlcache_*, per data set\n"
+	       "                dlcache_dataset_*, staging dlcache_staging_*)\n"
 	       "  -h, --help    show this help\n");
 }
 
@@ -53,13 +59,18 @@ static void datasets_help(void)
 	       "  -h, --help    show this help\n");
 }
 
-/* Parses [--json] [KEY] for stats and datasets; <0 help done, >0 exit code. */
+/*
+ * Parses [--json] [KEY] for stats and datasets (and --staging DIR,
+ * --prometheus for stats: @staging non-NULL); <0 help done, >0 exit code.
+ * *@json is 1 for --json, 2 for --prometheus.
+ */
 static int parse_args(const char *cmd, int argc, char **argv, void (*help)(void),
 		      int allow_key, int *json, const char **key,
 		      const char **staging)
 {
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
+		{ "prometheus", no_argument, NULL, 'p' },
 		{ "staging", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -71,7 +82,12 @@ static int parse_args(const char *cmd, int argc, char **argv, void (*help)(void)
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
-			*json = 1;
+		case 'p':
+			if (c == 'p' && !staging)
+				return usage_error(cmd, "unknown option '--prometheus' (try --help)");
+			if (*json && *json != (c == 'j' ? 1 : 2))
+				return usage_error(cmd, "--json and --prometheus: one or the other");
+			*json = c == 'j' ? 1 : 2;
 			break;
 		case 's':
 			if (!staging)
@@ -185,6 +201,109 @@ static void json_dataset(const struct dlcache_stats *d)
 	printf("}");
 }
 
+/* ---- stats --prometheus ------------------------------------------------------ */
+
+#define CF(n, t, h, f) { n, t, h, offsetof(struct dlcache_counters, f) }
+static const struct prom_field counter_fields[] = {
+	CF("hits_total", "counter", "GETs that copied a cached sample", hits),
+	CF("hit_bytes_total", "counter", "bytes those GETs copied", hit_bytes),
+	CF("misses_total", "counter", "GETs that found the sample absent", misses),
+	CF("miss_bytes_total", "counter", "bytes PUT to end a fill", miss_bytes),
+	CF("inserts_total", "counter", "PUTs that cached the bytes", inserts),
+	CF("insert_bytes_total", "counter", "bytes those PUTs cached", insert_bytes),
+	CF("bypasses_total", "counter", "PUTs not admitted (next use too far)", bypasses),
+	CF("bypass_bytes_total", "counter", "bytes of PUTs not admitted", bypass_bytes),
+	CF("evictions_total", "counter", "samples evicted (policy, shrinker, drop)", evictions),
+	CF("eviction_bytes_total", "counter", "bytes evicted", eviction_bytes),
+	CF("shrinker_evictions_total", "counter", "of the evictions, the shrinker's", shrinker_evictions),
+	CF("waits_total", "counter", "GETs that waited for another process's fill", waits),
+	CF("aborts_total", "counter", "fills aborted or ended by a session's end", aborts),
+	CF("errors_total", "counter", "completions with an error other than ENOENT", errors),
+	CF("cached_samples", "gauge", "samples held now", cached_samples),
+	CF("fills_inflight", "gauge", "samples being filled now", fills_inflight),
+	CF("used_bytes", "gauge", "sample bytes held now", used_bytes),
+};
+#undef CF
+
+#define DF(n, t, h, f) { n, t, h, offsetof(struct dlcache_stats, f) }
+static const struct prom_field dataset_fields[] = {
+	DF("samples", "gauge", "samples in the data set", ds_nsamples),
+	DF("attached", "gauge", "processes attached", ds_attached),
+	DF("consumers", "gauge", "jobs reading it (a consumer each)", ds_consumers),
+	DF("idle_seconds", "gauge", "seconds detached and kept cached, 0 while attached", ds_idle_s),
+};
+#undef DF
+
+/* A 32-bit field of struct dlcache_stats (idle_s only when idle). */
+static uint64_t ds_value(const struct dlcache_stats *d, const struct prom_field *f)
+{
+	uint32_t v;
+
+	if (f->off == offsetof(struct dlcache_stats, ds_idle_s) &&
+	    !(d->ds_flags & DLCACHE_DS_F_IDLE))
+		return 0;
+	memcpy(&v, (const char *)d + f->off, sizeof(v));
+	return v;
+}
+
+static int shown_ds(const struct dlcache_stats *d, const char *keyarg,
+		    const __u64 key[2])
+{
+	return !keyarg || (d->ds_key[0] == key[0] && d->ds_key[1] == key[1]);
+}
+
+/* The snapshot in Prometheus's text format: 0, or -ENOMEM. */
+static int prom_stats(const struct admin_snap *s, const char *keyarg,
+		      const __u64 key[2])
+{
+	static const char *const names[] = { "dataset", "owner_uid" };
+	char name[96], (*labels)[96] = calloc(s->n ? s->n : 1, sizeof(*labels));
+	const uint32_t nds = ARRAY_SIZE(dataset_fields);
+	uint32_t i, k;
+
+	if (!labels)
+		return -ENOMEM;
+	for (i = 0; i < s->n; i++) {
+		char kstr[33], uid[16];
+		const char *values[] = { kstr, uid };
+
+		admin_key_str(s->ds[i].ds_key, kstr);
+		snprintf(uid, sizeof(uid), "%u", s->ds[i].ds_owner_uid);
+		prom_labels(labels[i], sizeof(labels[i]), 2, names, values);
+	}
+	prom_head(stdout, "dlcache_capacity_bytes", "gauge",
+		  "the module's capacity (capacity_mb)");
+	prom_sample(stdout, "dlcache_capacity_bytes", NULL, s->capacity_bytes);
+	prom_head(stdout, "dlcache_datasets", "gauge", "data sets that exist");
+	prom_sample(stdout, "dlcache_datasets", NULL, s->ndatasets);
+	prom_head(stdout, "dlcache_sessions", "gauge",
+		  "open sessions of /dev/dlcache (this one included)");
+	prom_sample(stdout, "dlcache_sessions", NULL, s->nsessions);
+	/* Global: since the module was loaded, gone data sets included. */
+	for (k = 0; !keyarg && k < ARRAY_SIZE(counter_fields); k++) {
+		const struct prom_field *f = &counter_fields[k];
+
+		prom_field_head(stdout, name, sizeof(name), "dlcache_", f);
+		prom_sample(stdout, name, NULL, f->off ==
+			    offsetof(struct dlcache_counters, used_bytes) ?
+			    s->used_bytes : prom_value(&s->global, f));
+	}
+	/* Per data set: what it is, then its counters since it was created. */
+	for (k = 0; k < nds + ARRAY_SIZE(counter_fields); k++) {
+		const struct prom_field *f = k < nds ? &dataset_fields[k] :
+					     &counter_fields[k - nds];
+
+		prom_field_head(stdout, name, sizeof(name), "dlcache_dataset_", f);
+		for (i = 0; i < s->n; i++)
+			if (shown_ds(&s->ds[i], keyarg, key))
+				prom_sample(stdout, name, labels[i], k < nds ?
+					    ds_value(&s->ds[i], f) :
+					    prom_value(&s->ds[i].dataset, f));
+	}
+	free(labels);
+	return 0;
+}
+
 int cmd_stats(int argc, char **argv)
 {
 	const char *keyarg = NULL, *staging = NULL;
@@ -217,7 +336,12 @@ int cmd_stats(int argc, char **argv)
 		return fail("stats", "no data set with key %s in the cache", keyarg);
 	}
 
-	if (json) {
+	if (json == 2) {
+		if (prom_stats(&s, keyarg, key)) {
+			admin_snap_free(&s);
+			return fail("stats", "%s", strerror(ENOMEM));
+		}
+	} else if (json) {
 		printf("{\"capacity_bytes\": %llu, \"used_bytes\": %llu, "
 		       "\"datasets\": %u, \"sessions\": %u, \"global\": {",
 		       (unsigned long long)s.capacity_bytes,

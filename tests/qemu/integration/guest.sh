@@ -454,6 +454,8 @@ kernel_run() {
 		data k_bench1 "$(cat /tmp/k1.json)"
 		data k_disk_bytes $(( (s1 - s0) * 512 ))
 		data k_stats "$($CTL stats --json)"
+		# The same moment's counters in Prometheus's text (one line).
+		data k_prom "$($CTL stats --prometheus | base64 -w 0)"
 	else
 		result FAIL kernel-bench "(exit $rc0 and $rc1)"
 		show /tmp/k0.json

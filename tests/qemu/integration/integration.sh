@@ -61,6 +61,9 @@
 #   kernel-bench-bytes    bench bytes_read summed over ranks and epochs
 #                         <= 1.05 x what the optimum must read
 #   kernel-disk-bytes     the same from /sys/block/vda/stat (in pages)
+#   kernel-stats-prometheus `dlcachectl stats --prometheus`, read by
+#                         prometheus_client's parser (tests/prom_check.py):
+#                         every value of the same moment's stats --json
 #   kernel-stats-agree    `dlcachectl stats --json` global hits and misses
 #                         = the sums of the two bench runs
 #   killed-*-counts       the survivors decoded every sample of every epoch
@@ -298,8 +301,9 @@ qemu_guest_done "$LOG" INT-DONE "$qrc" "$TIMEOUT" ||
 
 # ---- the numbers -----------------------------------------------------------
 set +e
+PROM_CHECK="$ROOT/tests/prom_check.py" \
 "$PY" - "$TAG" "$LOG" "$DS_BYTES" "$PAGE_BYTES" "$NFILES" "$((CAP_MB * 1048576))" "$EPOCHS" <<'PY'
-import json, sys
+import json, os, sys
 
 tag, log = sys.argv[1], sys.argv[2]
 ds_bytes, page_bytes, nfiles, cap, epochs = map(int, sys.argv[3:])
@@ -362,7 +366,7 @@ if kernel is None:
     why = ("kernel backend not available" if data.get("nokernel", ["0"])[0] == "1"
            else "no kernel bench results")
     for n in ("kernel-hit-ratio", "kernel-bench-bytes", "kernel-disk-bytes",
-              "kernel-stats-agree"):
+              "kernel-stats-agree", "kernel-stats-prometheus"):
         result("skip", n, why)
 else:
     for b in kernel:
@@ -417,6 +421,29 @@ else:
                f"bypasses {g['bypasses']}, waits {g['waits']}")
     except (KeyError, ValueError, IndexError) as ex:
         result("FAIL", "kernel-stats-agree", f"no usable stats --json: {ex!r}")
+
+    # stats --prometheus, read by prometheus_client's parser
+    # (tests/prom_check.py), holds the values stats --json has.
+    import base64, subprocess, tempfile
+    with tempfile.TemporaryDirectory() as td:
+        try:
+            prom = base64.b64decode(data["k_prom"][0])
+        except (KeyError, IndexError, ValueError) as ex:
+            prom = None
+            result("FAIL", "kernel-stats-prometheus", f"no stats --prometheus: {ex!r}")
+        if prom is not None:
+            open(os.path.join(td, "p"), "wb").write(prom)
+            open(os.path.join(td, "j"), "w").write(data["k_stats"][0])
+            r = subprocess.run([sys.executable, os.environ["PROM_CHECK"],
+                                "module", os.path.join(td, "p"), os.path.join(td, "j")],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            out = " ".join(r.stdout.split("\n")[-4:]).strip()
+            if r.returncode == 77:
+                result("FAIL" if os.environ.get("CI") in ("true", "1") else "skip",
+                       "kernel-stats-prometheus", out)
+            else:
+                result("ok" if r.returncode == 0 else "FAIL",
+                       "kernel-stats-prometheus", out)
 
 for src, name, extra in (
         ("held_bench", "killed-filler-counts",
