@@ -154,7 +154,8 @@ $(BUILD)/bench/plain_loader: tests/perf/plain_loader.c $(BUILD)/release/libdlcac
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_ALL) $(CFLAGS) $(WARNINGS) -o $@ $^ -lturbojpeg $(LIBS)
 
-$(BUILD)/bench/hitsim: tests/perf/hitsim.c tests/perf/hitsim_core.c tests/perf/hitsim_jobs.c tests/perf/optref.c libdlcache/base/internal.h \
+$(BUILD)/bench/hitsim: tests/perf/hitsim.c tests/perf/hitsim_core.c tests/perf/hitsim_jobs.c tests/perf/optref.c \
+		tools/dlcachectl/hitsim.c tools/dlcachectl/hitsim.h libdlcache/base/internal.h \
 		libdlcache/cache/cache.h libdlcache/cache/policy.h $(BUILD)/release/libdlcache.a
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_ALL) $(CFLAGS) $(WARNINGS) -o $@ $< $(BUILD)/release/libdlcache.a $(LIBS)

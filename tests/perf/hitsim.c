@@ -2,7 +2,7 @@
 /*
  * hitsim: hit ratios of cache policies over a data set's real file sizes
  * and dlcache's real epoch orders (dlc_order_fill, seed 0, one rank), for
- * `make bench`. See hitsim_core.c for the policies.
+ * `make bench`. See tools/dlcachectl/hitsim.h for the policies.
  *
  *   hitsim INDEX --capacity BYTES [--epochs E] [--json]
  *       simulate dlcache (the library's cache object), LRU and MinIO on

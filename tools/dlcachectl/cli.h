@@ -35,6 +35,7 @@ int cmd_sample(int argc, char **argv);
 int cmd_decodebench(int argc, char **argv);
 int cmd_readbench(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
+int cmd_whatif(int argc, char **argv);
 /* @s as a JSON string on @f, quotes included (paths are not JSON-safe). */
 void json_string(FILE *f, const char *s);
 /* dlcachectl stats --staging DIR (staging.c): @json 0 the table, 1 JSON, 2 Prometheus. */

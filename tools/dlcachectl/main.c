@@ -21,6 +21,7 @@ static const struct command {
 	{ "sample", cmd_sample, "one transformed sample and its crop box, to check by hand" },
 	{ "decodebench", cmd_decodebench, "decode limits: full and crop-first, from memory" },
 	{ "readbench", cmd_readbench, "the read path alone: a pack's samples, reads/s and CPU a read" },
+	{ "whatif", cmd_whatif, "hit ratio and bytes read against the cache's size" },
 	{ "stats", cmd_stats, "counters of the node's cache (/dev/dlcache)" },
 	{ "watch", cmd_watch, "live rates of the node's cache" },
 	{ "datasets", cmd_datasets, "list the data sets the node's cache holds" },

@@ -1,0 +1,454 @@
+// SPDX-License-Identifier: MIT
+/*
+ * dlcachectl whatif: how much memory the cache should get. For a data set
+ * (its real sample sizes) and a job's known epoch orders (dlc_order_fill:
+ * seed, world), the hit ratio and bytes read per epoch at each cache size,
+ * for dlcache's policy (the library's in-process cache, driven as the
+ * loader drives it: hitsim.h) and for an LRU page cache, as a table, JSON
+ * or a PNG drawn by gnuplot.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "admin.h"
+#include "cli.h"
+#include "dlcache.h"
+#include "hitsim.h"
+#include "policy.h"
+
+#define MAX_SIZES	32
+/* Fractions of the data set's bytes, in percent, when --sizes is not given. */
+static const uint32_t default_pct[] = { 10, 25, 50, 75, 90, 100, 125 };
+
+struct whatif_args {
+	const char *path;
+	uint32_t epochs, world;
+	uint64_t seed;
+	uint32_t nsizes;
+	uint64_t size[MAX_SIZES];	/* bytes; 0 with pct[] set */
+	uint32_t pct[MAX_SIZES];	/* percent of the data set, or 0 */
+	const char *png;
+	int json;
+};
+
+/* One cache size's results: per policy, per epoch. */
+struct whatif_point {
+	uint64_t capacity;
+	struct hs_epoch_result *res[2];	/* HS_DLCACHE, HS_LRU */
+	int err;
+};
+
+static const enum hs_policy policies[2] = { HS_DLCACHE, HS_LRU };
+
+static void whatif_help(void)
+{
+	printf("usage: dlcachectl whatif INDEX [--epochs E] [--world W] [--seed S]\n"
+	       "                        [--sizes LIST] [--png FILE] [--json]\n"
+	       "\n"
+	       "How much memory the cache should get: for the data set's real sample\n"
+	       "sizes and the job's known epoch orders (the shuffles bench and the\n"
+	       "DataLoader use for SEED and WORLD), the hit ratio and the bytes read\n"
+	       "from storage per epoch at each cache size, for dlcache's policy (the\n"
+	       "library's in-process cache, evicting by next use, run on the orders)\n"
+	       "and for an LRU page cache. A steady epoch is the mean of epochs 1 to\n"
+	       "E-1. With WORLD > 1 the cache serves every rank of the job on this\n"
+	       "node, in step (dlcache.ko on a node of WORLD ranks).\n"
+	       "\n"
+	       "  INDEX          an index file (dlcachectl index) or an ImageFolder\n"
+	       "  --epochs E     epochs to run, >= 2 (default 3)\n"
+	       "  --world W      ranks of the job that share the cache (default 1)\n"
+	       "  --seed S       the job's shuffle seed (default 0, as bench)\n"
+	       "  --sizes LIST   cache sizes, comma separated: SIZE (K, M, G) or a\n"
+	       "                 percentage of the data set (default 10%%,25%%,50%%,\n"
+	       "                 75%%,90%%,100%%,125%%); at most %d\n"
+	       "  --png FILE     also draw the hit ratios against the size (gnuplot)\n"
+	       "  --json         one JSON object instead of the table\n"
+	       "  -h, --help     show this help\n", MAX_SIZES);
+}
+
+static int parse_sizes(const char *list, struct whatif_args *a)
+{
+	char *copy = strdup(list), *tok, *save = NULL;
+	int ret = 0;
+
+	if (!copy)
+		return -1;
+	a->nsizes = 0;
+	for (tok = strtok_r(copy, ",", &save); tok && !ret;
+	     tok = strtok_r(NULL, ",", &save)) {
+		size_t len = strlen(tok);
+		uint32_t i = a->nsizes;
+
+		if (i == MAX_SIZES) {
+			ret = -1;
+			break;
+		}
+		a->size[i] = 0;
+		a->pct[i] = 0;
+		if (len > 1 && tok[len - 1] == '%') {
+			tok[len - 1] = '\0';
+			ret = parse_u32(tok, 1, 100000, &a->pct[i]);
+		} else {
+			ret = parse_size(tok, &a->size[i]);
+		}
+		a->nsizes++;
+	}
+	free(copy);
+	return ret || !a->nsizes ? -1 : 0;
+}
+
+/* <0 help shown, >0 exit status, 0 parsed. */
+static int parse_args(int argc, char **argv, struct whatif_args *a)
+{
+	static const struct option opts[] = {
+		{ "epochs", required_argument, NULL, 'e' },
+		{ "world", required_argument, NULL, 'w' },
+		{ "seed", required_argument, NULL, 's' },
+		{ "sizes", required_argument, NULL, 'z' },
+		{ "png", required_argument, NULL, 'p' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	uint32_t i;
+	int c;
+
+	memset(a, 0, sizeof(*a));
+	a->epochs = 3;
+	a->world = 1;
+	a->nsizes = ARRAY_SIZE(default_pct);
+	for (i = 0; i < a->nsizes; i++)
+		a->pct[i] = default_pct[i];
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'e':
+			if (parse_u32(optarg, 2, 1000, &a->epochs))
+				return usage_error("whatif", "--epochs: want 2 to 1000, got '%s'", optarg);
+			break;
+		case 'w':
+			if (parse_u32(optarg, 1, 65536, &a->world))
+				return usage_error("whatif", "--world: want 1 to 65536, got '%s'", optarg);
+			break;
+		case 's':
+			if (parse_u64(optarg, 0, UINT64_MAX, &a->seed))
+				return usage_error("whatif", "--seed: want an unsigned integer, got '%s'", optarg);
+			break;
+		case 'z':
+			if (parse_sizes(optarg, a))
+				return usage_error("whatif", "--sizes: want up to %d of SIZE or N%%, comma separated, got '%s'",
+						   MAX_SIZES, optarg);
+			break;
+		case 'p':
+			a->png = optarg;
+			break;
+		case 'j':
+			a->json = 1;
+			break;
+		case 'h':
+			whatif_help();
+			return -1;
+		default:
+			return usage_error("whatif", "unknown or incomplete option '%s' (try --help)",
+					   argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		return usage_error("whatif", "missing INDEX (try --help)");
+	a->path = argv[optind++];
+	if (optind < argc)
+		return usage_error("whatif", "unexpected argument '%s' (try --help)", argv[optind]);
+	return 0;
+}
+
+/*
+ * The trace: each epoch's global order as the @world ranks read it in
+ * step (position i of rank 0, of rank 1, ...), padded as
+ * DistributedSampler pads. 0 or -errno.
+ */
+static int build_trace(uint32_t n, const struct whatif_args *a,
+		       uint32_t **ids, uint32_t *epoch_len)
+{
+	struct dlc_order_params p = { .seed = a->seed, .world = a->world,
+				      .shuffle = 1 };
+	uint32_t len = dlc_order_len(n, &p), e, r, i, *rank;
+	uint64_t total;
+
+	if (!len)
+		return -EINVAL;
+	total = (uint64_t)len * a->world;
+	/* The in-process cache's policy holds three epochs' positions. */
+	if (n > DLC_POLICY_MAX_SAMPLES || 3 * total > DLC_POLICY_MAX_WINDOW)
+		return -E2BIG;
+	*ids = malloc(sizeof(uint32_t) * total * a->epochs);
+	rank = malloc(sizeof(uint32_t) * len);
+	if (!*ids || !rank) {
+		free(*ids);
+		free(rank);
+		return -ENOMEM;
+	}
+	for (e = 0; e < a->epochs; e++) {
+		uint32_t *o = *ids + (size_t)e * total;
+
+		p.epoch = e;
+		for (r = 0; r < a->world; r++) {
+			p.rank = r;
+			if (dlc_order_fill(n, &p, rank, len)) {
+				free(rank);
+				free(*ids);
+				return -ENOMEM;
+			}
+			for (i = 0; i < len; i++)
+				o[(size_t)i * a->world + r] = rank[i];
+		}
+	}
+	free(rank);
+	*epoch_len = (uint32_t)total;
+	return 0;
+}
+
+/* The sizes are simulated on threads of their own, one point each. */
+struct sim_job {
+	const struct hs_trace *t;
+	struct whatif_point *pts;
+	uint32_t npts;
+	uint32_t next;		/* atomic: the next point to take */
+};
+
+static void *sim_thread(void *arg)
+{
+	struct sim_job *j = arg;
+	uint32_t k, p;
+
+	while ((k = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) <
+	       j->npts) {
+		struct whatif_point *pt = &j->pts[k];
+
+		for (p = 0; p < 2; p++)
+			if (hs_run(policies[p], j->t, pt->capacity, pt->res[p]))
+				pt->err = -ENOMEM;
+	}
+	return NULL;
+}
+
+static int simulate(const struct hs_trace *t, struct whatif_point *pts,
+		    uint32_t npts)
+{
+	struct sim_job j = { t, pts, npts, 0 };
+	pthread_t th[MAX_SIZES];
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	uint32_t n = cpus < 1 ? 1 : (uint32_t)cpus, i, started = 0;
+
+	if (n > npts)
+		n = npts;
+	for (i = 1; i < n; i++)
+		if (!pthread_create(&th[started], NULL, sim_thread, &j))
+			started++;
+	sim_thread(&j);
+	for (i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	for (i = 0; i < npts; i++)
+		if (pts[i].err)
+			return pts[i].err;
+	return 0;
+}
+
+/* A policy's epoch 0 and steady epochs (1 .. E-1, mean). */
+struct summary {
+	double first, steady, steady_count;
+	uint64_t first_read, steady_read;
+};
+
+static void summarise(const struct hs_epoch_result *r, uint32_t epochs,
+		      struct summary *s)
+{
+	struct hs_epoch_result st;
+
+	hs_sum(r, 1, epochs, &st);
+	s->first = hs_hit_ratio(&r[0], 1);
+	s->first_read = r[0].req_bytes - r[0].hit_bytes;
+	s->steady = hs_hit_ratio(&st, 1);
+	s->steady_count = hs_hit_ratio(&st, 0);
+	s->steady_read = (st.req_bytes - st.hit_bytes) / (epochs - 1);
+}
+
+static void print_json(const struct whatif_args *a, uint32_t n, uint64_t bytes,
+		       const struct whatif_point *pts)
+{
+	uint32_t k, p;
+
+	printf("{\"samples\": %u, \"dataset_bytes\": %llu, \"epochs\": %u, "
+	       "\"world\": %u, \"seed\": %llu, \"points\": [", n,
+	       (unsigned long long)bytes, a->epochs, a->world,
+	       (unsigned long long)a->seed);
+	for (k = 0; k < a->nsizes; k++) {
+		printf("%s{\"capacity\": %llu, \"fraction\": %.4f", k ? ", " : "",
+		       (unsigned long long)pts[k].capacity,
+		       bytes ? (double)pts[k].capacity / (double)bytes : 0.0);
+		for (p = 0; p < 2; p++) {
+			struct summary s;
+			uint32_t e;
+
+			summarise(pts[k].res[p], a->epochs, &s);
+			printf(", \"%s\": {\"first_hit_ratio\": %.6f, "
+			       "\"steady_hit_ratio\": %.6f, "
+			       "\"steady_count_hit_ratio\": %.6f, "
+			       "\"first_bytes_read\": %llu, "
+			       "\"steady_bytes_read\": %llu, \"epochs\": [",
+			       hs_policy_names[policies[p]], s.first, s.steady,
+			       s.steady_count, (unsigned long long)s.first_read,
+			       (unsigned long long)s.steady_read);
+			for (e = 0; e < a->epochs; e++)
+				printf("%s{\"hits\": %llu, \"requests\": %llu, "
+				       "\"hit_bytes\": %llu, \"request_bytes\": %llu}",
+				       e ? ", " : "",
+				       (unsigned long long)pts[k].res[p][e].hits,
+				       (unsigned long long)pts[k].res[p][e].reqs,
+				       (unsigned long long)pts[k].res[p][e].hit_bytes,
+				       (unsigned long long)pts[k].res[p][e].req_bytes);
+			printf("]}");
+		}
+		printf("}");
+	}
+	printf("]}\n");
+}
+
+static void print_table(const struct whatif_args *a, uint32_t n, uint64_t bytes,
+			const struct whatif_point *pts)
+{
+	char c[32], d[32], l[32];
+	uint32_t k;
+
+	printf("%u samples, %s; %u epochs, world %u, seed %llu; a steady epoch is the mean of epochs 1-%u\n",
+	       n, admin_bytes(bytes, c, sizeof(c)), a->epochs, a->world,
+	       (unsigned long long)a->seed, a->epochs - 1);
+	printf("%12s %7s  %14s %14s  %14s %14s\n", "cache", "of set",
+	       "dlcache hits", "read/epoch", "LRU hits", "read/epoch");
+	for (k = 0; k < a->nsizes; k++) {
+		struct summary s[2];
+
+		summarise(pts[k].res[0], a->epochs, &s[0]);
+		summarise(pts[k].res[1], a->epochs, &s[1]);
+		printf("%12s %6.1f%%  %13.1f%% %14s  %13.1f%% %14s\n",
+		       admin_bytes(pts[k].capacity, c, sizeof(c)),
+		       bytes ? 100.0 * (double)pts[k].capacity / (double)bytes : 0.0,
+		       100.0 * s[0].steady,
+		       admin_bytes(s[0].steady_read, d, sizeof(d)),
+		       100.0 * s[1].steady,
+		       admin_bytes(s[1].steady_read, l, sizeof(l)));
+	}
+}
+
+/* The steady hit ratios against the size, drawn by gnuplot into @png. */
+static int draw_png(const struct whatif_args *a, uint64_t bytes,
+		    const struct whatif_point *pts)
+{
+	FILE *g = popen("gnuplot 2>&1", "w");
+	uint32_t k, p;
+	int st;
+
+	if (!g)
+		return fail("whatif", "--png: cannot run gnuplot: %s", strerror(errno));
+	fprintf(g, "set terminal png size 900,560\nset output '");
+	for (k = 0; a->png[k]; k++)	/* a gnuplot string: '' is a quote */
+		fprintf(g, a->png[k] == '\'' ? "''" : "%c", a->png[k]);
+	fprintf(g, "'\nset title 'steady-epoch hit ratio by bytes, %u epochs, world %u'\n"
+		"set xlabel 'cache size, fraction of the data set (%.3g GB)'\n"
+		"set ylabel 'hit ratio'\nset yrange [0:1.05]\nset grid\n"
+		"set key left top\n"
+		"plot '-' using 1:2 with linespoints title 'dlcache (next use)', "
+		"'-' using 1:2 with linespoints title 'LRU page cache'\n",
+		a->epochs, a->world, (double)bytes / 1e9);
+	for (p = 0; p < 2; p++) {
+		for (k = 0; k < a->nsizes; k++) {
+			struct summary s;
+
+			summarise(pts[k].res[p], a->epochs, &s);
+			fprintf(g, "%.6f %.6f\n", bytes ? (double)pts[k].capacity /
+				(double)bytes : 0.0, s.steady);
+		}
+		fprintf(g, "e\n");
+	}
+	st = pclose(g);
+	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st))
+		return fail("whatif", "--png %s: gnuplot %s (Debian's gnuplot-nox draws it)",
+			    a->png, st != -1 && WIFEXITED(st) &&
+			    WEXITSTATUS(st) == 127 ? "not found" : "failed");
+	return 0;
+}
+
+int cmd_whatif(int argc, char **argv)
+{
+	struct whatif_point pts[MAX_SIZES] = { 0 };
+	struct whatif_args a;
+	struct dlc_index *idx = NULL;
+	struct hs_trace t = { 0 };
+	uint32_t *ids = NULL, n, i, k, p;
+	uint64_t *size = NULL, bytes = 0;
+	int ret;
+
+	ret = parse_args(argc, argv, &a);
+	if (ret)
+		return ret < 0 ? 0 : ret;
+	ret = open_index(a.path, &idx);
+	if (ret)
+		return fail("whatif", "%s: %s", a.path, index_error(ret));
+	n = dlc_index_count(idx);
+	size = malloc(sizeof(*size) * (n ? n : 1));
+	if (!size) {
+		ret = fail("whatif", "%s", strerror(ENOMEM));
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		size[i] = dlc_index_size(idx, i);
+		bytes += size[i];
+	}
+	ret = build_trace(n, &a, &ids, &t.epoch_len);
+	if (ret) {
+		ret = fail("whatif", "%s: %s", a.path, ret == -E2BIG ?
+			   "too many samples an epoch for the policy's window (2^30 positions in three epochs)" :
+			   strerror(-ret));
+		goto out;
+	}
+	t.nsamples = n;
+	t.size = size;
+	t.nepochs = a.epochs;
+	t.ids = ids;
+	for (k = 0; k < a.nsizes; k++) {
+		pts[k].capacity = a.pct[k] ? bytes * a.pct[k] / 100 : a.size[k];
+		for (p = 0; p < 2; p++) {
+			pts[k].res[p] = calloc(a.epochs, sizeof(struct hs_epoch_result));
+			if (!pts[k].res[p]) {
+				ret = fail("whatif", "%s", strerror(ENOMEM));
+				goto out;
+			}
+		}
+	}
+	ret = simulate(&t, pts, a.nsizes);
+	if (ret) {
+		ret = fail("whatif", "simulation: %s", strerror(-ret));
+		goto out;
+	}
+	if (a.json)
+		print_json(&a, n, bytes, pts);
+	else
+		print_table(&a, n, bytes, pts);
+	ret = fflush(stdout) ? fail("whatif", "write error: %s", strerror(errno)) : 0;
+	if (!ret && a.png)
+		ret = draw_png(&a, bytes, pts);
+out:
+	for (k = 0; k < a.nsizes; k++)
+		for (p = 0; p < 2; p++)
+			free(pts[k].res[p]);
+	free(ids);
+	free(size);
+	dlc_index_free(idx);
+	return ret;
+}
