@@ -422,7 +422,9 @@ int cmd_whatif(int argc, char **argv)
 	t.nepochs = a.epochs;
 	t.ids = ids;
 	for (k = 0; k < a.nsizes; k++) {
-		pts[k].capacity = a.pct[k] ? bytes * a.pct[k] / 100 : a.size[k];
+		/* In two parts: bytes * pct could pass 2^64. */
+		pts[k].capacity = a.pct[k] ? bytes / 100 * a.pct[k] +
+				  bytes % 100 * a.pct[k] / 100 : a.size[k];
 		for (p = 0; p < 2; p++) {
 			pts[k].res[p] = calloc(a.epochs, sizeof(struct hs_epoch_result));
 			if (!pts[k].res[p]) {
