@@ -58,116 +58,37 @@ static int hs_jobs_alone(const struct hs_trace *t, uint64_t cap,
 }
 
 /*
- * Upload job @j's epoch @e and the next, as the kernel has them when the
- * job starts epoch @e (an epoch already known is not uploaded again).
- */
-static int hs_jobs_upload(struct dlc_policy *p, uint32_t c,
-			  const struct hs_trace *t, uint32_t e)
-{
-	uint64_t pos;
-	uint32_t k;
-
-	for (k = e; k < e + 2 && k < t->nepochs; k++) {
-		if (dlc_policy_position(p, c, k, 0, &pos) == 0)
-			continue;
-		if (dlc_policy_add_epoch(p, c, k, t->ids +
-					 (size_t)k * t->epoch_len,
-					 t->epoch_len))
-			return -1;
-	}
-	return 0;
-}
-
-/*
  * The shared cache: jobs @a and @b (same samples and sizes; B at half A's
- * speed, @dt ns between A's requests) over one cache of @cap bytes. With
- * @by_position each job's clock is its own position x @dt, as if both
- * ran at A's speed: the merge by position alone, for comparison. The
- * merged trace into @merged. Returns 0 or -1.
+ * speed, @dt ns between A's requests) over one cache of @cap bytes
+ * (hs_run_shared(), tools/dlcachectl/hitsim.h). With @by_position each
+ * job's clock is its own position x @dt, as if both ran at A's speed: the
+ * merge by position alone, for comparison. The merged trace into
+ * @merged. Returns 0 or -1.
  */
 static int hs_jobs_shared(const struct hs_trace *a, const struct hs_trace *b,
 			  uint64_t cap, uint64_t dt, int by_position,
 			  struct hs_jobs_result *res, uint32_t *merged)
 {
-	const struct hs_trace *job[2] = { a, b };
-	uint32_t n = a->nsamples, cons[2] = { 0, 0 };
-	uint64_t T[2], next[2] = { 0, 0 }, used = 0, k = 0;
-	uint64_t window = 2ULL * a->epoch_len;	/* as dlcache.ko's default */
-	size_t sz = dlc_policy_mem_size(n, (uint32_t)window), lsz;
-	void *mem = NULL, *lmem = NULL;
-	struct dlc_policy *p = calloc(1, sizeof(*p));
-	uint8_t *in = calloc(n, 1);
+	const struct hs_job jobs[2] = { { a, dt }, { b, 2 * dt } };
+	struct hs_epoch_result *r[2], s;
 	int j, rc = -1;
 
-	T[0] = (uint64_t)a->nepochs * a->epoch_len;
-	T[1] = (uint64_t)b->nepochs * b->epoch_len;
-	lsz = dlc_policy_line_mem_size(n, (uint32_t)window);
-	mem = aligned_alloc(64, (sz + 63) & ~(size_t)63);
-	lmem = aligned_alloc(64, (lsz + 63) & ~(size_t)63);
-	if (!p || !in || !mem || !lmem || b->nsamples != n ||
-	    dlc_policy_init(p, n, (uint32_t)window, mem, sz, 0))
-		goto out;
-	j = dlc_policy_add_consumer(p, lmem, lsz, 0);
-	if (j < 0)
-		goto out;
-	cons[1] = (uint32_t)j;
-
-	while (next[0] < T[0] || next[1] < T[1]) {
-		/* The earlier request; A first on a tie. */
-		uint64_t ta = next[0] * dt, tb = next[1] * 2 * dt, now, pos;
-		uint32_t e, i, id, c;
-		const struct hs_trace *t;
-		uint64_t s;
-
-		j = next[1] >= T[1] || (next[0] < T[0] && ta <= tb) ? 0 : 1;
-		now = by_position ? next[j] * dt : j ? tb : ta;
-		t = job[j];
-		c = cons[j];
-		e = (uint32_t)(next[j] / t->epoch_len);
-		i = (uint32_t)(next[j] % t->epoch_len);
-		id = t->ids[next[j]];
-		s = a->size[id];
-		merged[k++] = id;
-		next[j]++;
-
-		if (i == 0 && hs_jobs_upload(p, c, t, e))
-			goto out;
-		if (dlc_policy_position(p, c, e, i, &pos))
-			goto out;
-		dlc_policy_advance(p, c, pos + 1, now);
-		res->req_bytes[j] += s;
-		if (in[id]) {
-			res->hit_bytes[j] += s;
-		} else {
-			res->disk_bytes += s;
-			while (s <= cap && used + s > cap) {
-				uint32_t v = dlc_policy_victim(p);
-
-				if (v == DLC_POLICY_NIL ||
-				    !dlc_policy_prefer(p, id, v))
-					break;
-				dlc_policy_remove(p, v);
-				in[v] = 0;
-				used -= a->size[v];
-			}
-			if (used + s <= cap) {
-				dlc_policy_insert(p, id);
-				in[id] = 1;
-				used += s;
-			}
+	r[0] = calloc(a->nepochs, sizeof(*r[0]));
+	r[1] = calloc(b->nepochs, sizeof(*r[1]));
+	if (r[0] && r[1] &&
+	    !hs_run_shared(HS_DLCACHE, jobs, 2, cap,
+			   by_position ? HS_CLOCK_BY_POSITION : 0, r, merged,
+			   &res->rebuilds)) {
+		for (j = 0; j < 2; j++) {
+			hs_sum(r[j], 0, jobs[j].t->nepochs, &s);
+			res->req_bytes[j] = s.req_bytes;
+			res->hit_bytes[j] = s.hit_bytes;
+			res->disk_bytes += s.req_bytes - s.hit_bytes;
 		}
-		if (next[j] == T[j] && c) {
-			/* The job detaches (consumer 0 stays, with no uses). */
-			dlc_policy_remove_consumer(p, c);
-		}
+		rc = 0;
 	}
-	res->rebuilds = p->rebuilds;
-	rc = 0;
-out:
-	free(mem);
-	free(lmem);
-	free(p);
-	free(in);
+	free(r[0]);
+	free(r[1]);
 	return rc;
 }
 

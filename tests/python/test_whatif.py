@@ -13,6 +13,12 @@
     the data set: its steady epochs' hit ratio within 0.03 of what whatif
     predicts (the loader charges its buffers' pages, up to 1/64 more, and
     offers a sample when its read completes).
+  - jobs: --jobs 5,6:2 (two jobs, the second at half the pace) share one
+    cache: its LRU, replayed here over the two jobs' real orders merged
+    in time (request k of a job at k x its step, the lower job first on
+    a tie), gives the same hits per job and epoch; and one job alone
+    through the shared cache (--jobs 5) gives what the one-process mode
+    gives.
   - png: --png draws a PNG (its signature checked), and bad arguments are
     usage errors naming what is wrong.
 """
@@ -42,9 +48,9 @@ def whatif(*args):
     return r.returncode, r.stdout, r.stderr
 
 
-def real_orders(root, world):
+def real_orders(root, world, seed=SEED):
     """Per epoch, the ids the loader's ranks hand out, ranks in step."""
-    ranks = [DataLoader(root, batch_size=7, size=16, seed=SEED, rank=r,
+    ranks = [DataLoader(root, batch_size=7, size=16, seed=seed, rank=r,
                         world_size=world, drop_last=False, cache=0,
                         return_ids=True, epochs=EPOCHS)
              for r in range(world)]
@@ -172,6 +178,63 @@ def measured(root, idx, size):
           "than 0.03" % (got, want))
 
 
+def lru_jobs(traces, steps, size, cap):
+    """LRU over the jobs' requests merged in time: per job, per epoch."""
+    reqs = []
+    for j, (tr, st) in enumerate(zip(traces, steps)):
+        k = 0
+        for e, ep in enumerate(tr):
+            for x in ep:
+                reqs.append((k * st, j, e, x))
+                k += 1
+    reqs.sort(key=lambda r: (r[0], r[1]))
+    held, used = collections.OrderedDict(), 0
+    out = [[[0, 0] for _ in tr] for tr in traces]
+    for _, j, e, x in reqs:
+        s = size[x]
+        if x in held:
+            held.move_to_end(x)
+            out[j][e][0] += 1
+            out[j][e][1] += s
+        elif s <= cap:
+            while used + s > cap:
+                v, _ = held.popitem(last=False)
+                used -= size[v]
+            held[x] = True
+            used += s
+    return [[tuple(h) for h in job] for job in out]
+
+
+def jobs(root, idx, size):
+    total = sum(size)
+    caps = [total // 4, total // 2, total * 3 // 4]
+    sizes = ",".join(str(c) for c in caps)
+    traces = [real_orders(root, 1, 5), real_orders(root, 1, 6)]
+    rc, out, err = whatif(idx, "--json", "--epochs", str(EPOCHS), "--jobs",
+                          "5,6:2", "--sizes", sizes)
+    check(rc == 0, "whatif --jobs: exit %d: %s" % (rc, err))
+    j = json.loads(out)
+    check(j["shared"] and [x["step"] for x in j["jobs"]] == [1, 2],
+          "jobs: %r" % j["jobs"])
+    for pt, cap in zip(j["points"], caps):
+        want = lru_jobs(traces, [1, 2], size, cap)
+        for n in range(2):
+            got = [(e["hits"], e["hit_bytes"])
+                   for e in pt["per_job"][n]["lru"]["epochs"]]
+            check(got == want[n], "cache %d, job %d, LRU: whatif says %s, "
+                  "the reference %s" % (cap, n, got, want[n]))
+        print("  cache %d: shared dlcache hits %.4f, LRU %.4f of the bytes"
+              % (cap, pt["dlcache"]["steady_hit_ratio"],
+                 pt["lru"]["steady_hit_ratio"]))
+    one = [json.loads(whatif(idx, "--json", "--epochs", str(EPOCHS),
+                             "--sizes", sizes, *extra)[1])
+           for extra in (["--seed", "5"], ["--jobs", "5"])]
+    for a, b in zip(one[0]["points"], one[1]["points"]):
+        check(a["dlcache"]["epochs"] == b["dlcache"]["epochs"],
+              "one job: the shared cache %s, the process's %s"
+              % (b["dlcache"]["epochs"], a["dlcache"]["epochs"]))
+
+
 def png(idx):
     tmp = dlctest.scratch("whatif-png")
     path = os.path.join(tmp, "w.png")
@@ -184,6 +247,7 @@ def png(idx):
     for args, word in ((["--epochs", "1"], "--epochs"),
                        (["--world", "0"], "--world"),
                        (["--sizes", "10%,x"], "--sizes"),
+                       (["--jobs", "1:0"], "--jobs"),
                        (["--bogus"], "--bogus")):
         rc, _, err = whatif(idx, *args)
         check(rc == 2 and word in err, "%s: exit %d, %r" % (args, rc, err))
@@ -203,6 +267,7 @@ def main():
             for i in range(len(ix))]
     dlctest.run("exact", exact, root, idx, size)
     dlctest.run("measured", measured, root, idx, size)
+    dlctest.run("jobs", jobs, root, idx, size)
     dlctest.run("png", png, idx)
     dlctest.done()
 

@@ -172,3 +172,201 @@ out:
 	free(in);
 	return rc;
 }
+
+/*
+ * Upload job @t's epoch @e and the next to consumer @c, as the kernel has
+ * them when the job starts epoch @e (an epoch already known is not
+ * uploaded again).
+ */
+static int upload_two(struct dlc_policy *p, uint32_t c,
+		      const struct hs_trace *t, uint32_t e)
+{
+	uint64_t pos;
+	uint32_t k;
+
+	for (k = e; k < e + 2 && k < t->nepochs; k++) {
+		if (dlc_policy_position(p, c, k, 0, &pos) == 0)
+			continue;
+		if (dlc_policy_add_epoch(p, c, k, t->ids +
+					 (size_t)k * t->epoch_len,
+					 t->epoch_len))
+			return -1;
+	}
+	return 0;
+}
+
+/* The shared cache's state: the policy and its consumers, or the LRU. */
+struct shared {
+	struct dlc_policy *p;
+	void *mem;
+	void *lmem[DLC_POLICY_MAX_CONSUMERS];
+	uint32_t cons[DLC_POLICY_MAX_CONSUMERS];
+	struct hs_lru lru;
+	uint8_t *in;
+	uint64_t used;
+};
+
+static void shared_free(struct shared *sh, uint32_t njobs)
+{
+	uint32_t j;
+
+	for (j = 0; j < njobs; j++)
+		free(sh->lmem[j]);
+	free(sh->mem);
+	free(sh->p);
+	free(sh->lru.prev);
+	free(sh->lru.next);
+	free(sh->in);
+}
+
+static int shared_init(struct shared *sh, enum hs_policy pol,
+		       const struct hs_job *jobs, uint32_t njobs)
+{
+	uint32_t n = jobs[0].t->nsamples, j;
+	uint64_t window = 2ULL * jobs[0].t->epoch_len;	/* dlcache.ko's */
+	size_t sz, lsz;
+	int c;
+
+	memset(sh, 0, sizeof(*sh));
+	sh->lru.head = sh->lru.tail = HS_NIL;
+	sh->in = calloc(n ? n : 1, 1);
+	if (!sh->in)
+		return -1;
+	for (j = 0; j < njobs; j++)
+		if (jobs[j].t->nsamples != n ||
+		    2ULL * jobs[j].t->epoch_len > window)
+			return -1;
+	if (pol == HS_LRU) {
+		sh->lru.prev = malloc(sizeof(uint32_t) * (n ? n : 1));
+		sh->lru.next = malloc(sizeof(uint32_t) * (n ? n : 1));
+		return sh->lru.prev && sh->lru.next ? 0 : -1;
+	}
+	if (window > DLC_POLICY_MAX_WINDOW)
+		return -1;
+	sz = dlc_policy_mem_size(n, (uint32_t)window);
+	lsz = dlc_policy_line_mem_size(n, (uint32_t)window);
+	sh->p = calloc(1, sizeof(*sh->p));
+	sh->mem = aligned_alloc(64, (sz + 63) & ~(size_t)63);
+	if (!sh->p || !sh->mem ||
+	    dlc_policy_init(sh->p, n, (uint32_t)window, sh->mem, sz, 0))
+		return -1;
+	/* Job 0 is consumer 0, which dlc_policy_init() made. */
+	for (j = 1; j < njobs; j++) {
+		sh->lmem[j] = aligned_alloc(64, (lsz + 63) & ~(size_t)63);
+		if (!sh->lmem[j])
+			return -1;
+		c = dlc_policy_add_consumer(sh->p, sh->lmem[j], lsz, 0);
+		if (c < 0)
+			return -1;
+		sh->cons[j] = (uint32_t)c;
+	}
+	return 0;
+}
+
+/* A miss of @id (@s bytes) offered to the shared cache. */
+static void shared_offer(struct shared *sh, enum hs_policy pol,
+			 const uint64_t *size, uint64_t cap, uint32_t id,
+			 uint64_t s)
+{
+	if (s > cap)
+		return;
+	while (sh->used + s > cap) {
+		uint32_t v;
+
+		if (pol == HS_LRU) {
+			v = sh->lru.tail;
+			lru_unlink(&sh->lru, v);
+		} else {
+			v = dlc_policy_victim(sh->p);
+			if (v == DLC_POLICY_NIL || !dlc_policy_prefer(sh->p, id, v))
+				return;
+			dlc_policy_remove(sh->p, v);
+		}
+		sh->in[v] = 0;
+		sh->used -= size[v];
+	}
+	if (pol == HS_LRU)
+		lru_push(&sh->lru, id);
+	else
+		dlc_policy_insert(sh->p, id);
+	sh->in[id] = 1;
+	sh->used += s;
+}
+
+int hs_run_shared(enum hs_policy pol, const struct hs_job *jobs,
+		  uint32_t njobs, uint64_t cap, unsigned int flags,
+		  struct hs_epoch_result **res, uint32_t *merged,
+		  uint64_t *rebuilds)
+{
+	uint64_t next[DLC_POLICY_MAX_CONSUMERS] = { 0 };
+	uint64_t T[DLC_POLICY_MAX_CONSUMERS], k = 0;
+	const uint64_t *size;
+	struct shared sh;
+	uint32_t j;
+	int rc = -1;
+
+	if (!njobs || njobs >= DLC_POLICY_MAX_CONSUMERS ||
+	    (pol != HS_DLCACHE && pol != HS_LRU))
+		return -1;
+	size = jobs[0].t->size;
+	for (j = 0; j < njobs; j++) {
+		T[j] = (uint64_t)jobs[j].t->nepochs * jobs[j].t->epoch_len;
+		memset(res[j], 0, sizeof(**res) * jobs[j].t->nepochs);
+	}
+	if (shared_init(&sh, pol, jobs, njobs))
+		goto out;
+	for (;;) {
+		uint64_t best = UINT64_MAX, now, pos, s;
+		const struct hs_trace *t;
+		uint32_t e, i, id, c, b = njobs;
+		struct hs_epoch_result *r;
+
+		/* The earliest request; the lower job first on a tie. */
+		for (j = 0; j < njobs; j++)
+			if (next[j] < T[j] && next[j] * jobs[j].dt < best) {
+				best = next[j] * jobs[j].dt;
+				b = j;
+			}
+		if (b == njobs)
+			break;
+		t = jobs[b].t;
+		c = sh.cons[b];
+		now = flags & HS_CLOCK_BY_POSITION ? next[b] * jobs[0].dt : best;
+		e = (uint32_t)(next[b] / t->epoch_len);
+		i = (uint32_t)(next[b] % t->epoch_len);
+		id = t->ids[next[b]];
+		s = size[id];
+		r = &res[b][e];
+		if (merged)
+			merged[k++] = id;
+		next[b]++;
+		if (pol == HS_DLCACHE) {
+			if (i == 0 && upload_two(sh.p, c, t, e))
+				goto out;
+			if (dlc_policy_position(sh.p, c, e, i, &pos))
+				goto out;
+			dlc_policy_advance(sh.p, c, pos + 1, now);
+		}
+		r->reqs++;
+		r->req_bytes += s;
+		if (sh.in[id]) {
+			r->hits++;
+			r->hit_bytes += s;
+			if (pol == HS_LRU) {
+				lru_unlink(&sh.lru, id);
+				lru_push(&sh.lru, id);
+			}
+		} else {
+			shared_offer(&sh, pol, size, cap, id, s);
+		}
+		/* The job detaches (consumer 0 stays, with no uses). */
+		if (pol == HS_DLCACHE && next[b] == T[b] && c)
+			dlc_policy_remove_consumer(sh.p, c);
+	}
+	if (rebuilds && sh.p)
+		*rebuilds = sh.p->rebuilds;
+	rc = 0;
+out:
+	shared_free(&sh, njobs);
+	return rc;
+}

@@ -57,4 +57,34 @@ void hs_sum(const struct hs_epoch_result *r, uint32_t from, uint32_t to,
 int hs_run(enum hs_policy pol, const struct hs_trace *t, uint64_t cap,
 	   struct hs_epoch_result *res);
 
+/* One job of a shared cache: its trace and the time between its requests. */
+struct hs_job {
+	const struct hs_trace *t;
+	uint64_t dt;			/* ns a position */
+};
+
+/* hs_run_shared()'s flags. */
+#define HS_CLOCK_BY_POSITION	(1U << 0)	/* a job's clock: position x dt[0] */
+
+/*
+ * @njobs jobs (at most 31; the same samples and sizes) over one cache of
+ * @cap bytes, their requests merged in time (job i's request k at k *
+ * dt; the lower job first on a tie). HS_DLCACHE ranks by the merged
+ * policy as dlcache.ko drives it: each job a consumer with its own time
+ * line, its epoch's order and the next uploaded when it starts an epoch
+ * (two epochs of window), every request advancing its consumer with now
+ * = the request's time, a miss offered (the victim evicted while the
+ * request is preferred to it, else it bypasses), the consumer removed
+ * after its last request. HS_LRU: one LRU over the merged requests.
+ * With HS_CLOCK_BY_POSITION each job's clock runs as if at job 0's
+ * speed. Per job and epoch into @res[j] (nepochs entries each); the
+ * merged sample IDs into @merged and the policy's key rebuilds into
+ * *@rebuilds, where not NULL. Returns 0, or -1 when out of memory or
+ * over the policy's limits.
+ */
+int hs_run_shared(enum hs_policy pol, const struct hs_job *jobs,
+		  uint32_t njobs, uint64_t cap, unsigned int flags,
+		  struct hs_epoch_result **res, uint32_t *merged,
+		  uint64_t *rebuilds);
+
 #endif

@@ -5,7 +5,8 @@
  * seed, world), the hit ratio and bytes read per epoch at each cache size,
  * for dlcache's policy (the library's in-process cache, driven as the
  * loader drives it: hitsim.h) and for an LRU page cache, as a table, JSON
- * or a PNG drawn by gnuplot.
+ * or a PNG drawn by gnuplot. With --jobs, several jobs (each its seed and
+ * pace) share one cache ranked by the merged policy, as on dlcache.ko.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -23,6 +24,7 @@
 #include "policy.h"
 
 #define MAX_SIZES	32
+#define MAX_JOBS	16
 /* Fractions of the data set's bytes, in percent, when --sizes is not given. */
 static const uint32_t default_pct[] = { 10, 25, 50, 75, 90, 100, 125 };
 
@@ -35,12 +37,17 @@ struct whatif_args {
 	uint32_t pct[MAX_SIZES];	/* percent of the data set, or 0 */
 	const char *png;
 	int json;
+	/* --jobs: a shared cache (hs_run_shared); else one job, in-process. */
+	int shared;
+	uint32_t njobs;
+	uint64_t job_seed[MAX_JOBS];
+	uint32_t job_step[MAX_JOBS];	/* time a position, relative */
 };
 
-/* One cache size's results: per policy, per epoch. */
+/* One cache size's results: per policy, per job, per epoch. */
 struct whatif_point {
 	uint64_t capacity;
-	struct hs_epoch_result *res[2];	/* HS_DLCACHE, HS_LRU */
+	struct hs_epoch_result *res[2][MAX_JOBS];	/* HS_DLCACHE, HS_LRU */
 	int err;
 };
 
@@ -49,7 +56,7 @@ static const enum hs_policy policies[2] = { HS_DLCACHE, HS_LRU };
 static void whatif_help(void)
 {
 	printf("usage: dlcachectl whatif INDEX [--epochs E] [--world W] [--seed S]\n"
-	       "                        [--sizes LIST] [--png FILE] [--json]\n"
+	       "                        [--jobs LIST] [--sizes LIST] [--png FILE] [--json]\n"
 	       "\n"
 	       "How much memory the cache should get: for the data set's real sample\n"
 	       "sizes and the job's known epoch orders (the shuffles bench and the\n"
@@ -64,12 +71,17 @@ static void whatif_help(void)
 	       "  --epochs E     epochs to run, >= 2 (default 3)\n"
 	       "  --world W      ranks of the job that share the cache (default 1)\n"
 	       "  --seed S       the job's shuffle seed (default 0, as bench)\n"
+	       "  --jobs LIST    jobs sharing one cache (dlcache.ko), comma separated,\n"
+	       "                 each SEED[:STEP]: its seed, and its time a sample\n"
+	       "                 relative to the others' (2: half the pace of 1;\n"
+	       "                 default 1); at most %d. Each job has WORLD ranks\n"
 	       "  --sizes LIST   cache sizes, comma separated: SIZE (K, M, G) or a\n"
 	       "                 percentage of the data set (default 10%%,25%%,50%%,\n"
 	       "                 75%%,90%%,100%%,125%%); at most %d\n"
-	       "  --png FILE     also draw the hit ratios against the size (gnuplot)\n"
+	       "  --png FILE     also draw the hit ratios against the size (gnuplot;\n"
+	       "                 with --jobs, of every job's requests together)\n"
 	       "  --json         one JSON object instead of the table\n"
-	       "  -h, --help     show this help\n", MAX_SIZES);
+	       "  -h, --help     show this help\n", MAX_JOBS, MAX_SIZES);
 }
 
 static int parse_sizes(const char *list, struct whatif_args *a)
@@ -103,6 +115,35 @@ static int parse_sizes(const char *list, struct whatif_args *a)
 	return ret || !a->nsizes ? -1 : 0;
 }
 
+static int parse_jobs(const char *list, struct whatif_args *a)
+{
+	char *copy = strdup(list), *tok, *save = NULL, *colon;
+	int ret = 0;
+
+	if (!copy)
+		return -1;
+	a->njobs = 0;
+	for (tok = strtok_r(copy, ",", &save); tok && !ret;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (a->njobs == MAX_JOBS) {
+			ret = -1;
+			break;
+		}
+		a->job_step[a->njobs] = 1;
+		colon = strchr(tok, ':');
+		if (colon) {
+			*colon = '\0';
+			ret = parse_u32(colon + 1, 1, 1000,
+					&a->job_step[a->njobs]);
+		}
+		ret = ret ?: parse_u64(tok, 0, UINT64_MAX,
+				       &a->job_seed[a->njobs]);
+		a->njobs++;
+	}
+	free(copy);
+	return ret || !a->njobs ? -1 : 0;
+}
+
 /* <0 help shown, >0 exit status, 0 parsed. */
 static int parse_args(int argc, char **argv, struct whatif_args *a)
 {
@@ -111,6 +152,7 @@ static int parse_args(int argc, char **argv, struct whatif_args *a)
 		{ "world", required_argument, NULL, 'w' },
 		{ "seed", required_argument, NULL, 's' },
 		{ "sizes", required_argument, NULL, 'z' },
+		{ "jobs", required_argument, NULL, 'J' },
 		{ "png", required_argument, NULL, 'p' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
@@ -146,6 +188,12 @@ static int parse_args(int argc, char **argv, struct whatif_args *a)
 				return usage_error("whatif", "--sizes: want up to %d of SIZE or N%%, comma separated, got '%s'",
 						   MAX_SIZES, optarg);
 			break;
+		case 'J':
+			if (parse_jobs(optarg, a))
+				return usage_error("whatif", "--jobs: want up to %d of SEED or SEED:STEP (STEP 1 to 1000), comma separated, got '%s'",
+						   MAX_JOBS, optarg);
+			a->shared = 1;
+			break;
 		case 'p':
 			a->png = optarg;
 			break;
@@ -160,6 +208,11 @@ static int parse_args(int argc, char **argv, struct whatif_args *a)
 					   argv[optind - 1]);
 		}
 	}
+	if (!a->shared) {
+		a->njobs = 1;
+		a->job_seed[0] = a->seed;
+		a->job_step[0] = 1;
+	}
 	if (optind >= argc)
 		return usage_error("whatif", "missing INDEX (try --help)");
 	a->path = argv[optind++];
@@ -173,10 +226,10 @@ static int parse_args(int argc, char **argv, struct whatif_args *a)
  * step (position i of rank 0, of rank 1, ...), padded as
  * DistributedSampler pads. 0 or -errno.
  */
-static int build_trace(uint32_t n, const struct whatif_args *a,
+static int build_trace(uint32_t n, const struct whatif_args *a, uint64_t seed,
 		       uint32_t **ids, uint32_t *epoch_len)
 {
-	struct dlc_order_params p = { .seed = a->seed, .world = a->world,
+	struct dlc_order_params p = { .seed = seed, .world = a->world,
 				      .shuffle = 1 };
 	uint32_t len = dlc_order_len(n, &p), e, r, i, *rank;
 	uint64_t total;
@@ -216,7 +269,8 @@ static int build_trace(uint32_t n, const struct whatif_args *a,
 
 /* The sizes are simulated on threads of their own, one point each. */
 struct sim_job {
-	const struct hs_trace *t;
+	const struct whatif_args *a;
+	const struct hs_trace *t;	/* per job */
 	struct whatif_point *pts;
 	uint32_t npts;
 	uint32_t next;		/* atomic: the next point to take */
@@ -225,23 +279,33 @@ struct sim_job {
 static void *sim_thread(void *arg)
 {
 	struct sim_job *j = arg;
-	uint32_t k, p;
+	struct hs_job jobs[MAX_JOBS];
+	uint32_t k, p, i;
 
+	for (i = 0; i < j->a->njobs; i++) {
+		jobs[i].t = &j->t[i];
+		jobs[i].dt = j->a->job_step[i];
+	}
 	while ((k = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) <
 	       j->npts) {
 		struct whatif_point *pt = &j->pts[k];
 
 		for (p = 0; p < 2; p++)
-			if (hs_run(policies[p], j->t, pt->capacity, pt->res[p]))
+			if (j->a->shared ?
+			    hs_run_shared(policies[p], jobs, j->a->njobs,
+					  pt->capacity, 0, pt->res[p], NULL,
+					  NULL) :
+			    hs_run(policies[p], j->t, pt->capacity,
+				   pt->res[p][0]))
 				pt->err = -ENOMEM;
 	}
 	return NULL;
 }
 
-static int simulate(const struct hs_trace *t, struct whatif_point *pts,
-		    uint32_t npts)
+static int simulate(const struct whatif_args *a, const struct hs_trace *t,
+		    struct whatif_point *pts, uint32_t npts)
 {
-	struct sim_job j = { t, pts, npts, 0 };
+	struct sim_job j = { a, t, pts, npts, 0 };
 	pthread_t th[MAX_SIZES];
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	uint32_t n = cpus < 1 ? 1 : (uint32_t)cpus, i, started = 0;
@@ -260,89 +324,154 @@ static int simulate(const struct hs_trace *t, struct whatif_point *pts,
 	return 0;
 }
 
-/* A policy's epoch 0 and steady epochs (1 .. E-1, mean). */
+/* A policy's epoch 0 and steady epochs (1 .. E-1, mean), over @njobs jobs. */
 struct summary {
 	double first, steady, steady_count;
 	uint64_t first_read, steady_read;
 };
 
-static void summarise(const struct hs_epoch_result *r, uint32_t epochs,
-		      struct summary *s)
+static void summarise(struct hs_epoch_result *const *r, uint32_t njobs,
+		      uint32_t epochs, struct summary *s)
 {
-	struct hs_epoch_result st;
+	struct hs_epoch_result f = { 0 }, st = { 0 }, x;
+	uint32_t j;
 
-	hs_sum(r, 1, epochs, &st);
-	s->first = hs_hit_ratio(&r[0], 1);
-	s->first_read = r[0].req_bytes - r[0].hit_bytes;
+	for (j = 0; j < njobs; j++) {
+		f.reqs += r[j][0].reqs;
+		f.hits += r[j][0].hits;
+		f.req_bytes += r[j][0].req_bytes;
+		f.hit_bytes += r[j][0].hit_bytes;
+		hs_sum(r[j], 1, epochs, &x);
+		st.reqs += x.reqs;
+		st.hits += x.hits;
+		st.req_bytes += x.req_bytes;
+		st.hit_bytes += x.hit_bytes;
+	}
+	s->first = hs_hit_ratio(&f, 1);
+	s->first_read = f.req_bytes - f.hit_bytes;
 	s->steady = hs_hit_ratio(&st, 1);
 	s->steady_count = hs_hit_ratio(&st, 0);
 	s->steady_read = (st.req_bytes - st.hit_bytes) / (epochs - 1);
 }
 
+/* "dlcache": {...}, "lru": {...} of @njobs jobs' results from @j. */
+static void json_policies(const struct whatif_args *a,
+			  const struct whatif_point *pt, uint32_t j,
+			  uint32_t njobs)
+{
+	uint32_t p, e, i;
+
+	for (p = 0; p < 2; p++) {
+		struct summary s;
+
+		summarise(&pt->res[p][j], njobs, a->epochs, &s);
+		printf("%s\"%s\": {\"first_hit_ratio\": %.6f, "
+		       "\"steady_hit_ratio\": %.6f, "
+		       "\"steady_count_hit_ratio\": %.6f, "
+		       "\"first_bytes_read\": %llu, "
+		       "\"steady_bytes_read\": %llu, \"epochs\": [",
+		       p ? ", " : "", hs_policy_names[policies[p]], s.first,
+		       s.steady, s.steady_count,
+		       (unsigned long long)s.first_read,
+		       (unsigned long long)s.steady_read);
+		for (e = 0; e < a->epochs; e++) {
+			struct hs_epoch_result r = { 0 };
+
+			for (i = j; i < j + njobs; i++) {
+				r.hits += pt->res[p][i][e].hits;
+				r.reqs += pt->res[p][i][e].reqs;
+				r.hit_bytes += pt->res[p][i][e].hit_bytes;
+				r.req_bytes += pt->res[p][i][e].req_bytes;
+			}
+			printf("%s{\"hits\": %llu, \"requests\": %llu, "
+			       "\"hit_bytes\": %llu, \"request_bytes\": %llu}",
+			       e ? ", " : "", (unsigned long long)r.hits,
+			       (unsigned long long)r.reqs,
+			       (unsigned long long)r.hit_bytes,
+			       (unsigned long long)r.req_bytes);
+		}
+		printf("]}");
+	}
+}
+
 static void print_json(const struct whatif_args *a, uint32_t n, uint64_t bytes,
 		       const struct whatif_point *pts)
 {
-	uint32_t k, p;
+	uint32_t k, j;
 
 	printf("{\"samples\": %u, \"dataset_bytes\": %llu, \"epochs\": %u, "
-	       "\"world\": %u, \"seed\": %llu, \"points\": [", n,
+	       "\"world\": %u, \"seed\": %llu, \"shared\": %s, \"jobs\": [", n,
 	       (unsigned long long)bytes, a->epochs, a->world,
-	       (unsigned long long)a->seed);
+	       (unsigned long long)a->seed, a->shared ? "true" : "false");
+	for (j = 0; j < a->njobs; j++)
+		printf("%s{\"seed\": %llu, \"step\": %u}", j ? ", " : "",
+		       (unsigned long long)a->job_seed[j], a->job_step[j]);
+	printf("], \"points\": [");
 	for (k = 0; k < a->nsizes; k++) {
-		printf("%s{\"capacity\": %llu, \"fraction\": %.4f", k ? ", " : "",
+		printf("%s{\"capacity\": %llu, \"fraction\": %.4f, ", k ? ", " : "",
 		       (unsigned long long)pts[k].capacity,
 		       bytes ? (double)pts[k].capacity / (double)bytes : 0.0);
-		for (p = 0; p < 2; p++) {
-			struct summary s;
-			uint32_t e;
-
-			summarise(pts[k].res[p], a->epochs, &s);
-			printf(", \"%s\": {\"first_hit_ratio\": %.6f, "
-			       "\"steady_hit_ratio\": %.6f, "
-			       "\"steady_count_hit_ratio\": %.6f, "
-			       "\"first_bytes_read\": %llu, "
-			       "\"steady_bytes_read\": %llu, \"epochs\": [",
-			       hs_policy_names[policies[p]], s.first, s.steady,
-			       s.steady_count, (unsigned long long)s.first_read,
-			       (unsigned long long)s.steady_read);
-			for (e = 0; e < a->epochs; e++)
-				printf("%s{\"hits\": %llu, \"requests\": %llu, "
-				       "\"hit_bytes\": %llu, \"request_bytes\": %llu}",
-				       e ? ", " : "",
-				       (unsigned long long)pts[k].res[p][e].hits,
-				       (unsigned long long)pts[k].res[p][e].reqs,
-				       (unsigned long long)pts[k].res[p][e].hit_bytes,
-				       (unsigned long long)pts[k].res[p][e].req_bytes);
-			printf("]}");
+		/* Every job together, then (with --jobs) each. */
+		json_policies(a, &pts[k], 0, a->njobs);
+		if (a->shared) {
+			printf(", \"per_job\": [");
+			for (j = 0; j < a->njobs; j++) {
+				printf("%s{", j ? ", " : "");
+				json_policies(a, &pts[k], j, 1);
+				printf("}");
+			}
+			printf("]");
 		}
 		printf("}");
 	}
 	printf("]}\n");
 }
 
+static void print_row(const char *what, uint64_t cap, uint64_t bytes,
+		      const struct summary *s)
+{
+	char c[32], d[32], l[32];
+
+	printf("%12s %7s %6.1f%%  %13.1f%% %14s  %13.1f%% %14s\n",
+	       admin_bytes(cap, c, sizeof(c)), what,
+	       bytes ? 100.0 * (double)cap / (double)bytes : 0.0,
+	       100.0 * s[0].steady, admin_bytes(s[0].steady_read, d, sizeof(d)),
+	       100.0 * s[1].steady, admin_bytes(s[1].steady_read, l, sizeof(l)));
+}
+
 static void print_table(const struct whatif_args *a, uint32_t n, uint64_t bytes,
 			const struct whatif_point *pts)
 {
-	char c[32], d[32], l[32];
-	uint32_t k;
+	uint32_t k, j, p;
+	char c[32], what[16];
 
-	printf("%u samples, %s; %u epochs, world %u, seed %llu; a steady epoch is the mean of epochs 1-%u\n",
+	printf("%u samples, %s; %u epochs, world %u; a steady epoch is the mean of epochs 1-%u\n",
 	       n, admin_bytes(bytes, c, sizeof(c)), a->epochs, a->world,
-	       (unsigned long long)a->seed, a->epochs - 1);
-	printf("%12s %7s  %14s %14s  %14s %14s\n", "cache", "of set",
-	       "dlcache hits", "read/epoch", "LRU hits", "read/epoch");
+	       a->epochs - 1);
+	if (a->shared) {
+		printf("one cache (dlcache.ko) shared by %u jobs:", a->njobs);
+		for (j = 0; j < a->njobs; j++)
+			printf(" %u: seed %llu, step %u;", j,
+			       (unsigned long long)a->job_seed[j], a->job_step[j]);
+		printf(" \"all\" is every request\n");
+	} else {
+		printf("seed %llu; one process's cache\n",
+		       (unsigned long long)a->seed);
+	}
+	printf("%12s %7s %7s  %14s %14s  %14s %14s\n", "cache", "job",
+	       "of set", "dlcache hits", "read/epoch", "LRU hits", "read/epoch");
 	for (k = 0; k < a->nsizes; k++) {
 		struct summary s[2];
 
-		summarise(pts[k].res[0], a->epochs, &s[0]);
-		summarise(pts[k].res[1], a->epochs, &s[1]);
-		printf("%12s %6.1f%%  %13.1f%% %14s  %13.1f%% %14s\n",
-		       admin_bytes(pts[k].capacity, c, sizeof(c)),
-		       bytes ? 100.0 * (double)pts[k].capacity / (double)bytes : 0.0,
-		       100.0 * s[0].steady,
-		       admin_bytes(s[0].steady_read, d, sizeof(d)),
-		       100.0 * s[1].steady,
-		       admin_bytes(s[1].steady_read, l, sizeof(l)));
+		for (p = 0; p < 2; p++)
+			summarise(pts[k].res[p], a->njobs, a->epochs, &s[p]);
+		print_row(a->shared ? "all" : "-", pts[k].capacity, bytes, s);
+		for (j = 0; a->shared && j < a->njobs; j++) {
+			for (p = 0; p < 2; p++)
+				summarise(&pts[k].res[p][j], 1, a->epochs, &s[p]);
+			snprintf(what, sizeof(what), "%u", j);
+			print_row(what, pts[k].capacity, bytes, s);
+		}
 	}
 }
 
@@ -359,18 +488,19 @@ static int draw_png(const struct whatif_args *a, uint64_t bytes,
 	fprintf(g, "set terminal png size 900,560\nset output '");
 	for (k = 0; a->png[k]; k++)	/* a gnuplot string: '' is a quote */
 		fprintf(g, a->png[k] == '\'' ? "''" : "%c", a->png[k]);
-	fprintf(g, "'\nset title 'steady-epoch hit ratio by bytes, %u epochs, world %u'\n"
+	fprintf(g, "'\nset title 'steady-epoch hit ratio by bytes, %u epochs, world %u, %u job%s'\n"
 		"set xlabel 'cache size, fraction of the data set (%.3g GB)'\n"
 		"set ylabel 'hit ratio'\nset yrange [0:1.05]\nset grid\n"
 		"set key left top\n"
 		"plot '-' using 1:2 with linespoints title 'dlcache (next use)', "
 		"'-' using 1:2 with linespoints title 'LRU page cache'\n",
-		a->epochs, a->world, (double)bytes / 1e9);
+		a->epochs, a->world, a->njobs, a->njobs > 1 ? "s" : "",
+		(double)bytes / 1e9);
 	for (p = 0; p < 2; p++) {
 		for (k = 0; k < a->nsizes; k++) {
 			struct summary s;
 
-			summarise(pts[k].res[p], a->epochs, &s);
+			summarise(pts[k].res[p], a->njobs, a->epochs, &s);
 			fprintf(g, "%.6f %.6f\n", bytes ? (double)pts[k].capacity /
 				(double)bytes : 0.0, s.steady);
 		}
@@ -387,10 +517,11 @@ static int draw_png(const struct whatif_args *a, uint64_t bytes,
 int cmd_whatif(int argc, char **argv)
 {
 	struct whatif_point pts[MAX_SIZES] = { 0 };
-	struct whatif_args a;
+	struct hs_trace t[MAX_JOBS] = { 0 };
+	uint32_t *ids[MAX_JOBS] = { NULL };
 	struct dlc_index *idx = NULL;
-	struct hs_trace t = { 0 };
-	uint32_t *ids = NULL, n, i, k, p;
+	struct whatif_args a;
+	uint32_t n, i, j, k, p;
 	uint64_t *size = NULL, bytes = 0;
 	int ret;
 
@@ -410,30 +541,34 @@ int cmd_whatif(int argc, char **argv)
 		size[i] = dlc_index_size(idx, i);
 		bytes += size[i];
 	}
-	ret = build_trace(n, &a, &ids, &t.epoch_len);
-	if (ret) {
-		ret = fail("whatif", "%s: %s", a.path, ret == -E2BIG ?
-			   "too many samples an epoch for the policy's window (2^30 positions in three epochs)" :
-			   strerror(-ret));
-		goto out;
+	for (j = 0; j < a.njobs; j++) {
+		ret = build_trace(n, &a, a.job_seed[j], &ids[j], &t[j].epoch_len);
+		if (ret) {
+			ret = fail("whatif", "%s: %s", a.path, ret == -E2BIG ?
+				   "too many samples an epoch for the policy's window (2^30 positions in three epochs)" :
+				   strerror(-ret));
+			goto out;
+		}
+		t[j].nsamples = n;
+		t[j].size = size;
+		t[j].nepochs = a.epochs;
+		t[j].ids = ids[j];
 	}
-	t.nsamples = n;
-	t.size = size;
-	t.nepochs = a.epochs;
-	t.ids = ids;
 	for (k = 0; k < a.nsizes; k++) {
 		/* In two parts: bytes * pct could pass 2^64. */
 		pts[k].capacity = a.pct[k] ? bytes / 100 * a.pct[k] +
 				  bytes % 100 * a.pct[k] / 100 : a.size[k];
-		for (p = 0; p < 2; p++) {
-			pts[k].res[p] = calloc(a.epochs, sizeof(struct hs_epoch_result));
-			if (!pts[k].res[p]) {
-				ret = fail("whatif", "%s", strerror(ENOMEM));
-				goto out;
+		for (p = 0; p < 2; p++)
+			for (j = 0; j < a.njobs; j++) {
+				pts[k].res[p][j] = calloc(a.epochs,
+							  sizeof(struct hs_epoch_result));
+				if (!pts[k].res[p][j]) {
+					ret = fail("whatif", "%s", strerror(ENOMEM));
+					goto out;
+				}
 			}
-		}
 	}
-	ret = simulate(&t, pts, a.nsizes);
+	ret = simulate(&a, t, pts, a.nsizes);
 	if (ret) {
 		ret = fail("whatif", "simulation: %s", strerror(-ret));
 		goto out;
@@ -448,8 +583,10 @@ int cmd_whatif(int argc, char **argv)
 out:
 	for (k = 0; k < a.nsizes; k++)
 		for (p = 0; p < 2; p++)
-			free(pts[k].res[p]);
-	free(ids);
+			for (j = 0; j < a.njobs; j++)
+				free(pts[k].res[p][j]);
+	for (j = 0; j < a.njobs; j++)
+		free(ids[j]);
 	free(size);
 	dlc_index_free(idx);
 	return ret;
