@@ -274,7 +274,6 @@ static int readbench_open(const struct readbench_args *a, struct rb *b)
 	b->order = malloc(sizeof(*b->order) * b->n);
 	if (!b->order)
 		return fail("readbench", "%s", strerror(ENOMEM));
-	b->ref_fd = -1;
 	if (a->against)
 		return open_against(b, a->against, a->path);
 	return 0;
@@ -368,7 +367,7 @@ int cmd_readbench(int argc, char **argv)
 {
 	struct readbench_args a;
 	struct dlc_index *idx = NULL;
-	struct rb b = { 0 };
+	struct rb b = { .ref_fd = -1 };	/* closed only once opened */
 	int ret, rc;
 
 	rc = readbench_parse(argc, argv, &a);
