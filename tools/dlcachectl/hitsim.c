@@ -63,6 +63,73 @@ static void lru_push(struct hs_lru *l, uint32_t id)
 		l->tail = id;
 }
 
+/*
+ * What a simulated cache holds: which samples, their bytes, and (LRU
+ * only) their order of use. hs_run()'s LRU and MinIO and the shared
+ * cache of hs_run_shared() keep it.
+ */
+struct hs_held {
+	uint8_t *in;		/* per sample: held */
+	uint64_t used;		/* bytes held */
+	struct hs_lru lru;	/* with_lru only */
+};
+
+static int held_init(struct hs_held *h, uint32_t n, int with_lru)
+{
+	memset(h, 0, sizeof(*h));
+	h->lru.head = h->lru.tail = HS_NIL;
+	h->in = calloc(n ? n : 1, 1);
+	if (with_lru) {
+		h->lru.prev = malloc(sizeof(uint32_t) * (n ? n : 1));
+		h->lru.next = malloc(sizeof(uint32_t) * (n ? n : 1));
+		if (!h->lru.prev || !h->lru.next)
+			return -1;
+	}
+	return h->in ? 0 : -1;
+}
+
+static void held_free(struct hs_held *h)
+{
+	free(h->in);
+	free(h->lru.prev);
+	free(h->lru.next);
+}
+
+static void held_add(struct hs_held *h, uint32_t id, uint64_t s)
+{
+	h->in[id] = 1;
+	h->used += s;
+}
+
+static void held_drop(struct hs_held *h, const uint64_t *size, uint32_t v)
+{
+	h->in[v] = 0;
+	h->used -= size[v];
+}
+
+/* LRU: a hit moves @id to the head. */
+static void lru_touch(struct hs_held *h, uint32_t id)
+{
+	lru_unlink(&h->lru, id);
+	lru_push(&h->lru, id);
+}
+
+/* LRU: a miss of @id (@s bytes) is admitted, the least recent evicted. */
+static void lru_offer(struct hs_held *h, const uint64_t *size, uint64_t cap,
+		      uint32_t id, uint64_t s)
+{
+	if (s > cap)
+		return;
+	while (h->used + s > cap) {
+		uint32_t v = h->lru.tail;
+
+		lru_unlink(&h->lru, v);
+		held_drop(h, size, v);
+	}
+	held_add(h, id, s);
+	lru_push(&h->lru, id);
+}
+
 /* The trace's orders, for dlc_cache_prepare_epoch(). */
 static int hs_fill(void *arg, uint32_t epoch, uint32_t *ids, uint32_t len)
 {
@@ -78,24 +145,15 @@ int hs_run(enum hs_policy pol, const struct hs_trace *t, uint64_t cap,
 	   struct hs_epoch_result *res)
 {
 	uint32_t n = t->nsamples, L = t->epoch_len, e, i;
-	uint8_t *in = calloc(n ? n : 1, 1);
 	struct dlc_cache *c = NULL;
-	struct hs_lru lru = { NULL, NULL, HS_NIL, HS_NIL };
-	uint64_t used = 0;
+	struct hs_held h;
 	int rc = -1;
 
 	memset(res, 0, sizeof(*res) * t->nepochs);
-	if (!in)
-		return -1;
-	if (pol == HS_DLCACHE) {
-		if (dlc_cache_create(n, L, cap, &c))
-			goto out;
-	} else if (pol == HS_LRU) {
-		lru.prev = malloc(sizeof(uint32_t) * n);
-		lru.next = malloc(sizeof(uint32_t) * n);
-		if (!lru.prev || !lru.next)
-			goto out;
-	}
+	if (held_init(&h, n, pol == HS_LRU))
+		goto out;
+	if (pol == HS_DLCACHE && dlc_cache_create(n, L, cap, &c))
+		goto out;
 
 	for (e = 0; e < t->nepochs; e++) {
 		const uint32_t *ids = t->ids + (size_t)e * L;
@@ -118,15 +176,13 @@ int hs_run(enum hs_policy pol, const struct hs_trace *t, uint64_t cap,
 				hit = b != NULL;
 				dlc_buf_put(b);
 			} else {
-				hit = in[id];
+				hit = h.in[id];
 			}
 			if (hit) {
 				res[e].hits++;
 				res[e].hit_bytes += s;
-				if (pol == HS_LRU) {
-					lru_unlink(&lru, id);
-					lru_push(&lru, id);
-				}
+				if (pol == HS_LRU)
+					lru_touch(&h, id);
 				continue;
 			}
 			switch (pol) {
@@ -140,24 +196,11 @@ int hs_run(enum hs_policy pol, const struct hs_trace *t, uint64_t cap,
 				dlc_buf_put(b);
 				break;
 			case HS_LRU:
-				if (s > cap)
-					break;
-				while (used + s > cap) {
-					uint32_t v = lru.tail;
-
-					lru_unlink(&lru, v);
-					in[v] = 0;
-					used -= t->size[v];
-				}
-				in[id] = 1;
-				used += s;
-				lru_push(&lru, id);
+				lru_offer(&h, t->size, cap, id, s);
 				break;
 			case HS_MINIO:
-				if (used + s <= cap) {
-					in[id] = 1;
-					used += s;
-				}
+				if (h.used + s <= cap)
+					held_add(&h, id, s);
 				break;
 			default:
 				goto out;
@@ -167,9 +210,7 @@ int hs_run(enum hs_policy pol, const struct hs_trace *t, uint64_t cap,
 	rc = 0;
 out:
 	dlc_cache_destroy(c);
-	free(lru.prev);
-	free(lru.next);
-	free(in);
+	held_free(&h);
 	return rc;
 }
 
@@ -195,15 +236,13 @@ static int upload_two(struct dlc_policy *p, uint32_t c,
 	return 0;
 }
 
-/* The shared cache's state: the policy and its consumers, or the LRU. */
+/* The shared cache's state: what it holds, and the policy's consumers. */
 struct shared {
 	struct dlc_policy *p;
 	void *mem;
 	void *lmem[DLC_POLICY_MAX_CONSUMERS];
 	uint32_t cons[DLC_POLICY_MAX_CONSUMERS];
-	struct hs_lru lru;
-	uint8_t *in;
-	uint64_t used;
+	struct hs_held h;
 };
 
 static void shared_free(struct shared *sh, uint32_t njobs)
@@ -214,9 +253,7 @@ static void shared_free(struct shared *sh, uint32_t njobs)
 		free(sh->lmem[j]);
 	free(sh->mem);
 	free(sh->p);
-	free(sh->lru.prev);
-	free(sh->lru.next);
-	free(sh->in);
+	held_free(&sh->h);
 }
 
 static int shared_init(struct shared *sh, enum hs_policy pol,
@@ -228,19 +265,14 @@ static int shared_init(struct shared *sh, enum hs_policy pol,
 	int c;
 
 	memset(sh, 0, sizeof(*sh));
-	sh->lru.head = sh->lru.tail = HS_NIL;
-	sh->in = calloc(n ? n : 1, 1);
-	if (!sh->in)
+	if (held_init(&sh->h, n, pol == HS_LRU))
 		return -1;
 	for (j = 0; j < njobs; j++)
 		if (jobs[j].t->nsamples != n ||
 		    2ULL * jobs[j].t->epoch_len > window)
 			return -1;
-	if (pol == HS_LRU) {
-		sh->lru.prev = malloc(sizeof(uint32_t) * (n ? n : 1));
-		sh->lru.next = malloc(sizeof(uint32_t) * (n ? n : 1));
-		return sh->lru.prev && sh->lru.next ? 0 : -1;
-	}
+	if (pol == HS_LRU)
+		return 0;
 	if (window > DLC_POLICY_MAX_WINDOW)
 		return -1;
 	sz = dlc_policy_mem_size(n, (uint32_t)window);
@@ -268,29 +300,22 @@ static void shared_offer(struct shared *sh, enum hs_policy pol,
 			 const uint64_t *size, uint64_t cap, uint32_t id,
 			 uint64_t s)
 {
+	if (pol == HS_LRU) {
+		lru_offer(&sh->h, size, cap, id, s);
+		return;
+	}
 	if (s > cap)
 		return;
-	while (sh->used + s > cap) {
-		uint32_t v;
+	while (sh->h.used + s > cap) {
+		uint32_t v = dlc_policy_victim(sh->p);
 
-		if (pol == HS_LRU) {
-			v = sh->lru.tail;
-			lru_unlink(&sh->lru, v);
-		} else {
-			v = dlc_policy_victim(sh->p);
-			if (v == DLC_POLICY_NIL || !dlc_policy_prefer(sh->p, id, v))
-				return;
-			dlc_policy_remove(sh->p, v);
-		}
-		sh->in[v] = 0;
-		sh->used -= size[v];
+		if (v == DLC_POLICY_NIL || !dlc_policy_prefer(sh->p, id, v))
+			return;
+		dlc_policy_remove(sh->p, v);
+		held_drop(&sh->h, size, v);
 	}
-	if (pol == HS_LRU)
-		lru_push(&sh->lru, id);
-	else
-		dlc_policy_insert(sh->p, id);
-	sh->in[id] = 1;
-	sh->used += s;
+	dlc_policy_insert(sh->p, id);
+	held_add(&sh->h, id, s);
 }
 
 int hs_run_shared(enum hs_policy pol, const struct hs_job *jobs,
@@ -349,13 +374,11 @@ int hs_run_shared(enum hs_policy pol, const struct hs_job *jobs,
 		}
 		r->reqs++;
 		r->req_bytes += s;
-		if (sh.in[id]) {
+		if (sh.h.in[id]) {
 			r->hits++;
 			r->hit_bytes += s;
-			if (pol == HS_LRU) {
-				lru_unlink(&sh.lru, id);
-				lru_push(&sh.lru, id);
-			}
+			if (pol == HS_LRU)
+				lru_touch(&sh.h, id);
 		} else {
 			shared_offer(&sh, pol, size, cap, id, s);
 		}

@@ -74,7 +74,7 @@ static void whatif_help(void)
 	       "  --jobs LIST    jobs sharing one cache (dlcache.ko), comma separated,\n"
 	       "                 each SEED[:STEP]: its seed, and its time a sample\n"
 	       "                 relative to the others' (2: half the pace of 1;\n"
-	       "                 default 1); at most %d. Each job has WORLD ranks\n"
+	       "                 default 1); at most %d, each of WORLD ranks\n"
 	       "  --sizes LIST   cache sizes, comma separated: SIZE (K, M, G) or a\n"
 	       "                 percentage of the data set (default 10%%,25%%,50%%,\n"
 	       "                 75%%,90%%,100%%,125%%); at most %d\n"
@@ -84,64 +84,51 @@ static void whatif_help(void)
 	       "  -h, --help     show this help\n", MAX_JOBS, MAX_SIZES);
 }
 
-static int parse_sizes(const char *list, struct whatif_args *a)
+/* One item of --sizes, the @i-th: SIZE or N%. 0 or -1. */
+static int size_item(char *tok, uint32_t i, struct whatif_args *a)
 {
-	char *copy = strdup(list), *tok, *save = NULL;
-	int ret = 0;
+	size_t len = strlen(tok);
 
-	if (!copy)
-		return -1;
-	a->nsizes = 0;
-	for (tok = strtok_r(copy, ",", &save); tok && !ret;
-	     tok = strtok_r(NULL, ",", &save)) {
-		size_t len = strlen(tok);
-		uint32_t i = a->nsizes;
-
-		if (i == MAX_SIZES) {
-			ret = -1;
-			break;
-		}
-		a->size[i] = 0;
-		a->pct[i] = 0;
-		if (len > 1 && tok[len - 1] == '%') {
-			tok[len - 1] = '\0';
-			ret = parse_u32(tok, 1, 100000, &a->pct[i]);
-		} else {
-			ret = parse_size(tok, &a->size[i]);
-		}
-		a->nsizes++;
+	a->size[i] = 0;
+	a->pct[i] = 0;
+	if (len > 1 && tok[len - 1] == '%') {
+		tok[len - 1] = '\0';
+		return parse_u32(tok, 1, 100000, &a->pct[i]);
 	}
-	free(copy);
-	return ret || !a->nsizes ? -1 : 0;
+	return parse_size(tok, &a->size[i]);
 }
 
-static int parse_jobs(const char *list, struct whatif_args *a)
+/* One item of --jobs, the @i-th: SEED or SEED:STEP. 0 or -1. */
+static int job_item(char *tok, uint32_t i, struct whatif_args *a)
 {
-	char *copy = strdup(list), *tok, *save = NULL, *colon;
-	int ret = 0;
+	char *colon = strchr(tok, ':');
 
-	if (!copy)
-		return -1;
-	a->njobs = 0;
-	for (tok = strtok_r(copy, ",", &save); tok && !ret;
-	     tok = strtok_r(NULL, ",", &save)) {
-		if (a->njobs == MAX_JOBS) {
-			ret = -1;
-			break;
-		}
-		a->job_step[a->njobs] = 1;
-		colon = strchr(tok, ':');
-		if (colon) {
-			*colon = '\0';
-			ret = parse_u32(colon + 1, 1, 1000,
-					&a->job_step[a->njobs]);
-		}
-		ret = ret ?: parse_u64(tok, 0, UINT64_MAX,
-				       &a->job_seed[a->njobs]);
-		a->njobs++;
+	a->job_step[i] = 1;
+	if (colon) {
+		*colon = '\0';
+		if (parse_u32(colon + 1, 1, 1000, &a->job_step[i]))
+			return -1;
 	}
+	return parse_u64(tok, 0, UINT64_MAX, &a->job_seed[i]);
+}
+
+/*
+ * A comma-separated @list of 1 to @max items, each parsed by @item into
+ * @a. Returns how many, or -1.
+ */
+static int parse_list(const char *list, uint32_t max,
+		      int (*item)(char *tok, uint32_t i, struct whatif_args *a),
+		      struct whatif_args *a)
+{
+	char *copy = strdup(list), *tok, *save = NULL;
+	uint32_t n = 0;
+	int ret = copy ? 0 : -1;
+
+	for (tok = copy ? strtok_r(copy, ",", &save) : NULL; tok && !ret;
+	     tok = strtok_r(NULL, ",", &save))
+		ret = n < max ? item(tok, n++, a) : -1;
 	free(copy);
-	return ret || !a->njobs ? -1 : 0;
+	return ret || !n ? -1 : (int)n;
 }
 
 /* <0 help shown, >0 exit status, 0 parsed. */
@@ -159,7 +146,7 @@ static int parse_args(int argc, char **argv, struct whatif_args *a)
 		{ 0 }
 	};
 	uint32_t i;
-	int c;
+	int c, ret;
 
 	memset(a, 0, sizeof(*a));
 	a->epochs = 3;
@@ -184,14 +171,18 @@ static int parse_args(int argc, char **argv, struct whatif_args *a)
 				return usage_error("whatif", "--seed: want an unsigned integer, got '%s'", optarg);
 			break;
 		case 'z':
-			if (parse_sizes(optarg, a))
+			ret = parse_list(optarg, MAX_SIZES, size_item, a);
+			if (ret < 0)
 				return usage_error("whatif", "--sizes: want up to %d of SIZE or N%%, comma separated, got '%s'",
 						   MAX_SIZES, optarg);
+			a->nsizes = (uint32_t)ret;
 			break;
 		case 'J':
-			if (parse_jobs(optarg, a))
+			ret = parse_list(optarg, MAX_JOBS, job_item, a);
+			if (ret < 0)
 				return usage_error("whatif", "--jobs: want up to %d of SEED or SEED:STEP (STEP 1 to 1000), comma separated, got '%s'",
 						   MAX_JOBS, optarg);
+			a->njobs = (uint32_t)ret;
 			a->shared = 1;
 			break;
 		case 'p':
