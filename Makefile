@@ -5,6 +5,7 @@
 #   make demo       generate a data set once, bench 3 epochs (in-process cache)
 #   make check      every test; ends with "N passed, N failed, N skipped"
 #   make deps       install missing Debian packages (root, idempotent)
+#   make deb        the Debian packages, in $(BUILD)/deb/
 #   make MPI=1 BUILD=build/mpi   the same with cluster mode (Open MPI)
 #   make python     the Python package (dlcache.torch) staged in $(BUILD)/python
 
@@ -28,6 +29,8 @@ TOOL_LIBS := -lblkid
 
 VERSION := 0.1.0
 SOVERSION := 0
+# dlcachectl --version; debian/changelog and dkms.conf must say the same (tests/deb).
+CPPFLAGS_ALL += -DDLCACHE_VERSION='"$(VERSION)"'
 
 LIB_SRCS := $(sort $(wildcard $(LIB_DIRS:%=libdlcache/%/*.c)))
 # MPI=1: cluster mode (libdlcache/tier/peer.c and the peer_*.c it is split
@@ -56,7 +59,7 @@ $(1)_TESTS := $$(TEST_SRCS:tests/unit/%.c=$(BUILD)/$(1)/tests/%)
 
 $(BUILD)/$(1)/%.o: %.c $$(wildcard libdlcache/*/*.h tools/dlcachectl/*.h tests/unit/helpers/*.h uapi/*.h)
 	@mkdir -p $$(@D)
-	$$(CC) $$(CPPFLAGS_ALL) $$(CFLAGS) $(2) $$(WARNINGS) -fPIC -MMD -c $$< -o $$@
+	$$(CC) $$(CPPFLAGS_ALL) $$(CPPFLAGS) $$(CFLAGS) $(2) $$(WARNINGS) -fPIC -MMD -c $$< -o $$@
 
 $(BUILD)/$(1)/libdlcache.a: $$($(1)_LIB_OBJS)
 	@rm -f $$@
@@ -70,7 +73,8 @@ endef
 $(eval $(call flavour,release,))
 $(eval $(call flavour,asan,-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined))
 
-.PHONY: all lib tools tests demo compare check deps clean install python
+.PHONY: all lib tools tests demo compare check deps clean install python \
+	install-lib install-tools install-python deb deb-test
 .SECONDARY:
 
 all: lib tools module
@@ -78,18 +82,20 @@ all: lib tools module
 lib: $(BUILD)/release/libdlcache.a $(BUILD)/libdlcache.so.$(VERSION) $(BUILD)/dlcache.pc
 
 $(BUILD)/libdlcache.so.$(VERSION): $(release_LIB_OBJS) libdlcache/libdlcache.map
-	$(CC) -shared -Wl,-soname,libdlcache.so.$(SOVERSION) \
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,libdlcache.so.$(SOVERSION) \
 		-Wl,--version-script=libdlcache/libdlcache.map \
 		-o $@ $(release_LIB_OBJS) $(LIBS)
 	ln -sf libdlcache.so.$(VERSION) $(BUILD)/libdlcache.so.$(SOVERSION)
 	ln -sf libdlcache.so.$(SOVERSION) $(BUILD)/libdlcache.so
 
 PREFIX ?= /usr/local
+# Debian's packages set LIBDIR=/usr/lib/<multiarch> (debian/rules).
+LIBDIR ?= $(PREFIX)/lib
 # Debian's python3 searches $(PREFIX)/lib/python3.N/dist-packages.
 PYTHON_SITE ?= $(PREFIX)/lib/python$(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo 3)/dist-packages
 $(BUILD)/dlcache.pc: libdlcache/dlcache.pc.in
 	@mkdir -p $(@D)
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
 
 tools: $(BUILD)/dlcachectl
 
@@ -106,32 +112,53 @@ $(BUILD)/python/dlcache/_libpath.py: $(PY_SRCS) $(BUILD)/libdlcache.so.$(VERSION
 	printf 'LIBDLCACHE = %s\n' "'$(abspath $(BUILD))/libdlcache.so.$(SOVERSION)'" > $@
 
 $(BUILD)/dlcachectl: $(release_TOOL_OBJS) $(BUILD)/release/libdlcache.a
-	$(CC) $(CFLAGS) -o $@ $^ $(LIBS) $(TOOL_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS) $(TOOL_LIBS)
 
 $(BUILD)/asan/dlcachectl: $(asan_TOOL_OBJS) $(BUILD)/asan/libdlcache.a
 	$(CC) $(CFLAGS) -fsanitize=address,undefined -o $@ $^ $(LIBS) $(TOOL_LIBS)
 
 tests: $(release_TESTS) $(asan_TESTS) $(BUILD)/dlcachectl $(BUILD)/asan/dlcachectl
 
-install: lib tools
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
-		$(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
-	install -m 644 libdlcache/include/dlcache.h $(DESTDIR)$(PREFIX)/include/
-	install -m 644 $(BUILD)/release/libdlcache.a $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(BUILD)/libdlcache.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/
-	ln -sf libdlcache.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libdlcache.so.$(SOVERSION)
-	ln -sf libdlcache.so.$(SOVERSION) $(DESTDIR)$(PREFIX)/lib/libdlcache.so
-	install -m 644 $(BUILD)/dlcache.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
-	install -m 755 $(BUILD)/dlcachectl $(DESTDIR)$(PREFIX)/bin/
-	@# the Python package, where Debian's python3 looks ($(PYTHON_SITE))
-	install -d $(DESTDIR)$(PYTHON_SITE)/dlcache
-	install -m 644 $(PY_SRCS) $(DESTDIR)$(PYTHON_SITE)/dlcache/
-	printf 'LIBDLCACHE = %s\n' "'$(PREFIX)/lib/libdlcache.so.$(SOVERSION)'" \
+# make install: the library, dlcachectl and the Python package under PREFIX
+# (/usr/local), the package told where the library is (_libpath.py). The
+# parts alone (DESTDIR, PREFIX, LIBDIR, PYTHON_SITE as for install) are what
+# debian/rules installs into its packages.
+install: install-lib install-tools install-python
+	printf 'LIBDLCACHE = %s\n' "'$(LIBDIR)/libdlcache.so.$(SOVERSION)'" \
 		> $(DESTDIR)$(PYTHON_SITE)/dlcache/_libpath.py
 	@if [ -z "$(DESTDIR)" ]; then ldconfig 2>/dev/null || true; fi
 
+install-lib: lib
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/include
+	install -m 644 libdlcache/include/dlcache.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 $(BUILD)/release/libdlcache.a $(DESTDIR)$(LIBDIR)/
+	install -m 644 $(BUILD)/libdlcache.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
+	ln -sf libdlcache.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libdlcache.so.$(SOVERSION)
+	ln -sf libdlcache.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libdlcache.so
+	install -m 644 $(BUILD)/dlcache.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
+
+install-tools: tools
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 $(BUILD)/dlcachectl $(DESTDIR)$(PREFIX)/bin/
+
+# The Python package, where Debian's python3 looks ($(PYTHON_SITE)).
+install-python:
+	install -d $(DESTDIR)$(PYTHON_SITE)/dlcache
+	install -m 644 $(PY_SRCS) $(DESTDIR)$(PYTHON_SITE)/dlcache/
+
 deps:
 	@tests/deps.sh
+
+# The Debian packages (debian/): dlcache-dkms, libdlcache0, libdlcache-dev,
+# dlcache-tools, python3-dlcache, in $(BUILD)/deb/ (Documentation/admin.md,
+# "Debian packages").
+deb:
+	@tools/build/deb.sh $(abspath $(BUILD))/deb
+
+# make deb's packages installed on a clean root (an overlay of /), the
+# module DKMS built loaded in QEMU, purged (tests/deb/test_deb.sh; root).
+deb-test:
+	@BUILD=$(BUILD) tests/deb/test_deb.sh
 
 # ---- the main job --------------------------------------------------------
 DEMO_DIR ?= $(BUILD)/demo-data

@@ -21,6 +21,8 @@
 #   make dkms-install        copy the module's sources to /usr/src/dlcache-<v>/
 #                            and dkms add/build/install them for every
 #                            installed kernel with headers (root; idempotent)
+#   make dkms-src DESTDIR=d  only the copy, into d/usr/src/dlcache-<v>/ (the
+#                            dlcache-dkms package's debian/rules)
 #   make dkms-remove         dkms remove --all, and the /usr/src copy
 #   make dkms-test           dkms add/build/install/remove for each kernel of
 #                            KERNELS in a private DKMS tree under build/dkms
@@ -52,7 +54,7 @@ DKMS_SRC := /usr/src/dlcache-$(DKMS_VERSION)
 DKMS_FILES = Kbuild dkms.conf $(wildcard kmod/*.c kmod/*.h) uapi/dlcache.h \
 	libdlcache/cache/policy.c libdlcache/cache/policy.h
 
-.PHONY: module kunit style dkms-install dkms-remove dkms-test
+.PHONY: module kunit style dkms-install dkms-src dkms-remove dkms-test
 
 # One line, not a wall of compiler errors, when the headers are missing.
 DLC_NO_HEADERS = $(strip \
@@ -89,8 +91,7 @@ dkms-install:
 	if dkms status -m dlcache -v $(DKMS_VERSION) 2>/dev/null | grep -q .; then \
 		dkms remove -m dlcache -v $(DKMS_VERSION) --all >/dev/null 2>&1; \
 	fi; \
-	rm -rf $(DKMS_SRC) && mkdir -p $(DKMS_SRC) $(BUILD) && \
-	cp --parents $(DKMS_FILES) $(DKMS_SRC)/ && \
+	$(MAKE) --no-print-directory -s dkms-src DESTDIR= && mkdir -p $(BUILD) && \
 	dkms add -m dlcache -v $(DKMS_VERSION) >/dev/null && \
 	for d in /lib/modules/*/build; do \
 		[ -f "$$d/Makefile" ] || continue; \
@@ -103,6 +104,13 @@ dkms-install:
 			exit 1; \
 		fi; \
 	done
+
+# The module's sources as DKMS builds them, in $(DESTDIR)/usr/src/dlcache-<v>/
+# (dkms-install; debian/rules for the dlcache-dkms package).
+dkms-src:
+	rm -rf $(DESTDIR)$(DKMS_SRC)
+	mkdir -p $(DESTDIR)$(DKMS_SRC)
+	cp --parents $(DKMS_FILES) $(DESTDIR)$(DKMS_SRC)/
 
 dkms-remove:
 	@if [ "$$(id -u)" -ne 0 ]; then echo "dkms-remove: needs root"; exit 1; fi; \

@@ -39,6 +39,8 @@ pkgs=(
 	libturbojpeg0-dev fio gnuplot-nox
 	# cluster mode (make MPI=1) and its tests: ranks in network namespaces
 	libopenmpi-dev openmpi-bin iproute2
+	# make deb and its test (tests/deb): the packages and lintian
+	dpkg-dev debhelper dh-dkms dh-python lintian
 	# make fuzz-lib, fuzz-lib-check: libFuzzer (tests/fuzz/lib/fuzz.mk)
 	clang libclang-rt-14-dev
 )

@@ -146,7 +146,7 @@ stop_bg_kernel() {
 	return 0
 }
 trap stop_bg_kernel EXIT
-for target in qemu-test fuzz-lib-check style dkms-test debug-kernel kunit qemu-debug fuzz-check; do
+for target in qemu-test fuzz-lib-check style dkms-test deb-test debug-kernel kunit qemu-debug fuzz-check; do
 	log="$log_dir/$target.log"
 	limit=2400
 	[ "$target" = debug-kernel ] && limit=3600

@@ -41,6 +41,41 @@ qemu_stage_busybox() {
 	printf 'root:x:0:\nnogroup:x:65534:\n' > "$stage/etc/group"
 }
 
+# qemu_stage_modules STAGE MODDIR MODULE...: the kernel modules MODULE...
+# of the module tree MODDIR (/lib/modules/<release>) and all they depend
+# on, uncompressed, as STAGE/mods/<name>.ko, and their names in
+# STAGE/mods/order, dependencies first: the guest's init insmods them in
+# that order. A module MODDIR does not have (built in) is left out.
+qemu_stage_modules() {
+	local stage=$1 moddir=$2 m path
+	shift 2
+	mkdir -p "$stage/mods"
+	: > "$stage/mods/order"
+	declare -A _qsm_seen=()
+	for m in "$@"; do
+		path=$(grep -E "(^|/)$m\.ko(\.xz|\.zst|\.gz)?:" "$moddir/modules.dep" | cut -d: -f1 || true)
+		[ -z "$path" ] || _qemu_stage_module "$stage" "$moddir" "$path"
+	done
+}
+
+_qemu_stage_module() {	# STAGE MODDIR PATH (relative to MODDIR)
+	local stage=$1 moddir=$2 path=$3 dep m
+	m=$(basename "$path")
+	m=${m%%.ko*}
+	[ -z "${_qsm_seen[$m]:-}" ] || return 0
+	_qsm_seen[$m]=1
+	for dep in $(grep -E "^$path:" "$moddir/modules.dep" | cut -d: -f2); do
+		_qemu_stage_module "$stage" "$moddir" "$dep"
+	done
+	case "$path" in
+	*.ko) cp "$moddir/$path" "$stage/mods/$m.ko" ;;
+	*.ko.xz) xz -dc "$moddir/$path" > "$stage/mods/$m.ko" ;;
+	*.ko.zst) zstd -qdc "$moddir/$path" > "$stage/mods/$m.ko" ;;
+	*.ko.gz) gzip -dc "$moddir/$path" > "$stage/mods/$m.ko" ;;
+	esac
+	echo "$m" >> "$stage/mods/order"
+}
+
 # qemu_static_tools BUILD OUT LOG: build dlcachectl's objects (make) and
 # link them statically, and tests/qemu/integration/int_client.c, into
 # OUT/dlcachectl and OUT/int_client, the output in LOG. Returns 0, or 1

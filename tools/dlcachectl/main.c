@@ -37,7 +37,8 @@ static void usage(FILE *f)
 	fprintf(f, "usage: dlcachectl COMMAND [ARGS]\n\ncommands:\n");
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
-	fprintf(f, "\n'dlcachectl COMMAND --help' describes each one.\n");
+	fprintf(f, "\n'dlcachectl COMMAND --help' describes each one; "
+		"'dlcachectl --version' prints the version.\n");
 }
 
 int main(int argc, char **argv)
@@ -51,6 +52,10 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
 	    !strcmp(argv[1], "help"))
 		return usage(stdout), 0;
+	if (!strcmp(argv[1], "--version")) {
+		printf("dlcachectl %s\n", DLCACHE_VERSION);
+		return 0;
+	}
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(argv[1], commands[i].name))
 			return commands[i].fn(argc - 1, argv + 1);

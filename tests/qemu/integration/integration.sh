@@ -239,26 +239,15 @@ CAP_MB=$(( DS_BYTES / 2 / 1048576 ))
 # ---- initramfs -------------------------------------------------------------
 STAGE="$OUT/root"
 rm -rf "$STAGE"
-qemu_stage_busybox "$STAGE" "$BUSYBOX" mnt mods
+qemu_stage_busybox "$STAGE" "$BUSYBOX" mnt
 install -m 0755 "$SRC/guest.sh" "$STAGE/init"
 install -m 0644 "$ROOT/tests/qemu/splats.ere" "$STAGE/splats.ere"
 install -m 0755 "$OUT/bin/dlcachectl" "$OUT/bin/int_client" "$STAGE/bin/"
 install -m 0644 "$KO" "$STAGE/dlcache.ko"
-# ext4 on virtio-blk, in modules.dep order; the ones built in are skipped.
+# ext4 on virtio-blk and what they need; the ones built in are left out.
+mkdir -p "$STAGE/mods"
 : > "$STAGE/mods/order"
-for m in virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci \
-		virtio_blk crc16 mbcache jbd2 crc32c_generic ext4; do
-	[ "$MODDIR" != none ] || break
-	path=$(grep -E "(^|/)$m\.ko(\.xz|\.zst|\.gz)?:" "$MODDIR/modules.dep" | cut -d: -f1 || true)
-	[ -n "$path" ] || continue
-	case "$path" in
-	*.ko) cp "$MODDIR/$path" "$STAGE/mods/$m.ko" ;;
-	*.ko.xz) xz -dc "$MODDIR/$path" > "$STAGE/mods/$m.ko" ;;
-	*.ko.zst) zstd -qdc "$MODDIR/$path" > "$STAGE/mods/$m.ko" ;;
-	*.ko.gz) gzip -dc "$MODDIR/$path" > "$STAGE/mods/$m.ko" ;;
-	esac
-	echo "$m" >> "$STAGE/mods/order"
-done
+[ "$MODDIR" = none ] || qemu_stage_modules "$STAGE" "$MODDIR" virtio_pci virtio_blk crc32c_generic ext4
 CPIO="$OUT/initramfs.cpio"
 # /dev/console as a cpio entry, so that no mknod (root) is needed.
 cpio_entry() {

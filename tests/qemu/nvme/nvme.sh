@@ -111,35 +111,13 @@ EOF
 # ---- initramfs -------------------------------------------------------------
 STAGE="$OUT/root"
 rm -rf "$STAGE"
-qemu_stage_busybox "$STAGE" "$BUSYBOX" mnt mods
+qemu_stage_busybox "$STAGE" "$BUSYBOX" mnt
 install -m 0755 "$SRC/guest.sh" "$STAGE/init"
 install -m 0644 "$ROOT/tests/qemu/splats.ere" "$STAGE/splats.ere"
 install -m 0755 "$OUT/bin/dlcachectl" "$OUT/bin/int_client" "$STAGE/bin/"
 [ -f "$KO" ] && install -m 0644 "$KO" "$STAGE/dlcache.ko"
 # The nvme and ext4 modules and what they need, dependencies first.
-declare -A seen=()
-: > "$STAGE/mods/order"
-add_mod() {	# path relative to MODDIR
-	local path=$1 dep m
-	m=$(basename "$path")
-	m=${m%%.ko*}
-	[ -z "${seen[$m]:-}" ] || return 0
-	seen[$m]=1
-	for dep in $(grep -E "^$path:" "$MODDIR/modules.dep" | cut -d: -f2); do
-		add_mod "$dep"
-	done
-	case "$path" in
-	*.ko) cp "$MODDIR/$path" "$STAGE/mods/$m.ko" ;;
-	*.ko.xz) xz -dc "$MODDIR/$path" > "$STAGE/mods/$m.ko" ;;
-	*.ko.zst) zstd -qdc "$MODDIR/$path" > "$STAGE/mods/$m.ko" ;;
-	*.ko.gz) gzip -dc "$MODDIR/$path" > "$STAGE/mods/$m.ko" ;;
-	esac
-	echo "$m" >> "$STAGE/mods/order"
-}
-for m in crc32c_generic nvme ext4; do
-	path=$(grep -E "(^|/)$m\.ko(\.xz|\.zst|\.gz)?:" "$MODDIR/modules.dep" | cut -d: -f1 || true)
-	[ -n "$path" ] && add_mod "$path"
-done
+qemu_stage_modules "$STAGE" "$MODDIR" crc32c_generic nvme ext4
 CPIO="$OUT/initramfs.cpio"
 (cd "$STAGE" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) > "$CPIO"
 
