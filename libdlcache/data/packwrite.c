@@ -378,17 +378,18 @@ int dlc_packw_add(struct dlc_packw *w, uint32_t id, uint32_t kind,
 	return ret;
 }
 
-int dlc_packw_add_source(struct dlc_packw *w, uint32_t id, const uint8_t *src,
-			 size_t len, char *why, size_t why_len)
+int dlc_packw_prepare(const struct dlc_packw *w, const uint8_t *src,
+		      size_t len, struct dlc_packw_sample *s, char *why,
+		      size_t why_len)
 {
 	enum dlc_image_format fmt;
-	struct dlc_rst_geom g;
 	const char *pwhy = NULL;
-	uint32_t *rows = NULL;
-	uint8_t *out = NULL;
-	size_t out_len = 0;
 	int ret;
 
+	memset(s, 0, sizeof(*s));
+	s->kind = DLC_PACK_PLAIN;
+	s->src = src;
+	s->src_len = len;
 	if (why && why_len)
 		why[0] = '\0';
 	fmt = dlc_image_sniff(src, len);
@@ -396,43 +397,81 @@ int dlc_packw_add_source(struct dlc_packw *w, uint32_t id, const uint8_t *src,
 		/* decoded whole anyway: nothing to restart-index */
 		say(why, why_len, "a %s: only JPEGs are restart-indexed",
 		    dlc_image_format_name(fmt));
-		ret = dlc_packw_add(w, id, DLC_PACK_PLAIN, src, len, len, NULL,
-				    NULL);
-		return ret ? ret : DLC_PACK_PLAIN;
+		return 0;
 	}
-	ret = dlc_rst_transcode(src, len, &w->o.rst, w->o.max_pixels, &out,
-				&out_len, why, why_len);
+	ret = dlc_rst_transcode(src, len, &w->o.rst, w->o.max_pixels, &s->out,
+				&s->out_len, why, why_len);
 	if (ret == -ENOMEM)
 		return ret;
-	if (!ret) {
-		rows = malloc((DLC_RST_MAX_ROWS + 1) * sizeof(*rows));
-		if (!rows) {
-			free(out);
-			return -ENOMEM;
-		}
-		ret = dlc_rst_parse(out, out_len, &g, rows, &pwhy);
-		if (ret)
-			say(why, why_len, "the transcode does not parse: %s",
-			    pwhy ? pwhy : "?");
-		else if (out_len > UINT32_MAX ||
-			 dlc_pack_geom_check(&g, rows, (uint32_t)out_len,
-					     &pwhy)) {
-			say(why, why_len, "the transcode's geometry: %s",
-			    pwhy ? pwhy : "over 4 GiB");
-			ret = -EINVAL;
-		}
-		if (!ret)
-			ret = dlc_packw_add(w, id, DLC_PACK_RST, out, out_len,
-					    len, &g, rows);
-		free(rows);
-		free(out);
+	if (ret)
+		return 0;	/* kept as it is, @why says why */
+	s->rows = malloc((DLC_RST_MAX_ROWS + 1) * sizeof(*s->rows));
+	if (!s->rows) {
+		dlc_packw_sample_free(s);
+		return -ENOMEM;
+	}
+	ret = dlc_rst_parse(s->out, s->out_len, &s->g, s->rows, &pwhy);
+	if (ret) {
+		say(why, why_len, "the transcode does not parse: %s",
+		    pwhy ? pwhy : "?");
+	} else if (s->out_len > UINT32_MAX ||
+		   dlc_pack_geom_check(&s->g, s->rows, (uint32_t)s->out_len,
+				       &pwhy)) {
+		say(why, why_len, "the transcode's geometry: %s",
+		    pwhy ? pwhy : "over 4 GiB");
+		ret = -EINVAL;
+	}
+	if (ret) {
+		/* keep the source: free the transcode only */
+		free(s->rows);
+		free(s->out);
+		s->rows = NULL;
+		s->out = NULL;
+		s->out_len = 0;
+		return 0;
+	}
+	s->kind = DLC_PACK_RST;
+	return 0;
+}
+
+int dlc_packw_add_sample(struct dlc_packw *w, uint32_t id,
+			 const struct dlc_packw_sample *s)
+{
+	int ret;
+
+	if (s->kind == DLC_PACK_RST) {
+		ret = dlc_packw_add(w, id, DLC_PACK_RST, s->out, s->out_len,
+				    s->src_len, &s->g, s->rows);
 		if (!ret)
 			return DLC_PACK_RST;
 		if (ret != -EINVAL && ret != -EBADMSG)
 			return ret;
 	}
-	ret = dlc_packw_add(w, id, DLC_PACK_PLAIN, src, len, len, NULL, NULL);
+	ret = dlc_packw_add(w, id, DLC_PACK_PLAIN, s->src, s->src_len,
+			    s->src_len, NULL, NULL);
 	return ret ? ret : DLC_PACK_PLAIN;
+}
+
+void dlc_packw_sample_free(struct dlc_packw_sample *s)
+{
+	free(s->rows);
+	free(s->out);
+	s->rows = NULL;
+	s->out = NULL;
+}
+
+int dlc_packw_add_source(struct dlc_packw *w, uint32_t id, const uint8_t *src,
+			 size_t len, char *why, size_t why_len)
+{
+	struct dlc_packw_sample s;
+	int ret;
+
+	ret = dlc_packw_prepare(w, src, len, &s, why, why_len);
+	if (ret)
+		return ret;
+	ret = dlc_packw_add_sample(w, id, &s);
+	dlc_packw_sample_free(&s);
+	return ret;
 }
 
 uint64_t dlc_packw_device_bytes(const struct dlc_packw *w)

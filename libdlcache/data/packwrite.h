@@ -75,6 +75,33 @@ int dlc_packw_add_source(struct dlc_packw *w, uint32_t id, const uint8_t *src,
 			 size_t len, char *why, size_t why_len);
 
 /*
+ * dlc_packw_add_source() in two steps, for a caller that adds in a
+ * chosen order (dlcachectl pack adds in sample order, so that the file is
+ * the same for any number of threads): dlc_packw_prepare() transcodes
+ * (thread-safe, does not touch the pack), dlc_packw_add_sample() adds
+ * the result, dlc_packw_sample_free() frees it. @src must stay valid
+ * until the add. prepare returns 0 (@s->kind says what will be added,
+ * @why why not DLC_PACK_RST) or -ENOMEM; add_sample returns as
+ * dlc_packw_add_source().
+ */
+struct dlc_packw_sample {
+	uint32_t kind;			/* DLC_PACK_RST or DLC_PACK_PLAIN */
+	const uint8_t *src;		/* the source, the caller's */
+	size_t src_len;
+	uint8_t *out;			/* RST: the transcode (owned) */
+	size_t out_len;
+	struct dlc_rst_geom g;		/* RST: its geometry */
+	uint32_t *rows;			/* RST: its row offsets (owned) */
+};
+
+int dlc_packw_prepare(const struct dlc_packw *w, const uint8_t *src,
+		      size_t len, struct dlc_packw_sample *s, char *why,
+		      size_t why_len);
+int dlc_packw_add_sample(struct dlc_packw *w, uint32_t id,
+			 const struct dlc_packw_sample *s);
+void dlc_packw_sample_free(struct dlc_packw_sample *s);
+
+/*
  * Write the metadata and the header, fsync, rename PATH.part to PATH
  * (replacing it; onto a device: fsync, the header, fsync) and free @w. Every sample must have been added (else
  * -EINVAL naming the first missing one). On error PATH.part is removed

@@ -1,6 +1,7 @@
 #!/bin/bash
 # dlcachectl pack: packs a generated set with a few bad files (kept as
-# is and listed in the summary), leaves no .part, refuses to overwrite
+# is and listed in the summary), the same file for any number of
+# threads, leaves no .part, refuses to overwrite
 # without --force or to write inside the source, never modifies the
 # source, and leaves no FILE.dlp when interrupted (SIGINT: no .part
 # either; SIGKILL: the next run removes the stale .part).
@@ -65,6 +66,17 @@ echo "$out" | grep -q "kept as is: class_000/img" && fail "a good image kept as 
 "$ctl" pack "$tmp/ds.idx" -o "$tmp/q.dlp" --threads 1 >/dev/null 2>"$tmp/err" ||
 	fail "pack INDEX: $(cat "$tmp/err")"
 [ -f "$tmp/q.dlp" ] || fail "no pack from the index"
+end
+
+# The same file for any number of threads: samples go in in id order,
+# whichever transcode ends first (before, 2 threads wrote a different
+# file on every run). From the directory or from its index, too.
+begin pack-deterministic
+"$ctl" pack "$tmp/ds.idx" -o "$tmp/t5.dlp" --threads 5 >/dev/null 2>"$tmp/err" ||
+	fail "pack --threads 5: $(cat "$tmp/err")"
+cmp -s "$tmp/p.dlp" "$tmp/q.dlp" || fail "2 threads (from the directory) and 1 (from the index) wrote different packs"
+cmp -s "$tmp/t5.dlp" "$tmp/q.dlp" || fail "5 threads and 1 wrote different packs"
+rm -f "$tmp/t5.dlp"
 end
 
 begin pack-refuses

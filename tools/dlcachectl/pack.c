@@ -81,6 +81,14 @@ struct pack_job {
 	atomic_ullong src_bytes;
 	atomic_int failed;
 	pthread_mutex_t lock;
+	/*
+	 * The next sample to add (under lock): samples are added in id
+	 * order, whatever order their transcodes end in, so that a pack is
+	 * the same file for any number of threads. turn_cv: it moved, or
+	 * the job failed.
+	 */
+	uint32_t turn;
+	pthread_cond_t turn_cv;
 	char err[PATH_MAX + 256];	/* the first failure */
 	unsigned int nlisted;
 	char listed[PACK_LIST_MAX][PATH_MAX + 160];
@@ -100,12 +108,51 @@ static void job_fail(struct pack_job *job, const char *fmt, ...)
 		va_end(ap);
 	}
 	atomic_store(&job->failed, 1);
+	pthread_cond_broadcast(&job->turn_cv);
+	pthread_mutex_unlock(&job->lock);
+}
+
+/*
+ * Wait until sample @id is the next to add. 0, or -1 when the job failed
+ * or a signal came meanwhile (checked every 100 ms: a handler cannot
+ * signal the condition).
+ */
+static int wait_turn(struct pack_job *job, uint32_t id)
+{
+	struct timespec until;
+	int ret = 0;
+
+	pthread_mutex_lock(&job->lock);
+	while (job->turn != id) {
+		if (atomic_load(&job->failed) || pack_signal) {
+			ret = -1;
+			break;
+		}
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 100 * 1000 * 1000;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&job->turn_cv, &job->lock, &until);
+	}
+	pthread_mutex_unlock(&job->lock);
+	return ret;
+}
+
+/* Sample @id is added (or failed): the next one's turn. */
+static void next_turn(struct pack_job *job)
+{
+	pthread_mutex_lock(&job->lock);
+	job->turn++;
+	pthread_cond_broadcast(&job->turn_cv);
 	pthread_mutex_unlock(&job->lock);
 }
 
 static int pack_one(struct pack_job *job, uint32_t id)
 {
 	const char *rel = dlc_index_relpath(job->idx, id);
+	struct dlc_packw_sample sample;
 	char path[PATH_MAX], why[256];
 	uint8_t *buf = NULL;
 	size_t len = 0;
@@ -135,7 +182,16 @@ static int pack_one(struct pack_job *job, uint32_t id)
 		job_fail(job, "%s: empty file", path);
 		return -1;
 	}
-	ret = dlc_packw_add_source(job->w, id, buf, len, why, sizeof(why));
+	ret = dlc_packw_prepare(job->w, buf, len, &sample, why, sizeof(why));
+	if (!ret && wait_turn(job, id)) {
+		dlc_packw_sample_free(&sample);
+		free(buf);
+		return -1;
+	}
+	if (!ret) {
+		ret = dlc_packw_add_sample(job->w, id, &sample);
+		dlc_packw_sample_free(&sample);
+	}
 	free(buf);
 	if (ret == -ENOSPC && dlc_packw_device_bytes(job->w)) {
 		job_fail(job, "the device holds %llu bytes: too few for this "
@@ -159,6 +215,7 @@ static int pack_one(struct pack_job *job, uint32_t id)
 				 sizeof(job->listed[0]), "%s: %s", rel, why);
 		pthread_mutex_unlock(&job->lock);
 	}
+	next_turn(job);
 	atomic_fetch_add(&job->done, 1);
 	return 0;
 }
@@ -506,6 +563,7 @@ static int pack_run(struct pack_args *a, struct pack_run *r)
 	if (a->threads > r->n)
 		a->threads = r->n ? r->n : 1;
 	pthread_mutex_init(&job->lock, NULL);
+	pthread_cond_init(&job->turn_cv, NULL);
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &old_int);
@@ -612,6 +670,7 @@ int cmd_pack(int argc, char **argv)
 	if (!rc)
 		pack_report(&a, &r);
 	pthread_mutex_destroy(&r.job.lock);
+	pthread_cond_destroy(&r.job.turn_cv);
 	dlc_index_free(r.job.idx);
 	return rc;
 }
