@@ -80,11 +80,37 @@ uint32_t dlc_order_len(uint32_t n, const struct dlc_order_params *p)
 	return per_rank(n, p);
 }
 
-int dlc_order_fill(uint32_t n, const struct dlc_order_params *p,
-		   uint32_t *out, uint32_t len)
+/*
+ * The global permutation of epoch p->epoch, malloc'ed (NULL: -ENOMEM); the
+ * identity without shuffle.
+ */
+static uint32_t *global_perm(uint32_t n, const struct dlc_order_params *p)
 {
 	struct ctr_rng r;
 	uint32_t *perm, i, j, t;
+
+	perm = malloc((size_t)n * sizeof(*perm));
+	if (!perm)
+		return NULL;
+	for (i = 0; i < n; i++)
+		perm[i] = i;
+	if (!p->shuffle)
+		return perm;
+	r.key = mix64(mix64(p->seed) ^ p->epoch);
+	r.ctr = 0;
+	for (i = n - 1; i > 0; i--) {
+		j = rng_below(&r, i + 1);
+		t = perm[i];
+		perm[i] = perm[j];
+		perm[j] = t;
+	}
+	return perm;
+}
+
+int dlc_order_fill(uint32_t n, const struct dlc_order_params *p,
+		   uint32_t *out, uint32_t len)
+{
+	uint32_t *perm, i;
 	uint64_t pos;
 
 	if (!params_ok(n, p) || len != per_rank(n, p) || (len && !out))
@@ -98,21 +124,42 @@ int dlc_order_fill(uint32_t n, const struct dlc_order_params *p,
 			out[i] = (uint32_t)(pos % n);
 		return 0;
 	}
-	perm = malloc((size_t)n * sizeof(*perm));
+	perm = global_perm(n, p);
 	if (!perm)
 		return -ENOMEM;
-	for (i = 0; i < n; i++)
-		perm[i] = i;
-	r.key = mix64(mix64(p->seed) ^ p->epoch);
-	r.ctr = 0;
-	for (i = n - 1; i > 0; i--) {
-		j = rng_below(&r, i + 1);
-		t = perm[i];
-		perm[i] = perm[j];
-		perm[j] = t;
-	}
 	for (i = 0, pos = p->rank; i < len; i++, pos += p->world)
 		out[i] = perm[pos % n];
+	free(perm);
+	return 0;
+}
+
+int dlc_order_rest_len(uint32_t n, const struct dlc_order_params *p,
+		       uint64_t done, uint32_t *len)
+{
+	if (!params_ok(n, p) || !len)
+		return -EINVAL;
+	*len = done >= n ? 0 : per_rank((uint32_t)(n - done), p);
+	return 0;
+}
+
+int dlc_order_fill_rest(uint32_t n, const struct dlc_order_params *p,
+			uint64_t done, uint32_t *out, uint32_t len)
+{
+	uint32_t want, m, *perm, i;
+	uint64_t pos;
+
+	if (dlc_order_rest_len(n, p, done, &want) || len != want ||
+	    (len && !out))
+		return -EINVAL;
+	if (!len)
+		return 0;
+	m = (uint32_t)(n - done);
+	perm = global_perm(n, p);
+	if (!perm)
+		return -ENOMEM;
+	/* The rest is perm[done, n), padded as a whole order is. */
+	for (i = 0, pos = p->rank; i < len; i++, pos += p->world)
+		out[i] = perm[done + pos % m];
 	free(perm);
 	return 0;
 }

@@ -179,6 +179,25 @@ uint32_t dlc_order_len(uint32_t n, const struct dlc_order_params *p);
 int dlc_order_fill(uint32_t n, const struct dlc_order_params *p,
 		   uint32_t *out, uint32_t len);
 
+/*
+ * Elastic resume: the rest of an epoch at another world size. After the
+ * first @done positions of epoch p->epoch's global order were used (a job
+ * whose @W ranks each took k samples used k * W of them), the rest, the
+ * permutation's positions [@done, @n), is sharded over p->world ranks as a
+ * whole order is: rank r takes its positions r, r + world, ..., padded by
+ * repeating the rest's head (p->drop_last 0) or cut to an equal share
+ * (p->drop_last 1). So every sample of the epoch is used once across the
+ * two runs (the padding aside), whatever both world sizes are.
+ *
+ * dlc_order_rest_len() sets *@len to this rank's share (0 when @done >=
+ * @n: the epoch is over); dlc_order_fill_rest() writes it into @out (@len
+ * must equal it). 0, -EINVAL or -ENOMEM (4 * @n bytes of scratch).
+ */
+int dlc_order_rest_len(uint32_t n, const struct dlc_order_params *p,
+		       uint64_t done, uint32_t *len);
+int dlc_order_fill_rest(uint32_t n, const struct dlc_order_params *p,
+			uint64_t done, uint32_t *out, uint32_t len);
+
 /* ------------------------------------------------------------------ */
 /* Transforms and decode                                               */
 /* ------------------------------------------------------------------ */
@@ -770,6 +789,27 @@ int dlc_loader_create(const struct dlc_config *cfg,
  */
 int dlc_loader_start_epoch(struct dlc_loader *l, uint32_t epoch,
 			   uint32_t start);
+
+/*
+ * Start the rest of epoch @epoch after its first @done positions of the
+ * global order were used, by a job of this world size or another
+ * (dlc_order_fill_rest()): a job saved at world W after each rank took k
+ * batches has done = k * batch_size * W, plus the @done of the run it was
+ * in, if that was itself resumed. This rank gets its share of the rest,
+ * batch_size at a time (the last batch partial, or dropped with
+ * drop_last); dlc_batch.seq counts from 0 in this run. The pixels of a
+ * sample are those of an uninterrupted epoch (its crop is keyed by seed,
+ * epoch and sample); the epochs after it are whole, as for any world. A
+ * @done at or past the data set's size runs no batch. -EINVAL (logged),
+ * -ENOMEM, or -EBUSY while the consumer holds batches.
+ *
+ * The caches' and the staging tier's plans follow this run's order when
+ * it is the first epoch the loader starts; an epoch already uploaded to
+ * dlcache.ko by another rank of the job keeps the order it had there
+ * (eviction is then less exact for that epoch; what is read is not).
+ */
+int dlc_loader_resume_epoch(struct dlc_loader *l, uint32_t epoch,
+			    uint64_t done);
 
 /*
  * Samples this rank sees per epoch, and batches per epoch (under

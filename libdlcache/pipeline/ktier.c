@@ -124,16 +124,63 @@ enum { KTAG_AHEAD = 0, KTAG_GET = 1, KTAG_PUT = 2, KTAG_ABORT = 3 };
 #define KTAG_USE_PUT	(1ULL << 62)
 #define KTAG(ud)	((ud) & 3)
 
-/* Every rank's positions: global position g holds perm[g % n]. */
-static int ktier_fill_global(struct ktier *kt, uint32_t epoch)
+/* The order of the whole job (world 1) of @epoch. */
+static struct dlc_order_params ktier_global_params(const struct dlc_loader *l,
+						   uint32_t epoch)
 {
-	struct dlc_loader *l = kt->tier.l;
 	struct dlc_order_params p = {
 		.seed = l->cfg.seed, .epoch = epoch, .world = 1,
 		.shuffle = l->cfg.shuffle,
 	};
+
+	return p;
+}
+
+/*
+ * A resumed epoch's global positions (loader_int.h, rs_*): rank r's
+ * position p is global position p * world + r, so the rest of the
+ * epoch's permutation, perm[done + g % m], comes first, then the next
+ * epoch's, as each rank's order has it.
+ */
+static int ktier_fill_global_rest(struct ktier *kt, uint32_t epoch)
+{
+	struct dlc_loader *l = kt->tier.l;
+	struct dlc_order_params p = ktier_global_params(l, epoch);
+	uint64_t done = __atomic_load_n(&l->rs_done, __ATOMIC_RELAXED);
+	uint32_t rs_len = __atomic_load_n(&l->rs_len, __ATOMIC_RELAXED);
+	uint32_t head = rs_len * l->cfg.world, m, *perm, g;
+	int ret;
+
+	if (head > kt->glen || (rs_len && done >= l->n))
+		return -EINVAL;
+	m = (uint32_t)(l->n - done);
+	perm = malloc(sizeof(*perm) * l->n);
+	if (!perm)
+		return -ENOMEM;
+	ret = dlc_order_fill(l->n, &p, perm, l->n);
+	for (g = 0; !ret && g < head; g++)
+		kt->gorder[g] = perm[done + g % m];
+	p.epoch++;
+	if (!ret)
+		ret = dlc_order_fill(l->n, &p, perm, l->n);
+	for (g = head; !ret && g < kt->glen; g++)
+		kt->gorder[g] = perm[(g - head) % l->n];
+	free(perm);
+	return ret;
+}
+
+/* Every rank's positions: global position g holds perm[g % n]. */
+static int ktier_fill_global(struct ktier *kt, uint32_t epoch)
+{
+	struct dlc_loader *l = kt->tier.l;
+	struct dlc_order_params p = ktier_global_params(l, epoch);
+	uint32_t rs = __atomic_load_n(&l->rs_epoch1, __ATOMIC_ACQUIRE);
 	uint32_t g;
-	int ret = dlc_order_fill(l->n, &p, kt->gorder, l->n);
+	int ret;
+
+	if (rs && rs - 1 == epoch)
+		return ktier_fill_global_rest(kt, epoch);
+	ret = dlc_order_fill(l->n, &p, kt->gorder, l->n);
 
 	for (g = l->n; !ret && g < kt->glen; g++)
 		kt->gorder[g] = kt->gorder[g % l->n];

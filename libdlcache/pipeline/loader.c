@@ -776,35 +776,17 @@ err:
 	return ret;
 }
 
-int dlc_loader_start_epoch(struct dlc_loader *l, uint32_t epoch,
-			   uint32_t start)
+/*
+ * Start a run of @epoch from position @start to @end (start_epoch:
+ * @resumed 0; resume_epoch: 1, its rest of @rs_len positions after
+ * @done), once the epoch in progress has wound down.
+ */
+static int loader_start_run(struct dlc_loader *l, uint32_t epoch,
+			    uint32_t start, uint32_t end, int resumed,
+			    uint64_t done, uint32_t rs_len)
 {
-	struct dlc_order_params op = {
-		.seed = l->cfg.seed, .epoch = epoch, .rank = l->cfg.rank,
-		.world = l->cfg.world, .shuffle = l->cfg.shuffle,
-		.drop_last = l->cfg.shard_drop_last,
-	};
-	uint32_t end, i, b = l->cfg.batch_size;
+	uint32_t i, b = l->cfg.batch_size;
 	int ret;
-
-	end = l->cfg.drop_last ? l->epoch_len / b * b : l->epoch_len;
-	if (epoch == UINT32_MAX) {
-		dlc_logf(&l->log, DLC_LOG_ERROR,
-			 "start epoch: epoch %u is out of range", epoch);
-		return -EINVAL;
-	}
-	if (start % b) {
-		dlc_logf(&l->log, DLC_LOG_ERROR,
-			 "start epoch %u: start %u is not on the batch grid (a multiple of batch_size %u): resume at k * %u after k batches",
-			 epoch, start, b, b);
-		return -EINVAL;
-	}
-	if (start > end) {
-		dlc_logf(&l->log, DLC_LOG_ERROR,
-			 "start epoch %u: start %u is past the epoch's %u samples",
-			 epoch, start, end);
-		return -EINVAL;
-	}
 
 	pthread_mutex_lock(&l->lock);
 	if (l->held) {
@@ -821,8 +803,16 @@ int dlc_loader_start_epoch(struct dlc_loader *l, uint32_t epoch,
 	while (l->outstanding && !l->stop)
 		pthread_cond_wait(&l->idle_cv, &l->lock);
 
-	ret = dlc_order_fill(l->n, &op, l->order, l->epoch_len);
+	/* The tiers read rs_epoch1 first: it goes last (loader_int.h). */
+	__atomic_store_n(&l->rs_epoch1, 0, __ATOMIC_RELEASE);
+	if (resumed) {
+		__atomic_store_n(&l->rs_done, done, __ATOMIC_RELAXED);
+		__atomic_store_n(&l->rs_len, rs_len, __ATOMIC_RELAXED);
+		__atomic_store_n(&l->rs_epoch1, epoch + 1, __ATOMIC_RELEASE);
+	}
+	ret = loader_fill_order(l, epoch, l->order, l->epoch_len);
 	if (ret) {
+		__atomic_store_n(&l->rs_epoch1, 0, __ATOMIC_RELEASE);
 		pthread_mutex_unlock(&l->lock);
 		return ret;
 	}
@@ -843,6 +833,62 @@ int dlc_loader_start_epoch(struct dlc_loader *l, uint32_t epoch,
 	pthread_mutex_unlock(&l->lock);
 	dlc_reader_wake(l->reader);
 	return 0;
+}
+
+int dlc_loader_start_epoch(struct dlc_loader *l, uint32_t epoch,
+			   uint32_t start)
+{
+	uint32_t end, b = l->cfg.batch_size;
+
+	end = l->cfg.drop_last ? l->epoch_len / b * b : l->epoch_len;
+	if (epoch == UINT32_MAX) {
+		dlc_logf(&l->log, DLC_LOG_ERROR,
+			 "start epoch: epoch %u is out of range", epoch);
+		return -EINVAL;
+	}
+	if (start % b) {
+		dlc_logf(&l->log, DLC_LOG_ERROR,
+			 "start epoch %u: start %u is not on the batch grid (a multiple of batch_size %u): resume at k * %u after k batches",
+			 epoch, start, b, b);
+		return -EINVAL;
+	}
+	if (start > end) {
+		dlc_logf(&l->log, DLC_LOG_ERROR,
+			 "start epoch %u: start %u is past the epoch's %u samples",
+			 epoch, start, end);
+		return -EINVAL;
+	}
+	return loader_start_run(l, epoch, start, end, 0, 0, 0);
+}
+
+int dlc_loader_resume_epoch(struct dlc_loader *l, uint32_t epoch,
+			    uint64_t done)
+{
+	struct dlc_order_params op = {
+		.seed = l->cfg.seed, .epoch = epoch, .rank = l->cfg.rank,
+		.world = l->cfg.world, .shuffle = l->cfg.shuffle,
+		.drop_last = l->cfg.shard_drop_last,
+	};
+	uint32_t rs_len, end, b = l->cfg.batch_size;
+
+	/* The next epoch's head fills the positions past the rest. */
+	if (epoch >= UINT32_MAX - 1) {
+		dlc_logf(&l->log, DLC_LOG_ERROR,
+			 "resume epoch: epoch %u is out of range", epoch);
+		return -EINVAL;
+	}
+	if (done > l->n)
+		done = l->n;
+	if (dlc_order_rest_len(l->n, &op, done, &rs_len) ||
+	    rs_len > l->epoch_len) {
+		dlc_logf(&l->log, DLC_LOG_ERROR,
+			 "resume epoch %u after %llu samples: no share of the rest for rank %u of %u",
+			 epoch, (unsigned long long)done, l->cfg.rank,
+			 l->cfg.world);
+		return -EINVAL;
+	}
+	end = l->cfg.drop_last ? rs_len / b * b : rs_len;
+	return loader_start_run(l, epoch, 0, end, 1, done, rs_len);
 }
 
 uint32_t dlc_loader_epoch_samples(const struct dlc_loader *l)

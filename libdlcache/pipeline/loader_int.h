@@ -74,6 +74,17 @@ struct dlc_loader {
 	uint32_t epoch;
 	uint32_t *order;		/* epoch_len sample IDs */
 	uint32_t start, end;		/* positions this run covers */
+	/*
+	 * An elastic resume (dlc_loader_resume_epoch()): epoch rs_epoch1 - 1
+	 * is the rest after rs_done global positions, rs_len of them this
+	 * rank's, then the next epoch's head as filler the run never reaches
+	 * (loader_fill_order()). Written by start_epoch and resume_epoch under
+	 * the lock while the pipeline is idle; rs_epoch1 (0: no resume) is
+	 * read by the tiers' threads too, so it is stored last, released.
+	 */
+	uint64_t rs_done;
+	uint32_t rs_len;
+	uint32_t rs_epoch1;
 	uint32_t next_pos;		/* next position to issue */
 	uint32_t nbatches_run;		/* batches from start to end */
 	uint64_t base_seq;		/* public seq of the first batch */

@@ -61,6 +61,36 @@ int loader_sample_ok(struct dlc_loader *l, uint32_t id, const void *data,
 	return 0;
 }
 
+/*
+ * A resumed epoch's order: this rank's share of the rest, then, in the
+ * positions the run never reaches, the head of the next epoch's order, so
+ * that the caches' next-use ranking sees those samples in the order they
+ * come next.
+ */
+static int fill_rest(struct dlc_loader *l, struct dlc_order_params *p,
+		     uint32_t *ids, uint32_t len)
+{
+	uint64_t done = __atomic_load_n(&l->rs_done, __ATOMIC_RELAXED);
+	uint32_t rs_len = __atomic_load_n(&l->rs_len, __ATOMIC_RELAXED);
+	uint32_t *next;
+	int ret;
+
+	if (rs_len > len)
+		return -EINVAL;
+	ret = dlc_order_fill_rest(l->n, p, done, ids, rs_len);
+	if (ret || rs_len == len)
+		return ret;
+	next = malloc(sizeof(*next) * len);
+	if (!next)
+		return -ENOMEM;
+	p->epoch++;
+	ret = dlc_order_fill(l->n, p, next, len);
+	if (!ret)
+		memcpy(ids + rs_len, next, sizeof(*ids) * (len - rs_len));
+	free(next);
+	return ret;
+}
+
 int loader_fill_order(void *arg, uint32_t epoch, uint32_t *ids, uint32_t len)
 {
 	struct dlc_loader *l = arg;
@@ -69,7 +99,10 @@ int loader_fill_order(void *arg, uint32_t epoch, uint32_t *ids, uint32_t len)
 		.world = l->cfg.world, .shuffle = l->cfg.shuffle,
 		.drop_last = l->cfg.shard_drop_last,
 	};
+	uint32_t rs = __atomic_load_n(&l->rs_epoch1, __ATOMIC_ACQUIRE);
 
+	if (rs && rs - 1 == epoch)
+		return fill_rest(l, &p, ids, len);
 	return dlc_order_fill(l->n, &p, ids, len);
 }
 

@@ -180,6 +180,8 @@ _PROTOS = {
                                          ctypes.POINTER(_P)]),
     "dlc_loader_start_epoch": (ctypes.c_int, [_P, ctypes.c_uint32,
                                               ctypes.c_uint32]),
+    "dlc_loader_resume_epoch": (ctypes.c_int, [_P, ctypes.c_uint32,
+                                               ctypes.c_uint64]),
     "dlc_loader_epoch_samples": (ctypes.c_uint32, [_P]),
     "dlc_loader_epoch_batches": (ctypes.c_uint32, [_P]),
     "dlc_loader_decode_threads": (ctypes.c_uint32, [_P]),

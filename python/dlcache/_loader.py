@@ -415,6 +415,19 @@ class Loader:
         if rc < 0:
             raise oserror(rc, "dlcache: start epoch %d" % epoch)
 
+    def resume_epoch(self, epoch, done):
+        """The rest of @epoch after @done samples of its global order."""
+        self._check()
+        self.release_all()
+        rc = lib.dlc_loader_resume_epoch(self.handle, epoch, done)
+        if rc == -errno.EINVAL:
+            raise ValueError("dlcache: cannot resume epoch %d after %d "
+                             "samples: %s" % (epoch, done,
+                                              self._sink.last_error or
+                                              "out of range"))
+        if rc < 0:
+            raise oserror(rc, "dlcache: resume epoch %d" % epoch)
+
     # -- batches ------------------------------------------------------------
 
     def next(self):

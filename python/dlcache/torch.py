@@ -197,6 +197,10 @@ class DataLoader:
         self._loader = Loader(self.index, **self._loader_args)
         self.epoch = 0
         self._next_batch = 0	# grid position to start or resume at
+        # Samples of this epoch's global order used before this run (a
+        # state_dict of another world size or batch size was loaded: the
+        # run is the rest, dlc_loader_resume_epoch()); None: a whole epoch.
+        self._rest_done = None
         self._iterating = None	# the live iterator, if any
         # The next pass continues at (epoch, _next_batch) rather than
         # starting a new epoch: set by load_state_dict(), close() and an
@@ -250,12 +254,20 @@ class DataLoader:
             self._iterating._end()
         if epoch != self.epoch or not self._resume:
             self._next_batch = 0
+            self._rest_done = None
             self._resume = False
         self.epoch = epoch
 
     def _advance(self):
         self.epoch = self.epoch + 1 if self.epoch + 1 < 2 ** 32 else 0
         self._next_batch = 0
+        self._rest_done = None
+
+    def _samples_done(self):
+        """Samples of the epoch's global order used so far, by every
+        rank: the batches each rank took times batch_size and world."""
+        return (self._rest_done or 0) + \
+            self._next_batch * self.batch_size * self.world_size
 
     def __iter__(self):
         if self._iterating is not None:
@@ -266,16 +278,25 @@ class DataLoader:
                 self._advance()
         self._resume = False
         self._live()
-        it = _EpochIterator(self, self.epoch, self._next_batch)
+        if self._rest_done is not None:
+            # The rest of a resumed epoch, from where this run got to.
+            self._rest_done = self._samples_done()
+            self._next_batch = 0
+        it = _EpochIterator(self, self.epoch, self._next_batch,
+                            self._rest_done)
         self._iterating = it
         return it
 
     def state_dict(self):
-        """Where the iteration stands: load_state_dict() resumes there."""
+        """Where the iteration stands: load_state_dict() resumes there,
+        at this world size or another (samples_done)."""
         return {
             "version": 1,
             "epoch": self.epoch,
             "batches_done": self._next_batch,
+            # every rank's samples of the epoch's global order so far
+            "samples_done": self._samples_done(),
+            "rest_done": self._rest_done,
             "seed": self.seed,
             "batch_size": self.batch_size,
             "world_size": self.world_size,
@@ -287,24 +308,57 @@ class DataLoader:
         }
 
     def load_state_dict(self, state):
-        """Resume: the next iteration runs the rest of the saved epoch."""
+        """Resume: the next iteration runs the rest of the saved epoch.
+
+        The same world size, rank and batch size continue the saved run
+        batch for batch. Another world size (an elastic restart: every
+        rank loads the state of any old rank) or batch size continues the
+        epoch's global order after the samples_done the old ranks used:
+        this rank gets its share of the rest, every sample of the epoch
+        once across both runs (dlc_loader_resume_epoch()). The seed, the
+        transform (train, size) and the data set must match.
+        """
         if not isinstance(state, dict) or state.get("version") != 1:
             raise ValueError("not a dlcache DataLoader state_dict: %r"
                              % (state,))
         mine = self.state_dict()
-        for k in ("seed", "batch_size", "world_size", "rank", "train", "size",
-                  "drop_last", "dataset"):
+        for k in ("seed", "train", "size", "dataset"):
             if state.get(k) != mine[k]:
                 raise ValueError("state_dict is of another loader: %s is %r "
                                  "there, %r here" % (k, state.get(k), mine[k]))
         epoch, done = state["epoch"], state["batches_done"]
-        if not 0 <= done <= len(self):
-            raise ValueError("state_dict: batches_done %r out of 0..%d"
-                             % (done, len(self)))
+        if not isinstance(epoch, int) or not 0 <= epoch < 2 ** 32 - 1:
+            raise ValueError("state_dict: epoch %r out of range" % (epoch,))
+        same = all(state.get(k) == mine[k] for k in
+                   ("batch_size", "world_size", "rank", "drop_last"))
+        rest = state.get("rest_done")
+        if same and rest is None:
+            if not isinstance(done, int) or not 0 <= done <= len(self):
+                raise ValueError("state_dict: batches_done %r out of 0..%d"
+                                 % (done, len(self)))
+        else:
+            # Older states lack samples_done: a whole run's formula.
+            sd = state.get("samples_done")
+            if sd is None:
+                if not all(isinstance(state.get(k), int) for k in
+                           ("batches_done", "batch_size", "world_size")):
+                    raise ValueError("state_dict: no samples_done, and no "
+                                     "batches_done, batch_size, world_size "
+                                     "to count them from: %r" % (state,))
+                sd = (rest or 0) + state["batches_done"] * \
+                    state["batch_size"] * state["world_size"]
+            if not isinstance(sd, int) or sd < 0:
+                raise ValueError("state_dict: samples_done %r is not a "
+                                 "count" % (sd,))
         if self._iterating is not None:
             self._iterating._end()
         self.epoch = epoch
-        self._next_batch = done
+        if same and rest is None:
+            self._next_batch = done
+            self._rest_done = None
+        else:
+            self._next_batch = 0
+            self._rest_done = sd
         self._resume = True
 
     def stats(self):
@@ -390,11 +444,14 @@ class DataLoader:
 class _EpochIterator:
     """One pass over the rest of an epoch. A new iter() ends this one."""
 
-    def __init__(self, owner, epoch, start):
+    def __init__(self, owner, epoch, start, rest_done=None):
         self.owner = owner
         self.epoch = epoch
         self.live = False
-        owner._loader.start_epoch(epoch, start)
+        if rest_done is None:
+            owner._loader.start_epoch(epoch, start)
+        else:
+            owner._loader.resume_epoch(epoch, rest_done)
         self.live = True
 
     def __iter__(self):

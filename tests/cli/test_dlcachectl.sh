@@ -261,6 +261,28 @@ expect_usage "bench --start-epoch with --verify-cost" bench "$tmp/ds.idx" --star
 expect_usage "bench --start-epoch -1" bench "$tmp/ds.idx" --start-epoch -1
 end
 
+# --resume SAMPLES: the first epoch is the rest of its global order. After
+# nothing, the whole epoch (the same batches); after 3 ranks took a batch
+# of 8 each (24 of 40), each of 2 ranks gets 8, then whole epochs of 20.
+# (tests/python/test_resume.py checks the rest against DistributedSampler.)
+begin bench-resume
+part=$("$ctl" bench "$tmp/ds.idx" --start-epoch 1 --resume 0 --epochs 2 --batch-size 8 \
+	--size 32 --json --digest --backend inprocess 2>/dev/null) || fail "bench --resume 0"
+/usr/bin/python3 - "$full" "$part" <<'PY' || fail "bench --resume 0: $part (from 0: $full)"
+import json, sys
+full, part = (json.loads(a)["epochs"] for a in sys.argv[1:3])
+assert [e["digest"] for e in part] == [e["digest"] for e in full[1:]], (part, full)
+PY
+for r in 0 1; do
+	out=$("$ctl" bench "$tmp/ds.idx" --start-epoch 1 --resume 24 --epochs 2 --world 2 --rank $r \
+		--batch-size 8 --size 32 --json --backend inprocess 2>/dev/null) || fail "bench --resume 24 rank $r"
+	/usr/bin/python3 -c 'import json, sys; e = json.loads(sys.argv[1])["epochs"]; assert [x["images"] for x in e] == [8, 20], e' "$out" ||
+		fail "bench --resume 24 --world 2 --rank $r: $out"
+done
+expect_usage "bench --resume -1" bench "$tmp/ds.idx" --resume -1
+expect_usage "bench --resume with --verify-cost" bench "$tmp/ds.idx" --resume 8 --verify-cost
+end
+
 begin bench-root
 # A data set moved since indexing: bench --root finds every sample there.
 expect_usage "bench --root with a DIR" bench "$tmp/ds" --root "$tmp/ds"

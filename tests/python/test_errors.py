@@ -354,7 +354,7 @@ def bad_args():
         raises(ValueError, ["epoch"], dl.set_epoch, v)
     state = dl.state_dict()
     for bad, names in [({}, ["state_dict"]), (None, ["state_dict"]),
-                       (dict(state, batch_size=16), ["batch_size"]),
+                       (dict(state, size=64), ["size"]),
                        (dict(state, dataset="0" * 32), ["dataset"]),
                        (dict(state, batches_done=99), ["batches_done"])]:
         raises(ValueError, names, dl.load_state_dict, bad)

@@ -462,6 +462,99 @@ static void check_shard_and_batch_drop(uint32_t shard_drop, uint32_t drop)
 	dlc_loader_destroy(l);
 }
 
+/*
+ * Per sample of one batch: its pixels' hash, into @h (by sample ID), or
+ * checked against it (@check).
+ */
+static void sample_hashes(const struct dlc_batch *b, uint64_t *h, int check)
+{
+	size_t one = (size_t)3 * SIDE * SIDE;
+	uint32_t i;
+
+	for (i = 0; i < b->count; i++) {
+		uint64_t x = t_fnv(b->data + i * one, one, T_FNV_INIT);
+
+		if (!check)
+			h[b->ids[i]] = x;
+		else
+			CHECK(h[b->ids[i]] == x, "sample %u: pixels differ from "
+			      "the uninterrupted epoch's", b->ids[i]);
+	}
+}
+
+/*
+ * Elastic resume, in order (shuffle 0, so the reference is arithmetic):
+ * 3 ranks took 2 batches each of epoch 1 (done = 2 * B * 3); 2 ranks
+ * resume. Rank r gets done + r, done + r + 2, ... of the rest, padded
+ * with its head, its pixels those of an uninterrupted epoch; then epoch
+ * 2 is whole. Past the data set, nothing; bad calls are -EINVAL/-EBUSY.
+ */
+static void check_elastic(void)
+{
+	const uint32_t w = 2, done = 2 * B * 3;
+	uint64_t *h = calloc(g_n, sizeof(*h));
+	struct dlc_loader *l = NULL;
+	uint32_t m = g_n - done, share = (m + w - 1) / w, got, k;
+	struct dlc_config cfg;
+	struct dlc_batch *b;
+	int ret;
+
+	config(&cfg, 1 << 20);
+	cfg.shuffle = 0;
+	cfg.drop_last = 0;
+	CHECK(h && dlc_loader_create(&cfg, g_idx, &l) == 0, "world 1");
+	if (!l || !h)
+		goto out;
+	CHECK_EQ(dlc_loader_start_epoch(l, 1, 0), 0);
+	while (dlc_next_batch(l, &b) == 0) {
+		sample_hashes(b, h, 0);
+		CHECK_EQ(dlc_release_batch(l, b), 0);
+	}
+	dlc_loader_destroy(l);
+	l = NULL;
+	cfg.world = w;
+	for (cfg.rank = 0; cfg.rank < w; cfg.rank++) {
+		CHECK(dlc_loader_create(&cfg, g_idx, &l) == 0, "rank %u", cfg.rank);
+		if (!l)
+			continue;
+		CHECK_EQ(dlc_loader_resume_epoch(l, 1, done), 0);
+		got = 0;
+		while ((ret = dlc_next_batch(l, &b)) == 0) {
+			CHECK_EQ(b->seq, got / B);
+			for (k = 0; k < b->count; k++, got++)
+				CHECK(b->ids[k] == done + (cfg.rank + got * w) % m,
+				      "rank %u, sample %u of the rest: %u", cfg.rank,
+				      got, b->ids[k]);
+			sample_hashes(b, h, 1);
+			CHECK_EQ(dlc_release_batch(l, b), 0);
+		}
+		CHECK_EQ(ret, -ENODATA);
+		CHECK_EQ(got, share);
+		/* The next epoch is whole, this world's. */
+		CHECK_EQ(dlc_loader_start_epoch(l, 2, 0), 0);
+		got = 0;
+		while (dlc_next_batch(l, &b) == 0) {
+			for (k = 0; k < b->count; k++, got++)
+				CHECK_EQ(b->ids[k], (cfg.rank + got * w) % g_n);
+			CHECK_EQ(dlc_release_batch(l, b), 0);
+		}
+		CHECK_EQ(got, dlc_loader_epoch_samples(l));
+		/* All used (or more): an empty run. */
+		CHECK_EQ(dlc_loader_resume_epoch(l, 1, (uint64_t)g_n * 5), 0);
+		CHECK_EQ(dlc_next_batch(l, &b), -ENODATA);
+		CHECK_EQ(dlc_loader_resume_epoch(l, UINT32_MAX, 0), -EINVAL);
+		CHECK_EQ(dlc_loader_resume_epoch(l, 3, 0), 0);
+		CHECK(dlc_next_batch(l, &b) == 0, "a batch of epoch 3");
+		CHECK_EQ(dlc_loader_resume_epoch(l, 3, 0), -EBUSY);
+		CHECK_EQ(dlc_release_batch(l, b), 0);
+		dlc_loader_destroy(l);
+		l = NULL;
+	}
+out:
+	dlc_loader_destroy(l);
+	free(h);
+}
+
 /* Overwrite the samples of ids [@from, @to] with bytes that are no JPEG. */
 static void corrupt(const char *dir, struct dlc_index *idx, uint32_t from,
 		    uint32_t to)
@@ -751,6 +844,7 @@ int main(void)
 	T_RUN(check_cache);
 	T_RUN(check_nhwc);
 	T_RUN(check_ddp);
+	T_RUN(check_elastic);
 	T_RUN_AS("shard_pad_batch_keep", check_shard_and_batch_drop, 0, 0);
 	T_RUN_AS("shard_pad_batch_drop", check_shard_and_batch_drop, 0, 1);
 	T_RUN_AS("shard_drop_batch_keep", check_shard_and_batch_drop, 1, 0);

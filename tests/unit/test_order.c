@@ -256,6 +256,112 @@ static void test_resume(void)
 }
 
 /*
+ * Elastic resume: W ranks took k samples each of an epoch; the rest,
+ * sharded over W2 ranks, is the global order's positions [k W, n) (plus
+ * the rest's head as padding, or cut to equal shares), so the two runs
+ * together use every sample once.
+ */
+static void check_rest(uint32_t n, uint32_t w, uint32_t k, uint32_t w2,
+		       uint32_t drop_last)
+{
+	struct dlc_order_params p = params(9, 3, 0, w2, 1, drop_last);
+	uint64_t done = (uint64_t)k * w;
+	uint32_t *g = global_order(n, 9, 3, 1), *r, len, len0, m, q, i;
+	unsigned char *seen = calloc(n, 1);
+	uint32_t *all = NULL;
+
+	if (!g || !seen)
+		goto out;
+	m = done >= n ? 0 : (uint32_t)(n - done);
+	CHECK_EQ(dlc_order_rest_len(n, &p, done, &len0), 0);
+	CHECK_EQ(len0, drop_last ? m / w2 : (m + w2 - 1) / w2);
+	all = malloc(((size_t)len0 * w2 + 1) * sizeof(*all));
+	for (p.rank = 0; all && p.rank < w2; p.rank++) {
+		CHECK_EQ(dlc_order_rest_len(n, &p, done, &len), 0);
+		CHECK_EQ(len, len0);	/* every rank the same share */
+		r = malloc(((size_t)len + 1) * sizeof(*r));
+		if (!r || len != len0 ||
+		    dlc_order_fill_rest(n, &p, done, r, len)) {
+			printf("FAIL: rest of n=%u after %llu, rank %u of %u\n",
+			       n, (unsigned long long)done, p.rank, w2);
+			t_failures++;
+			free(r);
+			continue;
+		}
+		for (i = 0; i < len; i++)
+			all[(size_t)i * w2 + p.rank] = r[i];
+		free(r);
+	}
+	if (!all)
+		goto out;
+	/* Interleaved back, the shares are the rest of the global order. */
+	for (q = 0; q < len0 * w2; q++)
+		if (all[q] != g[done + q % m]) {
+			printf("FAIL: n=%u W=%u k=%u W2=%u drop_last=%u: global %u of the rest is %u, want %u\n",
+			       n, w, k, w2, drop_last, q, all[q], g[done + q % m]);
+			t_failures++;
+			break;
+		}
+	/* Both runs together: each sample once (the padding aside). */
+	for (q = 0; q < done && q < n; q++)
+		seen[g[q]]++;
+	for (q = 0; q < len0 * w2 && q < m; q++)
+		seen[all[q]]++;
+	/* Cut to equal shares, the rest's tail is not used. */
+	for (q = len0 * w2; drop_last && q < m; q++)
+		seen[g[done + q]] += 10;
+	for (i = 0; i < n; i++)
+		if (seen[i] != 1 && seen[i] != 10) {
+			printf("FAIL: n=%u W=%u k=%u W2=%u drop_last=%u: sample %u used %u times\n",
+			       n, w, k, w2, drop_last, i, seen[i] % 10);
+			t_failures++;
+			break;
+		}
+out:
+	free(all);
+	free(seen);
+	free(g);
+}
+
+static void test_rest(void)
+{
+	static const uint32_t cases[][4] = {	/* n, W, k, W2 */
+		{ 1000, 4, 37, 3 }, { 1000, 3, 100, 8 }, { 1000, 8, 0, 2 },
+		{ 1003, 2, 250, 7 }, { 10, 4, 2, 3 }, { 10, 4, 3, 2 },
+		{ 7, 1, 3, 1 }, { 100, 5, 20, 4 }, { 5, 2, 1, 9 },
+	};
+	struct dlc_order_params p = params(9, 3, 0, 2, 1, 0);
+	uint32_t *a, *b, la, lb, len, bad[3];
+	size_t c;
+
+	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		check_rest(cases[c][0], cases[c][1], cases[c][2], cases[c][3], 0);
+		check_rest(cases[c][0], cases[c][1], cases[c][2], cases[c][3], 1);
+	}
+	/* Nothing done: the rest is the whole order, at any world. */
+	a = order(1000, &p, &la);
+	b = malloc(sizeof(*b) * (la + 1));
+	if (a && b && !dlc_order_rest_len(1000, &p, 0, &lb) && lb == la &&
+	    !dlc_order_fill_rest(1000, &p, 0, b, lb))
+		CHECK(!memcmp(a, b, la * sizeof(*a)));
+	else
+		CHECK(0);
+	free(a);
+	free(b);
+	/* All done, or more: an empty share, validly. */
+	CHECK_EQ(dlc_order_rest_len(1000, &p, 1000, &len), 0);
+	CHECK_EQ(len, 0);
+	CHECK_EQ(dlc_order_rest_len(1000, &p, 5000, &len), 0);
+	CHECK_EQ(len, 0);
+	CHECK_EQ(dlc_order_fill_rest(1000, &p, 1000, NULL, 0), 0);
+	/* Bad arguments. */
+	CHECK_EQ(dlc_order_rest_len(1000, &p, 0, NULL), -EINVAL);
+	CHECK_EQ(dlc_order_fill_rest(1000, &p, 10, bad, 3), -EINVAL);
+	p.rank = 2;
+	CHECK_EQ(dlc_order_rest_len(1000, &p, 0, &len), -EINVAL);
+}
+
+/*
  * Each element's position over many epochs: a chi-square over the n x n
  * table of (element, position) counts, (n - 1)^2 degrees of freedom.
  * The generator is deterministic, so this cannot flake; the bound is five
@@ -459,6 +565,7 @@ int main(void)
 	T_RUN(test_seeds_epochs);
 	T_RUN(test_sharding);
 	T_RUN(test_resume);
+	T_RUN(test_rest);
 	T_RUN(test_uniform);
 	T_RUN(test_bad_args);
 	T_RUN(test_torch);

@@ -31,6 +31,9 @@ static void help(void)
 	       "  --epochs N           epochs to run (default 3)\n"
 	       "  --start-epoch N      the first epoch is N (default 0): a restarted job resumes\n"
 	       "                       there, with epoch N's order and augmentation\n"
+	       "  --resume SAMPLES     the first epoch runs only its rest after SAMPLES of its\n"
+	       "                       global order were used, at any world size: k batches of\n"
+	       "                       B on each of W ranks are k*B*W (dlc_loader_resume_epoch)\n"
 	       "  --root DIR           the data set of INDEX is at DIR (moved since indexing)\n"
 	       "  --batch-size B       samples per batch (default 64)\n"
 	       "  --backend B          auto (default: dlcache.ko if loaded), inprocess or kernel\n"
@@ -385,6 +388,8 @@ struct bench_args {
 	const char *root;	/* --root */
 	const char *lockstep_path;
 	uint32_t epochs, start, step_ms;
+	int resume;			/* --resume: the first epoch's rest */
+	uint64_t resume_done;
 	uint64_t cache;		/* --cache, if have_cache */
 	double fraction;	/* --cache-fraction */
 	int have_cache, verify_cost, drop, json, digest;
@@ -408,6 +413,7 @@ static int bench_parse(int argc, char **argv, struct bench_args *a)
 	static const struct option own[] = {
 		{ "epochs", required_argument, NULL, 'e' },
 		{ "start-epoch", required_argument, NULL, 'P' },
+		{ "resume", required_argument, NULL, 'U' },
 		{ "cache", required_argument, NULL, 'c' },
 		{ "verify-cost", no_argument, NULL, 'X' },
 		{ "cache-fraction", required_argument, NULL, 'F' },
@@ -442,6 +448,12 @@ static int bench_parse(int argc, char **argv, struct bench_args *a)
 		case 'P':
 			if (parse_u32(optarg, 0, 1000000, &a->start))
 				return usage_error("bench", "--start-epoch: want 0..1000000, got '%s'", optarg);
+			break;
+		case 'U':
+			a->resume_done = strtoull(optarg, &end, 10);
+			if (!*optarg || *end || optarg[0] == '-')
+				return usage_error("bench", "--resume: want a count of samples, got '%s'", optarg);
+			a->resume = 1;
 			break;
 		case 'c':
 			if (parse_size(optarg, &a->cache))
@@ -549,7 +561,10 @@ static int bench_epoch(const struct bench_args *a, struct bench_run *r,
 
 	dlc_loader_stats(r->l, &before, sizeof(before));
 	t0 = now_ns();
-	ret = dlc_loader_start_epoch(r->l, a->start + e, 0);
+	if (a->resume && e == 0)
+		ret = dlc_loader_resume_epoch(r->l, a->start, a->resume_done);
+	else
+		ret = dlc_loader_start_epoch(r->l, a->start + e, 0);
 	while (!ret && (ret = dlc_next_batch(r->l, &b)) == 0) {
 		images += b->count;
 		if (a->digest)
@@ -786,8 +801,8 @@ int cmd_bench(int argc, char **argv)
 	cfg_opts_transform(&a.o);
 	cfg->cache_bytes = a.have_cache ? a.cache :
 		(uint64_t)(a.fraction * (double)dlc_index_total_bytes(r.idx));
-	if (a.verify_cost && a.start) {
-		rc = usage_error("bench", "--start-epoch does not go with --verify-cost");
+	if (a.verify_cost && (a.start || a.resume)) {
+		rc = usage_error("bench", "--start-epoch and --resume do not go with --verify-cost");
 	} else if (a.verify_cost) {
 		rc = run_verify_cost(cfg, r.idx, a.epochs, a.json);
 	} else {
