@@ -71,6 +71,16 @@ static void on_signal(int sig)
 	pack_signal = sig;
 }
 
+/* A sample transcoded ahead of its turn (struct pack_job.parked). */
+struct pack_parked {
+	int used;
+	uint32_t id;
+	struct dlc_packw_sample s;
+	uint8_t *buf;			/* its source: s.src points into it */
+	size_t len;
+	char why[256];
+};
+
 struct pack_job {
 	struct dlc_index *idx;
 	struct dlc_packw *w;
@@ -89,6 +99,13 @@ struct pack_job {
 	 */
 	uint32_t turn;
 	pthread_cond_t turn_cv;
+	/*
+	 * Samples transcoded before their turn (under lock): parked until it
+	 * comes, parked_max of them (4 a thread) at most; a worker whose
+	 * sample finds the parking full waits.
+	 */
+	struct pack_parked *parked;
+	uint32_t nparked, parked_max;
 	char err[PATH_MAX + 256];	/* the first failure */
 	unsigned int nlisted;
 	char listed[PACK_LIST_MAX][PATH_MAX + 160];
@@ -113,40 +130,135 @@ static void job_fail(struct pack_job *job, const char *fmt, ...)
 }
 
 /*
- * Wait until sample @id is the next to add. 0, or -1 when the job failed
- * or a signal came meanwhile (checked every 100 ms: a handler cannot
- * signal the condition).
+ * Sample @id (its source @buf of @len bytes, transcoded as @s): added to
+ * the pack and counted. 0, or -1 after job_fail(). Called only by the
+ * thread whose turn it is; frees @s and @buf.
  */
-static int wait_turn(struct pack_job *job, uint32_t id)
+static int add_one(struct pack_job *job, uint32_t id, uint8_t *buf,
+		   size_t len, struct dlc_packw_sample *s, const char *why)
 {
-	struct timespec until;
-	int ret = 0;
+	const char *rel = dlc_index_relpath(job->idx, id);
+	int ret = dlc_packw_add_sample(job->w, id, s);
 
-	pthread_mutex_lock(&job->lock);
-	while (job->turn != id) {
-		if (atomic_load(&job->failed) || pack_signal) {
-			ret = -1;
-			break;
-		}
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += 100 * 1000 * 1000;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&job->turn_cv, &job->lock, &until);
+	dlc_packw_sample_free(s);
+	free(buf);
+	if (ret == -ENOSPC && dlc_packw_device_bytes(job->w)) {
+		job_fail(job, "the device holds %llu bytes: too few for this "
+			 "pack (full at sample %u, %s)",
+			 (unsigned long long)dlc_packw_device_bytes(job->w),
+			 id, rel);
+		return -1;
 	}
-	pthread_mutex_unlock(&job->lock);
-	return ret;
+	if (ret < 0) {
+		job_fail(job, "%s/%s: %s", dlc_index_root(job->idx), rel,
+			 strerror(-ret));
+		return -1;
+	}
+	atomic_fetch_add(&job->src_bytes, len);
+	if (ret == DLC_PACK_RST) {
+		atomic_fetch_add(&job->rst, 1);
+	} else {
+		atomic_fetch_add(&job->plain, 1);
+		pthread_mutex_lock(&job->lock);
+		if (job->nlisted < PACK_LIST_MAX)
+			snprintf(job->listed[job->nlisted++],
+				 sizeof(job->listed[0]), "%s: %s", rel, why);
+		pthread_mutex_unlock(&job->lock);
+	}
+	atomic_fetch_add(&job->done, 1);
+	return 0;
 }
 
-/* Sample @id is added (or failed): the next one's turn. */
-static void next_turn(struct pack_job *job)
+/*
+ * Called with job->lock held: wait for turn_cv at most 100 ms (a signal
+ * handler cannot signal the condition, so pack_signal is polled).
+ */
+static void wait_turn_cv(struct pack_job *job)
 {
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += 100 * 1000 * 1000;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&job->turn_cv, &job->lock, &until);
+}
+
+/*
+ * Sample @id is transcoded. On its turn, add it, then every parked sample
+ * that follows; before its turn, park it (waiting while the parking is
+ * full) so that the worker goes on with another sample. 0, or -1 when
+ * the job failed or a signal came. Takes @buf and @s.
+ */
+static int submit(struct pack_job *job, uint32_t id, uint8_t *buf, size_t len,
+		  struct dlc_packw_sample *s, const char *why)
+{
+	struct pack_parked cur, *p;
+	uint32_t k;
+	int ret;
+
 	pthread_mutex_lock(&job->lock);
-	job->turn++;
-	pthread_cond_broadcast(&job->turn_cv);
+	while (job->turn != id && job->nparked == job->parked_max &&
+	       !atomic_load(&job->failed) && !pack_signal)
+		wait_turn_cv(job);
+	if (atomic_load(&job->failed) || pack_signal) {
+		pthread_mutex_unlock(&job->lock);
+		dlc_packw_sample_free(s);
+		free(buf);
+		return -1;
+	}
+	if (job->turn != id) {
+		/* nparked < parked_max: a free place exists */
+		for (p = job->parked; p->used; p++)
+			;
+		p->used = 1;
+		p->id = id;
+		p->s = *s;
+		p->buf = buf;
+		p->len = len;
+		snprintf(p->why, sizeof(p->why), "%s", why);
+		job->nparked++;
+		pthread_mutex_unlock(&job->lock);
+		return 0;
+	}
 	pthread_mutex_unlock(&job->lock);
+	ret = add_one(job, id, buf, len, s, why);
+	for (;;) {
+		pthread_mutex_lock(&job->lock);
+		job->turn++;
+		pthread_cond_broadcast(&job->turn_cv);
+		for (k = 0, p = NULL; !ret && k < job->parked_max; k++)
+			if (job->parked[k].used &&
+			    job->parked[k].id == job->turn) {
+				p = &job->parked[k];
+				break;
+			}
+		if (!p) {
+			pthread_mutex_unlock(&job->lock);
+			return ret;
+		}
+		cur = *p;
+		p->used = 0;
+		job->nparked--;
+		pthread_mutex_unlock(&job->lock);
+		ret = add_one(job, cur.id, cur.buf, cur.len, &cur.s, cur.why);
+	}
+}
+
+/* After the workers: what a failure or a signal left parked, freed. */
+static void pack_unpark(struct pack_job *job)
+{
+	uint32_t k;
+
+	for (k = 0; job->parked && k < job->parked_max; k++)
+		if (job->parked[k].used) {
+			dlc_packw_sample_free(&job->parked[k].s);
+			free(job->parked[k].buf);
+		}
+	free(job->parked);
+	job->parked = NULL;
 }
 
 static int pack_one(struct pack_job *job, uint32_t id)
@@ -183,41 +295,11 @@ static int pack_one(struct pack_job *job, uint32_t id)
 		return -1;
 	}
 	ret = dlc_packw_prepare(job->w, buf, len, &sample, why, sizeof(why));
-	if (!ret && wait_turn(job, id)) {
-		dlc_packw_sample_free(&sample);
-		free(buf);
-		return -1;
-	}
-	if (!ret) {
-		ret = dlc_packw_add_sample(job->w, id, &sample);
-		dlc_packw_sample_free(&sample);
-	}
+	if (!ret)
+		return submit(job, id, buf, len, &sample, why);
 	free(buf);
-	if (ret == -ENOSPC && dlc_packw_device_bytes(job->w)) {
-		job_fail(job, "the device holds %llu bytes: too few for this "
-			 "pack (full at sample %u, %s)",
-			 (unsigned long long)dlc_packw_device_bytes(job->w),
-			 id, rel);
-		return -1;
-	}
-	if (ret < 0) {
-		job_fail(job, "%s: %s", path, strerror(-ret));
-		return -1;
-	}
-	atomic_fetch_add(&job->src_bytes, len);
-	if (ret == DLC_PACK_RST) {
-		atomic_fetch_add(&job->rst, 1);
-	} else {
-		atomic_fetch_add(&job->plain, 1);
-		pthread_mutex_lock(&job->lock);
-		if (job->nlisted < PACK_LIST_MAX)
-			snprintf(job->listed[job->nlisted++],
-				 sizeof(job->listed[0]), "%s: %s", rel, why);
-		pthread_mutex_unlock(&job->lock);
-	}
-	next_turn(job);
-	atomic_fetch_add(&job->done, 1);
-	return 0;
+	job_fail(job, "%s: %s", path, strerror(-ret));
+	return -1;
 }
 
 static void *pack_worker(void *arg)
@@ -564,6 +646,10 @@ static int pack_run(struct pack_args *a, struct pack_run *r)
 		a->threads = r->n ? r->n : 1;
 	pthread_mutex_init(&job->lock, NULL);
 	pthread_cond_init(&job->turn_cv, NULL);
+	job->parked_max = 4 * a->threads;
+	job->parked = calloc(job->parked_max, sizeof(*job->parked));
+	if (!job->parked)
+		job_fail(job, "%s", strerror(ENOMEM));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &old_int);
@@ -671,6 +757,7 @@ int cmd_pack(int argc, char **argv)
 		pack_report(&a, &r);
 	pthread_mutex_destroy(&r.job.lock);
 	pthread_cond_destroy(&r.job.turn_cv);
+	pack_unpark(&r.job);
 	dlc_index_free(r.job.idx);
 	return rc;
 }
