@@ -593,6 +593,42 @@ else
 	result skip kernel-restart-hit-ratio "(no kernel bench)"
 fi
 
+# ---- elastic resume on dlcache.ko ---------------------------------------------
+# kernel_run's job (2 ranks) saved after 3 batches each of epoch 1 (96 of
+# its 300 samples) comes back on 3 ranks: each runs its share of the rest,
+# ceil(204 / 3) = 68, with the resumed order uploaded to the module, then
+# a whole epoch 2 of 100; no error.
+elastic_run() {
+	local r rc ok=1 got want="68 100"
+	for r in 0 1 2; do
+		$CTL bench $IDX --backend kernel --world 3 --rank $r --start-epoch 1 \
+			--resume 96 --epochs 2 --json $BENCH > /tmp/el_$r.out 2> /tmp/el_$r.err &
+		eval elpid$r=$!
+	done
+	for r in 0 1 2; do
+		eval wait_pid \$elpid$r 240
+		rc=$?
+		got=$(tr '{' '\n' < /tmp/el_$r.out | sed -n 's/.*"images": \([0-9]*\), "evictions".*/\1/p' | tr '\n' ' ')
+		errs=$(tr '{' '\n' < /tmp/el_$r.out | sed -n 's/.*"errors": \([0-9]*\),.*/\1/p' | sort -u | tr '\n' ' ')
+		info "elastic rank $r of 3: exit $rc, images per epoch ${got% }, errors ${errs% }"
+		if [ $rc -ne 0 ] || [ "${got% }" != "$want" ] || [ "${errs% }" != 0 ]; then
+			ok=0
+			show /tmp/el_$r.err
+		fi
+	done
+	if [ $ok -eq 1 ]; then
+		result ok kernel-elastic-resume "(2 ranks' state after 96 samples, resumed on 3: 68 each, then 100)"
+	else
+		result FAIL kernel-elastic-resume "(want images $want per rank and no error)"
+	fi
+}
+
+if [ $KERNEL_OK -eq 1 ]; then
+	elastic_run
+else
+	result skip kernel-elastic-resume "(no kernel bench)"
+fi
+
 # ---- the admin commands with no bench running ---------------------------------
 chmod 0666 /dev/dlcache
 out=$($CTL capacity 2>&1)
