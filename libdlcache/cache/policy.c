@@ -475,11 +475,19 @@ uint32_t dlc_policy_sample_at(const struct dlc_policy *p, uint32_t c,
 	return L->order[slot_of(p, pos)];
 }
 
+/* What measure() asks of a line's anchor. */
+enum {
+	ANCHOR_KEEP,	/* nothing */
+	ANCHOR_PACE,	/* a new cost: turn the line, keep its phase */
+	ANCHOR_CLOCK,	/* the cursor's time is off the clock: restart */
+};
+
 /*
- * Measure @L's cost when a span has passed; returns 1 when its anchor
- * must move (the cost in use moved by more than a quarter, or the
- * predicted time of the cursor is off the clock by more than a quarter
- * of the window's time).
+ * Measure @L's cost when a span has passed. Returns ANCHOR_CLOCK when the
+ * predicted time of the cursor is off the clock by more than a quarter of
+ * the window's time, ANCHOR_PACE when the estimate is a first
+ * measurement or moved by more than a quarter from the cost in use, else
+ * ANCHOR_KEEP.
  */
 static int measure(const struct dlc_policy *p, struct dlc_policy_line *L,
 		   uint64_t now)
@@ -512,19 +520,16 @@ static int measure(const struct dlc_policy *p, struct dlc_policy_line *L,
 		L->est = div_u64_u64(L->sum_t, L->sum_p);
 		if (!L->est)
 			L->est = 1;
-		if (!L->measured) {
+		if (!L->measured)
 			/* The first measurement is the cost. */
-			L->measured = 1;
-			if (L->est != L->cost)
-				return 1;
-		}
+			return ANCHOR_PACE;
 	}
-	off = L->est > L->cost ? L->est - L->cost : L->cost - L->est;
-	if (off > L->cost / 4)
-		return 1;
 	t = line_time(L, L->cursor);
 	off = t > now ? t - now : now - t;
-	return off > sat_mul(L->cost, p->window / 4);
+	if (off > sat_mul(L->cost, p->window / 4))
+		return ANCHOR_CLOCK;
+	off = L->est > L->cost ? L->est - L->cost : L->cost - L->est;
+	return off > L->cost / 4 ? ANCHOR_PACE : ANCHOR_KEEP;
 }
 
 void dlc_policy_advance(struct dlc_policy *p, uint32_t c, uint64_t pos,
@@ -532,8 +537,8 @@ void dlc_policy_advance(struct dlc_policy *p, uint32_t c, uint64_t pos,
 {
 	struct dlc_policy_line *L;
 	uint32_t i, drop = 0;
-	int reanchor = 0, keys;
-	uint64_t q;
+	int reanchor = 0, keys, how, first;
+	uint64_t q, base;
 
 	if (c >= DLC_POLICY_MAX_CONSUMERS || !p->line[c].used)
 		return;
@@ -546,11 +551,27 @@ void dlc_policy_advance(struct dlc_policy *p, uint32_t c, uint64_t pos,
 	}
 	if (now > L->seen)
 		L->seen = now;
-	/* Keys of this line are redone below when it is re-anchored. */
-	keys = !reanchor;
 
 	if (pos > L->end)
 		pos = L->end;
+	/*
+	 * The first use of an epoch restarts the line's time there. A loader
+	 * looks up a read-ahead's worth of an epoch at its start and pauses
+	 * before its end while the last reads drain, so a line is a straight
+	 * line only between epoch starts: anchored anywhere else (in a pause,
+	 * or just after a burst) its prediction is off by up to that
+	 * read-ahead's time, and by a different amount on each rank that
+	 * drifts, which ranks one rank's uses before the other's wrongly.
+	 * Anchored at every epoch's start, the ranks of one job are all off
+	 * alike, and their order in time holds.
+	 */
+	base = DLC_POLICY_NEVER;
+	for (i = 0; i < L->nepochs; i++)
+		if (L->epochs[i].base >= L->cursor && L->epochs[i].base < pos)
+			base = L->epochs[i].base;
+	/* Keys of this line are redone below when it is re-anchored. */
+	keys = !reanchor && base == DLC_POLICY_NEVER;
+
 	for (q = L->cursor; q < pos; q++) {
 		uint32_t s = slot_of(p, q), id = L->order[s];
 
@@ -573,15 +594,38 @@ void dlc_policy_advance(struct dlc_policy *p, uint32_t c, uint64_t pos,
 		L->nepochs -= drop;
 	}
 
-	if (measure(p, L, now))
-		reanchor = 1;
-	if (reanchor) {
+	how = measure(p, L, now);
+	first = how == ANCHOR_PACE && !L->measured;
+	if (how == ANCHOR_PACE)
+		L->measured = 1;
+	if (reanchor || how == ANCHOR_CLOCK) {
+		/* Back from a stall, or off the clock: from here and now. */
 		if (L->measured)
 			L->cost = L->est;
 		L->t0 = now;
 		L->p0 = L->cursor;
-		rebuild(p);
+	} else if (base != DLC_POLICY_NEVER) {
+		if (how == ANCHOR_PACE)
+			L->cost = L->est;
+		/* The cursor passed the epoch's first position now. */
+		L->t0 = now;
+		L->p0 = base + 1;
+	} else if (how == ANCHOR_PACE) {
+		/*
+		 * A new pace turns the line: about its anchor on the first
+		 * measurement (the epoch's start), else about the predicted
+		 * time of the cursor, so that the phase set at the epoch's
+		 * start stays.
+		 */
+		if (!first) {
+			L->t0 = line_time(L, L->cursor);
+			L->p0 = L->cursor;
+		}
+		L->cost = L->est;
+	} else {
+		return;
 	}
+	rebuild(p);
 }
 
 uint32_t dlc_policy_expire(struct dlc_policy *p, uint64_t now,

@@ -23,12 +23,22 @@
  * The cached sample with the largest key is the victim: one with no known
  * use goes first, then the one used farthest in the future.
  *
+ * The anchor is set by the first use of each epoch (p0 just past the
+ * epoch's first position, t0 = that use's time): a loader looks up a
+ * read-ahead's worth of positions at an epoch's start and pauses before
+ * its end while its reads drain, so a consumer's line is straight only
+ * between epoch starts, and anchoring every consumer there keeps ranks
+ * that drift apart placed alike. A new measured cost (moved by more than
+ * a quarter) turns the line about the cursor's predicted time, keeping
+ * that phase; a cursor whose predicted time drifted from the clock by a
+ * quarter of the window's time, or a consumer back from a stall, is
+ * anchored at (now, cursor).
+ *
  * Keys of cached samples are kept in a max-heap. They change only when a
- * consumer passes a sample's use, uploads an order, or is re-anchored
- * (its measured cost moved by more than a quarter, or its predicted time
- * drifted from the clock): then every key is recomputed, O(ncached * K).
- * With one consumer the ranking is the order of next uses, exactly as a
- * single time line.
+ * consumer passes a sample's use, uploads an order, or is re-anchored (as
+ * above: at most once an epoch, and on a new pace): then every key is
+ * recomputed, O(ncached * K). With one consumer the ranking is the order
+ * of next uses, exactly as a single time line.
  *
  * Consumer 0 always exists (set up by dlc_policy_init() in the same
  * memory). Others are added with memory of their own and removed; an
