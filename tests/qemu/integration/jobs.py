@@ -184,6 +184,18 @@ def drift_pair(v):
     return a, dec.raw_decode(v[end:].lstrip())[0]
 
 
+def drift_detail(pr):
+    """What a drift run's epochs did, for a run judged below lockstep:
+    per epoch, each rank's start (s, the guest's clock) and hits/misses,
+    and the data set's evictions and bypasses in that epoch."""
+    out = []
+    for e, (a, b) in enumerate(zip(pr[0]["epochs"], pr[1]["epochs"])):
+        out.append(f"epoch {e}: start {a['start_s']:.2f} {b['start_s']:.2f}, "
+                   f"hits {a['hits']}/{a['misses']} {b['hits']}/{b['misses']}, "
+                   f"evictions {a['evictions']}, bypasses {a['bypasses']}")
+    return "; ".join(out)
+
+
 def drift_vs_bound(lib, sizes, size, cap, pr):
     """Bytes both ranks of drift run @pr read, and that over the bound of
     their own merged trace (seed 0, world 2, as guest.sh's drift_run
@@ -359,6 +371,12 @@ def main():
         # epoch's end and the burst of look-ups after it no longer swing
         # it (that allowed one run in ten 0.05 below; issue 29).
         bad = [j for j, r in enumerate(runs_w) if r is None or r < ref - 0.01]
+        # What the runs below did, and the lockstep run, in the line
+        # itself: CI keeps the result lines of a failure, not the log.
+        detail = "".join(f"; run {j}: {drift_detail(runs_d[j])}" for j in bad
+                         if runs_d[j] is not None)
+        if detail:
+            detail += f"; lockstep: {drift_detail(lock)}"
         vals = sorted(r for r in runs_w if r is not None)
         median = vals[len(vals) // 2] if len(vals) == len(runs_w) else None
         result("FAIL" if bad else "ok", "drift-hit-ratio",
@@ -367,7 +385,8 @@ def main():
                f"; {len(runs_w) - len(bad)} of {len(runs_w)} at least lockstep - 0.01"
                + (f" (below: runs {', '.join(map(str, bad))})" if bad else "") +
                f"; on the shared line (DLCACHE_JOB=none) "
-               f"{fmt([None if r is None else warm_ratio(r) for r in shared])}")
+               f"{fmt([None if r is None else warm_ratio(r) for r in shared])}"
+               + detail)
     return 1 if fails else 0
 
 
