@@ -838,9 +838,8 @@ static int loader_start_run(struct dlc_loader *l, uint32_t epoch,
 int dlc_loader_start_epoch(struct dlc_loader *l, uint32_t epoch,
 			   uint32_t start)
 {
-	uint32_t end, b = l->cfg.batch_size;
+	uint32_t end = loader_run_len(l, l->epoch_len), b = l->cfg.batch_size;
 
-	end = l->cfg.drop_last ? l->epoch_len / b * b : l->epoch_len;
 	if (epoch == UINT32_MAX) {
 		dlc_logf(&l->log, DLC_LOG_ERROR,
 			 "start epoch: epoch %u is out of range", epoch);
@@ -864,12 +863,8 @@ int dlc_loader_start_epoch(struct dlc_loader *l, uint32_t epoch,
 int dlc_loader_resume_epoch(struct dlc_loader *l, uint32_t epoch,
 			    uint64_t done)
 {
-	struct dlc_order_params op = {
-		.seed = l->cfg.seed, .epoch = epoch, .rank = l->cfg.rank,
-		.world = l->cfg.world, .shuffle = l->cfg.shuffle,
-		.drop_last = l->cfg.shard_drop_last,
-	};
-	uint32_t rs_len, end, b = l->cfg.batch_size;
+	struct dlc_order_params op = loader_order_params(l, epoch);
+	uint32_t rs_len;
 
 	/* The next epoch's head fills the positions past the rest. */
 	if (epoch >= UINT32_MAX - 1) {
@@ -887,14 +882,13 @@ int dlc_loader_resume_epoch(struct dlc_loader *l, uint32_t epoch,
 			 l->cfg.world);
 		return -EINVAL;
 	}
-	end = l->cfg.drop_last ? rs_len / b * b : rs_len;
-	return loader_start_run(l, epoch, 0, end, 1, done, rs_len);
+	return loader_start_run(l, epoch, 0, loader_run_len(l, rs_len), 1, done,
+				rs_len);
 }
 
 uint32_t dlc_loader_epoch_samples(const struct dlc_loader *l)
 {
-	return l->cfg.drop_last ? l->epoch_len / l->cfg.batch_size *
-				  l->cfg.batch_size : l->epoch_len;
+	return loader_run_len(l, l->epoch_len);
 }
 
 uint32_t dlc_loader_epoch_batches(const struct dlc_loader *l)

@@ -158,6 +158,11 @@ int loader_decode_next(struct dlc_loader *l, struct dlc_decoder *dec);
 
 /* This rank's order of @epoch (@arg: the loader), as dlc_order_fill(). */
 int loader_fill_order(void *arg, uint32_t epoch, uint32_t *ids, uint32_t len);
+/* The parameters of this rank's order of @epoch. */
+struct dlc_order_params loader_order_params(const struct dlc_loader *l,
+					    uint32_t epoch);
+/* The positions a run over @len of them yields (drop_last: whole batches). */
+uint32_t loader_run_len(const struct dlc_loader *l, uint32_t len);
 /* Called with l->lock held: queue @it for decode. */
 void loader_push_item(struct dlc_loader *l, const struct decode_item *it);
 /* Called with l->lock held: whether the next position may be claimed. */

@@ -91,14 +91,29 @@ static int fill_rest(struct dlc_loader *l, struct dlc_order_params *p,
 	return ret;
 }
 
-int loader_fill_order(void *arg, uint32_t epoch, uint32_t *ids, uint32_t len)
+struct dlc_order_params loader_order_params(const struct dlc_loader *l,
+					    uint32_t epoch)
 {
-	struct dlc_loader *l = arg;
 	struct dlc_order_params p = {
 		.seed = l->cfg.seed, .epoch = epoch, .rank = l->cfg.rank,
 		.world = l->cfg.world, .shuffle = l->cfg.shuffle,
 		.drop_last = l->cfg.shard_drop_last,
 	};
+
+	return p;
+}
+
+uint32_t loader_run_len(const struct dlc_loader *l, uint32_t len)
+{
+	uint32_t b = l->cfg.batch_size;
+
+	return l->cfg.drop_last ? len / b * b : len;
+}
+
+int loader_fill_order(void *arg, uint32_t epoch, uint32_t *ids, uint32_t len)
+{
+	struct dlc_loader *l = arg;
+	struct dlc_order_params p = loader_order_params(l, epoch);
 	uint32_t rs = __atomic_load_n(&l->rs_epoch1, __ATOMIC_ACQUIRE);
 
 	if (rs && rs - 1 == epoch)
@@ -323,13 +338,6 @@ void loader_hand_over(struct dlc_loader *l, struct dlc_read_done *done,
 /* Read-ahead (in-process): the order's next misses, within a budget   */
 /* ------------------------------------------------------------------ */
 
-/* The positions an epoch run from 0 covers (drop_last cuts the tail). */
-static uint32_t run_end(const struct dlc_loader *l)
-{
-	uint32_t b = l->cfg.batch_size;
-
-	return l->cfg.drop_last ? l->epoch_len / b * b : l->epoch_len;
-}
 
 /*
  * Called with l->lock held, after start_epoch's gen was taken: keep what
@@ -426,7 +434,7 @@ static int readahead_next(struct dlc_loader *l, uint64_t my_gen,
 		if (ep == l->epoch) {
 			*id = l->order[p];
 		} else {
-			if (ep != l->epoch + 1 || p >= run_end(l))
+			if (ep != l->epoch + 1 || p >= loader_run_len(l, l->epoch_len))
 				return -EAGAIN;
 			if (l->ra_order_epoch != ep) {
 				if (loader_fill_order(l, ep, l->ra_order, l->epoch_len))
