@@ -451,7 +451,7 @@ static int dlc_stats_show(struct seq_file *m, void *v)
 	struct dlc_dataset *pinned[DLC_MAX_DATASETS];
 	struct dlcache_counters c;
 	struct dlc_dataset *ds;
-	u64 now = ktime_get_ns();
+	u64 now = ktime_get_ns(), t;
 	u32 i, j, n;
 
 	v_ds = kmalloc_array(DLC_MAX_DATASETS, sizeof(*v_ds), GFP_KERNEL);
@@ -505,12 +505,11 @@ static int dlc_stats_show(struct seq_file *m, void *v)
 			 * late_ms: how far the cursor is behind the time the
 			 * policy predicts for it (ahead when negative).
 			 */
+			t = dlc_policy_time(&ds->policy, j, l->cursor);
 			seq_printf(m, "dataset%u.job%u %016llx members %u cursor %llu end %llu ns_per_pos %llu late_ms %lld%s\n",
 				   i, j, c->job, c->nmembers, l->cursor, l->end,
 				   l->cost,
-				   div_s64((s64)(now - l->t0) -
-					   (s64)((l->cursor - l->p0) * l->cost),
-					   NSEC_PER_MSEC),
+				   div_s64((s64)(now - t), NSEC_PER_MSEC),
 				   l->active ? "" : " stalled");
 		}
 		dlc_store_counters(ds, &c);

@@ -693,6 +693,14 @@ uint64_t dlc_policy_key(const struct dlc_policy *p, uint32_t id)
 	return compute_key(p, id);
 }
 
+uint64_t dlc_policy_time(const struct dlc_policy *p, uint32_t c,
+			 uint64_t pos)
+{
+	const struct dlc_policy_line *L = get_line(p, c);
+
+	return L ? line_time(L, pos) : DLC_POLICY_NEVER;
+}
+
 int dlc_policy_is_cached(const struct dlc_policy *p, uint32_t id)
 {
 	return id < p->nsamples && test_bit64(p->cached, id);

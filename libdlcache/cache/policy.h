@@ -256,6 +256,14 @@ int dlc_policy_used_before(const struct dlc_policy *p, uint32_t c,
 /* Merged key of sample @id (cached or not), or DLC_POLICY_NEVER. */
 uint64_t dlc_policy_key(const struct dlc_policy *p, uint32_t id);
 
+/*
+ * Predicted time of position @pos of consumer @c, T_c(@pos) above
+ * (saturating below DLC_POLICY_NEVER), or DLC_POLICY_NEVER when @c is not
+ * a consumer.
+ */
+uint64_t dlc_policy_time(const struct dlc_policy *p, uint32_t c,
+			 uint64_t pos);
+
 /* Whether @id is marked cached. */
 int dlc_policy_is_cached(const struct dlc_policy *p, uint32_t id);
 

@@ -838,7 +838,7 @@ static int loader_start_run(struct dlc_loader *l, uint32_t epoch,
 int dlc_loader_start_epoch(struct dlc_loader *l, uint32_t epoch,
 			   uint32_t start)
 {
-	uint32_t end = loader_run_len(l, l->epoch_len), b = l->cfg.batch_size;
+	uint32_t end = dlc_loader_epoch_samples(l), b = l->cfg.batch_size;
 
 	if (epoch == UINT32_MAX) {
 		dlc_logf(&l->log, DLC_LOG_ERROR,

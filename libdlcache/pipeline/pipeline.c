@@ -338,7 +338,6 @@ void loader_hand_over(struct dlc_loader *l, struct dlc_read_done *done,
 /* Read-ahead (in-process): the order's next misses, within a budget   */
 /* ------------------------------------------------------------------ */
 
-
 /*
  * Called with l->lock held, after start_epoch's gen was taken: keep what
  * was read ahead for the positions from (epoch, start) on, and note when
@@ -434,7 +433,7 @@ static int readahead_next(struct dlc_loader *l, uint64_t my_gen,
 		if (ep == l->epoch) {
 			*id = l->order[p];
 		} else {
-			if (ep != l->epoch + 1 || p >= loader_run_len(l, l->epoch_len))
+			if (ep != l->epoch + 1 || p >= dlc_loader_epoch_samples(l))
 				return -EAGAIN;
 			if (l->ra_order_epoch != ep) {
 				if (loader_fill_order(l, ep, l->ra_order, l->epoch_len))
