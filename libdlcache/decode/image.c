@@ -56,10 +56,18 @@ int dlc_image_fail(struct dlc_image *im, uint32_t kind, int err,
 		   const char *fmt, ...)
 {
 	va_list ap;
+	char *c;
 
 	va_start(ap, fmt);
 	vsnprintf(im->msg, sizeof(im->msg), fmt, ap);
 	va_end(ap);
+	/*
+	 * A message is one line: a library's own text may hold line breaks
+	 * (libtiff's "NumberOfInks ... is different from ...\n").
+	 */
+	for (c = im->msg; *c; c++)
+		if (*c == '\n' || *c == '\r')
+			*c = ' ';
 	im->kind = kind;
 	return err;
 }
