@@ -783,9 +783,11 @@ int dlc_loader_create(const struct dlc_config *cfg,
 /*
  * Start epoch @epoch at sample position @start (0, or k * batch_size to
  * resume after k batches: the batches then equal those of an uninterrupted
- * epoch). Ends any epoch in progress. -EINVAL (logged) when @start is not
- * a multiple of batch_size or is past the epoch's last batch; -EBUSY while
- * the consumer holds batches.
+ * epoch). Ends any epoch in progress. Batches the consumer still holds
+ * stay valid, and count against the nbatches - 1 it may hold, until it
+ * releases them (a training loop's variable keeps the last batch of an
+ * epoch while the next one starts). -EINVAL (logged) when @start is not a
+ * multiple of batch_size or is past the epoch's last batch.
  */
 int dlc_loader_start_epoch(struct dlc_loader *l, uint32_t epoch,
 			   uint32_t start);
@@ -800,8 +802,8 @@ int dlc_loader_start_epoch(struct dlc_loader *l, uint32_t epoch,
  * drop_last); dlc_batch.seq counts from 0 in this run. The pixels of a
  * sample are those of an uninterrupted epoch (its crop is keyed by seed,
  * epoch and sample); the epochs after it are whole, as for any world. A
- * @done at or past the data set's size runs no batch. -EINVAL (logged),
- * -ENOMEM, or -EBUSY while the consumer holds batches.
+ * @done at or past the data set's size runs no batch. Held batches stay
+ * valid, as for dlc_loader_start_epoch(). -EINVAL (logged) or -ENOMEM.
  *
  * The caches' and the staging tier's plans follow this run's order when
  * it is the first epoch the loader starts; an epoch already uploaded to

@@ -789,10 +789,6 @@ static int loader_start_run(struct dlc_loader *l, uint32_t epoch,
 	int ret;
 
 	pthread_mutex_lock(&l->lock);
-	if (l->held) {
-		pthread_mutex_unlock(&l->lock);
-		return -EBUSY;
-	}
 	/* Wind down the epoch in progress. */
 	l->active = 0;
 	while (l->qlen) {
@@ -816,8 +812,15 @@ static int loader_start_run(struct dlc_loader *l, uint32_t epoch,
 		pthread_mutex_unlock(&l->lock);
 		return ret;
 	}
+	/*
+	 * Batches the consumer holds stay valid: their slots stay HELD until
+	 * released, and the run's first batch takes the slot after the last
+	 * one handed out, so that those come last in the run's turn.
+	 */
 	for (i = 0; i < l->cfg.nbatches; i++)
-		l->slots[i].state = SLOT_FREE;
+		if (l->slots[i].state != SLOT_HELD)
+			l->slots[i].state = SLOT_FREE;
+	l->slot0 = loader_slot_of(l, l->next_local);
 	l->gen++;
 	l->epoch = epoch;
 	l->start = start;
@@ -947,7 +950,7 @@ static int next_batch(struct dlc_loader *l, struct dlc_batch **out,
 			ret = -ENODATA;
 			goto out;
 		}
-		si = l->next_local % l->cfg.nbatches;
+		si = loader_slot_of(l, l->next_local);
 		s = &l->slots[si];
 		if (l->held >= l->cfg.nbatches - 1 || s->state == SLOT_HELD) {
 			/* Its buffer is held by the caller: it would never come. */

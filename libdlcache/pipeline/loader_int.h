@@ -90,6 +90,12 @@ struct dlc_loader {
 	uint64_t base_seq;		/* public seq of the first batch */
 	uint32_t next_local;		/* next batch the consumer gets */
 	uint32_t held;			/* batches the consumer holds */
+	/*
+	 * The slot of the run's first batch (loader_slot_of()): set by
+	 * start_epoch and resume_epoch under the lock, after the slot of the
+	 * last batch handed out, whose holder may keep it into the new run.
+	 */
+	uint32_t slot0;
 	struct batch_handle *handles;		/* DLC_HANDLES, used in turn */
 	uint64_t next_handle;		/* hand-outs so far */
 	int failed;			/* sticky error under ON_ERROR_FAIL */
@@ -167,6 +173,8 @@ uint32_t loader_run_len(const struct dlc_loader *l, uint32_t len);
 void loader_push_item(struct dlc_loader *l, const struct decode_item *it);
 /* Called with l->lock held: whether the next position may be claimed. */
 int loader_issuable(const struct dlc_loader *l);
+/* The ring slot of this run's batch @local. Called with l->lock held. */
+uint32_t loader_slot_of(const struct dlc_loader *l, uint32_t local);
 /* The item of claimed position @pos (no bytes yet). */
 void loader_item_at(const struct dlc_loader *l, uint32_t pos, struct decode_item *it);
 /* Called with l->lock held, when loader_issuable(): claim the next position. */

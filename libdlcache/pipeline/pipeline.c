@@ -129,10 +129,20 @@ void loader_push_item(struct dlc_loader *l, const struct decode_item *it)
 	pthread_cond_signal(&l->work_cv);
 }
 
+/*
+ * The ring slot of this run's batch @local: the run's first batch takes
+ * the slot after the last one handed out before it, so that batches the
+ * consumer still holds from the run before are the last to be needed.
+ */
+uint32_t loader_slot_of(const struct dlc_loader *l, uint32_t local)
+{
+	return (uint32_t)(((uint64_t)l->slot0 + local) % l->cfg.nbatches);
+}
+
 /* Whether the next position may be issued now. Called with l->lock held. */
 int loader_issuable(const struct dlc_loader *l)
 {
-	uint32_t local, si;
+	uint32_t local;
 
 	if (!l->active || l->failed || l->next_pos >= l->end ||
 	    l->outstanding >= l->cfg.window)
@@ -143,15 +153,14 @@ int loader_issuable(const struct dlc_loader *l)
 	if ((l->next_pos - l->start) % l->cfg.batch_size)
 		return 1;
 	local = (l->next_pos - l->start) / l->cfg.batch_size;
-	si = local % l->cfg.nbatches;
-	return l->slots[si].state == SLOT_FREE;
+	return l->slots[loader_slot_of(l, local)].state == SLOT_FREE;
 }
 
 void loader_item_at(const struct dlc_loader *l, uint32_t pos, struct decode_item *it)
 {
 	it->pos = pos;
 	it->sample = l->order[pos];
-	it->slot = ((pos - l->start) / l->cfg.batch_size) % l->cfg.nbatches;
+	it->slot = loader_slot_of(l, (pos - l->start) / l->cfg.batch_size);
 	it->index = (pos - l->start) % l->cfg.batch_size;
 	it->buf = NULL;
 	it->err = 0;

@@ -405,7 +405,9 @@ class Loader:
 
     def start_epoch(self, epoch, start_batch):
         self._check()
-        self.release_all()
+        # A batch still in use (the loop variable of the epoch before)
+        # stays held, valid, into the new run: no copy of its buffer.
+        self.release_unused()
         rc = lib.dlc_loader_start_epoch(self.handle, epoch,
                                         start_batch * self.config.batch_size)
         if rc == -errno.EINVAL:
@@ -418,7 +420,7 @@ class Loader:
     def resume_epoch(self, epoch, done):
         """The rest of @epoch after @done samples of its global order."""
         self._check()
-        self.release_all()
+        self.release_unused()
         rc = lib.dlc_loader_resume_epoch(self.handle, epoch, done)
         if rc == -errno.EINVAL:
             raise ValueError("dlcache: cannot resume epoch %d after %d "

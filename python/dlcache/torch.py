@@ -503,6 +503,9 @@ class _EpochIterator:
         self.live = False
         owner = self.owner
         owner._iterating = None
+        if owner._cuda is not None:
+            # The last copies finish before their slots can be reused.
+            owner._cuda.retire(all=True)
         owner._loader.release_unused()
         owner._advance()
 

@@ -95,6 +95,23 @@ def previous_valid(root):
           loader.stats()["kept_batches"])
 
 
+def across_epochs(root):
+    """A training loop's variable holds each epoch's last batch while the
+    next epoch starts: it stays intact into that epoch, with no copy."""
+    loader = DataLoader(root, **KW)
+    last = last_copy = None
+    for epoch in range(5):
+        for i, (images, labels) in enumerate(loader):
+            if i == 0 and last is not None:
+                check(torch.equal(last, last_copy), "epoch %d's last batch "
+                      "changed by epoch %d's first" % (epoch - 1, epoch))
+                last = None
+        last, last_copy = images, images.clone()
+    kept = loader.stats()["kept_batches"]
+    check(kept == 0, "a loop over 5 epochs that keeps nothing past the next "
+          "batch had %d batches copied out of the ring" % kept)
+
+
 def dropped_early(root):
     """Batches dropped at once go back at the next step: nothing kept."""
     loader = DataLoader(root, **KW)
@@ -117,6 +134,7 @@ def main():
     dlctest.run("keep_every_batch_channels_last", keep_all, root, True)
     dlctest.run("keep_views_and_numpy", keep_views, root)
     dlctest.run("previous_batch_valid", previous_valid, root)
+    dlctest.run("last_batch_across_epochs", across_epochs, root)
     dlctest.run("dropped_at_once", dropped_early, root)
     dlctest.done()
 
