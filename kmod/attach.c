@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * dlcache.ko's ioctls that take both a session and a data set: ATTACH
- * (a session's new handle on a data set, found or created), DETACH and
- * SET_ORDER. They sit over the sessions (session.c) and the data sets
+ * (a session's new handle on a data set, found or created), DETACH,
+ * SET_ORDER and GET_ORDER. They sit over the sessions (session.c) and the data sets
  * (dataset.c): those two never call back here, and the data sets never
  * call the sessions.
  */
@@ -245,5 +245,73 @@ free_ids:
 	kvfree(ids);
 unlock:
 	mutex_unlock(&sess->ring_lock);
+	return ret;
+}
+
+/*
+ * GET_ORDER: a consumer's time line read back (dlc_store_read_order()),
+ * of an attached data set (under sess->ring_lock) or of the listed one
+ * (pinned). The IDs are copied under the data set's lock into a buffer
+ * charged to the caller and bounded by the window (no more positions are
+ * held), and out to user space without any lock.
+ */
+long dlc_ioc_get_order(struct dlc_session *sess, void __user *uarg)
+{
+	struct dlc_dataset *ds = NULL, *pinned = NULL;
+	struct dlc_attachment *att;
+	struct dlcache_get_order o;
+	u32 *ids = NULL, room;
+	long ret;
+
+	if (copy_from_user(&o, uarg, sizeof(o)))
+		return -EFAULT;
+	if ((o.flags & ~DLCACHE_GET_ORDER_F_INDEX) ||
+	    !dlc_zero(o.reserved, sizeof(o.reserved)) ||
+	    !dlc_out_zero(&o, nconsumers, epochs) ||
+	    o.len > DLC_MAX_ORDER_LEN)
+		return -EINVAL;
+
+	if (o.flags & DLCACHE_GET_ORDER_F_INDEX) {
+		/* STATS's list: asked without audit, it only shows less. */
+		pinned = dlc_dataset_pin_listed(sess->cache, o.handle,
+						ns_capable_noaudit(&init_user_ns,
+								   CAP_SYS_ADMIN));
+		if (!pinned)
+			return -ENOENT;
+		ds = pinned;
+	} else {
+		mutex_lock(&sess->ring_lock);
+		att = dlc_att(sess, o.handle);
+		ret = -EBADF;
+		if (!att)
+			goto unlock;
+		ds = att->ds;
+	}
+	room = min(o.len, ds->window);
+	ret = -ENOMEM;
+	if (room) {
+		ids = kvmalloc_array(room, sizeof(*ids), GFP_KERNEL_ACCOUNT |
+				     __GFP_NOWARN | __GFP_RETRY_MAYFAIL);
+		if (!ids)
+			goto unlock;
+	}
+	o.ds_key[0] = ds->key[0];
+	o.ds_key[1] = ds->key[1];
+	o.ds_owner_uid = from_kuid_munged(current_user_ns(), ds->uid);
+	mutex_lock(&ds->lock);
+	ret = dlc_store_read_order(ds, &o, ids, room);
+	mutex_unlock(&ds->lock);
+unlock:
+	if (pinned)
+		dlc_dataset_unpin(pinned);
+	else
+		mutex_unlock(&sess->ring_lock);
+	if (!ret && o.copied &&
+	    copy_to_user(u64_to_user_ptr(o.ids), ids,
+			 (size_t)o.copied * sizeof(*ids)))
+		ret = -EFAULT;
+	if (!ret && copy_to_user(uarg, &o, sizeof(o)))
+		ret = -EFAULT;
+	kvfree(ids);
 	return ret;
 }

@@ -209,6 +209,31 @@ void dlc_dataset_unpin(struct dlc_dataset *ds)
 }
 
 /*
+ * Pin the @index-th data set (from 0) of the list STATS shows the caller
+ * (those it could read by their modes, all of them to @admin), or NULL
+ * past its end. Takes cache->lock.
+ */
+struct dlc_dataset *dlc_dataset_pin_listed(struct dlc_cache *cache, u32 index,
+					   bool admin)
+{
+	struct dlc_dataset *ds, *found = NULL;
+	u32 i = 0;
+
+	mutex_lock(&cache->lock);
+	list_for_each_entry(ds, &cache->datasets, node) {
+		if (!admin && !(dlc_mode_bits(ds->uid, ds->gid, ds->mode) & 4))
+			continue;
+		if (i++ == index) {
+			dlc_dataset_pin(ds);
+			found = ds;
+			break;
+		}
+	}
+	mutex_unlock(&cache->lock);
+	return found;
+}
+
+/*
  * Pin every listed data set into @v (DLC_MAX_DATASETS entries) and
  * return how many, for dlc_unpin_all().
  */

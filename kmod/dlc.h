@@ -70,7 +70,8 @@
 			 DLCACHE_FEAT_SHRINKER | DLCACHE_FEAT_OWNER |	\
 			 DLCACHE_FEAT_FILL_LEASE | DLCACHE_FEAT_CONSUMERS |	\
 			 DLCACHE_FEAT_IDLE | DLCACHE_FEAT_DRAIN |	\
-			 DLCACHE_FEAT_GET_AHEAD | DLCACHE_FEAT_ATTACH_MATCH)
+			 DLCACHE_FEAT_GET_AHEAD |			\
+			 DLCACHE_FEAT_ATTACH_MATCH | DLCACHE_FEAT_GET_ORDER)
 
 /* ------------------------------------------------------------------ */
 /* ring.c                                                              */
@@ -339,6 +340,8 @@ u32 dlc_store_line(const struct dlc_member *m);
 bool dlc_store_used_before(struct dlc_dataset *ds, struct dlc_member *m,
 			   u32 id, const struct dlcache_sqe *sqe);
 u32 dlc_store_consumers(struct dlc_dataset *ds);
+int dlc_store_read_order(struct dlc_dataset *ds, struct dlcache_get_order *o,
+			 u32 *ids, u32 len);
 void dlc_store_counters(struct dlc_dataset *ds, struct dlcache_counters *c);
 void dlc_cache_counters(struct dlc_cache *cache, struct dlcache_counters *c);
 void dlc_cache_retire(struct dlc_cache *cache, struct dlc_dataset *ds);

@@ -908,6 +908,44 @@ u32 dlc_store_consumers(struct dlc_dataset *ds)
 	return n;
 }
 
+/*
+ * GET_ORDER: consumer @o->consumer of @ds (counted as
+ * dlc_store_consumers() counts them) into @o's kernel fields, and the
+ * IDs of its positions @o->from .. into @ids, at most @len. -ENOENT past
+ * the last consumer. A job's key is not shown.
+ */
+int dlc_store_read_order(struct dlc_dataset *ds, struct dlcache_get_order *o,
+			 u32 *ids, u32 len)
+{
+	const struct dlc_policy *p = &ds->policy;
+	const struct dlc_policy_line *l = NULL;
+	u32 i, k = 0;
+
+	BUILD_BUG_ON(DLC_POLICY_MAX_EPOCHS > DLCACHE_GET_ORDER_EPOCHS);
+	lockdep_assert_held(&ds->lock);
+	o->nconsumers = dlc_store_consumers(ds);
+	for (i = 0; i < DLC_MAX_CONSUMERS; i++) {
+		l = &p->line[i];
+		/* The consumers dlc_store_consumers() counts. */
+		if (l->used && l->active && (i || l->end) && k++ == o->consumer)
+			break;
+	}
+	if (i == DLC_MAX_CONSUMERS)
+		return -ENOENT;
+	o->first = dlc_policy_first(p, i);
+	o->cursor = l->cursor;
+	o->end = l->end;
+	o->ns_per_pos = l->measured ? l->cost : 0;
+	o->nepochs = l->nepochs;
+	for (k = 0; k < l->nepochs; k++) {
+		o->epochs[k].epoch = l->epochs[k].epoch;
+		o->epochs[k].len = l->epochs[k].len;
+		o->epochs[k].base = l->epochs[k].base;
+	}
+	o->copied = dlc_policy_read_order(p, i, o->from, ids, len);
+	return 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* Counters, capacity, shrinking                                       */
 /* ------------------------------------------------------------------ */

@@ -155,6 +155,12 @@
  * session opts out. [use] DLCACHE_ATTACH_F_REPLACE.
  */
 #define DLCACHE_FEAT_ATTACH_MATCH (1ULL << 11)
+/*
+ * [use] DLCACHE_IOC_GET_ORDER: read back the orders a data set's
+ * consumers uploaded, for a reader of the data set (dlcachectl whatif
+ * --attached).
+ */
+#define DLCACHE_FEAT_GET_ORDER	(1ULL << 12)
 
 /* ------------------------------------------------------------------ */
 /* DLCACHE_IOC_GET_INFO                                                */
@@ -496,6 +502,55 @@ struct dlcache_order {
 };
 
 /* ------------------------------------------------------------------ */
+/* DLCACHE_IOC_GET_ORDER                                               */
+/* ------------------------------------------------------------------ */
+
+#define DLCACHE_GET_ORDER_F_INDEX	(1U << 0)	/* @handle: STATS's index */
+#define DLCACHE_GET_ORDER_EPOCHS	8		/* epochs[] entries */
+
+/* An epoch a time line holds: its positions are base .. base + len - 1. */
+struct dlcache_order_epoch {
+	__u32 epoch;
+	__u32 len;
+	__u64 base;
+};
+
+/*
+ * Read back consumer @consumer's time line (DLCACHE_FEAT_GET_ORDER) of
+ * the data set attached as @handle, or with DLCACHE_GET_ORDER_F_INDEX
+ * the @handle-th data set (from 0) of STATS's list (the data sets the
+ * caller could read by their modes, all of them for CAP_SYS_ADMIN):
+ * -ENOENT past either end. Consumers are counted as STATS's ds_consumers
+ * counts them, time line 0 first when it holds an order. The sample IDs
+ * of positions @from .. @from + @copied - 1 are written at @ids, at most
+ * @len of them, all taken at one moment; @copied is 0 when @from is
+ * outside first .. end - 1 (positions below first are written over).
+ * A job's key is never shown. Must be 0 on input: every field from
+ * nconsumers to epochs (the kernel's).
+ */
+struct dlcache_get_order {
+	__u32 handle;		/* user: attached handle, or list index */
+	__u32 flags;		/* user: DLCACHE_GET_ORDER_F_* */
+	__u32 consumer;		/* user: 0 .. nconsumers - 1 */
+	__u32 len;		/* user: room at @ids, in IDs, 0 .. max_order_len */
+	__u64 ids;		/* user: address of __u32[len] */
+	__u64 from;		/* user: first position wanted */
+	__u32 nconsumers;	/* kernel: the data set's active consumers */
+	__u32 copied;		/* kernel: IDs written at @ids */
+	__u64 ds_key[2];	/* kernel: the data set's key */
+	__u32 ds_owner_uid;	/* kernel: and owner */
+	__u32 nepochs;		/* kernel: valid entries of epochs[] */
+	__u64 first;		/* kernel: the oldest position still held */
+	__u64 cursor;		/* kernel: positions below it are consumed */
+	__u64 end;		/* kernel: one past the last known position */
+	/* kernel: the consumer's measured time a position, 0 before that */
+	__u64 ns_per_pos;
+	/* kernel: the epochs of positions first .. end - 1, oldest first */
+	struct dlcache_order_epoch epochs[DLCACHE_GET_ORDER_EPOCHS];
+	__u64 reserved[2];	/* must be 0 */
+};
+
+/* ------------------------------------------------------------------ */
 /* DLCACHE_IOC_STATS                                                   */
 /* ------------------------------------------------------------------ */
 
@@ -644,6 +699,7 @@ struct dlcache_drain {
 #define DLCACHE_IOC_STATS	_IOWR(DLCACHE_IOC_MAGIC, 0x06, struct dlcache_stats)
 #define DLCACHE_IOC_SET_CAPACITY _IOWR(DLCACHE_IOC_MAGIC, 0x07, struct dlcache_capacity)
 #define DLCACHE_IOC_DROP	_IOWR(DLCACHE_IOC_MAGIC, 0x08, struct dlcache_drop)
+#define DLCACHE_IOC_GET_ORDER	_IOWR(DLCACHE_IOC_MAGIC, 0x09, struct dlcache_get_order)
 #define DLCACHE_IOC_DRAIN	_IOWR(DLCACHE_IOC_MAGIC, 0x10, struct dlcache_drain)
 
 /*
@@ -667,6 +723,7 @@ struct dlcache_drain {
 	X(STATS,	stats,		0x06, dlcache_stats,	 504, IOWR) \
 	X(SET_CAPACITY,	set_capacity,	0x07, dlcache_capacity,	  40, IOWR) \
 	X(DROP,		drop,		0x08, dlcache_drop,	  48, IOWR) \
+	X(GET_ORDER,	get_order,	0x09, dlcache_get_order, 240, IOWR) \
 	X(DRAIN,	drain,		0x10, dlcache_drain,	  32, IOWR)
 
 #endif /* _UAPI_LINUX_DLCACHE_H */

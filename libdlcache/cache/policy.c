@@ -693,6 +693,39 @@ uint64_t dlc_policy_key(const struct dlc_policy *p, uint32_t id)
 	return compute_key(p, id);
 }
 
+uint64_t dlc_policy_first(const struct dlc_policy *p, uint32_t c)
+{
+	const struct dlc_policy_line *L = get_line(p, c);
+	uint64_t first;
+
+	if (!L)
+		return 0;
+	if (!L->nepochs)
+		return L->end;
+	/* The epochs forgotten are wholly consumed: no epoch to name. */
+	first = L->epochs[0].base;
+	if (L->end > p->window && first < L->end - p->window)
+		first = L->end - p->window;
+	return first;
+}
+
+uint32_t dlc_policy_read_order(const struct dlc_policy *p, uint32_t c,
+			       uint64_t from, uint32_t *ids, uint32_t len)
+{
+	const struct dlc_policy_line *L = get_line(p, c);
+	uint32_t i;
+
+	if (!L || from < dlc_policy_first(p, c) || from >= L->end)
+		return 0;
+	if (len > L->end - from)
+		len = (uint32_t)(L->end - from);
+	for (i = 0; i < len; i++) {
+		ids[i] = L->order[slot_of(p, from + i)];
+		maybe_yield(i + 1);
+	}
+	return len;
+}
+
 uint64_t dlc_policy_time(const struct dlc_policy *p, uint32_t c,
 			 uint64_t pos)
 {

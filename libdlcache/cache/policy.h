@@ -213,6 +213,23 @@ uint32_t dlc_policy_sample_at(const struct dlc_policy *p, uint32_t c,
 			      uint64_t pos);
 
 /*
+ * The oldest position of consumer @c's time line whose sample is still
+ * held: positions from there to the end are readable by
+ * dlc_policy_read_order(), whether consumed or not, until an upload
+ * writes over them (each position's slot is that of the one a window
+ * later). The end when none is; 0 when @c is not a consumer.
+ */
+uint64_t dlc_policy_first(const struct dlc_policy *p, uint32_t c);
+
+/*
+ * The samples of consumer @c's positions @from .. into @ids, at most
+ * @len: how many were written, 0 when @from is not between
+ * dlc_policy_first() and the end.
+ */
+uint32_t dlc_policy_read_order(const struct dlc_policy *p, uint32_t c,
+			       uint64_t from, uint32_t *ids, uint32_t len);
+
+/*
  * Consumer @c reached @pos at time @now (nanoseconds, any monotonic
  * clock, the same for every call on @p): every position below @pos is
  * consumed and each sample used there moves on to its following use.

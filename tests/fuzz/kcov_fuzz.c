@@ -148,6 +148,7 @@ enum {
 #define KF_W_STATS		6
 #define KF_W_SET_CAPACITY	3
 #define KF_W_DROP		3
+#define KF_W_GET_ORDER		3
 #define KF_W_DRAIN		3
 /* Generation weights of the other calls, from C_BADCMD on. */
 static const unsigned kf_op_weight[C_NOPS - C_NIOC] = {
@@ -181,6 +182,10 @@ struct kf_call {
 			uint32_t handle, flags;
 			uint64_t bad;
 		} st;
+		struct {	/* GET_ORDER's user fields (it is 240 bytes) */
+			uint32_t handle, flags, consumer, len;
+			uint64_t from, bad;
+		} gord;
 	} u;
 	struct kf_sqe sq[KF_MAX_SQE];
 };
@@ -327,6 +332,7 @@ static const int kf_e_set_order[] = { EFAULT, EINVAL, EBADF, EACCES, ENOMEM, ENO
 static const int kf_e_stats[] = { EFAULT, EINVAL, ENOMEM, ENOENT, EBADF, 0 };
 static const int kf_e_set_capacity[] = { EPERM, EFAULT, EINVAL, 0 };
 static const int kf_e_drop[] = { EPERM, EFAULT, EINVAL, ENOENT, 0 };
+static const int kf_e_get_order[] = { EFAULT, EINVAL, EBADF, ENOENT, ENOMEM, 0 };
 static const int kf_e_drain[] = { EPERM, EFAULT, EINVAL, 0 };
 
 struct kf_thr;
@@ -435,6 +441,7 @@ static const struct kf_out kf_outs[] = {
 	KF_OUT(STATS, dlcache_stats, capacity_bytes, ds_idle_s),
 	KF_OUT(SET_CAPACITY, dlcache_capacity, old_bytes, old_bytes),
 	KF_OUT(DROP, dlcache_drop, dropped_bytes, dropped_bytes),
+	KF_OUT(GET_ORDER, dlcache_get_order, nconsumers, epochs),
 	KF_OUT(DRAIN, dlcache_drain, nsessions, draining),
 };
 #undef KF_OUT
@@ -1139,6 +1146,19 @@ static void kf_gen_drop(struct kf_thr *t, struct kf_call *c)
 	c->u.drop.flags = kf_rn(t, 3) ? DLCACHE_DROP_F_KEY : 0;
 }
 
+static void kf_gen_get_order(struct kf_thr *t, struct kf_call *c)
+{
+	uint32_t r = kf_rn(t, 10);
+
+	c->u.gord.flags = r < 5 ? 0 : r < 9 ? DLCACHE_GET_ORDER_F_INDEX :
+			  (uint32_t)kf_rn(t, 8);
+	c->u.gord.handle = kf_rn(t, 70);
+	c->u.gord.consumer = kf_rn(t, 10) ? kf_rn(t, 3) : kf_rn(t, 40);
+	c->u.gord.len = kf_rn(t, 10) ? kf_rn(t, KF_IDS + 1) : (uint32_t)kf_rnd(t);
+	c->u.gord.from = kf_rn(t, 4) ? kf_rn(t, 600) : kf_rnd(t);
+	c->u.gord.bad = kf_rn(t, 30) == 0;
+}
+
 static void kf_gen_drain(struct kf_thr *t, struct kf_call *c)
 {
 	uint32_t r = kf_rn(t, 10);
@@ -1181,7 +1201,8 @@ static void kf_gen_call(struct kf_thr *t, struct kf_call *c, int op)
 		c->v[0] = kf_rn(t, 4);
 	if (kf_rn(t, 25) == 0 && op < C_NIOC) {
 		/* A reserved field or an unknown flag, within the argument. */
-		size_t n = op == C_STATS ? sizeof(c->u.st) : kf_iocs[op].size;
+		size_t n = op == C_STATS ? sizeof(c->u.st) :
+			   op == C_GET_ORDER ? sizeof(c->u.gord) : kf_iocs[op].size;
 
 		if (n > sizeof(c->u.raw))
 			n = sizeof(c->u.raw);
@@ -1641,6 +1662,35 @@ static void kf_do_stats(struct kf_thr *t, struct kf_sess *s, struct kf_call *c)
 	dirty = kf_out_set(C_STATS, &st);
 	arg = kf_arg(t, c->asel, &st, sizeof(st));
 	kf_out_check(C_STATS, dirty, arg == &st, kf_ioctl(s->fd, DLCACHE_IOC_STATS, arg, 0));
+}
+
+/* Read into t->ids; past its KF_IDS, the guard page: -EFAULT. */
+static void kf_do_get_order(struct kf_thr *t, struct kf_sess *s, struct kf_call *c)
+{
+	struct dlcache_get_order o;
+	int hi = kf_hidx(s, c->hsel);
+	bool dirty;
+	void *arg;
+
+	memset(&o, 0, sizeof(o));
+	o.handle = c->u.gord.handle;
+	o.flags = c->u.gord.flags;
+	o.consumer = c->u.gord.consumer;
+	o.len = c->u.gord.len;
+	o.from = c->u.gord.from;
+	if (!(o.flags & DLCACHE_GET_ORDER_F_INDEX) && hi >= 0)
+		o.handle = s->h[hi];
+	if (c->u.gord.bad)
+		o.reserved[c->v[0] % 2] = 1;
+	/* Never a raw address: the kernel writes there. */
+	o.ids = c->asel == 0 || c->asel >= 5 ? (uintptr_t)t->ids +
+		(c->asel ? KF_IDS * 4 - (c->v[3] % 16) * 4 : 0) :
+		kf_addr(t, c->asel, c->v[3]);
+	kf_out_poison(t, C_GET_ORDER, &o);
+	dirty = kf_out_set(C_GET_ORDER, &o);
+	arg = kf_arg(t, c->asel, &o, sizeof(o));
+	kf_out_check(C_GET_ORDER, dirty, arg == &o,
+		     kf_ioctl(s->fd, DLCACHE_IOC_GET_ORDER, arg, 0));
 }
 
 static void kf_do_set_capacity(struct kf_thr *t, struct kf_sess *s, struct kf_call *c)

@@ -32,6 +32,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dlctest  # noqa: E402
 from dlctest import check  # noqa: E402
+from hitref import lru_jobs  # noqa: E402
 
 from dlcache.torch import DataLoader  # noqa: E402
 from dlcache._loader import Index  # noqa: E402
@@ -178,33 +179,6 @@ def measured(root, idx, size):
           "than 0.03" % (got, want))
 
 
-def lru_jobs(traces, steps, size, cap):
-    """LRU over the jobs' requests merged in time: per job, per epoch."""
-    reqs = []
-    for j, (tr, st) in enumerate(zip(traces, steps)):
-        k = 0
-        for e, ep in enumerate(tr):
-            for x in ep:
-                reqs.append((k * st, j, e, x))
-                k += 1
-    reqs.sort(key=lambda r: (r[0], r[1]))
-    held, used = collections.OrderedDict(), 0
-    out = [[[0, 0] for _ in tr] for tr in traces]
-    for _, j, e, x in reqs:
-        s = size[x]
-        if x in held:
-            held.move_to_end(x)
-            out[j][e][0] += 1
-            out[j][e][1] += s
-        elif s <= cap:
-            while used + s > cap:
-                v, _ = held.popitem(last=False)
-                used -= size[v]
-            held[x] = True
-            used += s
-    return [[tuple(h) for h in job] for job in out]
-
-
 def jobs(root, idx, size):
     total = sum(size)
     caps = [total // 4, total // 2, total * 3 // 4]
@@ -248,9 +222,19 @@ def png(idx):
                        (["--world", "0"], "--world"),
                        (["--sizes", "10%,x"], "--sizes"),
                        (["--jobs", "1:0"], "--jobs"),
+                       (["--attached", "--jobs", "1"], "--attached"),
                        (["--bogus"], "--bogus")):
         rc, _, err = whatif(idx, *args)
         check(rc == 2 and word in err, "%s: exit %d, %r" % (args, rc, err))
+    # --attached reads the module; without one it says so (QEMU's
+    # integration run reads real jobs).
+    env = dict(os.environ, DLCACHE_DEVICE=os.path.join(tmp, "no-device"))
+    r = subprocess.run([dlctest.dlcachectl(), "whatif", idx, "--attached"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, env=env)
+    check(r.returncode == 1 and "no-device not found" in r.stderr,
+          "--attached without a module: exit %d, %r" % (r.returncode,
+                                                       r.stderr))
     rc, _, err = whatif(os.path.join(tmp, "missing.idx"))
     check(rc == 1 and "missing.idx" in err, "a missing index: exit %d, %r"
           % (rc, err))

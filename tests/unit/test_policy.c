@@ -1096,6 +1096,60 @@ static void test_multi_brute(void)
 	multi_brute(3, 40, 256, 6000);
 }
 
+/*
+ * Read-back of the orders (DLCACHE_IOC_GET_ORDER): every held position
+ * gives the ID uploaded there, kept in a copy of the whole time line
+ * here; consumed positions stay readable until an upload writes over
+ * their slots, and nothing outside first .. end is read.
+ */
+static void test_read_order(void)
+{
+	enum { N = 50, W = 128, E = 40 };
+	uint32_t all[E * N], got[W + 8], e, k, n;
+	uint64_t end = 0, cursor = 0, first;
+	struct dlc_policy *p;
+	void *mem;
+
+	p = policy_new(N, W, &mem);
+	CHECK_EQ(dlc_policy_first(p, 0), 0);
+	CHECK_EQ(dlc_policy_read_order(p, 0, 0, got, W), 0);
+	CHECK_EQ(dlc_policy_first(p, 5), 0);
+	for (e = 0; e < E; e++) {
+		permutation(&all[e * N], N);
+		/* Upload as the loader does, consuming first when full. */
+		while (dlc_policy_add_epoch(p, 0, e, &all[e * N], N) ==
+		       -DLC_POLICY_ENOSPC) {
+			cursor += 1 + rnd_below(N);
+			if (cursor > end)
+				cursor = end;
+			dlc_policy_advance(p, 0, cursor, cursor * 1000);
+		}
+		end += N;
+		first = dlc_policy_first(p, 0);
+		CHECK(first <= cursor && first + W >= end,
+		      "epoch %u: first %llu, cursor %llu, end %llu", e,
+		      (unsigned long long)first, (unsigned long long)cursor,
+		      (unsigned long long)end);
+		n = dlc_policy_read_order(p, 0, first, got, W + 8);
+		CHECK_EQ(n, end - first);
+		for (k = 0; k < n; k++)
+			CHECK(got[k] == all[first + k],
+			      "epoch %u: position %llu reads %u, uploaded %u", e,
+			      (unsigned long long)(first + k), got[k],
+			      all[first + k]);
+		/* A short read, and reads outside first .. end - 1. */
+		CHECK_EQ(dlc_policy_read_order(p, 0, end - 3, got, 2), 2);
+		CHECK(got[0] == all[end - 3] && got[1] == all[end - 2],
+		      "a short read at the end");
+		CHECK_EQ(dlc_policy_read_order(p, 0, end, got, W), 0);
+		if (first)
+			CHECK_EQ(dlc_policy_read_order(p, 0, first - 1, got, W),
+				 0);
+	}
+	free(mem);
+	free(p);
+}
+
 int main(void)
 {
 	t_rng = 12345;
@@ -1115,6 +1169,7 @@ int main(void)
 	T_RUN(test_rate_bursts);
 	T_RUN(test_phase_drift);
 	T_RUN(test_multi_brute);
+	T_RUN(test_read_order);
 	if (t_failures) {
 		printf("test_policy: %d t_failures\n", t_failures);
 		return 1;

@@ -6,7 +6,9 @@
  * for dlcache's policy (the library's in-process cache, driven as the
  * loader drives it: hitsim.h) and for an LRU page cache, as a table, JSON
  * or a PNG drawn by gnuplot. With --jobs, several jobs (each its seed and
- * pace) share one cache ranked by the merged policy, as on dlcache.ko.
+ * pace) share one cache ranked by the merged policy, as on dlcache.ko;
+ * with --attached, the jobs attached to the data set on dlcache.ko now,
+ * their orders and paces read back from the module (attached.h).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -18,6 +20,7 @@
 #include <unistd.h>
 
 #include "admin.h"
+#include "attached.h"
 #include "cli.h"
 #include "dlcache.h"
 #include "hitsim.h"
@@ -41,7 +44,11 @@ struct whatif_args {
 	int shared;
 	uint32_t njobs;
 	uint64_t job_seed[MAX_JOBS];
-	uint32_t job_step[MAX_JOBS];	/* time a position, relative */
+	uint64_t job_step[MAX_JOBS];	/* time a position, relative */
+	/* --attached: the jobs are these, read back from the module. */
+	int attached;
+	struct attached_job aj[MAX_JOBS];
+	int explicit;		/* --epochs, --world, --seed or --jobs given */
 };
 
 /* One cache size's results: per policy, per job, per epoch. */
@@ -57,6 +64,7 @@ static void whatif_help(void)
 {
 	printf("usage: dlcachectl whatif INDEX [--epochs E] [--world W] [--seed S]\n"
 	       "                        [--jobs LIST] [--sizes LIST] [--png FILE] [--json]\n"
+	       "       dlcachectl whatif INDEX --attached [--sizes LIST] [--png FILE] [--json]\n"
 	       "\n"
 	       "How much memory the cache should get: for the data set's real sample\n"
 	       "sizes and the job's known epoch orders (the shuffles bench and the\n"
@@ -75,6 +83,10 @@ static void whatif_help(void)
 	       "                 each SEED[:STEP]: its seed, and its time a sample\n"
 	       "                 relative to the others' (2: half the pace of 1;\n"
 	       "                 default 1); at most %d, each of WORLD ranks\n"
+	       "  --attached     the jobs attached to INDEX's data set on dlcache.ko\n"
+	       "                 now, instead of --jobs: each job's orders as the\n"
+	       "                 module holds them (its whole epochs, the first run\n"
+	       "                 cold) at the pace it measured\n"
 	       "  --sizes LIST   cache sizes, comma separated: SIZE (K, M, G) or a\n"
 	       "                 percentage of the data set (default 10%%,25%%,50%%,\n"
 	       "                 75%%,90%%,100%%,125%%); at most %d\n"
@@ -103,12 +115,14 @@ static int job_item(char *tok, uint32_t i, struct whatif_args *a)
 {
 	char *colon = strchr(tok, ':');
 
-	a->job_step[i] = 1;
+	uint32_t step = 1;
+
 	if (colon) {
 		*colon = '\0';
-		if (parse_u32(colon + 1, 1, 1000, &a->job_step[i]))
+		if (parse_u32(colon + 1, 1, 1000, &step))
 			return -1;
 	}
+	a->job_step[i] = step;
 	return parse_u64(tok, 0, UINT64_MAX, &a->job_seed[i]);
 }
 
@@ -140,6 +154,7 @@ static int parse_args(int argc, char **argv, struct whatif_args *a)
 		{ "seed", required_argument, NULL, 's' },
 		{ "sizes", required_argument, NULL, 'z' },
 		{ "jobs", required_argument, NULL, 'J' },
+		{ "attached", no_argument, NULL, 'A' },
 		{ "png", required_argument, NULL, 'p' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
@@ -159,14 +174,17 @@ static int parse_args(int argc, char **argv, struct whatif_args *a)
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'e':
+			a->explicit = 1;
 			if (parse_u32(optarg, 2, 1000, &a->epochs))
 				return usage_error("whatif", "--epochs: want 2 to 1000, got '%s'", optarg);
 			break;
 		case 'w':
+			a->explicit = 1;
 			if (parse_u32(optarg, 1, 65536, &a->world))
 				return usage_error("whatif", "--world: want 1 to 65536, got '%s'", optarg);
 			break;
 		case 's':
+			a->explicit = 1;
 			if (parse_u64(optarg, 0, UINT64_MAX, &a->seed))
 				return usage_error("whatif", "--seed: want an unsigned integer, got '%s'", optarg);
 			break;
@@ -178,11 +196,16 @@ static int parse_args(int argc, char **argv, struct whatif_args *a)
 			a->nsizes = (uint32_t)ret;
 			break;
 		case 'J':
+			a->explicit = 1;
 			ret = parse_list(optarg, MAX_JOBS, job_item, a);
 			if (ret < 0)
 				return usage_error("whatif", "--jobs: want up to %d of SEED or SEED:STEP (STEP 1 to 1000), comma separated, got '%s'",
 						   MAX_JOBS, optarg);
 			a->njobs = (uint32_t)ret;
+			a->shared = 1;
+			break;
+		case 'A':
+			a->attached = 1;
 			a->shared = 1;
 			break;
 		case 'p':
@@ -199,6 +222,8 @@ static int parse_args(int argc, char **argv, struct whatif_args *a)
 					   argv[optind - 1]);
 		}
 	}
+	if (a->attached && a->explicit)
+		return usage_error("whatif", "--attached takes the jobs, their epochs and world from the module: not with --epochs, --world, --seed or --jobs");
 	if (!a->shared) {
 		a->njobs = 1;
 		a->job_seed[0] = a->seed;
@@ -391,12 +416,27 @@ static void print_json(const struct whatif_args *a, uint32_t n, uint64_t bytes,
 	uint32_t k, j;
 
 	printf("{\"samples\": %u, \"dataset_bytes\": %llu, \"epochs\": %u, "
-	       "\"world\": %u, \"seed\": %llu, \"shared\": %s, \"jobs\": [", n,
+	       "\"world\": %u, \"seed\": %llu, \"shared\": %s, "
+	       "\"attached\": %s, \"jobs\": [", n,
 	       (unsigned long long)bytes, a->epochs, a->world,
-	       (unsigned long long)a->seed, a->shared ? "true" : "false");
-	for (j = 0; j < a->njobs; j++)
-		printf("%s{\"seed\": %llu, \"step\": %u}", j ? ", " : "",
-		       (unsigned long long)a->job_seed[j], a->job_step[j]);
+	       (unsigned long long)a->seed, a->shared ? "true" : "false",
+	       a->attached ? "true" : "false");
+	for (j = 0; j < a->njobs; j++) {
+		const struct attached_job *aj = &a->aj[j];
+
+		if (a->attached)
+			printf("%s{\"consumer\": %u, \"owner_uid\": %u, "
+			       "\"first_epoch\": %u, \"epoch_len\": %u, "
+			       "\"ns_per_position\": %llu, \"measured\": %s}",
+			       j ? ", " : "", aj->consumer, aj->owner_uid,
+			       aj->first_epoch, aj->epoch_len,
+			       (unsigned long long)a->job_step[j],
+			       aj->ns_per_pos ? "true" : "false");
+		else
+			printf("%s{\"seed\": %llu, \"step\": %llu}", j ? ", " : "",
+			       (unsigned long long)a->job_seed[j],
+			       (unsigned long long)a->job_step[j]);
+	}
 	printf("], \"points\": [");
 	for (k = 0; k < a->nsizes; k++) {
 		printf("%s{\"capacity\": %llu, \"fraction\": %.4f, ", k ? ", " : "",
@@ -439,11 +479,25 @@ static void print_table(const struct whatif_args *a, uint32_t n, uint64_t bytes,
 	printf("%u samples, %s; %u epochs, world %u; a steady epoch is the mean of epochs 1-%u\n",
 	       n, admin_bytes(bytes, c, sizeof(c)), a->epochs, a->world,
 	       a->epochs - 1);
-	if (a->shared) {
+	if (a->attached) {
+		printf("the %u job%s attached to it on dlcache.ko now, as the module holds their orders:\n",
+		       a->njobs, a->njobs > 1 ? "s" : "");
+		for (j = 0; j < a->njobs; j++) {
+			const struct attached_job *aj = &a->aj[j];
+
+			printf("  %u: consumer %u (owner uid %u), epochs %u-%u of %u positions, %.1f us a position%s\n",
+			       j, aj->consumer, aj->owner_uid, aj->first_epoch,
+			       aj->first_epoch + a->epochs - 1, aj->epoch_len,
+			       (double)a->job_step[j] / 1e3,
+			       aj->ns_per_pos ? "" : " (not measured yet: the slowest measured)");
+		}
+		printf("\"all\" is every request; the first of each job's epochs runs cold\n");
+	} else if (a->shared) {
 		printf("one cache (dlcache.ko) shared by %u jobs:", a->njobs);
 		for (j = 0; j < a->njobs; j++)
-			printf(" %u: seed %llu, step %u;", j,
-			       (unsigned long long)a->job_seed[j], a->job_step[j]);
+			printf(" %u: seed %llu, step %llu;", j,
+			       (unsigned long long)a->job_seed[j],
+			       (unsigned long long)a->job_step[j]);
 		printf(" \"all\" is every request\n");
 	} else {
 		printf("seed %llu; one process's cache\n",
@@ -505,6 +559,44 @@ static int draw_png(const struct whatif_args *a, uint64_t bytes,
 	return 0;
 }
 
+/*
+ * --attached: the traces of the jobs attached to @idx's data set now,
+ * each cut to the whole epochs every job holds (at least two: the first
+ * runs cold), at its measured pace (an unmeasured job at the slowest
+ * measured one's). 0, or an exit status after a line saying why.
+ */
+static int attached_traces(struct whatif_args *a, const struct dlc_index *idx,
+			   const uint64_t *size, struct hs_trace *t)
+{
+	uint32_t j, n = dlc_index_count(idx);
+	uint64_t key[2], slow = 1;
+	int nj;
+
+	dlc_index_key(idx, key);
+	nj = attached_read(key, n, a->aj, MAX_JOBS);
+	if (nj < 0)
+		return 1;
+	a->njobs = (uint32_t)nj;
+	a->epochs = UINT32_MAX;
+	for (j = 0; j < a->njobs; j++) {
+		if (a->aj[j].nepochs < a->epochs)
+			a->epochs = a->aj[j].nepochs;
+		if (a->aj[j].ns_per_pos > slow)
+			slow = a->aj[j].ns_per_pos;
+	}
+	if (a->epochs < 2)
+		return fail("whatif", "--attached: a job holds one whole epoch only (its next one is not uploaded yet, or the data set's window holds less than two of its epochs): no steady epoch to show yet");
+	for (j = 0; j < a->njobs; j++) {
+		a->job_step[j] = a->aj[j].ns_per_pos ? a->aj[j].ns_per_pos : slow;
+		t[j].nsamples = n;
+		t[j].size = size;
+		t[j].nepochs = a->epochs;
+		t[j].epoch_len = a->aj[j].epoch_len;
+		t[j].ids = a->aj[j].ids;
+	}
+	return 0;
+}
+
 int cmd_whatif(int argc, char **argv)
 {
 	struct whatif_point pts[MAX_SIZES] = { 0 };
@@ -532,7 +624,12 @@ int cmd_whatif(int argc, char **argv)
 		size[i] = dlc_index_size(idx, i);
 		bytes += size[i];
 	}
-	for (j = 0; j < a.njobs; j++) {
+	if (a.attached) {
+		ret = attached_traces(&a, idx, size, t);
+		if (ret)
+			goto out;
+	}
+	for (j = 0; !a.attached && j < a.njobs; j++) {
 		ret = build_trace(n, &a, a.job_seed[j], &ids[j], &t[j].epoch_len);
 		if (ret) {
 			ret = fail("whatif", "%s: %s", a.path, ret == -E2BIG ?
@@ -578,6 +675,8 @@ out:
 				free(pts[k].res[p][j]);
 	for (j = 0; j < a.njobs; j++)
 		free(ids[j]);
+	if (a.attached)
+		attached_free(a.aj, a.njobs);
 	free(size);
 	dlc_index_free(idx);
 	return ret;

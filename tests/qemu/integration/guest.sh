@@ -1227,6 +1227,30 @@ jobs_calibrate() {
 	data jobs_steps "$JOB_STEP_A $JOB_STEP_B"
 }
 
+# whatif --attached while both jobs run: the module's read-back of their
+# orders goes to the host (jobs.py's jobs-whatif-attached checks it
+# against the jobs' own orders). Asked until the module has measured both
+# jobs' paces (spans of 250 ms), for up to 20 s; a read as an epoch turns
+# may also find one whole epoch only, and is asked again.
+jobs_whatif() {
+	local _n=0 _rc
+	while :; do
+		$CTL whatif $IDX --attached --json --sizes 50%,125% > /tmp/jw.json 2> /tmp/jw.err
+		_rc=$?
+		[ $_rc = 0 ] && [ "$(grep -o '"measured": true' /tmp/jw.json | wc -l)" = 2 ] && break
+		[ $_n -ge 100 ] && break
+		usleep 200000
+		_n=$((_n + 1))
+	done
+	if [ $_rc = 0 ]; then
+		info "whatif --attached: read after $_n retries"
+		data jobs_whatif "$(cat /tmp/jw.json)"
+	else
+		result FAIL jobs-whatif-run "(exit $_rc after $_n retries)"
+		show /tmp/jw.err
+	fi
+}
+
 jobs_pair() {	# tag, then bench options for both jobs
 	local _n
 	_t=$1
@@ -1254,6 +1278,7 @@ jobs_pair() {	# tag, then bench options for both jobs
 		done
 		if [ "$_c" = 2 ]; then
 			result ok jobs-consumers
+			jobs_whatif
 		else
 			result FAIL jobs-consumers "(stats --json says ${_c:-nothing} consumers, want 2)"
 		fi

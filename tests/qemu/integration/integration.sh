@@ -329,7 +329,9 @@ for name, v in [(n, v) for n, vs in sorted(data.items()) for v in vs] + printed:
         b = json.loads(v)
     except ValueError:
         continue
-    for e in b.get("epochs", []) if isinstance(b, dict) else []:
+    # A bench's "epochs" is a list; whatif's is a count.
+    eps = b.get("epochs") if isinstance(b, dict) else None
+    for e in eps if isinstance(eps, list) else []:
         went_down += ["%s epoch %s %s=%d" % (name, e.get("epoch"), k, x)
                       for k, x in e.items()
                       if isinstance(x, int) and x >= 1 << 63]

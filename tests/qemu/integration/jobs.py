@@ -54,7 +54,13 @@ interleaves the processes as they ran. Output: "ok|FAIL TAG:NAME (why)" and
 import ctypes
 import heapq
 import json
+import os
 import sys
+
+# The reference simulations test_whatif.py uses too.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "python"))
+from hitref import lru_jobs  # noqa: E402
 
 PAGE = 4096
 
@@ -242,6 +248,53 @@ def exercised(data, runs, result, lib, sizes, size, cap):
     return 1 if bad or not seen or "k" not in runs else 0
 
 
+def whatif_attached(data, lib, sizes, result):
+    """dlcachectl whatif --attached, run in the guest while jobs A (seed
+    11) and B (seed 12) ran on dlcache.ko: both jobs read back, and its
+    LRU results at half the data set exactly those of the jobs' own
+    orders (the library's, computed here) merged at the paces it shows;
+    with room for every sample, every steady request hits."""
+    try:
+        j = json.loads(data["jobs_whatif"][0])
+    except (KeyError, ValueError, IndexError):
+        result("FAIL", "jobs-whatif-attached", "no whatif --attached output")
+        return
+    n = len(sizes)
+    jobs = j["jobs"]
+    if not j.get("attached") or len(jobs) != 2 or j["epochs"] < 2 or \
+            any(x["epoch_len"] != n or not x["measured"] for x in jobs):
+        result("FAIL", "jobs-whatif-attached", f"want 2 jobs of {n} positions "
+               f"an epoch, their paces measured, and 2 epochs or more: "
+               f"{j.get('epochs')} epochs, jobs {jobs}")
+        return
+    half, room = j["points"]
+    steps = [x["ns_per_position"] for x in jobs]
+    got = [[(e["hits"], e["hit_bytes"]) for e in pj["lru"]["epochs"]]
+           for pj in half["per_job"]]
+    match = None
+    for seeds in ((11, 12), (12, 11)):
+        traces = [[order(lib, n, sd, x["first_epoch"] + e) for e in range(j["epochs"])]
+                  for sd, x in zip(seeds, jobs)]
+        if lru_jobs(traces, steps, sizes, half["capacity"]) == got:
+            match = seeds
+    full = [room["dlcache"], room["lru"]] + \
+        [pj[p] for pj in room["per_job"] for p in ("dlcache", "lru")]
+    steady = [x["steady_hit_ratio"] for x in full]
+    if match is None or any(v != 1.0 for v in steady):
+        result("FAIL", "jobs-whatif-attached",
+               f"LRU at {half['capacity']} bytes: whatif {got} matches neither job "
+               f"order's reference" if match is None else
+               f"steady hit ratios with room for all: {steady}, want 1.0")
+        return
+    result("ok", "jobs-whatif-attached",
+           f"consumers are the jobs of seeds {match}, epochs from "
+           f"{[x['first_epoch'] for x in jobs]}, {steps} ns a position "
+           f"(seed 12's, whose step is twice seed 11's, measured "
+           f"{steps[match.index(12)] / steps[match.index(11)]:.2f}x); shared "
+           f"steady hit ratio at half the set: dlcache {half['dlcache']['steady_hit_ratio']:.3f}, "
+           f"LRU {half['lru']['steady_hit_ratio']:.3f}")
+
+
 def main():
     tag, log, root, libpath = sys.argv[1:5]
     cap, epochs = int(sys.argv[5]), int(sys.argv[6])
@@ -286,6 +339,9 @@ def main():
               " ".join(f"{1 - e['bytes_read'] / ds_bytes:.3f}" for e in a["epochs"]) +
               " B " + " ".join(f"{1 - e['bytes_read'] / ds_bytes:.3f}" for e in b["epochs"]) +
               f"; B took {pace:.2f}x A's time")
+
+    if "k" in runs:
+        whatif_attached(data, lib, sizes, result)
 
     timing = data.get("timing", ["1"])[0] != "0"
     if not timing:

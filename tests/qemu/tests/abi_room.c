@@ -226,6 +226,11 @@ static void out_fields(void)
 	static const struct out_range drain_r[] = {
 		RANGE(dlcache_drain, nsessions, draining),
 	};
+	static const struct out_range gord_r[] = {
+		RANGE(dlcache_get_order, nconsumers, epochs),
+	};
+	struct dlcache_get_order go;
+	uint32_t ids[4];
 	struct dlcache_info info, gi;
 	struct dlcache_ring_setup rs;
 	struct dlcache_enter e;
@@ -284,6 +289,19 @@ static void out_fields(void)
 	st.flags = DLCACHE_STATS_F_DATASET;
 	try_words(fd, DLCACHE_IOC_STATS, "STATS", &st, sizeof(st), stats_r, 1);
 	CHECK_ERR(ioc(fd, DLCACHE_IOC_STATS, &st), 0, "STATS zeroed");
+
+	if (!old_magic) {	/* GET_ORDER is ABI 4's: of line 0's order */
+		for (ret = 0; ret < 4; ret++)
+			ids[ret] = (uint32_t)ret;
+		CHECK_ERR(t_set_order(fd, (uint32_t)h, 0, ids, 4), 0, "SET_ORDER");
+		memset(&go, 0, sizeof(go));
+		go.handle = (uint32_t)h;
+		go.len = 4;
+		go.ids = (uintptr_t)ids;
+		try_words(fd, DLCACHE_IOC_GET_ORDER, "GET_ORDER", &go, sizeof(go),
+			  gord_r, 1);
+		CHECK_ERR(ioc(fd, DLCACHE_IOC_GET_ORDER, &go), 0, "GET_ORDER zeroed");
+	}
 
 	memset(&cap, 0, sizeof(cap));
 	cap.bytes = info.capacity_bytes;

@@ -36,25 +36,6 @@
 
 static uint64_t key[2];
 
-static long attach_job(int fd, const uint64_t k[2], uint32_t n, uint32_t mode,
-		       uint64_t job, struct dlcache_attach *out)
-{
-	struct dlcache_attach a;
-	long ret;
-
-	memset(&a, 0, sizeof(a));
-	a.key[0] = k[0];
-	a.key[1] = k[1];
-	a.nsamples = n;
-	a.mode = mode;
-	a.flags = DLCACHE_ATTACH_F_JOB;
-	a.job = job;
-	ret = t_ioctl(fd, DLCACHE_IOC_ATTACH, &a);
-	if (out)
-		*out = a;
-	return ret < 0 ? ret : (long)a.handle;
-}
-
 static long get_at(struct t_ring *r, uint32_t h, uint32_t sample,
 		   uint32_t epoch, uint32_t index)
 {
@@ -137,17 +118,17 @@ static void test_two_jobs(void)
 
 	if (t_ring_init(&ra, fa, 8, 0) < 0 || t_ring_init(&rp, fp, 8, 0) < 0)
 		FATAL("rings");
-	ha = attach_job(fa, key, N, 0644, 1, &a);
+	ha = t_attach_job(fa, key, N, 0644, 1, &a);
 	if (ha < 0)
 		FATAL("job A ATTACH: %s", t_errname(ha));
 	CHECK_EQ(a.result_flags & (DLCACHE_ATTACH_JOINED | DLCACHE_ATTACH_JOB_CREATED),
 		 DLCACHE_ATTACH_JOINED | DLCACHE_ATTACH_JOB_CREATED, "job A: created");
-	hb = attach_job(fb, key, N, 0644, 2, &a);
+	hb = t_attach_job(fb, key, N, 0644, 2, &a);
 	if (hb < 0)
 		FATAL("job B ATTACH: %s", t_errname(hb));
 	CHECK_EQ(a.result_flags & (DLCACHE_ATTACH_JOINED | DLCACHE_ATTACH_JOB_CREATED),
 		 DLCACHE_ATTACH_JOINED | DLCACHE_ATTACH_JOB_CREATED, "job B: created");
-	hc = attach_job(fc, key, N, 0644, 1, &a);
+	hc = t_attach_job(fc, key, N, 0644, 1, &a);
 	if (hc < 0)
 		FATAL("job A's second rank ATTACH: %s", t_errname(hc));
 	CHECK_EQ(a.result_flags & (DLCACHE_ATTACH_JOINED | DLCACHE_ATTACH_JOB_CREATED),
@@ -231,7 +212,7 @@ static void two_sessions(const char *tag, uint64_t job0, uint64_t job1,
 		fd[i] = t_open();
 		if (t_ring_init(&r[i], fd[i], 8, 0) < 0)
 			FATAL("%s: ring", tag);
-		h[i] = attach_job(fd[i], k, N, 0, i ? job1 : job0, NULL);
+		h[i] = t_attach_job(fd[i], k, N, 0, i ? job1 : job0, NULL);
 		if (h[i] < 0)
 			FATAL("%s: ATTACH: %s", tag, t_errname(h[i]));
 	}
@@ -330,12 +311,12 @@ static void test_limits(void)
 	t_key("consumers-limits", k);
 	/* 31 jobs in one session: up to 64 handles. */
 	for (uint64_t j = 0; j < 31; j++) {
-		h = attach_job(fd, k, N, 0, 100 + j, NULL);
+		h = t_attach_job(fd, k, N, 0, 100 + j, NULL);
 		CHECK(h > 0, "job %llu of 31: %s", (unsigned long long)j, t_errname(h));
 	}
-	CHECK_ERR(attach_job(fd, k, N, 0, 200, NULL), -EUSERS,
+	CHECK_ERR(t_attach_job(fd, k, N, 0, 200, NULL), -EUSERS,
 		  "a 32nd job (time line 0 is the first consumer)");
-	CHECK(attach_job(fd, k, N, 0, 103, &a) > 0 &&
+	CHECK(t_attach_job(fd, k, N, 0, 103, &a) > 0 &&
 	      !(a.result_flags & DLCACHE_ATTACH_JOB_CREATED),
 	      "joining an existing job when the table is full");
 	close(fd);
@@ -346,10 +327,10 @@ static void test_limits(void)
 	CHECK_ERR(t_param_set("uid_max_policy_mb", 10), 0, "uid_max_policy_mb=10");
 	h = t_attach(fq, k, 1U << 17, 0, 0, NULL);
 	CHECK(h > 0, "a 128 Ki-sample data set within 10 MiB: %s", t_errname(h));
-	CHECK_ERR(attach_job(fq, k, 1U << 17, 0, 5, NULL), -EDQUOT,
+	CHECK_ERR(t_attach_job(fq, k, 1U << 17, 0, 5, NULL), -EDQUOT,
 		  "a job's time line past the owner's policy memory");
 	CHECK_ERR(t_param_set("uid_max_policy_mb", old_mb), 0, "restore uid_max_policy_mb");
-	h = attach_job(fq, k, 1U << 17, 0, 5, &a);
+	h = t_attach_job(fq, k, 1U << 17, 0, 5, &a);
 	CHECK(h > 0 && (a.result_flags & DLCACHE_ATTACH_JOB_CREATED),
 	      "the same job within the default limit: %s", t_errname(h));
 	close(fq);

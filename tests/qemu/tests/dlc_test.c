@@ -194,6 +194,21 @@ long t_attach(int fd, const uint64_t key[2], uint32_t nsamples, uint32_t mode,
 	return attach(fd, &a, out);
 }
 
+long t_attach_job(int fd, const uint64_t key[2], uint32_t nsamples, uint32_t mode,
+		  uint64_t job, struct dlcache_attach *out)
+{
+	struct dlcache_attach a;
+
+	memset(&a, 0, sizeof(a));
+	a.key[0] = key[0];
+	a.key[1] = key[1];
+	a.nsamples = nsamples;
+	a.mode = mode;
+	a.flags = DLCACHE_ATTACH_F_JOB;
+	a.job = job;
+	return attach(fd, &a, out);
+}
+
 long t_attach_owner(int fd, const uint64_t key[2], uint32_t nsamples, uid_t owner,
 		    uint32_t flags, struct dlcache_attach *out)
 {
@@ -706,7 +721,11 @@ void t_msleep(unsigned ms)
 pid_t t_start_user(uid_t uid, int (*fn)(void))
 {
 	gid_t groups[1] = { T_DEVGRP };
-	pid_t pid = fork();
+	pid_t pid;
+
+	/* What is buffered is the parent's to print, not the child's too. */
+	fflush(NULL);
+	pid = fork();
 
 	if (pid < 0)
 		FATAL("fork: %m");

@@ -102,6 +102,9 @@ void t_key(const char *tag, uint64_t k[2]);
 /* ATTACH: returns the handle (>= 1) or -errno; @out may be NULL. */
 long t_attach(int fd, const uint64_t key[2], uint32_t nsamples, uint32_t mode,
 	      uint32_t flags, struct dlcache_attach *out);
+/* ATTACH with DLCACHE_ATTACH_F_JOB: a member of job @job's consumer. */
+long t_attach_job(int fd, const uint64_t key[2], uint32_t nsamples, uint32_t mode,
+		  uint64_t job, struct dlcache_attach *out);
 /* ATTACH with DLCACHE_ATTACH_F_OWNER: the data set of owner @owner. */
 long t_attach_owner(int fd, const uint64_t key[2], uint32_t nsamples, uid_t owner,
 		    uint32_t flags, struct dlcache_attach *out);
