@@ -180,17 +180,24 @@ static long attach(int fd, struct dlcache_attach *a, struct dlcache_attach *out)
 	return ret < 0 ? ret : a->handle;
 }
 
+/* The arguments of an ATTACH, every other field zero. */
+static void attach_args(struct dlcache_attach *a, const uint64_t key[2],
+			uint32_t nsamples, uint32_t mode, uint32_t flags)
+{
+	memset(a, 0, sizeof(*a));
+	a->key[0] = key[0];
+	a->key[1] = key[1];
+	a->nsamples = nsamples;
+	a->mode = mode;
+	a->flags = flags;
+}
+
 long t_attach(int fd, const uint64_t key[2], uint32_t nsamples, uint32_t mode,
 	      uint32_t flags, struct dlcache_attach *out)
 {
 	struct dlcache_attach a;
 
-	memset(&a, 0, sizeof(a));
-	a.key[0] = key[0];
-	a.key[1] = key[1];
-	a.nsamples = nsamples;
-	a.mode = mode;
-	a.flags = flags;
+	attach_args(&a, key, nsamples, mode, flags);
 	return attach(fd, &a, out);
 }
 
@@ -199,12 +206,7 @@ long t_attach_job(int fd, const uint64_t key[2], uint32_t nsamples, uint32_t mod
 {
 	struct dlcache_attach a;
 
-	memset(&a, 0, sizeof(a));
-	a.key[0] = key[0];
-	a.key[1] = key[1];
-	a.nsamples = nsamples;
-	a.mode = mode;
-	a.flags = DLCACHE_ATTACH_F_JOB;
+	attach_args(&a, key, nsamples, mode, DLCACHE_ATTACH_F_JOB);
 	a.job = job;
 	return attach(fd, &a, out);
 }
@@ -214,11 +216,7 @@ long t_attach_owner(int fd, const uint64_t key[2], uint32_t nsamples, uid_t owne
 {
 	struct dlcache_attach a;
 
-	memset(&a, 0, sizeof(a));
-	a.key[0] = key[0];
-	a.key[1] = key[1];
-	a.nsamples = nsamples;
-	a.flags = flags | DLCACHE_ATTACH_F_OWNER;
+	attach_args(&a, key, nsamples, 0, flags | DLCACHE_ATTACH_F_OWNER);
 	a.owner_uid = (uint32_t)owner;
 	return attach(fd, &a, out);
 }
