@@ -454,8 +454,10 @@ kernel_run() {
 		data k_bench1 "$(cat /tmp/k1.json)"
 		data k_disk_bytes $(( (s1 - s0) * 512 ))
 		data k_stats "$($CTL stats --json)"
-		# The same moment's counters in Prometheus's text (one line).
+		# The counters in Prometheus's text (one line), then the JSON
+		# again: each exported value lies between the two readings.
 		data k_prom "$($CTL stats --prometheus | base64 -w 0)"
+		data k_stats_after "$($CTL stats --json)"
 	else
 		result FAIL kernel-bench "(exit $rc0 and $rc1)"
 		show /tmp/k0.json

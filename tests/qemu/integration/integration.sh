@@ -63,7 +63,8 @@
 #   kernel-disk-bytes     the same from /sys/block/vda/stat (in pages)
 #   kernel-stats-prometheus `dlcachectl stats --prometheus`, read by
 #                         prometheus_client's parser (tests/prom_check.py):
-#                         every value of the same moment's stats --json
+#                         every value between those of stats --json read
+#                         just before and just after it
 #   kernel-stats-agree    `dlcachectl stats --json` global hits and misses
 #                         = the sums of the two bench runs
 #   killed-*-counts       the survivors decoded every sample of every epoch
@@ -414,7 +415,8 @@ else:
         result("FAIL", "kernel-stats-agree", f"no usable stats --json: {ex!r}")
 
     # stats --prometheus, read by prometheus_client's parser
-    # (tests/prom_check.py), holds the values stats --json has.
+    # (tests/prom_check.py), holds the values stats --json has: each
+    # between the JSON read before it and the JSON read after it.
     import base64, subprocess, tempfile
     with tempfile.TemporaryDirectory() as td:
         try:
@@ -425,8 +427,11 @@ else:
         if prom is not None:
             open(os.path.join(td, "p"), "wb").write(prom)
             open(os.path.join(td, "j"), "w").write(data["k_stats"][0])
+            open(os.path.join(td, "j2"), "w").write(
+                data.get("k_stats_after", ["no second stats --json"])[0])
             r = subprocess.run([sys.executable, os.environ["PROM_CHECK"],
-                                "module", os.path.join(td, "p"), os.path.join(td, "j")],
+                                "module", os.path.join(td, "p"), os.path.join(td, "j"),
+                                os.path.join(td, "j2")],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             out = " ".join(r.stdout.split("\n")[-4:]).strip()
             if r.returncode == 77:
