@@ -10,8 +10,9 @@
 #
 # The kernel is linux-source-6.1 (Debian's tarball) configured as
 # allnoconfig + debug.config (beside this script): PROVE_LOCKING,
-# DEBUG_ATOMIC_SLEEP, KASAN, UBSAN, kmemleak and KCOV, with the drivers the
-# guest needs built in. It is built outside the clone, in
+# DEBUG_ATOMIC_SLEEP, KASAN, UBSAN, kmemleak and KCOV (on the objects that
+# ask for it: dlcache.ko, by its Kbuild), with the drivers the guest needs
+# built in. It is built outside the clone, in
 # $DLC_KCACHE (default /var/cache/dlcache)/debug-kernel-<hash>, where <hash>
 # covers the config fragment, the tarball's version and the compiler, so a
 # later run on the same machine (CI after a session, a rerun) reuses it and
