@@ -209,9 +209,17 @@ void dlc_dataset_unpin(struct dlc_dataset *ds)
 }
 
 /*
+ * Whether STATS lists @ds to the caller: a data set it could read by its
+ * mode, any of them to @admin (CAP_SYS_ADMIN).
+ */
+bool dlc_dataset_listed(const struct dlc_dataset *ds, bool admin)
+{
+	return admin || (dlc_mode_bits(ds->uid, ds->gid, ds->mode) & 4);
+}
+
+/*
  * Pin the @index-th data set (from 0) of the list STATS shows the caller
- * (those it could read by their modes, all of them to @admin), or NULL
- * past its end. Takes cache->lock.
+ * (dlc_dataset_listed()), or NULL past its end. Takes cache->lock.
  */
 struct dlc_dataset *dlc_dataset_pin_listed(struct dlc_cache *cache, u32 index,
 					   bool admin)
@@ -221,7 +229,7 @@ struct dlc_dataset *dlc_dataset_pin_listed(struct dlc_cache *cache, u32 index,
 
 	mutex_lock(&cache->lock);
 	list_for_each_entry(ds, &cache->datasets, node) {
-		if (!admin && !(dlc_mode_bits(ds->uid, ds->gid, ds->mode) & 4))
+		if (!dlc_dataset_listed(ds, admin))
 			continue;
 		if (i++ == index) {
 			dlc_dataset_pin(ds);

@@ -32,6 +32,7 @@ u32 dlc_mode_bits(kuid_t uid, kgid_t gid, u32 mode);
 void dlc_dataset_pin(struct dlc_dataset *ds);
 void dlc_dataset_unpin(struct dlc_dataset *ds);
 u32 dlc_pin_all(struct dlc_cache *cache, struct dlc_dataset **v);
+bool dlc_dataset_listed(const struct dlc_dataset *ds, bool admin);
 /* The @index-th data set STATS lists to the caller, pinned; or NULL. */
 struct dlc_dataset *dlc_dataset_pin_listed(struct dlc_cache *cache, u32 index,
 					   bool admin);

@@ -137,7 +137,7 @@ static long dlc_ioc_stats(struct dlc_session *sess, void __user *uarg)
 	if (flags & DLCACHE_STATS_F_INDEX)
 		ret = -ENOENT;
 	list_for_each_entry(ds, &cache->datasets, node) {
-		if (!admin && !(dlc_mode_bits(ds->uid, ds->gid, ds->mode) & 4))
+		if (!dlc_dataset_listed(ds, admin))
 			continue;
 		if ((flags & DLCACHE_STATS_F_INDEX) && i == st->handle) {
 			dlc_fill_ds_ident(ds, st);

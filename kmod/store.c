@@ -893,18 +893,25 @@ struct dlc_consumer *dlc_store_leave(struct dlc_dataset *ds,
 	return c;
 }
 
-/* Consumers whose uses count now: time line 0 when it holds orders. */
+/*
+ * Whether time line @i of @ds is a consumer whose uses count now: line 0
+ * only when it holds orders.
+ */
+static bool dlc_store_counts(const struct dlc_dataset *ds, u32 i)
+{
+	const struct dlc_policy_line *l = &ds->policy.line[i];
+
+	return l->used && l->active && (i || l->end);
+}
+
+/* Consumers whose uses count now (dlc_store_counts()). */
 u32 dlc_store_consumers(struct dlc_dataset *ds)
 {
 	u32 i, n = 0;
 
 	lockdep_assert_held(&ds->lock);
-	for (i = 0; i < DLC_MAX_CONSUMERS; i++) {
-		const struct dlc_policy_line *l = &ds->policy.line[i];
-
-		if (l->used && l->active && (i || l->end))
-			n++;
-	}
+	for (i = 0; i < DLC_MAX_CONSUMERS; i++)
+		n += dlc_store_counts(ds, i);
 	return n;
 }
 
@@ -918,20 +925,18 @@ int dlc_store_read_order(struct dlc_dataset *ds, struct dlcache_get_order *o,
 			 u32 *ids, u32 len)
 {
 	const struct dlc_policy *p = &ds->policy;
-	const struct dlc_policy_line *l = NULL;
+	const struct dlc_policy_line *l;
 	u32 i, k = 0;
 
 	BUILD_BUG_ON(DLC_POLICY_MAX_EPOCHS > DLCACHE_GET_ORDER_EPOCHS);
 	lockdep_assert_held(&ds->lock);
 	o->nconsumers = dlc_store_consumers(ds);
-	for (i = 0; i < DLC_MAX_CONSUMERS; i++) {
-		l = &p->line[i];
-		/* The consumers dlc_store_consumers() counts. */
-		if (l->used && l->active && (i || l->end) && k++ == o->consumer)
+	for (i = 0; i < DLC_MAX_CONSUMERS; i++)
+		if (dlc_store_counts(ds, i) && k++ == o->consumer)
 			break;
-	}
 	if (i == DLC_MAX_CONSUMERS)
 		return -ENOENT;
+	l = &p->line[i];
 	o->first = dlc_policy_first(p, i);
 	o->cursor = l->cursor;
 	o->end = l->end;
