@@ -19,6 +19,9 @@
     a tie), gives the same hits per job and epoch; and one job alone
     through the shared cache (--jobs 5) gives what the one-process mode
     gives.
+  - many jobs: as many as one data set on dlcache.ko can have consumers
+    (31), each its own seed and pace, against the same LRU reference;
+    one more is a usage error.
   - png: --png draws a PNG (its signature checked), and bad arguments are
     usage errors naming what is wrong.
 """
@@ -209,6 +212,37 @@ def jobs(root, idx, size):
               % (b["dlcache"]["epochs"], a["dlcache"]["epochs"]))
 
 
+def many_jobs(root, idx, size):
+    """The most jobs one data set on the module can have, and one more."""
+    n = 31
+    cap = sum(size) // 3
+    seeds = [100 + j for j in range(n)]
+    steps = [1 + j % 4 for j in range(n)]
+    spec = ",".join("%d:%d" % (s, t) for s, t in zip(seeds, steps))
+    rc, out, err = whatif(idx, "--json", "--epochs", str(EPOCHS), "--jobs",
+                          spec, "--sizes", str(cap))
+    check(rc == 0, "whatif --jobs with %d jobs: exit %d: %s" % (n, rc, err))
+    if rc:
+        return
+    j = json.loads(out)
+    check([x["step"] for x in j["jobs"]] == steps,
+          "%d jobs: steps %r" % (n, [x["step"] for x in j["jobs"]]))
+    want = lru_jobs([real_orders(root, 1, s) for s in seeds], steps, size,
+                    cap)
+    pt = j["points"][0]
+    for k in range(n):
+        got = [(e["hits"], e["hit_bytes"])
+               for e in pt["per_job"][k]["lru"]["epochs"]]
+        check(got == want[k], "%d jobs, job %d, LRU: whatif says %s, the "
+              "reference %s" % (n, k, got, want[k]))
+    print("  %d jobs at cache %d: shared dlcache hits %.4f, LRU %.4f of the "
+          "bytes" % (n, cap, pt["dlcache"]["steady_hit_ratio"],
+                     pt["lru"]["steady_hit_ratio"]))
+    rc, _, err = whatif(idx, "--jobs", spec + ",7")
+    check(rc == 2 and "--jobs" in err and "up to %d" % n in err,
+          "%d jobs: exit %d, %r" % (n + 1, rc, err))
+
+
 def png(idx):
     tmp = dlctest.scratch("whatif-png")
     path = os.path.join(tmp, "w.png")
@@ -252,6 +286,7 @@ def main():
     dlctest.run("exact", exact, root, idx, size)
     dlctest.run("measured", measured, root, idx, size)
     dlctest.run("jobs", jobs, root, idx, size)
+    dlctest.run("many-jobs", many_jobs, root, idx, size)
     dlctest.run("png", png, idx)
     dlctest.done()
 

@@ -27,7 +27,11 @@
 #include "policy.h"
 
 #define MAX_SIZES	32
-#define MAX_JOBS	16
+/*
+ * As many jobs as one data set on dlcache.ko can have consumers (the
+ * shared policy's lines less its own), so that --attached reads any node.
+ */
+#define MAX_JOBS	(DLC_POLICY_MAX_CONSUMERS - 1)
 /* Fractions of the data set's bytes, in percent, when --sizes is not given. */
 static const uint32_t default_pct[] = { 10, 25, 50, 75, 90, 100, 125 };
 
