@@ -28,7 +28,7 @@
 #                                      fuzzing; "ok qemu-fuzz:kcov_fuzz" and
 #                                      "# kcov-fuzz: ..." lines (PCs, execs)
 #   make fuzz-check                    the same, bounded for make check
-#                                      (FUZZ_CHECK_SECONDS=45 each)
+#                                      (FUZZ_CHECK_SECONDS=30 each)
 #
 # A kernel whose image or headers are missing is one "skip qemu-<k>:all"
 # line (make deps installs both kernels); under CI=true it is one FAIL
@@ -100,7 +100,7 @@ qemu-debug:
 # ---- coverage-guided fuzzing (tests/fuzz/kcov_fuzz.c) -----------------------
 .PHONY: fuzz fuzz-check
 FUZZ_SECONDS ?= 300
-FUZZ_CHECK_SECONDS ?= 45
+FUZZ_CHECK_SECONDS ?= 30
 
 # fuzz_run,SECONDS: debug kernel, module for it, one boot running kcov_fuzz.
 define fuzz_run
