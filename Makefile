@@ -193,7 +193,7 @@ $(BUILD)/bench/rstbench: tests/perf/rstbench.c libdlcache/base/internal.h libdlc
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_ALL) $(CFLAGS) $(WARNINGS) -o $@ $< $(BUILD)/release/libdlcache.a $(LIBS)
 
-.PHONY: bench bench-storage bench-cluster
+.PHONY: bench bench-storage bench-cluster bench-skew
 bench: deps lib tools $(BENCH_PROGS)
 	@$(MAKE) --no-print-directory MPI=1 BUILD=$(BUILD)/mpi lib tools
 	@tests/perf/bench.sh $(BUILD) $(BENCH_SIZE) $(BENCH_REPEATS)
@@ -208,6 +208,11 @@ BENCH_CLUSTER_IMAGES ?= 800
 bench-cluster: deps lib tools
 	@$(MAKE) --no-print-directory MPI=1 BUILD=$(BUILD)/mpi lib tools
 	@tests/perf/cluster.sh $(BUILD) $(BENCH_CLUSTER_IMAGES)
+
+# The skewed-node section alone: two ranks of one job in step (skew.py).
+BENCH_SKEW_IMAGES ?= 1200
+bench-skew: deps lib tools
+	@/usr/bin/python3 tests/perf/skew.py $(BUILD) $(BENCH_SKEW_IMAGES) $(BENCH_REPEATS)
 
 # ---- tests ----------------------------------------------------------------
 # The packages and the build are timed too: run-checks.sh's "times:" line

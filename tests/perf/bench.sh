@@ -16,7 +16,9 @@
 # and after the rounds the storage-bound section (tests/perf/storage.sh:
 # a throttled loop device at 40 and 100 MB/s; BENCH_STORAGE_IMAGES) and
 # the cluster section (tests/perf/cluster.sh: 4 nodes in network
-# namespaces on 16 MB/s shared storage; BENCH_CLUSTER_IMAGES).
+# namespaces on 16 MB/s shared storage; BENCH_CLUSTER_IMAGES) and the
+# skewed-node section (tests/perf/skew.py: two ranks of one job in step,
+# one with twice the decode work, bound to a CPU each; BENCH_SKEW_IMAGES).
 # (the page cache is dropped before 1, 2, 3, 5 and 6, so epoch 1 is cold).
 # The pack is made (and timed) once per run, before the rounds. Then, on
 # real photographs (Debian's wallpapers, multi-megapixel): the decode
@@ -224,6 +226,13 @@ rm -f "$out/cluster.md"
 if ! "$here/cluster.sh" "$build" "${BENCH_CLUSTER_IMAGES:-800}" >&2; then
 	log "cluster section failed (see above); the report goes without it"
 	rm -f "$out/cluster.md"
+fi
+
+# Two ranks of one job in step, one with twice the work a sample.
+rm -f "$out/skew.md"
+if ! $py "$here/skew.py" "$build" "${BENCH_SKEW_IMAGES:-1200}" "$repeats" >&2; then
+	log "skewed-node section failed (see above); the report goes without it"
+	rm -f "$out/skew.md"
 fi
 
 $py "$here/report.py" "$raw" "$out"

@@ -316,6 +316,12 @@ if os.path.exists(cluster_md):
     L.append("")
     L.extend(open(cluster_md).read().rstrip().splitlines())
     L.append("")
+# The skewed node (skew.py), likewise.
+skew_md = os.path.join(out, "skew.md")
+if os.path.exists(skew_md):
+    L.append("")
+    L.extend(open(skew_md).read().rstrip().splitlines())
+    L.append("")
 with open(os.path.join(out, "report.md"), "w") as f:
     f.write("\n".join(L) + "\n")
 

@@ -1,0 +1,290 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""make bench's skewed-node section (alone: make bench-skew): how far the
+loader's static sizing leaves a job's ranks from the node's ideal.
+
+Usage: tests/perf/skew.py BUILD [IMAGES [ROUNDS]]
+
+In synchronous data-parallel training every step waits for the slowest
+rank. Two ranks of one job run on this node, kept in step after every
+batch as DDP's all-reduce keeps them (bench --lockstep), each a shard of
+IMAGES (default 1200) samples, with one rank given more work per
+sample: rank 0 reads a data set of JPEGs at quality 90 (dlcachectl gen's
+default), rank 1 the same images at quality 100, about twice the decode
+work each. Runs, ROUNDS times (default 3) interleaved, medians counted,
+every run 3 epochs of which epochs 1 and 2 count (epoch 0 fills the
+in-process cache):
+
+  calibrate  each rank's loader alone on one CPU (taskset), no step pace:
+             its CPU time per sample (getrusage of the process), the
+             work a sample of that rank costs
+  ideal      what the two cores give when the work is shared perfectly:
+             steps/s = CPUs / (the CPU time a step costs both ranks)
+  static     the two ranks in step, each bound to its own CPU as
+             launchers bind ranks (taskset -c 0, -c 1), each loader sized
+             by the library's default (decode threads: its CPUs less one,
+             at least one, plus the I/O thread)
+  unbound    the same without taskset: the scheduler moves the ranks'
+             threads between the cores, so the cores are shared; shown
+             for comparison (a launcher that binds ranks does not get it)
+
+and, for the single-loader case, one loader of the quality-90 set with
+no binding, its consumer paced (bench --step-ms) at half the rate that
+loader reaches unpaced, at decode threads 1, 2 and 4 and the default:
+the CPU time per sample of each, against the smallest.
+
+Output: BUILD/bench/skew.md (the tables, the ratios) and skew.json; the
+runs' JSON in BUILD/bench/raw/skew/. A run that fails stops the section
+with its command and stderr.
+"""
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+EPOCHS = 3
+BATCH = 32
+
+
+def log(msg):
+    print("skew: " + msg, file=sys.stderr, flush=True)
+
+
+def die(msg):
+    log(msg)
+    sys.exit(1)
+
+
+class Run:
+    """One dlcachectl bench process: its JSON and its CPU time."""
+
+    def __init__(self, argv, cpus=None):
+        self.argv = (["taskset", "-c", cpus] if cpus is not None else []) + argv
+        self.proc = None
+        self.out = None
+
+    def start(self):
+        self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        self.cpu_line = []
+        self.sampler = threading.Thread(target=self.sample_cpu)
+        self.sampler.start()
+
+    def sample_cpu(self):
+        """(CLOCK_MONOTONIC, CPU seconds of all its threads) every 20 ms,
+        from /proc/PID/stat, until the process has exited."""
+        tick = os.sysconf("SC_CLK_TCK")
+        path = "/proc/%d/stat" % self.proc.pid
+        while True:
+            try:
+                with open(path) as f:
+                    st = f.read()
+            except OSError:
+                return
+            now = time.monotonic()
+            fields = st[st.rindex(")") + 2:].split()
+            if fields[0] == "Z":
+                return
+            # utime and stime are fields 14 and 15 of stat(5).
+            self.cpu_line.append((now, (int(fields[11]) + int(fields[12]))
+                                  / tick))
+            time.sleep(0.02)
+
+    def cpu_at(self, t):
+        """CPU seconds used by @t (interpolated between samples)."""
+        line = self.cpu_line
+        if not line or t <= line[0][0]:
+            return line[0][1] if line else 0.0
+        for (t0, c0), (t1, c1) in zip(line, line[1:]):
+            if t <= t1:
+                return c0 + (c1 - c0) * (t - t0) / max(t1 - t0, 1e-9)
+        return line[-1][1]
+
+    def steady_cpu(self):
+        """CPU seconds of the counted epochs (1..): the bench's epochs
+        carry their start on CLOCK_MONOTONIC, as time.monotonic()."""
+        eps = self.out["epochs"]
+        t0 = eps[1]["start_s"]
+        t1 = eps[-1]["start_s"] + eps[-1]["seconds"]
+        return self.cpu_at(t1) - self.cpu_at(t0)
+
+    def wait(self):
+        # Both pipes drained before the child is reaped: a full pipe
+        # would block it.
+        errs = []
+        t = threading.Thread(target=lambda: errs.append(self.proc.stderr.read()))
+        t.start()
+        out = self.proc.stdout.read()
+        t.join()
+        err = errs[0]
+        _, status, _ = os.wait4(self.proc.pid, 0)
+        self.sampler.join()
+        self.proc.returncode = os.waitstatus_to_exitcode(status)
+        if self.proc.returncode != 0:
+            die("%s: exit %d: %s" % (" ".join(self.argv),
+                                    self.proc.returncode, err.strip()))
+        self.out = json.loads(out)
+        return self
+
+
+def steady(b):
+    """Images and seconds of the counted epochs (1..)."""
+    eps = b["epochs"][1:]
+    return sum(e["images"] for e in eps), sum(e["seconds"] for e in eps)
+
+
+def bench(ctl, idx, extra, cpus=None):
+    return Run([ctl, "bench", idx, "--epochs", str(EPOCHS), "--batch-size",
+                str(BATCH), "--json"] + extra, cpus)
+
+
+def main():
+    build = sys.argv[1] if len(sys.argv) > 1 else "build"
+    images = int(sys.argv[2]) if len(sys.argv) > 2 else 1200
+    rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 3
+    ctl = os.path.join(build, "dlcachectl")
+    if not os.access(ctl, os.X_OK):
+        die("%s is missing (make tools)" % ctl)
+    ncpu = len(os.sched_getaffinity(0))
+    if ncpu < 2:
+        die("needs 2 CPUs, has %d" % ncpu)
+    cpu0, cpu1 = sorted(os.sched_getaffinity(0))[:2]
+    work = os.path.join(build, "bench-skew")
+    raw = os.path.join(build, "bench", "raw", "skew")
+    os.makedirs(raw, exist_ok=True)
+    sets = {}
+    for name, q in (("q90", 90), ("q100", 100)):
+        d = os.path.join(work, "%s-%d" % (name, images))
+        subprocess.run([ctl, "gen", d, "--images", str(images), "--classes",
+                        "10", "--quality", str(q)], check=True,
+                       stdout=subprocess.DEVNULL)
+        subprocess.run([ctl, "index", d, "-o", d + ".idx"], check=True,
+                       stdout=subprocess.DEVNULL)
+        sets[name] = d + ".idx"
+    log("data sets: %d images each at quality 90 and 100; %d rounds, "
+        "2 of %d CPUs (%d, %d)" % (images, rounds, ncpu, cpu0, cpu1))
+
+    res = {k: [] for k in ("cal0", "cal1", "static", "unbound")}
+    single = {}
+    for rnd in range(rounds):
+        # Each rank alone on one CPU: the work a sample costs it.
+        for r, name in enumerate(("q90", "q100")):
+            b = bench(ctl, sets[name], ["--world", "2", "--rank", str(r)],
+                      str(cpu0))
+            b.start()
+            b.wait()
+            n, s = steady(b.out)
+            res["cal%d" % r].append({"cpu_per_image": b.steady_cpu() / n,
+                                     "images_per_s": n / s})
+        # The two ranks in step, bound and unbound.
+        for kind, binds in (("static", (str(cpu0), str(cpu1))),
+                            ("unbound", (None, None))):
+            with tempfile.TemporaryDirectory() as t:
+                ls = os.path.join(t, "lockstep")
+                runs = [bench(ctl, sets[name], ["--world", "2", "--rank",
+                                                str(r), "--lockstep", ls],
+                              binds[r])
+                        for r, name in enumerate(("q90", "q100"))]
+                for b in runs:
+                    b.start()
+                for b in runs:
+                    b.wait()
+            rates = [steady(b.out) for b in runs]
+            # In step, the job's pace is its slower rank's.
+            secs = max(s for _, s in rates)
+            steps = rates[0][0] / BATCH
+            res[kind].append({"steps_per_s": steps / secs,
+                              "rank_images_per_s": [n / s for n, s in rates]})
+            with open(os.path.join(raw, "%s-%d.json" % (kind, rnd)), "w") as f:
+                json.dump([b.out for b in runs], f)
+        # One loader, its consumer at half its unpaced rate.
+        if rnd == 0:
+            b = bench(ctl, sets["q90"], [])
+            b.start()
+            b.wait()
+            n, s = steady(b.out)
+            single["unpaced_images_per_s"] = n / s
+            single["step_ms"] = max(1, round(2000.0 * BATCH * s / n))
+        for th in ("1", "2", "4", "default"):
+            extra = ["--step-ms", str(single["step_ms"])]
+            if th != "default":
+                extra += ["--threads", th]
+            b = bench(ctl, sets["q90"], extra)
+            b.start()
+            b.wait()
+            n, s = steady(b.out)
+            single.setdefault(th, []).append(
+                {"cpu_per_image": b.steady_cpu() / n, "images_per_s": n / s,
+                 "threads": b.out.get("threads")})
+        log("round %d of %d done" % (rnd + 1, rounds))
+
+    def med(lst, key, i=None):
+        return statistics.median(x[key] if i is None else x[key][i]
+                                 for x in lst)
+
+    # The work a sample costs: the seconds of its one dedicated CPU, which
+    # the loader alone keeps busy (its CPU time is printed beside it).
+    c0 = 1.0 / med(res["cal0"], "images_per_s")
+    c1 = 1.0 / med(res["cal1"], "images_per_s")
+    # A step is BATCH samples on each rank.
+    ideal = 2.0 / (BATCH * (c0 + c1))
+    st, ub = med(res["static"], "steps_per_s"), med(res["unbound"], "steps_per_s")
+    rows = [
+        ("ideal: the CPU work of a step over 2 CPUs", None, None, ideal),
+        ("static: each rank bound to its CPU, default sizing",
+         med(res["static"], "rank_images_per_s", 0),
+         med(res["static"], "rank_images_per_s", 1), st),
+        ("unbound: the scheduler shares the CPUs",
+         med(res["unbound"], "rank_images_per_s", 0),
+         med(res["unbound"], "rank_images_per_s", 1), ub),
+    ]
+    md = ["## Skewed node: two ranks of one job in step (tests/perf/skew.py)",
+          "",
+          "%d rounds, medians; each rank a shard of %d images; rank 1's "
+          "samples cost %.2fx rank 0's: %.2f against %.2f ms each of one "
+          "CPU, alone on it (CPU time %.2f and %.2f ms a sample)."
+          % (rounds, images // 2, c1 / c0, c1 * 1e3, c0 * 1e3,
+             med(res["cal1"], "cpu_per_image") * 1e3,
+             med(res["cal0"], "cpu_per_image") * 1e3),
+          "",
+          "| run | rank 0 images/s | rank 1 images/s | job steps/s | vs ideal |",
+          "|---|---|---|---|---|"]
+    for name, r0, r1, sp in rows:
+        md.append("| %s | %s | %s | %.2f | %.2f |" % (
+            name, "-" if r0 is None else "%.0f" % r0,
+            "-" if r1 is None else "%.0f" % r1, sp, sp / ideal))
+    base = min(statistics.median(x["cpu_per_image"] for x in single[t])
+               for t in ("1", "2", "4", "default"))
+    md += ["",
+           "One loader, consumer paced at half its unpaced %.0f images/s "
+           "(--step-ms %d), no binding:" % (single["unpaced_images_per_s"],
+                                            single["step_ms"]),
+           "",
+           "| decode threads | images/s | CPU ms a sample | vs the least |",
+           "|---|---|---|---|"]
+    for t in ("1", "2", "4", "default"):
+        c = statistics.median(x["cpu_per_image"] for x in single[t])
+        md.append("| %s | %.0f | %.3f | %.2f |" % (
+            # bench's "threads" counts the I/O thread too.
+            t if t != "default" else "default (%d)" %
+            (single[t][0]["threads"] - 1),
+            statistics.median(x["images_per_s"] for x in single[t]),
+            c * 1e3, c / base))
+    out = os.path.join(build, "bench")
+    with open(os.path.join(out, "skew.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    with open(os.path.join(out, "skew.json"), "w") as f:
+        json.dump({"images": images, "rounds": rounds, "raw": res,
+                   "single": single, "ideal_steps_per_s": ideal,
+                   "static_vs_ideal": st / ideal,
+                   "unbound_vs_ideal": ub / ideal}, f, indent=1)
+    print("\n".join(md))
+
+
+if __name__ == "__main__":
+    main()
