@@ -8,13 +8,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <time.h>
+#include <linux/futex.h>
 
 #include "cfgopts.h"
 #include "cli.h"
@@ -178,18 +181,27 @@ static double hit_ratio(const struct dlc_stats *s)
  * all-reduce. --lockstep does the same to bench processes through a small
  * shared file holding each rank's count of finished batches, so that a
  * benchmark of several ranks on one shared cache measures what a job
- * would see, not ranks drifting apart.
+ * would see, not ranks drifting apart. A rank waiting for the others
+ * sleeps on a futex in the file (a word bumped by every rank that
+ * finishes a batch), as a rank blocked in the collective does; a rank
+ * polling instead would take CPU from the loaders on its own core.
  */
 struct lockstep {
 	uint64_t *done;		/* world counters, shared */
+	uint32_t *seq;		/* after them: bumped on every batch done */
 	uint32_t world, rank;
 	uint64_t batches;	/* this rank's count */
 };
 
+static size_t lockstep_len(uint32_t world)
+{
+	return sizeof(uint64_t) * ((size_t)world + 1);
+}
+
 static int lockstep_open(struct lockstep *ls, const char *path,
 			 uint32_t world, uint32_t rank)
 {
-	size_t len = sizeof(uint64_t) * world;
+	size_t len = lockstep_len(world);
 	void *m;
 	int fd;
 
@@ -205,29 +217,47 @@ static int lockstep_open(struct lockstep *ls, const char *path,
 	if (m == MAP_FAILED)
 		return -errno;
 	ls->done = m;
+	ls->seq = (uint32_t *)&ls->done[world];
 	ls->world = world;
 	ls->rank = rank;
 	ls->batches = 0;
 	return 0;
 }
 
+/* Has every rank done @n batches? */
+static int lockstep_all(const struct lockstep *ls, uint64_t n)
+{
+	uint32_t r;
+
+	for (r = 0; r < ls->world; r++)
+		if (__atomic_load_n(&ls->done[r], __ATOMIC_ACQUIRE) < n)
+			return 0;
+	return 1;
+}
+
 /* One batch done: wait until every rank has done as many (60 s at most). */
 static int lockstep_step(struct lockstep *ls)
 {
 	uint64_t t0 = now_ns();
-	uint32_t r;
 
 	if (!ls->done)
 		return 0;
 	ls->batches++;
 	__atomic_store_n(&ls->done[ls->rank], ls->batches, __ATOMIC_RELEASE);
-	for (r = 0; r < ls->world; r++)
-		while (__atomic_load_n(&ls->done[r], __ATOMIC_ACQUIRE) < ls->batches) {
-			if (now_ns() - t0 > 60ULL * 1000000000ULL)
-				return -ETIMEDOUT;
-			usleep(100);
-		}
-	return 0;
+	__atomic_add_fetch(ls->seq, 1, __ATOMIC_ACQ_REL);
+	/* A shared futex: the ranks are processes mapping one file. */
+	syscall(SYS_futex, ls->seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	for (;;) {
+		uint32_t seq = __atomic_load_n(ls->seq, __ATOMIC_ACQUIRE);
+		struct timespec ts = { 0, 100 * 1000000L };
+
+		if (lockstep_all(ls, ls->batches))
+			return 0;
+		if (now_ns() - t0 > 60ULL * 1000000000ULL)
+			return -ETIMEDOUT;
+		/* Returns at once if a rank bumped seq since it was read. */
+		syscall(SYS_futex, ls->seq, FUTEX_WAIT, seq, &ts, NULL, 0);
+	}
 }
 
 /*
@@ -246,7 +276,7 @@ static void step_wait(uint32_t ms)
 static void lockstep_close(struct lockstep *ls)
 {
 	if (ls->done)
-		munmap(ls->done, sizeof(uint64_t) * ls->world);
+		munmap(ls->done, lockstep_len(ls->world));
 	ls->done = NULL;
 }
 
