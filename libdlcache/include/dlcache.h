@@ -718,6 +718,22 @@ struct dlc_config {
 	 */
 	uint32_t read_timeout_ms;
 	uint32_t pad2;		/* must be zero */
+	/* ---- end of DLC_CONFIG_SIZE_VER1 ---- */
+	/*
+	 * Node sharing (library.md, "Node sharing"): the name of this job
+	 * on this node, 1 to 64 bytes of [A-Za-z0-9._-] (not starting with
+	 * '.'), the same in every rank's loader; NULL (the default): none.
+	 * The loaders of one user that name the same group publish the CPUs
+	 * they were given (the creating thread's affinity), and each runs up
+	 * to @decode_threads guest decode threads on the others' CPUs at
+	 * SCHED_IDLE: a rank whose loader is behind decodes in the idle time
+	 * of a rank whose loader is ahead, never in time the owner would
+	 * use. Batches are unchanged. A segment that cannot be used (not
+	 * this user's own, /dev/shm missing, 64 loaders in the group) is
+	 * said in one warning and the loader runs without sharing. The
+	 * string is copied by dlc_loader_create().
+	 */
+	const char *node_group;
 };
 
 /* dlc_config.read_timeout_ms: 0 means this, 30 s. */
@@ -747,6 +763,8 @@ struct dlc_config {
  * fields are appended past it (library.md, "How the structs grow").
  */
 #define DLC_CONFIG_SIZE_VER1	240
+/* Up to and including node_group. */
+#define DLC_CONFIG_SIZE_VER2	248
 
 /* Defaults: batch 64, NCHW, train transform at 224, depth 64, window 256. */
 void dlc_config_init(struct dlc_config *cfg);
@@ -1019,6 +1037,15 @@ struct dlc_stats {
 	 * reads, and the balancing sent this one to storage.
 	 */
 	uint64_t cluster_peer_diverted;
+	/*
+	 * Node sharing (dlc_config.node_group): samples this loader's guest
+	 * threads decoded on the group's other CPUs, the guest threads, and
+	 * the CPUs they may run on now (the group's other loaders' that are
+	 * not this one's; 0: nothing to borrow, or no group).
+	 */
+	uint64_t node_guest_decodes;
+	uint64_t node_guest_threads;
+	uint64_t node_borrowed_cpus;
 };
 
 /*

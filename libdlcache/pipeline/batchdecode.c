@@ -315,14 +315,25 @@ static void process_item(struct dlc_loader *l, struct dlc_decoder *dec,
 /* Called with l->lock held; drops it while decoding. */
 int loader_decode_next(struct dlc_loader *l, struct dlc_decoder *dec)
 {
+	return loader_decode_one(l, dec, 0);
+}
+
+/* Called with l->lock held; drops it while decoding. */
+int loader_decode_one(struct dlc_loader *l, struct dlc_decoder *dec,
+		      int last)
+{
 	struct decode_item it;
 	uint32_t epoch;
 	uint64_t gen;
 
 	if (!l->qlen)
 		return 0;
-	it = l->queue[l->qhead];
-	l->qhead = (l->qhead + 1) % l->cfg.window;
+	if (last) {
+		it = l->queue[(l->qhead + l->qlen - 1) % l->cfg.window];
+	} else {
+		it = l->queue[l->qhead];
+		l->qhead = (l->qhead + 1) % l->cfg.window;
+	}
 	l->qlen--;
 	epoch = l->epoch;
 	gen = l->gen;

@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "internal.h"
+#include "nodeshare.h"
 
 void dlc_config_init(struct dlc_config *cfg)
 {
@@ -138,6 +139,9 @@ int dlc_config_check(const struct dlc_config *c, const struct dlc_logger *log)
 		    DLC_READ_TIMEOUT_MAX_MS, c->read_timeout_ms);
 	if (c->pad2)
 		BAD("pad2", "must be zero");
+	if (c->node_group && dlc_node_name_check(c->node_group))
+		BAD("node_group", "want 1..%u bytes of [A-Za-z0-9._-], not starting with '.'",
+		    DLC_NODE_NAME_MAX);
 	return 0;
 }
 
@@ -149,7 +153,9 @@ _Static_assert(offsetof(struct dlc_config, shard_drop_last) ==
  * The reserved space is spent: from DLC_CONFIG_SIZE_VER1 on the struct
  * grows at its end (library.md, "How the structs grow from here").
  */
-_Static_assert(sizeof(struct dlc_config) == DLC_CONFIG_SIZE_VER1,
+_Static_assert(offsetof(struct dlc_config, node_group) == DLC_CONFIG_SIZE_VER1,
+	       "DLC_CONFIG_SIZE_VER1");
+_Static_assert(sizeof(struct dlc_config) == DLC_CONFIG_SIZE_VER2,
 	       "struct dlc_config size");
 
 /* Largest config size looked at: bytes past ours up to it must be zero. */

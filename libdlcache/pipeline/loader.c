@@ -40,6 +40,7 @@
 #include "config.h"
 #include "cachetier.h"
 #include "crc32c.h"
+#include "guest.h"
 #include "internal.h"
 #include "jpegrst.h"
 #include "loader_int.h"
@@ -69,22 +70,33 @@ static void thread_up(struct dlc_loader *l, int err, const char *what)
 	pthread_mutex_unlock(&l->lock);
 }
 
+/* A decoding thread's setup: its decoder, said with thread_up(). */
+static int decoder_up(struct dlc_loader *l, struct dlc_decoder **dec,
+		      const char *what)
+{
+	int ret = dlc_decoder_create(l->cfg.max_pixels, dec);
+
+	if (!ret)
+		dlc_decoder_set_budget(*dec, l->cfg.max_scans,
+				       l->cfg.decode_budget_ms);
+	thread_up(l, ret, what);
+	return ret;
+}
+
 static void *decode_main(void *arg)
 {
 	struct dlc_loader *l = arg;
 	struct dlc_decoder *dec = NULL;
-	int ret = dlc_decoder_create(l->cfg.max_pixels, &dec);
 
-	if (!ret)
-		dlc_decoder_set_budget(dec, l->cfg.max_scans,
-				       l->cfg.decode_budget_ms);
-	thread_up(l, ret, "decode thread");
-	if (ret)
+	if (decoder_up(l, &dec, "decode thread"))
 		return NULL;
 	pthread_mutex_lock(&l->lock);
 	while (!l->stop) {
-		if (!loader_decode_next(l, dec))
-			pthread_cond_wait(&l->work_cv, &l->lock);
+		if (loader_decode_next(l, dec))
+			continue;
+		l->decoders_waiting++;
+		pthread_cond_wait(&l->work_cv, &l->lock);
+		l->decoders_waiting--;
 	}
 	pthread_mutex_unlock(&l->lock);
 	dlc_decoder_destroy(dec);
@@ -254,6 +266,19 @@ static void *decode_entry(void *arg)
 	return NULL;
 }
 
+/* Node sharing: a guest decode thread (guest.c runs it). */
+static void *guest_entry(void *arg)
+{
+	struct dlc_loader *l = arg;
+	struct dlc_decoder *dec = NULL;
+
+	if (!decoder_up(l, &dec, "guest decode thread"))
+		loader_guest_run(l, dec);
+	dlc_decoder_destroy(dec);
+	__atomic_add_fetch(&l->threads_returned, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
 static void stop_threads(struct dlc_loader *l)
 {
 	uint32_t i, n = !!l->io_started + l->nthreads_started;
@@ -262,6 +287,7 @@ static void stop_threads(struct dlc_loader *l)
 	l->stop = 1;
 	pthread_cond_broadcast(&l->work_cv);
 	pthread_cond_broadcast(&l->ready_cv);
+	pthread_cond_broadcast(&l->guest_cv);
 	pthread_mutex_unlock(&l->lock);
 	if (l->reader)
 		dlc_reader_wake(l->reader);
@@ -520,6 +546,7 @@ void dlc_loader_destroy(struct dlc_loader *l)
 	/* No blocking read of a thread waits on the storage any more. */
 	dlc_source_cancel(l->src);
 	stop_threads(l);
+	loader_node_leave(l);
 	/* Samples still queued hold buffer references. */
 	for (i = 0; i < l->qlen; i++)
 		dlc_buf_put(l->queue[(l->qhead + i) % l->cfg.window].buf);
@@ -558,6 +585,7 @@ void dlc_loader_destroy(struct dlc_loader *l)
 	pthread_cond_destroy(&l->work_cv);
 	pthread_cond_destroy(&l->ready_cv);
 	pthread_cond_destroy(&l->idle_cv);
+	pthread_cond_destroy(&l->guest_cv);
 	free(l);
 }
 
@@ -644,6 +672,17 @@ static int threads_start(struct dlc_loader *l)
 		}
 		l->nthreads_started++;
 	}
+	for (i = 0; i < l->nguest; i++) {
+		ret = pthread_create(&l->decode_threads[l->ndecode + i], NULL,
+				     guest_entry, l);
+		if (ret) {
+			dlc_logf(&l->log, DLC_LOG_ERROR,
+				 "cannot start guest decode thread %u of %u: %s",
+				 i + 1, l->nguest, strerror(ret));
+			return -ret;
+		}
+		l->nthreads_started++;
+	}
 	pthread_mutex_lock(&l->lock);
 	while (l->threads_up < 1 + l->nthreads_started)
 		pthread_cond_wait(&l->idle_cv, &l->lock);
@@ -711,15 +750,25 @@ int dlc_loader_create(const struct dlc_config *ucfg,
 	pthread_cond_init(&l->ready_cv, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&l->idle_cv, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&l->guest_cv, &ca);
+	pthread_condattr_destroy(&ca);
 
 	ret = -ENOMEM;
 	l->order = malloc(sizeof(*l->order) * l->epoch_len);
 	l->queue = calloc(cfg->window, sizeof(*l->queue));
 	l->slots = calloc(cfg->nbatches, sizeof(*l->slots));
 	l->handles = calloc(DLC_HANDLES, sizeof(*l->handles));
-	l->decode_threads = calloc(l->ndecode, sizeof(*l->decode_threads));
-	if (!l->order || !l->queue || !l->slots || !l->handles ||
-	    !l->decode_threads)
+	if (!l->order || !l->queue || !l->slots || !l->handles)
+		goto err;
+	ret = loader_node_setup(l);
+	if (ret)
+		goto err;
+	ret = -ENOMEM;
+	l->decode_threads = calloc(l->ndecode + l->nguest,
+				   sizeof(*l->decode_threads));
+	if (!l->decode_threads)
 		goto err;
 
 	l->slot_bytes = l->sample_bytes * cfg->batch_size;

@@ -66,7 +66,10 @@ struct dlc_loader {
 	pthread_cond_t work_cv;		/* decode queue got an item, or stop */
 	pthread_cond_t ready_cv;	/* a slot became READY, or stop */
 	pthread_cond_t idle_cv;		/* outstanding reached 0 */
+	/* Node sharing (guest.c): a sample is queued that no decoder waits for. */
+	pthread_cond_t guest_cv;
 	int stop;
+	uint32_t decoders_waiting;	/* under l->lock: on work_cv now */
 
 	/* Epoch state, written by start_epoch while the pipeline is idle. */
 	uint64_t gen;			/* bumps on every start_epoch */
@@ -136,6 +139,9 @@ struct dlc_loader {
 	/* Under l->lock: when the open busy span began (a read in flight), 0: none. */
 	uint64_t busy_since;
 	uint32_t ndecode;
+	/* Node sharing (guest.c): the group, NULL without; guests to start. */
+	struct dlc_node_share *node;
+	uint32_t nguest;
 	pthread_t io_thread;
 	pthread_t *decode_threads;
 	uint32_t nthreads_started;
@@ -159,6 +165,12 @@ struct dlc_loader {
  * next queued sample into its slot (batchdecode.c). 0 when none was queued.
  */
 int loader_decode_next(struct dlc_loader *l, struct dlc_decoder *dec);
+/*
+ * The same, of the queue's first sample (@last 0: the one needed
+ * soonest), or of its last (1: the one needed latest, a guest's).
+ */
+int loader_decode_one(struct dlc_loader *l, struct dlc_decoder *dec,
+		      int last);
 
 /* Pipeline steps (pipeline.c), for the I/O thread and the cache tiers. */
 

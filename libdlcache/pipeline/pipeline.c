@@ -127,6 +127,9 @@ void loader_push_item(struct dlc_loader *l, const struct decode_item *it)
 	l->queue[(l->qhead + l->qlen) % l->cfg.window] = *it;
 	l->qlen++;
 	pthread_cond_signal(&l->work_cv);
+	/* More than our waiting decoders will take: a guest may. */
+	if (l->nguest && l->qlen > l->decoders_waiting)
+		pthread_cond_signal(&l->guest_cv);
 }
 
 /*

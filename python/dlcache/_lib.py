@@ -95,6 +95,8 @@ class Config(ctypes.Structure):
         ("decode_budget_ms", ctypes.c_uint32),
         ("read_timeout_ms", ctypes.c_uint32),
         ("pad2", ctypes.c_uint32),
+        # end of DLC_CONFIG_SIZE_VER1
+        ("node_group", ctypes.c_char_p),
     ]
 
 
@@ -135,6 +137,7 @@ STATS_FIELDS = [
     "cluster_served_bytes", "cluster_pushed", "cluster_pushed_bytes",
     "cluster_admitted", "cluster_used", "cluster_capacity",
     "cluster_dead_peers", "cluster_peer_diverted",
+    "node_guest_decodes", "node_guest_threads", "node_borrowed_cpus",
 ]
 
 

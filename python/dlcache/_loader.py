@@ -23,6 +23,7 @@ import ctypes
 import errno
 import logging
 import os
+import re
 import sys
 import weakref
 
@@ -221,6 +222,34 @@ def _seconds_ms(name, value, max_ms):
     return max(1, int(round(value * 1000)))
 
 
+_GROUP_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
+
+
+def _node_group(value):
+    """dlc_config.node_group for DataLoader's node_group: a name as bytes,
+    or None (no group). None asks for torchrun's: the ranks of one job on
+    this node (LOCAL_WORLD_SIZE > 1) by its run ID and master port."""
+    if value is False:
+        return None
+    if value is None:
+        env = os.environ
+        try:
+            local = int(env.get("LOCAL_WORLD_SIZE", "1"))
+        except ValueError:
+            local = 1
+        run = env.get("TORCHELASTIC_RUN_ID")
+        if local < 2 or not run:
+            return None
+        name = "torchrun-%s-%s" % (run, env.get("MASTER_PORT", ""))
+        return re.sub(r"[^A-Za-z0-9._-]", "_", name)[:64].encode()
+    if isinstance(value, str) and _GROUP_NAME.fullmatch(value):
+        return value.encode()
+    raise ValueError("node_group must be None (torchrun's local ranks), "
+                     "False, or a name of 1..64 characters of "
+                     "[A-Za-z0-9._-] not starting with '.', got %r"
+                     % (value,))
+
+
 class Loader:
     """The C loader. Options are those of dlcache.torch.DataLoader."""
 
@@ -229,7 +258,8 @@ class Loader:
                  nbatches, exact=False, pad_shards=True, readahead=None,
                  epochs=None, nvme_passthru=True, staging_dir=None,
                  staging_bytes=None, cluster=False, peer_timeout=None,
-                 read_timeout=None, max_scans=None, decode_budget=None):
+                 read_timeout=None, max_scans=None, decode_budget=None,
+                 node_group=None):
         self.index = index
         self._pid = os.getpid()
         self._sink = _Sink()
@@ -357,6 +387,9 @@ class Loader:
                 raise ValueError("max_scans must be an int in 1..65535, "
                                  "got %r" % (max_scans,))
             cfg.max_scans = max_scans
+        # Kept alive with the config: the library reads it at create.
+        self._node_group = _node_group(node_group)
+        cfg.node_group = self._node_group
         cfg.log = _log_fn
         cfg.log_arg = self._sink.id
         cfg.log_level = (_lib.LOG_INFO if log.isEnabledFor(logging.INFO)

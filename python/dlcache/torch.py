@@ -136,6 +136,14 @@ class DataLoader:
                    large; None: 64
       decode_budget  seconds of CPU one sample's decode may take before it
                    fails as too large; None: 2 s plus 1 ms per 16 Ki pixels
+      node_group   node sharing: the loaders of this user's processes that
+                   name the same group decode in the idle time of each
+                   other's CPUs (guest threads at SCHED_IDLE), so that a
+                   rank whose loader is behind borrows from one that is
+                   ahead; it pays where the launcher binds each rank to its
+                   own CPUs. None: torchrun's local ranks form one
+                   (LOCAL_WORLD_SIZE > 1, by TORCHELASTIC_RUN_ID and
+                   MASTER_PORT); False: none; or a name ([A-Za-z0-9._-])
     """
 
     def __init__(self, source, batch_size=256, train=True, size=224, seed=0,
@@ -146,7 +154,7 @@ class DataLoader:
                  readahead=None, epochs=None, nvme_passthru=True,
                  staging_dir=None, staging_bytes=None, cluster=False,
                  peer_timeout=None, read_timeout=None, max_scans=None,
-                 decode_budget=None):
+                 decode_budget=None, node_group=None):
         try:
             self.device = torch.device(device)
         except (RuntimeError, TypeError) as e:
@@ -193,7 +201,8 @@ class DataLoader:
             nvme_passthru=nvme_passthru, staging_dir=staging_dir,
             staging_bytes=staging_bytes, cluster=cluster,
             peer_timeout=peer_timeout, read_timeout=read_timeout,
-            max_scans=max_scans, decode_budget=decode_budget)
+            max_scans=max_scans, decode_budget=decode_budget,
+            node_group=node_group)
         self._loader = Loader(self.index, **self._loader_args)
         self.epoch = 0
         self._next_batch = 0	# grid position to start or resume at

@@ -169,7 +169,7 @@ def main():
     log("data sets: %d images each at quality 90 and 100; %d rounds, "
         "2 of %d CPUs (%d, %d)" % (images, rounds, ncpu, cpu0, cpu1))
 
-    res = {k: [] for k in ("cal0", "cal1", "static", "unbound")}
+    res = {k: [] for k in ("cal0", "cal1", "static", "shared", "unbound")}
     single = {}
     for rnd in range(rounds):
         # Each rank alone on one CPU: the work a sample costs it.
@@ -182,12 +182,16 @@ def main():
             res["cal%d" % r].append({"cpu_per_image": b.steady_cpu() / n,
                                      "images_per_s": n / s})
         # The two ranks in step, bound and unbound.
-        for kind, binds in (("static", (str(cpu0), str(cpu1))),
-                            ("unbound", (None, None))):
+        group = ["--node-group", "skew-%d-%d" % (os.getpid(), rnd)]
+        for kind, binds, extra in (
+                ("static", (str(cpu0), str(cpu1)), []),
+                ("shared", (str(cpu0), str(cpu1)), group),
+                ("unbound", (None, None), [])):
             with tempfile.TemporaryDirectory() as t:
                 ls = os.path.join(t, "lockstep")
                 runs = [bench(ctl, sets[name], ["--world", "2", "--rank",
-                                                str(r), "--lockstep", ls],
+                                                str(r), "--lockstep",
+                                                ls] + extra,
                               binds[r])
                         for r, name in enumerate(("q90", "q100"))]
                 for b in runs:
@@ -199,7 +203,17 @@ def main():
             secs = max(s for _, s in rates)
             steps = rates[0][0] / BATCH
             res[kind].append({"steps_per_s": steps / secs,
-                              "rank_images_per_s": [n / s for n, s in rates]})
+                              "rank_images_per_s": [n / s for n, s in rates],
+                              "guest_decodes": [
+                                  sum(e["node_guest_decodes"]
+                                      for e in b.out["epochs"][1:])
+                                  for b in runs]})
+            if extra:
+                try:
+                    os.unlink("/dev/shm/dlcache-node-%d-%s"
+                              % (os.geteuid(), extra[1]))
+                except OSError:
+                    pass
             with open(os.path.join(raw, "%s-%d.json" % (kind, rnd)), "w") as f:
                 json.dump([b.out for b in runs], f)
         # One loader, its consumer at half its unpaced rate.
@@ -234,11 +248,15 @@ def main():
     # A step is BATCH samples on each rank.
     ideal = 2.0 / (BATCH * (c0 + c1))
     st, ub = med(res["static"], "steps_per_s"), med(res["unbound"], "steps_per_s")
+    sh = med(res["shared"], "steps_per_s")
     rows = [
         ("ideal: the CPU work of a step over 2 CPUs", None, None, ideal),
         ("static: each rank bound to its CPU, default sizing",
          med(res["static"], "rank_images_per_s", 0),
          med(res["static"], "rank_images_per_s", 1), st),
+        ("shared: the same, --node-group (guests at SCHED_IDLE)",
+         med(res["shared"], "rank_images_per_s", 0),
+         med(res["shared"], "rank_images_per_s", 1), sh),
         ("unbound: the scheduler shares the CPUs",
          med(res["unbound"], "rank_images_per_s", 0),
          med(res["unbound"], "rank_images_per_s", 1), ub),
@@ -261,6 +279,11 @@ def main():
     base = min(statistics.median(x["cpu_per_image"] for x in single[t])
                for t in ("1", "2", "4", "default"))
     md += ["",
+           "Shared: rank 1's guests decoded %.0f of its %d samples of the "
+           "counted epochs on rank 0's CPU (median); rank 0's %.0f."
+           % (med(res["shared"], "guest_decodes", 1), images // 2 * (EPOCHS - 1),
+              med(res["shared"], "guest_decodes", 0))]
+    md += ["",
            "One loader, consumer paced at half its unpaced %.0f images/s "
            "(--step-ms %d), no binding:" % (single["unpaced_images_per_s"],
                                             single["step_ms"]),
@@ -282,6 +305,7 @@ def main():
         json.dump({"images": images, "rounds": rounds, "raw": res,
                    "single": single, "ideal_steps_per_s": ideal,
                    "static_vs_ideal": st / ideal,
+                   "shared_vs_ideal": sh / ideal,
                    "unbound_vs_ideal": ub / ideal}, f, indent=1)
     print("\n".join(md))
 

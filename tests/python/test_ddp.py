@@ -117,6 +117,73 @@ def local_ranks_share(root):
           % (out["1"][0], threads4, cpus))
 
 
+LENDER = r"""
+import json, os, sys, time
+from dlcache.torch import DataLoader
+root, cpu, tmp = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+os.sched_setaffinity(0, {cpu})
+l = DataLoader(root, batch_size=8, size=32, cache="inprocess")
+t0 = time.monotonic()
+while time.monotonic() - t0 < 5 and l.stats()["node_borrowed_cpus"] < 1:
+    time.sleep(0.05)
+s = l.stats()
+open(os.path.join(tmp, "up%d" % cpu), "w").close()
+# Stay until the other rank has looked too.
+while time.monotonic() - t0 < 10 and not os.path.exists(
+        os.path.join(tmp, "up%d" % (1 - cpu))):
+    time.sleep(0.05)
+print(json.dumps([l._loader._node_group.decode() if l._loader._node_group
+                  else None, s["node_guest_threads"],
+                  s["node_borrowed_cpus"]]))
+"""
+
+
+def local_ranks_lend(root, tmp):
+    """torchrun's local ranks (LOCAL_WORLD_SIZE 2, one run ID), each bound
+    to its own CPU, form one node group by default: each has its guest
+    thread, which may borrow the other's CPU; node_group=False has none,
+    and a bad name is a ValueError naming node_group."""
+    if len(os.sched_getaffinity(0)) < 2:
+        dlctest.skip("fewer than 2 CPUs: nothing to lend")
+        return
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    run = "t%d" % os.getpid()
+    env = dict(os.environ, LOCAL_WORLD_SIZE="2", TORCHELASTIC_RUN_ID=run,
+               MASTER_PORT="29511")
+    d = os.path.join(tmp, "lend")
+    os.makedirs(d, exist_ok=True)
+    procs = [subprocess.Popen([sys.executable, "-c", LENDER, root,
+                               str(c), d], env=env,
+                              stdout=subprocess.PIPE, text=True)
+             for c in cpus]
+    outs = [json.loads(p.communicate(timeout=60)[0].strip().splitlines()[-1])
+            for p in procs]
+    for c, (group, threads, borrowed) in zip(cpus, outs):
+        check(group == "torchrun-%s-29511" % run, "CPU %d: group %r"
+              % (c, group))
+        check(threads >= 1 and borrowed == 1, "CPU %d: %d guest threads, "
+              "%d CPUs borrowed; want at least 1 and 1" % (c, threads,
+                                                           borrowed))
+    check(not os.path.exists("/dev/shm/dlcache-node-%d-torchrun-%s-29511"
+                             % (os.geteuid(), run)),
+          "the group's segment is left after both ranks ended")
+    code = ("import json\n"
+            "from dlcache.torch import DataLoader\n"
+            "l = DataLoader(%r, batch_size=8, size=32, node_group=False)\n"
+            "print(json.dumps(l.stats()['node_guest_threads']))\n" % root)
+    r = subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                       stdout=subprocess.PIPE, text=True)
+    check(json.loads(r.stdout.strip().splitlines()[-1]) == 0,
+          "node_group=False: guest threads %s" % r.stdout.strip())
+    from dlcache.torch import DataLoader
+    for bad in ("", ".x", "a/b", "x" * 65, 3):
+        try:
+            DataLoader(root, batch_size=8, size=32, node_group=bad)
+            check(False, "node_group=%r was taken" % (bad,))
+        except ValueError as e:
+            check("node_group" in str(e), "node_group=%r: %s" % (bad, e))
+
+
 def main():
     tmp = dlctest.scratch("ddp")
     even = dlctest.gen_dataset(os.path.join(tmp, "even"), images=96,
@@ -125,6 +192,7 @@ def main():
     dlctest.run("gloo_2_ranks", shards, even, tmp, 96)
     dlctest.run("gloo_2_ranks_padded", shards, odd, tmp, 97)
     dlctest.run("local_ranks_share_the_node", local_ranks_share, even)
+    dlctest.run("local_ranks_lend_cpus", local_ranks_lend, even, tmp)
     dlctest.done()
 
 

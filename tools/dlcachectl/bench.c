@@ -66,6 +66,8 @@ static void help(void)
 	       "                       --rank/--world default to the MPI job's\n"
 	       "  --peer-timeout MS    a peer silent this long is taken for dead (100..600000,\n"
 	       "                       default 2000)\n"
+	       "  --node-group NAME    node sharing: loaders of this user naming the same group\n"
+	       "                       decode in the idle time of each other's CPUs\n"
 	       "  --size S             output side in pixels (default 224)\n"
 	       "  --layout nchw|nhwc   batch layout (default nchw)\n"
 	       "  --eval               Resize + CenterCrop instead of the train transform\n"
@@ -129,6 +131,8 @@ static void stats_delta(const struct dlc_stats *a, const struct dlc_stats *b,
 	d->cluster_used = b->cluster_used;
 	d->cluster_capacity = b->cluster_capacity;
 	d->cluster_dead_peers = b->cluster_dead_peers;
+	d->node_guest_threads = b->node_guest_threads;
+	d->node_borrowed_cpus = b->node_borrowed_cpus;
 }
 
 /* Bytes read from storage per second of the epoch, in MB (10^6). */
@@ -569,6 +573,12 @@ static void print_epoch_row(const struct bench_args *a,
 		       (unsigned long long)d->cluster_peer_diverted,
 		       (unsigned long long)d->cluster_served,
 		       (double)d->cluster_used / 1e6);
+	if (a->o.cfg.node_group)
+		printf("      node sharing: %llu of %llu samples decoded by %llu guest threads on %llu borrowed CPUs\n",
+		       (unsigned long long)d->node_guest_decodes,
+		       (unsigned long long)r->images,
+		       (unsigned long long)d->node_guest_threads,
+		       (unsigned long long)d->node_borrowed_cpus);
 	if (a->digest)
 		printf("      digest %016llx\n", (unsigned long long)r->digest);
 	fflush(stdout);
@@ -689,7 +699,9 @@ static void print_epoch_json(const struct bench_args *a,
 	       "\"staging_prefetched\": %llu, "
 	       "\"staging_prefetch_bytes\": %llu, "
 	       "\"staging_evictions\": %llu, \"staging_invalid\": %llu, "
-	       "\"staging_used\": %llu, \"staging_budget\": %llu",
+	       "\"staging_used\": %llu, \"staging_budget\": %llu, "
+	       "\"node_guest_decodes\": %llu, \"node_guest_threads\": %llu, "
+	       "\"node_borrowed_cpus\": %llu",
 	       first ? "" : ", ", r->epoch,
 	       (double)r->images / r->seconds, hit_ratio(d),
 	       (double)d->wait_ns / 1e9,
@@ -725,7 +737,10 @@ static void print_epoch_json(const struct bench_args *a,
 	       (unsigned long long)d->staging_evictions,
 	       (unsigned long long)d->staging_invalid,
 	       (unsigned long long)d->staging_used,
-	       (unsigned long long)d->staging_budget);
+	       (unsigned long long)d->staging_budget,
+	       (unsigned long long)d->node_guest_decodes,
+	       (unsigned long long)d->node_guest_threads,
+	       (unsigned long long)d->node_borrowed_cpus);
 	if (a->o.cfg.cluster)
 		printf(", \"cluster_local_hits\": %llu, "
 		       "\"cluster_local_bytes\": %llu, "

@@ -38,6 +38,7 @@ static const struct option cfg_long[CFG_NR] = {
 	REQ("staging-bytes", CFG_STAGING_BYTES),
 	FLAG("cluster", CFG_CLUSTER),
 	REQ("peer-timeout", CFG_PEER_TIMEOUT),
+	REQ("node-group", CFG_NODE_GROUP),
 	REQ("size", CFG_SIZE),
 	REQ("layout", CFG_LAYOUT),
 	FLAG("eval", CFG_EVAL),
@@ -180,6 +181,10 @@ static int parse_loader_opt(const char *cmd, int o, const char *arg,
 		/* The library's floor: its watchdog looks every quarter. */
 		if (parse_u32(arg, 100, 600000, &cfg->peer_timeout_ms))
 			return bad_value(cmd, o, "100..600000 ms", arg);
+		return 1;
+	case CFG_NODE_GROUP:
+		/* The library checks the name, and says what is wrong. */
+		cfg->node_group = arg;
 		return 1;
 	case CFG_ON_ERROR:
 		if (parse_mode(arg, on_error_name, DLC_ON_ERROR_FAIL,

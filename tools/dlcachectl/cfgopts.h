@@ -36,6 +36,7 @@ enum cfg_opt {
 	CFG_STAGING_BYTES,	/* --staging-bytes SIZE */
 	CFG_CLUSTER,		/* --cluster */
 	CFG_PEER_TIMEOUT,	/* --peer-timeout MS */
+	CFG_NODE_GROUP,		/* --node-group NAME */
 	CFG_SIZE,		/* --size S */
 	CFG_LAYOUT,		/* --layout nchw|nhwc */
 	CFG_EVAL,		/* --eval */

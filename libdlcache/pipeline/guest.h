@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Guest decode threads (guest.c): node sharing as the loader sees it.
+ */
+#ifndef DLC_GUEST_H
+#define DLC_GUEST_H
+
+struct dlc_loader;
+
+/*
+ * At create, with cfg.node_group set: join the group (nodeshare.h) and
+ * set how many guests to start. A group that cannot be used is said in
+ * a warning and left: 0 either way, -ENOMEM only.
+ */
+int loader_node_setup(struct dlc_loader *l);
+
+/* At destroy, after the threads ended: leave the group. */
+void loader_node_leave(struct dlc_loader *l);
+
+struct dlc_decoder;
+
+/*
+ * A guest thread's life, with its decoder made (loader.c's guest entry):
+ * named dlc-guest and moved to SCHED_IDLE (or, when it cannot be, it
+ * returns at once: never at the owner's priority), it decodes on the
+ * group's other CPUs until the loader stops.
+ */
+void loader_guest_run(struct dlc_loader *l, struct dlc_decoder *dec);
+
+#endif

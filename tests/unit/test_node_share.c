@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Node sharing (dlc_config.node_group; library.md, "Node sharing"):
+ * - names: a group name outside 1..64 bytes of [A-Za-z0-9._-], or one
+ *   starting with '.', is -EINVAL naming node_group;
+ * - the segment: one at the group's path that is not this user's own
+ *   regular 0600 file of the segment's size (a 0644 file, a symlink, a
+ *   file of another size, as root one of another owner) is not used: the
+ *   loader runs without guests and one warning names the path;
+ * - sharing: two loaders of one group, created by threads bound to CPU 0
+ *   and CPU 1; while the first idles, the second's guest decode thread
+ *   (named dlc-guest, at SCHED_IDLE, allowed CPU 0 alone) decodes some of
+ *   its samples, and its batches are those of a loader without a group
+ *   (FNV of every batch, two epochs);
+ * - leaving: a member process killed with SIGKILL stops being lent from
+ *   (node_borrowed_cpus back to 0 within a few refreshes).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "dlcache.h"
+#include "helpers/testutil.h"
+
+static char *g_dir;
+static struct dlc_index *g_idx;
+static char g_group[64];
+
+static void config(struct dlc_config *cfg, const char *group)
+{
+	dlc_config_init(cfg);
+	cfg->batch_size = 8;
+	cfg->transform.out_w = 64;
+	cfg->transform.out_h = 64;
+	cfg->window = 64;
+	cfg->decode_threads = 1;
+	cfg->backend = DLC_BACKEND_INPROCESS;
+	cfg->cache_bytes = 64 << 20;
+	cfg->log = t_log_capture;
+	cfg->log_level = DLC_LOG_INFO;
+	cfg->node_group = group;
+}
+
+static void seg_path(char *buf, size_t len, const char *group)
+{
+	snprintf(buf, len, "/dev/shm/dlcache-node-%u-%s", (unsigned)geteuid(),
+		 group);
+}
+
+static void check_names(void)
+{
+	static const char *const bad[] = {
+		"", ".hidden", "a/b", "a b", "x\n",
+		"0123456789012345678901234567890123456789012345678901234567890123x",
+	};
+	struct dlc_loader *l = NULL;
+	struct dlc_config cfg;
+	char path[256];
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		t_log_clear();
+		config(&cfg, bad[i]);
+		CHECK_EQ(dlc_loader_create(&cfg, g_idx, &l), -EINVAL);
+		CHECK(strstr(t_logbuf, "node_group"), "'%s': logged %s", bad[i],
+		      t_logbuf);
+	}
+	/* 64 bytes is the longest. */
+	config(&cfg, "0123456789012345678901234567890123456789012345678901234567890123");
+	CHECK_EQ(dlc_loader_create(&cfg, g_idx, &l), 0);
+	dlc_loader_destroy(l);
+	seg_path(path, sizeof(path), cfg.node_group);
+	unlink(path);
+}
+
+/* A loader of group @group: created, no guest, the warning names @path. */
+static void refused(const char *group, const char *path, const char *why)
+{
+	struct dlc_loader *l = NULL;
+	struct dlc_config cfg;
+	struct dlc_stats st;
+
+	t_log_clear();
+	config(&cfg, group);
+	CHECK_EQ(dlc_loader_create(&cfg, g_idx, &l), 0);
+	if (!l)
+		return;
+	CHECK_EQ(dlc_loader_stats(l, &st, sizeof(st)), 0);
+	CHECK_EQ(st.node_guest_threads, 0);
+	CHECK(strstr(t_logbuf, path) && strstr(t_logbuf, why),
+	      "%s: want a warning naming %s (%s), logged: %s", group, path,
+	      why, t_logbuf);
+	dlc_loader_destroy(l);
+}
+
+static void check_segment(void)
+{
+	char path[256], group[64];
+	int fd;
+
+	snprintf(group, sizeof(group), "t-%d-mode", (int)getpid());
+	seg_path(path, sizeof(path), group);
+	fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0644);
+	CHECK(fd >= 0 && fchmod(fd, 0644) == 0, "%s", path);
+	close(fd);
+	refused(group, path, "mode 0600");
+	unlink(path);
+
+	snprintf(group, sizeof(group), "t-%d-link", (int)getpid());
+	seg_path(path, sizeof(path), group);
+	CHECK_EQ(symlink("/tmp/elsewhere", path), 0);
+	refused(group, path, "cannot open");
+	unlink(path);
+
+	snprintf(group, sizeof(group), "t-%d-size", (int)getpid());
+	seg_path(path, sizeof(path), group);
+	fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0600);
+	CHECK(fd >= 0 && write(fd, "not a segment", 13) == 13, "%s", path);
+	close(fd);
+	refused(group, path, "not a segment");
+	unlink(path);
+
+	if (geteuid() != 0) {
+		t_skip("segment-owner", "not root: cannot make a file of another owner");
+		return;
+	}
+	snprintf(group, sizeof(group), "t-%d-owner", (int)getpid());
+	seg_path(path, sizeof(path), group);
+	fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0600);
+	CHECK(fd >= 0 && fchown(fd, 65534, 65534) == 0, "%s", path);
+	close(fd);
+	refused(group, path, "uid 65534");
+	unlink(path);
+}
+
+struct maker {
+	int cpu;
+	struct dlc_config cfg;
+	struct dlc_loader *l;
+	int ret;
+};
+
+/* Create a loader from a thread bound to one CPU, as a bound rank does. */
+static void *make_on_cpu(void *arg)
+{
+	struct maker *m = arg;
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(m->cpu, &set);
+	m->ret = sched_setaffinity(0, sizeof(set), &set) ? -errno :
+		 dlc_loader_create(&m->cfg, g_idx, &m->l);
+	return NULL;
+}
+
+static int make_bound(struct maker *m)
+{
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, make_on_cpu, m))
+		return -EAGAIN;
+	pthread_join(t, NULL);
+	return m->ret;
+}
+
+/* Two epochs' batches, chained. */
+static uint64_t run_epochs(struct dlc_loader *l)
+{
+	uint64_t h = T_FNV_INIT;
+	struct dlc_batch *b;
+	uint32_t e;
+	int ret;
+
+	for (e = 0; e < 2; e++) {
+		CHECK_EQ(dlc_loader_start_epoch(l, e, 0), 0);
+		while ((ret = dlc_next_batch(l, &b)) == 0) {
+			h = t_fnv_batch(b, h);
+			dlc_release_batch(l, b);
+		}
+		CHECK_EQ(ret, -ENODATA);
+	}
+	return h;
+}
+
+/*
+ * The dlc-guest threads of this process: how many may run on CPU 0 alone,
+ * on CPU 1 alone, and whether every one is at SCHED_IDLE.
+ */
+static void guests(int *on0, int *on1, int *idle)
+{
+	char path[512], line[256];
+	struct dirent *d;
+	DIR *dir = opendir("/proc/self/task");
+
+	*on0 = *on1 = 0;
+	*idle = 1;
+	if (!dir)
+		return;
+	while ((d = readdir(dir))) {
+		int tid = atoi(d->d_name), name = 0;
+		FILE *f;
+
+		if (tid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%d/status", tid);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f)) {
+			if (!strcmp(line, "Name:\tdlc-guest\n"))
+				name = 1;
+			if (name && !strcmp(line, "Cpus_allowed_list:\t0\n"))
+				(*on0)++;
+			if (name && !strcmp(line, "Cpus_allowed_list:\t1\n"))
+				(*on1)++;
+		}
+		fclose(f);
+		if (name && sched_getscheduler(tid) != SCHED_IDLE)
+			*idle = 0;
+	}
+	closedir(dir);
+}
+
+/* node_borrowed_cpus of @l once it equals @want, within @ms; else its last. */
+static uint64_t borrowed_within(struct dlc_loader *l, uint64_t want, int ms)
+{
+	struct dlc_stats st = { 0 };
+
+	for (; ms > 0; ms -= 50) {
+		dlc_loader_stats(l, &st, sizeof(st));
+		if (st.node_borrowed_cpus == want)
+			break;
+		t_sleep_ms(50);
+	}
+	return st.node_borrowed_cpus;
+}
+
+static void check_sharing(void)
+{
+	struct maker a = { .cpu = 0 }, b = { .cpu = 1 }, ref = { .cpu = 1 };
+	struct dlc_stats st;
+	uint64_t want, got;
+	int idle, on0, on1;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+		t_skip("check_sharing", "one CPU: nothing to lend");
+		return;
+	}
+	config(&ref.cfg, NULL);
+	CHECK_EQ(make_bound(&ref), 0);
+	if (!ref.l)
+		return;
+	want = run_epochs(ref.l);
+	dlc_loader_destroy(ref.l);
+
+	config(&a.cfg, g_group);
+	config(&b.cfg, g_group);
+	CHECK_EQ(make_bound(&a), 0);
+	CHECK_EQ(make_bound(&b), 0);
+	if (!a.l || !b.l)
+		goto out;
+	/* The guests look up the group's CPUs at start, then every second. */
+	t_sleep_ms(200);
+	got = run_epochs(b.l);
+	CHECK(got == want, "batches with sharing %016llx, without %016llx",
+	      (unsigned long long)got, (unsigned long long)want);
+	CHECK_EQ(dlc_loader_stats(b.l, &st, sizeof(st)), 0);
+	CHECK_EQ(st.node_guest_threads, 1);
+	CHECK_EQ(st.node_borrowed_cpus, 1);
+	CHECK(st.node_guest_decodes > 0, "the guest decoded %llu samples",
+	      (unsigned long long)st.node_guest_decodes);
+	printf("# guest decoded %llu of %llu samples on CPU 0\n",
+	       (unsigned long long)st.node_guest_decodes,
+	       (unsigned long long)st.decoded);
+	/*
+	 * Each loader has one: b's may use CPU 0 (a's), a's CPU 1, once it
+	 * looked again after b joined (a guest looks every second).
+	 */
+	CHECK_EQ(borrowed_within(a.l, 1, 3000), 1);
+	guests(&on0, &on1, &idle);
+	CHECK_EQ(on0, 1);
+	CHECK_EQ(on1, 1);
+	CHECK(idle, "a guest thread not at SCHED_IDLE");
+out:
+	dlc_loader_destroy(a.l);
+	dlc_loader_destroy(b.l);
+}
+
+static void check_leaving(void)
+{
+	struct maker b = { .cpu = 1 };
+	char c, path[256];
+	int p[2], status;
+	pid_t pid;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+		t_skip("check_leaving", "one CPU: nothing to lend");
+		return;
+	}
+	if (pipe(p)) {
+		CHECK(0, "pipe");
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		struct maker a = { .cpu = 0 };
+
+		close(p[0]);
+		config(&a.cfg, g_group);
+		a.cfg.log = NULL;
+		if (make_bound(&a))
+			_exit(1);
+		if (write(p[1], "x", 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(p[1]);
+	CHECK(pid > 0 && read(p[0], &c, 1) == 1, "the member process is up");
+	close(p[0]);
+	config(&b.cfg, g_group);
+	CHECK_EQ(make_bound(&b), 0);
+	if (b.l) {
+		CHECK_EQ(borrowed_within(b.l, 1, 3000), 1);
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		pid = 0;
+		CHECK_EQ(borrowed_within(b.l, 0, 3000), 0);
+		dlc_loader_destroy(b.l);
+		/* The last one out removed the file; the dead one's slot too. */
+		seg_path(path, sizeof(path), g_group);
+		CHECK(access(path, F_OK) && errno == ENOENT, "%s is left", path);
+	}
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+	}
+}
+
+int main(void)
+{
+	char path[256];
+
+	g_dir = t_mkdtemp(NULL);
+	if (!g_dir || t_make_dataset(g_dir, 3, 40) ||
+	    dlc_index_build(g_dir, &g_idx)) {
+		CHECK(0, "data set");
+		return t_done("test_node_share");
+	}
+	snprintf(g_group, sizeof(g_group), "t-%d", (int)getpid());
+	T_RUN(check_names);
+	T_RUN(check_segment);
+	T_RUN(check_sharing);
+	T_RUN(check_leaving);
+	seg_path(path, sizeof(path), g_group);
+	unlink(path);
+	dlc_index_free(g_idx);
+	t_rmtree(g_dir);
+	return t_done("test_node_share");
+}
