@@ -15,8 +15,9 @@
  * holds then has the whole window's time before its batch is due. A
  * guest that took far longer in wall time than in CPU time was starved,
  * and stays out for GUEST_BACKOFF_NS before it takes another. The CPUs
- * it may borrow are looked up again every GUEST_REFRESH_NS: a loader
- * joining or leaving the group, or dying, changes them.
+ * it may borrow are looked up again every GUEST_REFRESH_NS (every
+ * GUEST_LOOK_NS while there are none): a loader joining or leaving the
+ * group, or dying, changes them.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -29,14 +30,16 @@
 #include "loader_int.h"
 #include "nodeshare.h"
 
+/* Look-ups of the group: with CPUs to borrow, and while there are none. */
 #define GUEST_REFRESH_NS	(1000ULL * 1000000ULL)
+#define GUEST_LOOK_NS		(200ULL * 1000000ULL)
 /*
  * Starved: a decode took over 8 times its CPU time and GUEST_STARVED_NS
  * more. The owner's own bursts (its loader refilling its ring, tens of
  * ms) are not that; a CPU hog beside the owner is.
  */
 #define GUEST_STARVED_NS	(100ULL * 1000000ULL)
-#define GUEST_BACKOFF_NS	(1000ULL * 1000000ULL)
+#define GUEST_BACKOFF_NS	(250ULL * 1000000ULL)
 
 int loader_node_setup(struct dlc_loader *l)
 {
@@ -157,7 +160,8 @@ static void guest_loop(struct dlc_loader *l, struct dlc_decoder *dec)
 			n = guest_refresh(l, &have, &said);
 			__atomic_store_n(&l->stats.node_borrowed_cpus,
 					 (uint64_t)n, __ATOMIC_RELAXED);
-			refresh = now + GUEST_REFRESH_NS;
+			/* A rank that joins late is found soon. */
+			refresh = now + (n ? GUEST_REFRESH_NS : GUEST_LOOK_NS);
 			pthread_mutex_lock(&l->lock);
 			continue;
 		}
