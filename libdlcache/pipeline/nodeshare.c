@@ -24,6 +24,8 @@
 #define NODE_VERSION	1U
 /* CPUs a slot can name: cpu_set_t's 1024. */
 #define NODE_CPU_WORDS	(CPU_SETSIZE / 64)
+/* The longest a join or a leave waits for another's. */
+#define NODE_LOCK_MS	2000U
 
 struct node_slot {
 	uint32_t pid;		/* 0: free; written by the loader that takes it */
@@ -177,29 +179,53 @@ static int seg_open(struct dlc_node_share *ns)
 }
 
 /*
- * seg_open() under an exclusive flock(), of the file the path still
- * names: the last loader to leave removes the file (dlc_node_leave()), so
- * one that opened it just before must open the path again.
+ * flock(@fd, LOCK_EX) within NODE_LOCK_MS: a member holds it only to take
+ * or free its slot, but one stopped (SIGSTOP, a debugger) while it does
+ * must not hang the others' create or destroy. 0 or -errno (-ETIMEDOUT).
+ */
+static int lock_within(int fd)
+{
+	uint64_t end = dlc_now_ns() + NODE_LOCK_MS * 1000000ULL;
+
+	while (flock(fd, LOCK_EX | LOCK_NB)) {
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return -errno;
+		if (dlc_now_ns() > end)
+			return -ETIMEDOUT;
+		usleep(1000);
+	}
+	return 0;
+}
+
+/*
+ * seg_open() under the lock, of the file the path still names: the last
+ * loader to leave removes the file (dlc_node_leave()), so one that opened
+ * it just before must open the path again.
  */
 static int seg_lock(struct dlc_node_share *ns)
 {
-	for (;;) {
+	int tries;
+
+	for (tries = 0; tries < 100; tries++) {
 		struct stat a, b;
-		int fd = seg_open(ns);
+		int fd = seg_open(ns), err;
 
 		if (fd < 0)
 			return fd;
-		if (flock(fd, LOCK_EX)) {
-			int err = errno;
-
+		err = lock_within(fd);
+		if (err) {
+			dlc_logf(&ns->log, DLC_LOG_WARN,
+				 "node sharing: %s: cannot lock it: %s; not used",
+				 ns->path, strerror(-err));
 			close(fd);
-			return -err;
+			return err;
 		}
 		if (!fstat(fd, &a) && !lstat(ns->path, &b) &&
 		    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
 			return fd;
 		close(fd);
 	}
+	return -EAGAIN;
 }
 
 /* Map the segment of @fd and check (or write) its header. */
@@ -339,20 +365,25 @@ void dlc_node_leave(struct dlc_node_share *ns)
 {
 	cpu_set_t set;
 	uint32_t i, live = 0;
+	int locked;
 
 	if (!ns)
 		return;
-	flock(ns->fd, LOCK_EX);
+	locked = !lock_within(ns->fd);
 	slot_free(ns->seg, &ns->seg->slot[ns->me], ns->pid);
 	/* Frees the slots of processes that are gone, too. */
 	dlc_node_borrowable(ns, &set);
 	for (i = 0; i < DLC_NODE_SLOTS; i++)
 		live += !!__atomic_load_n(&ns->seg->slot[i].pid,
 					  __ATOMIC_ACQUIRE);
-	/* The last one out removes the file: groups come and go with jobs. */
-	if (!live)
+	/*
+	 * The last one out removes the file: groups come and go with jobs.
+	 * Not without the lock (a joiner may hold it): a later leaver will.
+	 */
+	if (!live && locked)
 		unlink(ns->path);
-	flock(ns->fd, LOCK_UN);
+	if (locked)
+		flock(ns->fd, LOCK_UN);
 	close(ns->fd);
 	munmap(ns->seg, sizeof(*ns->seg));
 	free(ns);

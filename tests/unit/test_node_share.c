@@ -5,8 +5,9 @@
  *   starting with '.', is -EINVAL naming node_group;
  * - the segment: one at the group's path that is not this user's own
  *   regular 0600 file of the segment's size (a 0644 file, a symlink, a
- *   file of another size, as root one of another owner) is not used: the
- *   loader runs without guests and one warning names the path;
+ *   file of another size, as root one of another owner), or one another
+ *   holds locked past 2 s, is not used: the loader runs without guests
+ *   and one warning names the path;
  * - sharing: two loaders of one group, created by threads bound to CPU 0
  *   and CPU 1; while the first idles, the second's guest decode thread
  *   (named dlc-guest, at SCHED_IDLE, allowed CPU 0 alone) decodes some of
@@ -25,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -127,6 +129,15 @@ static void check_segment(void)
 	CHECK(fd >= 0 && write(fd, "not a segment", 13) == 13, "%s", path);
 	close(fd);
 	refused(group, path, "not a segment");
+	unlink(path);
+
+	/* One that stays locked (a member stopped mid-join): 2 s, then none. */
+	snprintf(group, sizeof(group), "t-%d-lock", (int)getpid());
+	seg_path(path, sizeof(path), group);
+	fd = open(path, O_CREAT | O_EXCL | O_RDWR, 0600);
+	CHECK(fd >= 0 && flock(fd, LOCK_EX) == 0, "%s", path);
+	refused(group, path, "cannot lock it");
+	close(fd);
 	unlink(path);
 
 	if (geteuid() != 0) {
