@@ -74,14 +74,6 @@ void loader_node_leave(struct dlc_loader *l)
 	l->node = NULL;
 }
 
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * Called without l->lock: the CPUs to run on now, set as this thread's
  * affinity when they changed. How many (0: none to borrow, stay out).
@@ -123,19 +115,15 @@ static int guest_may_take(const struct dlc_loader *l)
 	       l->queue[l->qhead].slot;
 }
 
+/* Wait on guest_cv until @until_ns, a dlc_now_ns() time at the latest. */
 static void guest_wait(struct dlc_loader *l, uint64_t until_ns)
 {
-	struct timespec ts;
-	uint64_t now = dlc_now_ns();
+	/* guest_cv runs on CLOCK_MONOTONIC (loader.c), as dlc_now_ns(). */
+	struct timespec ts = {
+		.tv_sec = (time_t)(until_ns / 1000000000ULL),
+		.tv_nsec = (long)(until_ns % 1000000000ULL),
+	};
 
-	if (until_ns <= now)
-		return;
-	/* guest_cv runs on CLOCK_MONOTONIC (loader.c). */
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	until_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec +
-		   (until_ns - now);
-	ts.tv_sec = (time_t)(until_ns / 1000000000ULL);
-	ts.tv_nsec = (long)(until_ns % 1000000000ULL);
 	pthread_cond_timedwait(&l->guest_cv, &l->lock, &ts);
 }
 
@@ -170,10 +158,10 @@ static void guest_loop(struct dlc_loader *l, struct dlc_decoder *dec)
 				   out_until < refresh ? out_until : refresh);
 			continue;
 		}
-		cpu = thread_cpu_ns();
+		cpu = dlc_thread_cpu_ns();
 		loader_decode_one(l, dec, 1);
 		wall = dlc_now_ns() - now;
-		cpu = thread_cpu_ns() - cpu;
+		cpu = dlc_thread_cpu_ns() - cpu;
 		dlc_stat_add(l->stats.node_guest_decodes, 1);
 		/* Starved by the CPU's owner: stay out a while. */
 		if (wall > 8 * cpu + GUEST_STARVED_NS)

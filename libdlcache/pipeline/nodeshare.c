@@ -38,7 +38,7 @@ struct node_seg {
 	uint32_t magic;
 	uint32_t version;
 	uint32_t nslots;
-	uint32_t gen;		/* bumped when a slot is taken or freed */
+	uint32_t pad;		/* zero */
 	struct node_slot slot[DLC_NODE_SLOTS];
 };
 
@@ -113,11 +113,11 @@ static int slot_live(struct node_slot *s, uint32_t pid)
 	return !start || proc_start(pid) == start;
 }
 
-static void slot_free(struct node_seg *seg, struct node_slot *s, uint32_t pid)
+/* Free slot @s if it still holds @pid. */
+static void slot_free(struct node_slot *s, uint32_t pid)
 {
-	if (__atomic_compare_exchange_n(&s->pid, &pid, 0, 0, __ATOMIC_ACQ_REL,
-					__ATOMIC_ACQUIRE))
-		__atomic_add_fetch(&seg->gen, 1, __ATOMIC_RELEASE);
+	__atomic_compare_exchange_n(&s->pid, &pid, 0, 0, __ATOMIC_ACQ_REL,
+				    __ATOMIC_ACQUIRE);
 }
 
 /* Open or make the segment at ns->path: the fd, or -errno (logged). */
@@ -268,7 +268,7 @@ static int slot_take(struct dlc_node_share *ns, const cpu_set_t *cpus)
 		uint32_t pid = __atomic_load_n(&s->pid, __ATOMIC_ACQUIRE);
 
 		if (pid && !slot_live(s, pid)) {
-			slot_free(seg, s, pid);
+			slot_free(s, pid);
 			pid = 0;
 		}
 		if (pid)
@@ -283,7 +283,6 @@ static int slot_take(struct dlc_node_share *ns, const cpu_set_t *cpus)
 			__atomic_store_n(&s->cpus[w], ns->cpus[w],
 					 __ATOMIC_RELAXED);
 		__atomic_store_n(&s->start, start, __ATOMIC_RELEASE);
-		__atomic_add_fetch(&seg->gen, 1, __ATOMIC_RELEASE);
 		ns->me = i;
 		return 0;
 	}
@@ -330,11 +329,14 @@ int dlc_node_join(const char *name, const cpu_set_t *cpus,
 	return 0;
 }
 
-int dlc_node_borrowable(struct dlc_node_share *ns, cpu_set_t *set)
+/*
+ * The other slots: free those whose process is gone, OR the CPUs of the
+ * live ones into @other; how many are live.
+ */
+static uint32_t others_live(struct dlc_node_share *ns,
+			    uint64_t other[NODE_CPU_WORDS])
 {
-	uint64_t other[NODE_CPU_WORDS] = { 0 };
-	uint32_t i, w, c;
-	int n = 0;
+	uint32_t i, w, live = 0;
 
 	for (i = 0; i < DLC_NODE_SLOTS; i++) {
 		struct node_slot *s = &ns->seg->slot[i];
@@ -343,12 +345,23 @@ int dlc_node_borrowable(struct dlc_node_share *ns, cpu_set_t *set)
 		if (!pid || i == ns->me)
 			continue;
 		if (!slot_live(s, pid)) {
-			slot_free(ns->seg, s, pid);
+			slot_free(s, pid);
 			continue;
 		}
+		live++;
 		for (w = 0; w < NODE_CPU_WORDS; w++)
 			other[w] |= __atomic_load_n(&s->cpus[w], __ATOMIC_RELAXED);
 	}
+	return live;
+}
+
+int dlc_node_borrowable(struct dlc_node_share *ns, cpu_set_t *set)
+{
+	uint64_t other[NODE_CPU_WORDS] = { 0 };
+	uint32_t c;
+	int n = 0;
+
+	others_live(ns, other);
 	CPU_ZERO(set);
 	for (c = 0; c < CPU_SETSIZE; c++) {
 		uint64_t bit = 1ULL << (c % 64);
@@ -363,19 +376,16 @@ int dlc_node_borrowable(struct dlc_node_share *ns, cpu_set_t *set)
 
 void dlc_node_leave(struct dlc_node_share *ns)
 {
-	cpu_set_t set;
-	uint32_t i, live = 0;
+	uint64_t other[NODE_CPU_WORDS] = { 0 };
+	uint32_t live;
 	int locked;
 
 	if (!ns)
 		return;
 	locked = !lock_within(ns->fd);
-	slot_free(ns->seg, &ns->seg->slot[ns->me], ns->pid);
+	slot_free(&ns->seg->slot[ns->me], ns->pid);
 	/* Frees the slots of processes that are gone, too. */
-	dlc_node_borrowable(ns, &set);
-	for (i = 0; i < DLC_NODE_SLOTS; i++)
-		live += !!__atomic_load_n(&ns->seg->slot[i].pid,
-					  __ATOMIC_ACQUIRE);
+	live = others_live(ns, other);
 	/*
 	 * The last one out removes the file: groups come and go with jobs.
 	 * Not without the lock (a joiner may hold it): a later leaver will.
