@@ -62,6 +62,8 @@ DLC_NO_HEADERS = $(strip \
 		$(DLC_KDIR_GIVEN),no kernel build tree at $(KDIR) (KDIR=),no headers for kernel $(DLC_KVER): install linux-headers-$(DLC_KVER))),$(if \
 		$(KVER),no headers for kernel $(KVER): install linux-headers-<$(KVER) release>-amd64 (make deps installs 6.1 and 6.12))))
 
+# Two makes that build one module directory (make check runs
+# qemu-debug-int beside fuzz-check) take turns on its lock.
 module:
 	$(if $(DLC_NO_HEADERS),$(error $(DLC_NO_HEADERS)))
 	@if [ -z "$(DLC_KVER)" ]; then \
@@ -71,6 +73,8 @@ module:
 	if [ -z "$(DLC_ASKED)" ] && [ "$(DLC_KVER)" != "$$(uname -r)" ]; then \
 		echo "module: the running kernel $$(uname -r) has no headers (linux-headers-$$(uname -r)); building for $(DLC_KVER)"; \
 	fi; \
+	mkdir -p $(KMOD_DIR) && \
+	exec 9> $(KMOD_DIR)/.build.lock && flock 9 && \
 	tools/build/shadow.sh . $(KMOD_DIR) && \
 	$(MAKE) --no-print-directory -C "$(KDIR)" M=$(abspath $(KMOD_DIR)) modules && \
 	if [ -z "$(DLC_ASKED)" ]; then \

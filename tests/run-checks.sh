@@ -123,7 +123,8 @@ layer_done python
 # printing a result line counts as a failure, never as silently absent.
 # debug-kernel builds the QEMU suite's debug kernel once per machine
 # (cached in /var/cache/dlcache): tens of minutes cold, seconds after;
-# the targets that boot it (kunit, qemu-debug, fuzz-check) follow it.
+# the targets that boot it (qemu-debug-suite, qemu-debug-int, kunit,
+# fuzz-check) follow it.
 # Cold, it builds in the background of the targets before it, at
 # SCHED_IDLE and idle I/O priority, so that it takes only the CPU time
 # they leave: the stock QEMU guests leave about 46 % of it (one vCPU or
@@ -146,28 +147,63 @@ stop_bg_kernel() {
 	return 0
 }
 trap stop_bg_kernel EXIT
-for target in qemu-test fuzz-lib-check style dkms-test deb-test debug-kernel kunit qemu-debug fuzz-check; do
-	log="$log_dir/$target.log"
-	limit=2400
+# make_target TARGET: run it into its log; TARGET.rc gets "exit seconds".
+make_target() {
+	local target=$1 limit=2400 t0 rc
 	[ "$target" = debug-kernel ] && limit=3600
 	t0=$(date +%s)
-	timeout $limit make --no-print-directory "$target" BUILD="$BUILD" >"$log" 2>&1
+	timeout $limit make --no-print-directory "$target" BUILD="$BUILD" \
+		>"$log_dir/$target.log" 2>&1
 	rc=$?
-	times+=("$target $(( $(date +%s) - t0 )) s")
+	echo "$rc $(( $(date +%s) - t0 ))" >"$log_dir/$target.rc"
+}
+
+# judge_target TARGET: count the result lines of its log.
+judge_target() {
+	local target=$1 log="$log_dir/$1.log" rc secs
+	read -r rc secs <"$log_dir/$target.rc"
+	times+=("$target $secs s")
 	count_results "" "$log"
 	# The measurements worth seeing without opening the log: the
 	# fuzzers' coverage side by side, the debug kernel's build time.
 	grep -E '^# (kcov-fuzz: (new|functions)|qemu-debug:|fuzz-lib:)' "$log" | sed 's/^/     /'
-	if [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$log"; then
+	if [ "$rc" -ne 0 ] && ! grep -q '^FAIL ' "$log"; then
 		result "make-$target" fail
 	fi
-	if [ $rc -ne 0 ] || grep -q '^FAIL ' "$log"; then
+	if [ "$rc" -ne 0 ] || grep -q '^FAIL ' "$log"; then
 		echo "     make $target exit $rc; last lines of $log:"
 		tail -n 25 "$log" | sed 's/^/     | /'
 	elif [ "$n_sub" -eq 0 ]; then
 		echo "     make $target printed no result line"
 		result "make-$target" fail
 	fi
+}
+
+# One step at a time; a step of lanes joined by "&" runs them side by
+# side, each lane's targets in turn. The debug kernel's guests leave
+# about 30 % of the CPU idle (one vCPU waits on the other, or on
+# timers), so the integration, which judges no timing on that kernel,
+# runs beside KUnit and the fuzzer. The suite (qemu-debug-suite) runs
+# alone: its lease and idle-timeout checks are timed.
+for step in qemu-test fuzz-lib-check style dkms-test deb-test debug-kernel \
+	    qemu-debug-suite "qemu-debug-int & kunit fuzz-check"; do
+	IFS='&' read -r -a lanes <<<"$step"
+	if [ ${#lanes[@]} -eq 1 ]; then
+		make_target "$step"
+		judge_target "$step"
+		continue
+	fi
+	t0=$(date +%s)
+	pids=()
+	for lane in "${lanes[@]}"; do
+		( for target in $lane; do make_target "$target"; done ) &
+		pids+=($!)
+	done
+	wait "${pids[@]}"
+	for target in $(echo "$step" | tr '&' ' '); do
+		judge_target "$target"
+	done
+	times+=("side by side ($step) $(( $(date +%s) - t0 )) s")
 done
 
 # Splats in the host kernel log while we ran (io_uring, O_DIRECT, mlock).

@@ -20,6 +20,8 @@
 #                                      tests/qemu/debug-kernel/build.sh
 #                                      builds once and caches outside the
 #                                      clone; lines "ok qemu-debug:basic"
+#                                      (each half alone: qemu-debug-suite,
+#                                      qemu-debug-int)
 #   make fuzz FUZZ_SECONDS=300         on the debug kernel, only the
 #                                      coverage-guided fuzzer
 #                                      tests/fuzz/kcov_fuzz.c: N s of the old
@@ -34,7 +36,7 @@
 # line (make deps installs both kernels); under CI=true it is one FAIL
 # (tests/skip-required.sh).
 
-.PHONY: qemu-test qemu-smoke qemu-debug debug-kernel qemu-nvme
+.PHONY: qemu-test qemu-smoke qemu-debug qemu-debug-suite qemu-debug-int debug-kernel qemu-nvme
 
 # Slower than Debian's kernel under TCG (KASAN, lockdep): longer limits.
 QEMU_DEBUG_TIMEOUT ?= 1500
@@ -78,24 +80,40 @@ debug-kernel:
 		echo "FAIL debug-kernel:build"; exit 1; \
 	fi
 
+# The debug kernel's environment (DEBUG_KREL, DEBUG_KDIR, DEBUG_KERNEL) and
+# dlcache.ko built for it, or a FAIL line for TAG: debug_env,TAG
+define debug_env
+if ! env=$$(tests/qemu/debug-kernel/build.sh); then \
+	echo "FAIL $(1):kernel (the debug kernel did not build; see above)"; exit 1; \
+fi; \
+eval "$$env"; \
+if ! $(MAKE) --no-print-directory module KDIR="$$DEBUG_KDIR"; then \
+	echo "FAIL $(1):module (dlcache.ko does not build for $$DEBUG_KREL)"; exit 1; \
+fi; \
+ko=$(BUILD)/kmod-$$DEBUG_KREL/dlcache.ko
+endef
+
+# Both halves; make check runs them as two targets, the integration
+# beside kunit and fuzz-check (tests/run-checks.sh).
 qemu-debug:
+	@rc=0; \
+	$(MAKE) --no-print-directory qemu-debug-suite || rc=1; \
+	$(MAKE) --no-print-directory qemu-debug-int || rc=1; \
+	exit $$rc
+
+qemu-debug-suite:
 	@start=$$(date +%s); \
-	if ! env=$$(tests/qemu/debug-kernel/build.sh); then \
-		echo "FAIL qemu-debug:kernel (the debug kernel did not build; see above)"; exit 1; \
-	fi; \
-	eval "$$env"; \
+	$(call debug_env,qemu-debug); \
 	echo "# qemu-debug: $$DEBUG_KREL ready after $$(( $$(date +%s) - start )) s (cold build: $$(cat $$(dirname $$DEBUG_KERNEL)/build-seconds) s)"; \
-	if ! $(MAKE) --no-print-directory module KDIR="$$DEBUG_KDIR"; then \
-		echo "FAIL qemu-debug:module (dlcache.ko does not build for $$DEBUG_KREL)"; exit 1; \
-	fi; \
-	ko=$(BUILD)/kmod-$$DEBUG_KREL/dlcache.ko; rc=0; \
 	BUILD=$(BUILD) QEMU_KERNEL="$$DEBUG_KERNEL" DLCACHE_KO="$$ko" QEMU_TAG=qemu-debug QEMU_CHECKERS=1 \
 		QEMU_TIMEOUT=$(QEMU_DEBUG_TIMEOUT) QEMU_TEST_TIMEOUT=$(QEMU_DEBUG_TEST_TIMEOUT) \
-		tests/qemu/run.sh $(if $(QEMU_ONLY),--only $(QEMU_ONLY)) || rc=1; \
+		tests/qemu/run.sh $(if $(QEMU_ONLY),--only $(QEMU_ONLY))
+
+qemu-debug-int:
+	@$(call debug_env,qemu-debug-int); \
 	BUILD=$(BUILD) INT_KERNEL="$$DEBUG_KERNEL" INT_MODDIR=none DLCACHE_KO="$$ko" \
 		INT_TAG=qemu-debug-int INT_TIMEOUT=$(QEMU_DEBUG_TIMEOUT) \
-		tests/qemu/integration/integration.sh || rc=1; \
-	exit $$rc
+		tests/qemu/integration/integration.sh
 
 # ---- coverage-guided fuzzing (tests/fuzz/kcov_fuzz.c) -----------------------
 .PHONY: fuzz fuzz-check
@@ -108,14 +126,8 @@ if ! ls /usr/src/linux-source-6.1*.tar.xz > /dev/null 2>&1; then \
 	tests/skip-required.sh qemu-fuzz:kcov_fuzz "no /usr/src/linux-source-6.1 for the debug kernel: make deps"; \
 	exit $$?; \
 fi; \
-if ! env=$$(tests/qemu/debug-kernel/build.sh); then \
-	echo "FAIL qemu-fuzz:kcov_fuzz (the debug kernel did not build; see above)"; exit 1; \
-fi; \
-eval "$$env"; \
-if ! $(MAKE) --no-print-directory module KDIR="$$DEBUG_KDIR"; then \
-	echo "FAIL qemu-fuzz:kcov_fuzz (dlcache.ko does not build for $$DEBUG_KREL)"; exit 1; \
-fi; \
-BUILD=$(BUILD) QEMU_KERNEL="$$DEBUG_KERNEL" DLCACHE_KO="$(BUILD)/kmod-$$DEBUG_KREL/dlcache.ko" \
+$(call debug_env,qemu-fuzz); \
+BUILD=$(BUILD) QEMU_KERNEL="$$DEBUG_KERNEL" DLCACHE_KO="$$ko" \
 	QEMU_TAG=qemu-fuzz QEMU_CHECKERS=1 FUZZ_SECONDS=$(1) EXTRA_TESTS=tests/fuzz/kcov_fuzz.c \
 	QEMU_TEST_TIMEOUT=$$((2 * $(1) + 300)) QEMU_TIMEOUT=$$((2 * $(1) + 1200)) \
 	tests/qemu/run.sh --only kcov_fuzz
