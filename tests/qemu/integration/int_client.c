@@ -22,10 +22,14 @@
  *       that the data set and the bytes stay while a bench runs.
  *   int_client runas UID GID CMD [ARGS...]
  *       Drop every supplementary group, then set gid and uid, and exec CMD.
+ *   int_client idle CMD [ARGS...]
+ *       Exec CMD at SCHED_IDLE (busybox has no chrt): a reader that must
+ *       not take CPU from the paced jobs it watches.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -420,6 +424,23 @@ static int runas(int argc, char **argv)
 	return 127;
 }
 
+static int idle(int argc, char **argv)
+{
+	struct sched_param sp = { .sched_priority = 0 };
+
+	if (argc < 2) {
+		fprintf(stderr, "idle CMD [ARGS...]\n");
+		return 2;
+	}
+	if (sched_setscheduler(0, SCHED_IDLE, &sp)) {
+		perror("idle");
+		return 126;
+	}
+	execvp(argv[1], argv + 1);
+	perror(argv[1]);
+	return 127;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 4 && !strcmp(argv[1], "attach-wrong"))
@@ -432,8 +453,11 @@ int main(int argc, char **argv)
 		return runas(argc - 1, argv + 1);
 	if (argc >= 2 && !strcmp(argv[1], "put-wrong"))
 		return put_wrong(argc - 1, argv + 1);
+	if (argc >= 2 && !strcmp(argv[1], "idle"))
+		return idle(argc - 1, argv + 1);
 	fprintf(stderr, "usage: int_client attach-wrong KEY NSAMPLES | hold KEY NSAMPLES |\n"
 		"       hold-fills KEY NSAMPLES COUNT |\n"
-		"       put-wrong KEY NSAMPLES ID:FILE:LEN... | runas UID GID CMD...\n");
+		"       put-wrong KEY NSAMPLES ID:FILE:LEN... | runas UID GID CMD... |\n"
+		"       idle CMD...\n");
 	return 2;
 }
