@@ -70,6 +70,27 @@ def die(msg):
     sys.exit(1)
 
 
+def proc_cpu(pid):
+    """(state, utime + stime in seconds) of @pid, from /proc/PID/stat."""
+    with open("/proc/%d/stat" % pid) as f:
+        st = f.read()
+    fields = st[st.rindex(")") + 2:].split()
+    # utime and stime are fields 14 and 15 of stat(5).
+    return fields[0], (int(fields[11]) + int(fields[12])) / os.sysconf(
+        "SC_CLK_TCK")
+
+
+def interp(line, t):
+    """The value of @line, [(t, v)] in time order, at @t: interpolated
+    between samples, its first or last value outside them."""
+    if t <= line[0][0]:
+        return line[0][1]
+    for (t0, v0), (t1, v1) in zip(line, line[1:]):
+        if t <= t1:
+            return v0 + (v1 - v0) * (t - t0) / max(t1 - t0, 1e-9)
+    return line[-1][1]
+
+
 class Run:
     """One dlcachectl bench process: its JSON and its CPU time."""
 
@@ -88,32 +109,19 @@ class Run:
     def sample_cpu(self):
         """(CLOCK_MONOTONIC, CPU seconds of all its threads) every 20 ms,
         from /proc/PID/stat, until the process has exited."""
-        tick = os.sysconf("SC_CLK_TCK")
-        path = "/proc/%d/stat" % self.proc.pid
         while True:
             try:
-                with open(path) as f:
-                    st = f.read()
+                state, cpu = proc_cpu(self.proc.pid)
             except OSError:
                 return
-            now = time.monotonic()
-            fields = st[st.rindex(")") + 2:].split()
-            if fields[0] == "Z":
+            if state == "Z":
                 return
-            # utime and stime are fields 14 and 15 of stat(5).
-            self.cpu_line.append((now, (int(fields[11]) + int(fields[12]))
-                                  / tick))
+            self.cpu_line.append((time.monotonic(), cpu))
             time.sleep(0.02)
 
     def cpu_at(self, t):
         """CPU seconds used by @t (interpolated between samples)."""
-        line = self.cpu_line
-        if not line or t <= line[0][0]:
-            return line[0][1] if line else 0.0
-        for (t0, c0), (t1, c1) in zip(line, line[1:]):
-            if t <= t1:
-                return c0 + (c1 - c0) * (t - t0) / max(t1 - t0, 1e-9)
-        return line[-1][1]
+        return interp(self.cpu_line, t) if self.cpu_line else 0.0
 
     def steady_cpu(self):
         """CPU seconds of the counted epochs (1..): the bench's epochs
@@ -162,14 +170,6 @@ def drop_group(extra):
             pass
 
 
-def cpu_seconds(pid):
-    """utime + stime of @pid, in seconds."""
-    with open("/proc/%d/stat" % pid) as f:
-        st = f.read()
-    fields = st[st.rindex(")") + 2:].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def noisy_run(ctl, sets, binds, extra, hog_cpu, half):
     """Two ranks in step for NOISY_EPOCHS epochs; a busy loop bound to
     @hog_cpu starts once the job has done @half steps. Returns the job's
@@ -208,7 +208,7 @@ def noisy_run(ctl, sets, binds, extra, hog_cpu, half):
                 time.sleep(0.05)
             hog_share = None
             if hog is not None:
-                hog_share = cpu_seconds(hog.pid) / max(
+                hog_share = proc_cpu(hog.pid)[1] / max(
                     time.monotonic() - hog_t, 1e-9)
         finally:
             if hog is not None:
@@ -221,14 +221,7 @@ def noisy_run(ctl, sets, binds, extra, hog_cpu, half):
 
 def rate(line, t0, t1):
     """Steps/s of @line between @t0 and @t1 (interpolated)."""
-    def at(t):
-        if t <= line[0][0]:
-            return line[0][1]
-        for (a, sa), (b, sb) in zip(line, line[1:]):
-            if t <= b:
-                return sa + (sb - sa) * (t - a) / max(b - a, 1e-9)
-        return line[-1][1]
-    return (at(t1) - at(t0)) / max(t1 - t0, 1e-9)
+    return (interp(line, t1) - interp(line, t0)) / max(t1 - t0, 1e-9)
 
 
 def recovery(line, t0, end, target):
