@@ -60,6 +60,21 @@ static inline uint64_t dlc_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * pthread_cond_timedwait() until @until_ns, a dlc_now_ns() time: @cv must
+ * have been made with CLOCK_MONOTONIC (pthread_condattr_setclock()).
+ */
+static inline int dlc_cond_wait_until(pthread_cond_t *cv,
+				      pthread_mutex_t *m, uint64_t until_ns)
+{
+	struct timespec ts = {
+		.tv_sec = (time_t)(until_ns / 1000000000ULL),
+		.tv_nsec = (long)(until_ns % 1000000000ULL),
+	};
+
+	return pthread_cond_timedwait(cv, m, &ts);
+}
+
 /* CPU time of the calling thread; 0 if the clock cannot be read. */
 static inline uint64_t dlc_thread_cpu_ns(void)
 {

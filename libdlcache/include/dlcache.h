@@ -1046,6 +1046,11 @@ struct dlc_stats {
 	uint64_t node_guest_decodes;
 	uint64_t node_guest_threads;
 	uint64_t node_borrowed_cpus;
+	/*
+	 * Samples a guest held past their due time (starved on the CPU it
+	 * borrowed) that this loader's own decoders took back and decoded.
+	 */
+	uint64_t node_guest_reclaimed;
 };
 
 /*

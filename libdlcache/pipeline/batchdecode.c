@@ -191,6 +191,19 @@ static int decode_one(struct dlc_loader *l, struct dlc_decoder *dec,
 	return 0;
 }
 
+/*
+ * A decode of ours took @ns: into the running mean guest.c's reclaim
+ * goes by (a guest's starved decodes stay out of it). Decoders race on
+ * it: a lost update only ages the mean a little less.
+ */
+static void note_decode_time(struct dlc_loader *l, uint64_t ns)
+{
+	uint64_t m = __atomic_load_n(&l->decode_mean_ns, __ATOMIC_RELAXED);
+
+	m = m ? m - m / 8 + ns / 8 : ns;
+	__atomic_store_n(&l->decode_mean_ns, m, __ATOMIC_RELAXED);
+}
+
 /* Try other samples in the slot of a failed one; 0 when one worked. */
 static int substitute(struct dlc_loader *l, struct dlc_decoder *dec,
 		      uint32_t epoch, struct decode_item *it, struct batch_slot *s)
@@ -249,6 +262,25 @@ static void finish_sample(struct dlc_loader *l, struct batch_slot *s)
 	pthread_cond_broadcast(&l->ready_cv);
 }
 
+/*
+ * Called with l->lock held: the sample of @it, issued in generation @gen,
+ * is done, with @ret its fatal error (0: decoded, skipped or substituted).
+ */
+static void item_done(struct dlc_loader *l, const struct decode_item *it,
+		      uint64_t gen, int ret)
+{
+	struct batch_slot *s = &l->slots[it->slot];
+
+	if (gen == l->gen) {
+		if (ret && !s->err)
+			s->err = ret;
+		if (s->skip[it->index] || ret ||
+		    s->b.ids[it->index] != it->sample)
+			s->b.errors++;
+	}
+	finish_sample(l, s);
+}
+
 static void process_item(struct dlc_loader *l, struct dlc_decoder *dec,
 			 struct decode_item *it, uint32_t epoch, uint64_t gen)
 {
@@ -258,8 +290,11 @@ static void process_item(struct dlc_loader *l, struct dlc_decoder *dec,
 	int ret;
 
 	if (it->buf) {
+		uint64_t t0 = dlc_now_ns();
+
 		ret = decode_one(l, dec, epoch, it->sample, it->buf,
 				 slot_sample(l, s, it->index), &kind, &msg);
+		note_decode_time(l, dlc_now_ns() - t0);
 		dlc_buf_put(it->buf);
 	} else {
 		ret = it->err;
@@ -301,44 +336,54 @@ static void process_item(struct dlc_loader *l, struct dlc_decoder *dec,
 	}
 
 	pthread_mutex_lock(&l->lock);
-	if (gen == l->gen) {
-		if (ret && !s->err)
-			s->err = ret;
-		if (s->skip[it->index] || ret ||
-		    s->b.ids[it->index] != it->sample)
-			s->b.errors++;
-	}
-	finish_sample(l, s);
+	item_done(l, it, gen, ret);
 	pthread_mutex_unlock(&l->lock);
+}
+
+int loader_decode_into(struct dlc_loader *l, struct dlc_decoder *dec,
+		       const struct decode_item *it, uint32_t epoch,
+		       uint8_t *dst)
+{
+	const char *msg;
+	uint32_t kind;
+
+	if (!it->buf)
+		return it->err ? it->err : -EIO;
+	return decode_one(l, dec, epoch, it->sample, it->buf, dst, &kind,
+			  &msg);
+}
+
+uint8_t *loader_item_dst(struct dlc_loader *l, const struct decode_item *it)
+{
+	return slot_sample(l, &l->slots[it->slot], it->index);
+}
+
+/* Called with l->lock held. */
+void loader_item_decoded(struct dlc_loader *l, const struct decode_item *it,
+			 uint64_t gen)
+{
+	item_done(l, it, gen, 0);
+}
+
+/* Called with l->lock held; drops it while decoding. */
+void loader_decode_item(struct dlc_loader *l, struct dlc_decoder *dec,
+			struct decode_item *it, uint32_t epoch, uint64_t gen)
+{
+	pthread_mutex_unlock(&l->lock);
+	process_item(l, dec, it, epoch, gen);
+	pthread_mutex_lock(&l->lock);
 }
 
 /* Called with l->lock held; drops it while decoding. */
 int loader_decode_next(struct dlc_loader *l, struct dlc_decoder *dec)
 {
-	return loader_decode_one(l, dec, 0);
-}
-
-/* Called with l->lock held; drops it while decoding. */
-int loader_decode_one(struct dlc_loader *l, struct dlc_decoder *dec,
-		      int last)
-{
 	struct decode_item it;
-	uint32_t epoch;
-	uint64_t gen;
 
 	if (!l->qlen)
 		return 0;
-	if (last) {
-		it = l->queue[(l->qhead + l->qlen - 1) % l->cfg.window];
-	} else {
-		it = l->queue[l->qhead];
-		l->qhead = (l->qhead + 1) % l->cfg.window;
-	}
+	it = l->queue[l->qhead];
+	l->qhead = (l->qhead + 1) % l->cfg.window;
 	l->qlen--;
-	epoch = l->epoch;
-	gen = l->gen;
-	pthread_mutex_unlock(&l->lock);
-	process_item(l, dec, &it, epoch, gen);
-	pthread_mutex_lock(&l->lock);
+	loader_decode_item(l, dec, &it, l->epoch, l->gen);
 	return 1;
 }

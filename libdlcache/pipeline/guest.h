@@ -5,6 +5,8 @@
 #ifndef DLC_GUEST_H
 #define DLC_GUEST_H
 
+#include <stdint.h>
+
 struct dlc_loader;
 
 /*
@@ -26,5 +28,14 @@ struct dlc_decoder;
  * group's other CPUs until the loader stops.
  */
 void loader_guest_run(struct dlc_loader *l, struct dlc_decoder *dec);
+
+/*
+ * Called with l->lock held by a decoder of ours with nothing queued,
+ * which it drops while decoding: take over a sample a guest has held
+ * past its due time and decode it into its slot. 1 when it did; else 0,
+ * with *@wake_ns the dlc_now_ns() time the next claim is due (0: none).
+ */
+int loader_guest_reclaim(struct dlc_loader *l, struct dlc_decoder *dec,
+			 uint64_t *wake_ns);
 
 #endif

@@ -92,10 +92,17 @@ static void *decode_main(void *arg)
 		return NULL;
 	pthread_mutex_lock(&l->lock);
 	while (!l->stop) {
-		if (loader_decode_next(l, dec))
+		uint64_t wake;
+
+		if (loader_decode_next(l, dec) ||
+		    loader_guest_reclaim(l, dec, &wake))
 			continue;
 		l->decoders_waiting++;
-		pthread_cond_wait(&l->work_cv, &l->lock);
+		/* Until a guest's claim is due, at the latest. */
+		if (wake)
+			dlc_cond_wait_until(&l->work_cv, &l->lock, wake);
+		else
+			pthread_cond_wait(&l->work_cv, &l->lock);
 		l->decoders_waiting--;
 	}
 	pthread_mutex_unlock(&l->lock);
@@ -743,7 +750,11 @@ int dlc_loader_create(const struct dlc_config *ucfg,
 	l->ndecode = cfg->decode_threads ? cfg->decode_threads :
 		     dlc_default_decode_threads();
 	pthread_mutex_init(&l->lock, NULL);
-	pthread_cond_init(&l->work_cv, NULL);
+	/* Decoders wait on it until a guest's claim is due (guest.h). */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&l->work_cv, &ca);
+	pthread_condattr_destroy(&ca);
 	/* dlc_next_batch_timeout() waits on it against CLOCK_MONOTONIC. */
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

@@ -142,6 +142,10 @@ struct dlc_loader {
 	/* Node sharing (guest.c): the group, NULL without; guests to start. */
 	struct dlc_node_share *node;
 	uint32_t nguest;
+	/* Node sharing: what each guest holds, nguest of them; under l->lock. */
+	struct guest_claim *claims;
+	/* The running mean of our own decoders' decodes, in ns (atomic). */
+	uint64_t decode_mean_ns;
 	pthread_t io_thread;
 	pthread_t *decode_threads;
 	uint32_t nthreads_started;
@@ -166,11 +170,28 @@ struct dlc_loader {
  */
 int loader_decode_next(struct dlc_loader *l, struct dlc_decoder *dec);
 /*
- * The same, of the queue's first sample (@last 0: the one needed
- * soonest), or of its last (1: the one needed latest, a guest's).
+ * The same of @it, an item taken off the queue in generation @gen of
+ * @epoch (a guest's, reclaimed from it): decoded into its slot, failures
+ * handled as enum dlc_on_error says, and counted done.
  */
-int loader_decode_one(struct dlc_loader *l, struct dlc_decoder *dec,
-		      int last);
+void loader_decode_item(struct dlc_loader *l, struct dlc_decoder *dec,
+			struct decode_item *it, uint32_t epoch, uint64_t gen);
+/*
+ * A guest's decode, without l->lock: @it's bytes as its sample of @epoch
+ * into @dst (sample_bytes), nothing recorded on failure. 0, or the
+ * decoder's error (the read's, when @it has no bytes).
+ */
+int loader_decode_into(struct dlc_loader *l, struct dlc_decoder *dec,
+		       const struct decode_item *it, uint32_t epoch,
+		       uint8_t *dst);
+/* Where @it's pixels go in its batch slot. */
+uint8_t *loader_item_dst(struct dlc_loader *l, const struct decode_item *it);
+/*
+ * Called with l->lock held: @it's pixels, of generation @gen, are in its
+ * slot: count the sample done.
+ */
+void loader_item_decoded(struct dlc_loader *l, const struct decode_item *it,
+			 uint64_t gen);
 
 /* Pipeline steps (pipeline.c), for the I/O thread and the cache tiers. */
 
@@ -183,6 +204,16 @@ struct dlc_order_params loader_order_params(const struct dlc_loader *l,
 uint32_t loader_run_len(const struct dlc_loader *l, uint32_t len);
 /* Called with l->lock held: queue @it for decode. */
 void loader_push_item(struct dlc_loader *l, const struct decode_item *it);
+/*
+ * Called with l->lock held, with l->qlen > 0: take the queue's last item,
+ * the one needed latest (a guest's; the decoders take the first).
+ */
+void loader_take_last(struct dlc_loader *l, struct decode_item *it);
+/*
+ * Called with l->lock held: put @it, taken off the queue, back at its
+ * head, for the loader's own decoders.
+ */
+void loader_requeue_item(struct dlc_loader *l, const struct decode_item *it);
 /* Called with l->lock held: whether the next position may be claimed. */
 int loader_issuable(const struct dlc_loader *l);
 /* The ring slot of this run's batch @local. Called with l->lock held. */

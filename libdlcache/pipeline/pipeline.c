@@ -132,6 +132,27 @@ void loader_push_item(struct dlc_loader *l, const struct decode_item *it)
 		pthread_cond_signal(&l->guest_cv);
 }
 
+/* Called with l->lock held, with l->qlen > 0. */
+void loader_take_last(struct dlc_loader *l, struct decode_item *it)
+{
+	l->qlen--;
+	*it = l->queue[(l->qhead + l->qlen) % l->cfg.window];
+}
+
+/*
+ * Called with l->lock held. There is room: @it is outstanding and not
+ * queued, and l->outstanding <= window (loader_issuable()).
+ */
+void loader_requeue_item(struct dlc_loader *l, const struct decode_item *it)
+{
+	uint32_t w = l->cfg.window;
+
+	l->qhead = (l->qhead + w - 1) % w;
+	l->queue[l->qhead] = *it;
+	l->qlen++;
+	pthread_cond_signal(&l->work_cv);
+}
+
 /*
  * The ring slot of this run's batch @local: the run's first batch takes
  * the slot after the last one handed out before it, so that batches the

@@ -138,6 +138,7 @@ STATS_FIELDS = [
     "cluster_admitted", "cluster_used", "cluster_capacity",
     "cluster_dead_peers", "cluster_peer_diverted",
     "node_guest_decodes", "node_guest_threads", "node_borrowed_cpus",
+    "node_guest_reclaimed",
 ]
 
 

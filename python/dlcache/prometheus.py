@@ -73,6 +73,7 @@ COUNTERS = {
     "cluster_admitted": "samples this rank's share took in",
     "cluster_peer_diverted": "samples sent to storage: the owner measured slower",
     "node_guest_decodes": "samples guest threads decoded on the node group's other CPUs",
+    "node_guest_reclaimed": "samples a starved guest held that the loader's own threads took back",
     "kept_batches": "batches the consumer kept past the next one",
     "read_s": "seconds from submit to completion of reads, summed",
     "decode_s": "seconds in decode, summed over threads",

@@ -149,8 +149,10 @@ static void check_stats(void)
 		 offsetof(struct dlc_stats, staging_budget) + 8);
 	CHECK_EQ(offsetof(struct dlc_stats, node_guest_decodes),
 		 offsetof(struct dlc_stats, cluster_peer_diverted) + 8);
-	CHECK_EQ(sizeof(struct dlc_stats),
+	CHECK_EQ(offsetof(struct dlc_stats, node_guest_reclaimed),
 		 offsetof(struct dlc_stats, node_borrowed_cpus) + 8);
+	CHECK_EQ(sizeof(struct dlc_stats),
+		 offsetof(struct dlc_stats, node_guest_reclaimed) + 8);
 	config(&cfg);
 	cfg.cache_bytes = 1 << 20;
 	CHECK_EQ(dlc_loader_create(&cfg, g_idx, &l), 0);

@@ -13,6 +13,10 @@
  *   (named dlc-guest, at SCHED_IDLE, allowed CPU 0 alone) decodes some of
  *   its samples, and its batches are those of a loader without a group
  *   (FNV of every batch, two epochs);
+ * - starved: with a busy loop on the lender's CPU, a sample the guest
+ *   took is taken back by the loader's own decoder (node_guest_reclaimed):
+ *   no batch waits 250 ms longer than without a group, and the batches
+ *   are the same;
  * - leaving: a member process killed with SIGKILL stops being lent from
  *   (node_borrowed_cpus back to 0 within a few refreshes).
  */
@@ -25,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -33,8 +38,8 @@
 #include "dlcache.h"
 #include "helpers/testutil.h"
 
-static char *g_dir;
-static struct dlc_index *g_idx;
+static char *g_dir, *g_big_dir;
+static struct dlc_index *g_idx, *g_big;
 static char g_group[64];
 
 static void config(struct dlc_config *cfg, const char *group)
@@ -157,6 +162,7 @@ struct maker {
 	int cpu;
 	struct dlc_config cfg;
 	struct dlc_loader *l;
+	const struct dlc_index *idx;	/* NULL: g_idx */
 	int ret;
 };
 
@@ -169,7 +175,7 @@ static void *make_on_cpu(void *arg)
 	CPU_ZERO(&set);
 	CPU_SET(m->cpu, &set);
 	m->ret = sched_setaffinity(0, sizeof(set), &set) ? -errno :
-		 dlc_loader_create(&m->cfg, g_idx, &m->l);
+		 dlc_loader_create(&m->cfg, m->idx ? m->idx : g_idx, &m->l);
 	return NULL;
 }
 
@@ -183,22 +189,49 @@ static int make_bound(struct maker *m)
 	return m->ret;
 }
 
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * Epoch @e of @l's batches, chained onto @h; the longest wait for one so
+ * far into @worst_ms.
+ */
+static uint64_t run_epoch(struct dlc_loader *l, uint32_t e, uint64_t h,
+			  uint64_t *worst_ms)
+{
+	uint64_t t0, t;
+	struct dlc_batch *b;
+	int ret;
+
+	CHECK_EQ(dlc_loader_start_epoch(l, e, 0), 0);
+	for (;;) {
+		t0 = now_ms();
+		ret = dlc_next_batch(l, &b);
+		t = now_ms() - t0;
+		if (t > *worst_ms)
+			*worst_ms = t;
+		if (ret)
+			break;
+		h = t_fnv_batch(b, h);
+		dlc_release_batch(l, b);
+	}
+	CHECK_EQ(ret, -ENODATA);
+	return h;
+}
+
 /* Two epochs' batches, chained. */
 static uint64_t run_epochs(struct dlc_loader *l)
 {
-	uint64_t h = T_FNV_INIT;
-	struct dlc_batch *b;
+	uint64_t h = T_FNV_INIT, worst = 0;
 	uint32_t e;
-	int ret;
 
-	for (e = 0; e < 2; e++) {
-		CHECK_EQ(dlc_loader_start_epoch(l, e, 0), 0);
-		while ((ret = dlc_next_batch(l, &b)) == 0) {
-			h = t_fnv_batch(b, h);
-			dlc_release_batch(l, b);
-		}
-		CHECK_EQ(ret, -ENODATA);
-	}
+	for (e = 0; e < 2; e++)
+		h = run_epoch(l, e, h, &worst);
 	return h;
 }
 
@@ -306,6 +339,98 @@ out:
 	dlc_loader_destroy(b.l);
 }
 
+/* A busy loop on CPU 0 at normal priority until *@arg. */
+static void *hog_main(void *arg)
+{
+	const int *stop = arg;
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		return NULL;
+	while (!__atomic_load_n(stop, __ATOMIC_RELAXED))
+		;
+	return NULL;
+}
+
+#define HOGS		1
+/* Epochs until a sample was taken back, at most. */
+#define STARVED_EPOCHS	40
+
+/* Big photographs, each decoded whole (validate always): 3-10 ms each. */
+static void starved_config(struct maker *m, const char *group)
+{
+	config(&m->cfg, group);
+	m->cfg.validate = DLC_VALIDATE_ALWAYS;
+	m->idx = g_big;
+}
+
+/*
+ * The lender's CPU taken by a hog: a guest there gets a sliver of it,
+ * and a sample it took would hold its batch for seconds. The loader's
+ * own decoder takes it back: no batch waits long, and each epoch's
+ * batches are those of a loader without a group. A guest takes a sample
+ * when it gets the CPU while the queue is long, at the latest at an
+ * epoch's start: epochs run until one was taken back.
+ */
+static void check_starved(void)
+{
+	struct maker a = { .cpu = 0 }, b = { .cpu = 1 }, ref = { .cpu = 1 };
+	uint64_t got, want, worst = 0, ref_worst = 0;
+	struct dlc_stats st = { 0 };
+	pthread_t hog[HOGS];
+	int stop = 0, n = 0, i;
+	uint32_t e;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+		t_skip("check_starved", "one CPU: nothing to lend");
+		return;
+	}
+	starved_config(&ref, NULL);
+	starved_config(&a, g_group);
+	starved_config(&b, g_group);
+	CHECK_EQ(make_bound(&ref), 0);
+	CHECK_EQ(make_bound(&a), 0);
+	CHECK_EQ(make_bound(&b), 0);
+	if (!ref.l || !a.l || !b.l)
+		goto out;
+	CHECK_EQ(borrowed_within(b.l, 1, 3000), 1);
+	/* The guest's first decodes on an idle CPU 0, then the hog. */
+	got = run_epoch(b.l, 0, T_FNV_INIT, &worst);
+	want = run_epoch(ref.l, 0, T_FNV_INIT, &ref_worst);
+	CHECK(got == want, "epoch 0: batches with a guest %016llx, without %016llx",
+	      (unsigned long long)got, (unsigned long long)want);
+	for (; n < HOGS; n++)
+		if (pthread_create(&hog[n], NULL, hog_main, &stop))
+			break;
+	CHECK_EQ(n, HOGS);
+	worst = 0;
+	for (e = 1; e < STARVED_EPOCHS && !st.node_guest_reclaimed; e++) {
+		got = run_epoch(b.l, e, T_FNV_INIT, &worst);
+		want = run_epoch(ref.l, e, T_FNV_INIT, &ref_worst);
+		CHECK(got == want, "epoch %u: batches with a starved guest %016llx, without a group %016llx",
+		      e, (unsigned long long)got, (unsigned long long)want);
+		CHECK_EQ(dlc_loader_stats(b.l, &st, sizeof(st)), 0);
+	}
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	for (i = 0; i < n; i++)
+		pthread_join(hog[i], NULL);
+	printf("# hogged lender, %u epochs: the guest decoded %llu, %llu taken back; longest wait for a batch %llu ms (%llu ms without a group)\n",
+	       e, (unsigned long long)st.node_guest_decodes,
+	       (unsigned long long)st.node_guest_reclaimed,
+	       (unsigned long long)worst, (unsigned long long)ref_worst);
+	CHECK(st.node_guest_reclaimed > 0,
+	      "no sample was taken back from the starved guest in %u epochs", e);
+	CHECK(worst < 250 + ref_worst,
+	      "a batch waited %llu ms for a sample a starved guest held",
+	      (unsigned long long)worst);
+out:
+	dlc_loader_destroy(ref.l);
+	dlc_loader_destroy(a.l);
+	dlc_loader_destroy(b.l);
+}
+
 static void check_leaving(void)
 {
 	struct maker b = { .cpu = 1 };
@@ -357,6 +482,28 @@ static void check_leaving(void)
 	}
 }
 
+/* 24 photographs of 1280 x 960 under @root, in one class. */
+static int make_big(const char *root)
+{
+	char path[4096];
+	uint32_t i;
+
+	for (i = 0; i < 24; i++) {
+		size_t len;
+		uint8_t *j = t_make_jpeg(1280, 960, i + 1, 0, 90, &len);
+		int ret;
+
+		if (!j)
+			return -ENOMEM;
+		snprintf(path, sizeof(path), "%s/big/img%04u.jpg", root, i);
+		ret = t_write_file(path, j, len);
+		free(j);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 int main(void)
 {
 	char path[256];
@@ -367,14 +514,23 @@ int main(void)
 		CHECK(0, "data set");
 		return t_done("test_node_share");
 	}
+	g_big_dir = t_mkdtemp(NULL);
+	if (!g_big_dir || make_big(g_big_dir) ||
+	    dlc_index_build(g_big_dir, &g_big)) {
+		CHECK(0, "big photographs");
+		return t_done("test_node_share");
+	}
 	snprintf(g_group, sizeof(g_group), "t-%d", (int)getpid());
 	T_RUN(check_names);
 	T_RUN(check_segment);
 	T_RUN(check_sharing);
+	T_RUN(check_starved);
 	T_RUN(check_leaving);
 	seg_path(path, sizeof(path), g_group);
 	unlink(path);
 	dlc_index_free(g_idx);
+	dlc_index_free(g_big);
 	t_rmtree(g_dir);
+	t_rmtree(g_big_dir);
 	return t_done("test_node_share");
 }

@@ -574,11 +574,12 @@ static void print_epoch_row(const struct bench_args *a,
 		       (unsigned long long)d->cluster_served,
 		       (double)d->cluster_used / 1e6);
 	if (a->o.cfg.node_group)
-		printf("      node sharing: %llu of %llu samples decoded by %llu guest threads on %llu borrowed CPUs\n",
+		printf("      node sharing: %llu of %llu samples decoded by %llu guest threads on %llu borrowed CPUs, %llu reclaimed\n",
 		       (unsigned long long)d->node_guest_decodes,
 		       (unsigned long long)r->images,
 		       (unsigned long long)d->node_guest_threads,
-		       (unsigned long long)d->node_borrowed_cpus);
+		       (unsigned long long)d->node_borrowed_cpus,
+		       (unsigned long long)d->node_guest_reclaimed);
 	if (a->digest)
 		printf("      digest %016llx\n", (unsigned long long)r->digest);
 	fflush(stdout);
@@ -701,7 +702,7 @@ static void print_epoch_json(const struct bench_args *a,
 	       "\"staging_evictions\": %llu, \"staging_invalid\": %llu, "
 	       "\"staging_used\": %llu, \"staging_budget\": %llu, "
 	       "\"node_guest_decodes\": %llu, \"node_guest_threads\": %llu, "
-	       "\"node_borrowed_cpus\": %llu",
+	       "\"node_borrowed_cpus\": %llu, \"node_guest_reclaimed\": %llu",
 	       first ? "" : ", ", r->epoch,
 	       (double)r->images / r->seconds, hit_ratio(d),
 	       (double)d->wait_ns / 1e9,
@@ -740,7 +741,8 @@ static void print_epoch_json(const struct bench_args *a,
 	       (unsigned long long)d->staging_budget,
 	       (unsigned long long)d->node_guest_decodes,
 	       (unsigned long long)d->node_guest_threads,
-	       (unsigned long long)d->node_borrowed_cpus);
+	       (unsigned long long)d->node_borrowed_cpus,
+	       (unsigned long long)d->node_guest_reclaimed);
 	if (a->o.cfg.cluster)
 		printf(", \"cluster_local_hits\": %llu, "
 		       "\"cluster_local_bytes\": %llu, "
