@@ -95,6 +95,7 @@ int loader_node_setup(struct dlc_loader *l)
 		l->cfg.node_group = NULL;
 		return 0;
 	}
+	l->home = mine;
 	ret = dlc_node_join(l->cfg.node_group, &mine, &l->log, &l->node);
 	/* The string was the caller's: not kept past create. */
 	l->cfg.node_group = NULL;
@@ -112,6 +113,15 @@ int loader_node_setup(struct dlc_loader *l)
 		 "node sharing: %s, up to %u guest decode threads on the group's other CPUs",
 		 dlc_node_path(l->node), l->nguest);
 	return 0;
+}
+
+void loader_guests_home(struct dlc_loader *l, const pthread_t *threads,
+			uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		pthread_setaffinity_np(threads[i], sizeof(l->home), &l->home);
 }
 
 void loader_node_leave(struct dlc_loader *l)

@@ -5,6 +5,7 @@
 #ifndef DLC_GUEST_H
 #define DLC_GUEST_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 struct dlc_loader;
@@ -15,6 +16,16 @@ struct dlc_loader;
  * a warning and left: 0 either way, -ENOMEM only.
  */
 int loader_node_setup(struct dlc_loader *l);
+
+/*
+ * At destroy, once l->stop is set: move the guest threads @threads (@n
+ * of them) to this loader's own CPUs. One held off a busy CPU, a sample
+ * half decoded, then ends its decode there (its owner is stopping)
+ * instead of in what the busy CPU leaves: a hog beside it leaves it a
+ * few ms a second.
+ */
+void loader_guests_home(struct dlc_loader *l, const pthread_t *threads,
+			uint32_t n);
 
 /* At destroy, after the threads ended: leave the group. */
 void loader_node_leave(struct dlc_loader *l);

@@ -10,6 +10,7 @@
 #define DLC_LOADER_INT_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 
 #include "internal.h"
@@ -144,6 +145,8 @@ struct dlc_loader {
 	uint32_t nguest;
 	/* Node sharing: what each guest holds, nguest of them; under l->lock. */
 	struct guest_claim *claims;
+	/* Node sharing: the CPUs of the thread that made the loader; create's. */
+	cpu_set_t home;
 	/* The running mean of our own decoders' decodes, in ns (atomic). */
 	uint64_t decode_mean_ns;
 	pthread_t io_thread;

@@ -15,8 +15,9 @@
  *   (FNV of every batch, two epochs);
  * - starved: with a busy loop on the lender's CPU, a sample the guest
  *   took is taken back by the loader's own decoder (node_guest_reclaimed):
- *   no batch waits 250 ms longer than without a group, and the batches
- *   are the same;
+ *   no batch waits 250 ms longer than without a group, the batches are
+ *   the same, and the loader is destroyed within 250 ms beside the hog
+ *   (its guests come home to end their decodes);
  * - leaving: a member process killed with SIGKILL stops being lent from
  *   (node_borrowed_cpus back to 0 within a few refreshes).
  */
@@ -377,7 +378,7 @@ static void starved_config(struct maker *m, const char *group)
 static void check_starved(void)
 {
 	struct maker a = { .cpu = 0 }, b = { .cpu = 1 }, ref = { .cpu = 1 };
-	uint64_t got, want, worst = 0, ref_worst = 0;
+	uint64_t got, want, worst = 0, ref_worst = 0, t0;
 	struct dlc_stats st = { 0 };
 	pthread_t hog[HOGS];
 	int stop = 0, n = 0, i;
@@ -413,13 +414,21 @@ static void check_starved(void)
 		      e, (unsigned long long)got, (unsigned long long)want);
 		CHECK_EQ(dlc_loader_stats(b.l, &st, sizeof(st)), 0);
 	}
+	/* The guest, a sample half decoded, comes home to end it. */
+	t0 = now_ms();
+	dlc_loader_destroy(b.l);
+	b.l = NULL;
+	t0 = now_ms() - t0;
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	for (i = 0; i < n; i++)
 		pthread_join(hog[i], NULL);
-	printf("# hogged lender, %u epochs: the guest decoded %llu, %llu taken back; longest wait for a batch %llu ms (%llu ms without a group)\n",
+	printf("# hogged lender, %u epochs: the guest decoded %llu, %llu taken back; longest wait for a batch %llu ms (%llu ms without a group); destroyed in %llu ms\n",
 	       e, (unsigned long long)st.node_guest_decodes,
 	       (unsigned long long)st.node_guest_reclaimed,
-	       (unsigned long long)worst, (unsigned long long)ref_worst);
+	       (unsigned long long)worst, (unsigned long long)ref_worst,
+	       (unsigned long long)t0);
+	CHECK(t0 < 250, "destroy took %llu ms beside the hog",
+	      (unsigned long long)t0);
 	CHECK(st.node_guest_reclaimed > 0,
 	      "no sample was taken back from the starved guest in %u epochs", e);
 	CHECK(worst < 250 + ref_worst,
