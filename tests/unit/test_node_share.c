@@ -18,6 +18,9 @@
  *   no batch waits 250 ms longer than without a group, the batches are
  *   the same, and the loader is destroyed within 250 ms beside the hog
  *   (its guests come home to end their decodes);
+ * - broken: half the samples truncated, under DLC_ON_ERROR_SKIP: a
+ *   guest's failed decode goes back to the owner's threads; the batches,
+ *   errors and skips are those of a loader without a group;
  * - leaving: a member process killed with SIGKILL stops being lent from
  *   (node_borrowed_cpus back to 0 within a few refreshes).
  */
@@ -157,6 +160,33 @@ static void check_segment(void)
 	close(fd);
 	refused(group, path, "uid 65534");
 	unlink(path);
+}
+
+/*
+ * 24 photographs of @w x @h under @root/@class; with @cut, every other
+ * one cut in half (truncated in its scan).
+ */
+static int make_photos(const char *root, const char *class, uint32_t w,
+		       uint32_t h, int cut)
+{
+	char path[4096];
+	uint32_t i;
+
+	for (i = 0; i < 24; i++) {
+		size_t len;
+		uint8_t *j = t_make_jpeg(w, h, i + 1, 0, 90, &len);
+		int ret;
+
+		if (!j)
+			return -ENOMEM;
+		snprintf(path, sizeof(path), "%s/%s/img%04u.jpg", root, class,
+			 i);
+		ret = t_write_file(path, j, cut && i % 2 ? len / 2 : len);
+		free(j);
+		if (ret)
+			return ret;
+	}
+	return 0;
 }
 
 struct maker {
@@ -440,6 +470,84 @@ out:
 	dlc_loader_destroy(b.l);
 }
 
+/* @l's two epochs under DLC_ON_ERROR_SKIP: batches, errors, skipped. */
+static void run_broken(struct dlc_loader *l, uint64_t *h, uint64_t *errors,
+		       uint64_t *skipped)
+{
+	struct dlc_stats st = { 0 };
+
+	*h = run_epochs(l);
+	CHECK_EQ(dlc_loader_stats(l, &st, sizeof(st)), 0);
+	*errors = st.errors;
+	*skipped = st.skipped;
+}
+
+/*
+ * Half the samples truncated, each decoded whole: a guest's failed
+ * decode goes back to the owner's threads, which count, log and skip
+ * the sample once, as a loader without a group does.
+ */
+static void check_broken(void)
+{
+	struct maker a = { .cpu = 0 }, b = { .cpu = 1 }, ref = { .cpu = 1 };
+	uint64_t want, got, werr, gerr, wskip, gskip;
+	struct dlc_index *idx = NULL;
+	char *dir = t_mkdtemp(NULL);
+	struct dlc_stats st = { 0 };
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+		t_skip("check_broken", "one CPU: nothing to lend");
+		goto out_dir;
+	}
+	if (!dir || make_photos(dir, "mixed", 640, 480, 1) || dlc_index_build(dir, &idx)) {
+		CHECK(0, "half-truncated data set");
+		goto out_dir;
+	}
+	config(&ref.cfg, NULL);
+	config(&a.cfg, g_group);
+	config(&b.cfg, g_group);
+	ref.cfg.validate = a.cfg.validate = b.cfg.validate =
+		DLC_VALIDATE_ALWAYS;
+	ref.cfg.on_error = a.cfg.on_error = b.cfg.on_error = DLC_ON_ERROR_SKIP;
+	ref.idx = a.idx = b.idx = idx;
+	CHECK_EQ(make_bound(&ref), 0);
+	if (!ref.l)
+		goto out_dir;
+	t_log_clear();
+	run_broken(ref.l, &want, &werr, &wskip);
+	dlc_loader_destroy(ref.l);
+	CHECK(werr == 24 && wskip == 24, "without a group: %llu errors, %llu skipped; want 24 each",
+	      (unsigned long long)werr, (unsigned long long)wskip);
+
+	CHECK_EQ(make_bound(&a), 0);
+	CHECK_EQ(make_bound(&b), 0);
+	if (!a.l || !b.l)
+		goto out;
+	CHECK_EQ(borrowed_within(b.l, 1, 3000), 1);
+	t_log_clear();
+	run_broken(b.l, &got, &gerr, &gskip);
+	CHECK(got == want, "batches with a guest %016llx, without %016llx",
+	      (unsigned long long)got, (unsigned long long)want);
+	CHECK(gerr == werr && gskip == wskip,
+	      "with a guest: %llu errors, %llu skipped; without: %llu, %llu",
+	      (unsigned long long)gerr, (unsigned long long)gskip,
+	      (unsigned long long)werr, (unsigned long long)wskip);
+	CHECK(strstr(t_logbuf, "mixed/img0001.jpg") &&
+	      strstr(t_logbuf, "skipping it"),
+	      "the log names a truncated file: %s", t_logbuf);
+	CHECK_EQ(dlc_loader_stats(b.l, &st, sizeof(st)), 0);
+	printf("# half truncated: the guest decoded %llu samples\n",
+	       (unsigned long long)st.node_guest_decodes);
+out:
+	dlc_loader_destroy(a.l);
+	dlc_loader_destroy(b.l);
+out_dir:
+	dlc_index_free(idx);
+	if (dir)
+		t_rmtree(dir);
+	free(dir);
+}
+
 static void check_leaving(void)
 {
 	struct maker b = { .cpu = 1 };
@@ -491,28 +599,6 @@ static void check_leaving(void)
 	}
 }
 
-/* 24 photographs of 1280 x 960 under @root, in one class. */
-static int make_big(const char *root)
-{
-	char path[4096];
-	uint32_t i;
-
-	for (i = 0; i < 24; i++) {
-		size_t len;
-		uint8_t *j = t_make_jpeg(1280, 960, i + 1, 0, 90, &len);
-		int ret;
-
-		if (!j)
-			return -ENOMEM;
-		snprintf(path, sizeof(path), "%s/big/img%04u.jpg", root, i);
-		ret = t_write_file(path, j, len);
-		free(j);
-		if (ret)
-			return ret;
-	}
-	return 0;
-}
-
 int main(void)
 {
 	char path[256];
@@ -524,7 +610,7 @@ int main(void)
 		return t_done("test_node_share");
 	}
 	g_big_dir = t_mkdtemp(NULL);
-	if (!g_big_dir || make_big(g_big_dir) ||
+	if (!g_big_dir || make_photos(g_big_dir, "big", 1280, 960, 0) ||
 	    dlc_index_build(g_big_dir, &g_big)) {
 		CHECK(0, "big photographs");
 		return t_done("test_node_share");
@@ -534,6 +620,7 @@ int main(void)
 	T_RUN(check_segment);
 	T_RUN(check_sharing);
 	T_RUN(check_starved);
+	T_RUN(check_broken);
 	T_RUN(check_leaving);
 	seg_path(path, sizeof(path), g_group);
 	unlink(path);
