@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "guest.h"
 #include "internal.h"
@@ -80,6 +81,12 @@ struct guest_claim {
 	uint64_t gen;		/* l->gen then */
 	uint32_t epoch;		/* l->epoch then */
 	uint32_t state;		/* enum guest_claim_state */
+	/*
+	 * Its guest's thread ID while the claim is bound (not CLAIM_FREE):
+	 * the guest clears both under l->lock before it returns, so one
+	 * read under the lock names a live thread (loader_guests_home()).
+	 */
+	pid_t tid;
 };
 
 int loader_node_setup(struct dlc_loader *l)
@@ -115,13 +122,15 @@ int loader_node_setup(struct dlc_loader *l)
 	return 0;
 }
 
-void loader_guests_home(struct dlc_loader *l, const pthread_t *threads,
-			uint32_t n)
+/* Called with l->lock held. */
+void loader_guests_home(struct dlc_loader *l)
 {
 	uint32_t i;
 
-	for (i = 0; i < n; i++)
-		pthread_setaffinity_np(threads[i], sizeof(l->home), &l->home);
+	for (i = 0; l->claims && i < l->nguest; i++)
+		if (l->claims[i].state != CLAIM_FREE)
+			sched_setaffinity(l->claims[i].tid, sizeof(l->home),
+					  &l->home);
 }
 
 void loader_node_leave(struct dlc_loader *l)
@@ -291,6 +300,7 @@ static struct guest_claim *claim_bind(struct dlc_loader *l)
 	for (i = 0; i < l->nguest; i++)
 		if (l->claims[i].state == CLAIM_FREE) {
 			l->claims[i].state = CLAIM_IDLE;
+			l->claims[i].tid = gettid();
 			return &l->claims[i];
 		}
 	return NULL;
@@ -326,6 +336,7 @@ void loader_guest_run(struct dlc_loader *l, struct dlc_decoder *dec)
 		__atomic_sub_fetch(&l->stats.node_guest_threads, 1,
 				   __ATOMIC_RELAXED);
 		c->state = CLAIM_FREE;
+		c->tid = 0;
 	}
 	pthread_mutex_unlock(&l->lock);
 	free(pixels);

@@ -5,7 +5,6 @@
 #ifndef DLC_GUEST_H
 #define DLC_GUEST_H
 
-#include <pthread.h>
 #include <stdint.h>
 
 struct dlc_loader;
@@ -18,14 +17,13 @@ struct dlc_loader;
 int loader_node_setup(struct dlc_loader *l);
 
 /*
- * At destroy, once l->stop is set: move the guest threads @threads (@n
- * of them) to this loader's own CPUs. One held off a busy CPU, a sample
- * half decoded, then ends its decode there (its owner is stopping)
- * instead of in what the busy CPU leaves: a hog beside it leaves it a
- * few ms a second.
+ * Called with l->lock held, at destroy, once l->stop is set: move the
+ * guest threads still running to this loader's own CPUs. One held off a
+ * busy CPU, a sample half decoded, then ends its decode there (its owner
+ * is stopping) instead of in what the busy CPU leaves: a hog beside it
+ * leaves it a few ms a second.
  */
-void loader_guests_home(struct dlc_loader *l, const pthread_t *threads,
-			uint32_t n);
+void loader_guests_home(struct dlc_loader *l);
 
 /* At destroy, after the threads ended: leave the group. */
 void loader_node_leave(struct dlc_loader *l);

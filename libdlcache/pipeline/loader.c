@@ -295,10 +295,8 @@ static void stop_threads(struct dlc_loader *l)
 	pthread_cond_broadcast(&l->work_cv);
 	pthread_cond_broadcast(&l->ready_cv);
 	pthread_cond_broadcast(&l->guest_cv);
+	loader_guests_home(l);
 	pthread_mutex_unlock(&l->lock);
-	if (l->nthreads_started > l->ndecode)
-		loader_guests_home(l, l->decode_threads + l->ndecode,
-				   l->nthreads_started - l->ndecode);
 	if (l->reader)
 		dlc_reader_wake(l->reader);
 	if (l->io_started)

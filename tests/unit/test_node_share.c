@@ -410,6 +410,7 @@ static void check_starved(void)
 	struct maker a = { .cpu = 0 }, b = { .cpu = 1 }, ref = { .cpu = 1 };
 	uint64_t got, want, worst = 0, ref_worst = 0, t0;
 	struct dlc_stats st = { 0 };
+	cpu_set_t mine, after;
 	pthread_t hog[HOGS];
 	int stop = 0, n = 0, i;
 	uint32_t e;
@@ -445,10 +446,15 @@ static void check_starved(void)
 		CHECK_EQ(dlc_loader_stats(b.l, &st, sizeof(st)), 0);
 	}
 	/* The guest, a sample half decoded, comes home to end it. */
+	CHECK_EQ(sched_getaffinity(0, sizeof(mine), &mine), 0);
 	t0 = now_ms();
 	dlc_loader_destroy(b.l);
 	b.l = NULL;
 	t0 = now_ms() - t0;
+	/* Only the guests were moved, never the thread destroying. */
+	CHECK_EQ(sched_getaffinity(0, sizeof(after), &after), 0);
+	CHECK(CPU_EQUAL(&mine, &after), "destroy moved its caller: %d CPUs, was %d",
+	      CPU_COUNT(&after), CPU_COUNT(&mine));
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	for (i = 0; i < n; i++)
 		pthread_join(hog[i], NULL);
