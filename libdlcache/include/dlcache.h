@@ -1049,6 +1049,9 @@ struct dlc_stats {
 	/*
 	 * Samples a guest held past their due time (starved on the CPU it
 	 * borrowed) that this loader's own decoders took back and decoded.
+	 * The guest's decode of one, when it ends, counts in decoded too
+	 * (decodes done); node_guest_decodes counts only the samples whose
+	 * pixels a guest delivered.
 	 */
 	uint64_t node_guest_reclaimed;
 };
