@@ -19,8 +19,7 @@
  * into a buffer of its own, and holds its sample as a claim: a decoder of
  * the loader's own with nothing queued reclaims a claim held past its
  * due time (GUEST_RECLAIM_NS more than twice the mean of the loader's
- * own decodes)
- * and decodes the sample itself, into its slot. The guest copies its
+ * own decodes) and decodes the sample itself, into its slot. The guest copies its
  * pixels into the slot only if the claim is still its own when it ends,
  * and otherwise drops them: a slot never gets a late guest's pixels, nor
  * a sample counted twice. A sample that fails to decode goes back to the

@@ -751,21 +751,17 @@ int dlc_loader_create(const struct dlc_config *ucfg,
 	l->ndecode = cfg->decode_threads ? cfg->decode_threads :
 		     dlc_default_decode_threads();
 	pthread_mutex_init(&l->lock, NULL);
-	/* Decoders wait on it until a guest's claim is due (guest.h). */
+	/*
+	 * Timed waits against CLOCK_MONOTONIC: decoders until a guest's
+	 * claim is due (guest.h), dlc_next_batch_timeout(), the guests.
+	 */
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&l->work_cv, &ca);
-	pthread_condattr_destroy(&ca);
-	/* dlc_next_batch_timeout() waits on it against CLOCK_MONOTONIC. */
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&l->ready_cv, &ca);
-	pthread_condattr_destroy(&ca);
-	pthread_cond_init(&l->idle_cv, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&l->guest_cv, &ca);
 	pthread_condattr_destroy(&ca);
+	pthread_cond_init(&l->idle_cv, NULL);
 
 	ret = -ENOMEM;
 	l->order = malloc(sizeof(*l->order) * l->epoch_len);
