@@ -81,11 +81,19 @@ echo "debug-kernel: building $dir (cold build: tens of minutes on 2 cores; log $
 	"$src/scripts/kconfig/merge_config.sh" -m -O "$obj" "$obj/.config" \
 		"$here/debug.config"
 	make -C "$src" O="$obj" ARCH=x86_64 LOCALVERSION="-dlcdebug-$hash" olddefconfig
-	# Every option of the fragment must have survived olddefconfig.
+	# Every option of the fragment must have survived olddefconfig:
+	# one set as asked, one turned off not set (another option's select
+	# may turn it back on).
 	missing=0
 	while IFS= read -r line; do
-		case "$line" in CONFIG_*=y|CONFIG_*=[0-9]*) ;; *) continue ;; esac
-		grep -qx "$line" "$obj/.config" || { echo "debug-kernel: $line did not stick"; missing=1; }
+		case "$line" in
+		CONFIG_*=n)
+			! grep -q "^${line%=n}=" "$obj/.config" ||
+				{ echo "debug-kernel: $line did not stick"; missing=1; } ;;
+		CONFIG_*=y|CONFIG_*=[0-9]*)
+			grep -qx "$line" "$obj/.config" ||
+				{ echo "debug-kernel: $line did not stick"; missing=1; } ;;
+		esac
 	done < "$here/debug.config"
 	[ $missing -eq 0 ]
 	make -C "$src" O="$obj" ARCH=x86_64 LOCALVERSION="-dlcdebug-$hash" -j"$jobs" bzImage modules
