@@ -28,6 +28,7 @@ for arg in $(cat /proc/cmdline); do
 	dlcqemu.only=*) ONLY=${arg#*=} ;;
 	dlcqemu.params=*) DLCACHE_PARAMS=$(echo "${arg#*=}" | tr , ' ') ;;
 	dlcqemu.checkers=*) CHECKERS=${arg#*=} ;;
+	dlcqemu.cpus=*) CPUS=${arg#*=} ;;
 	# tests/fuzz/kcov_fuzz.c's time (make fuzz FUZZ_SECONDS=N).
 	dlcqemu.fuzz_seconds=*) export DLCQEMU_FUZZ_SECONDS=${arg#*=} ;;
 	esac
@@ -100,6 +101,8 @@ dmesg -c > /tmp/dmesg.boot 2>/dev/null
 # On the debug kernel (dlcqemu.checkers=1, set by make qemu-debug), every
 # checker the suite relies on must really be on: a kernel that lost one to
 # a config change would otherwise pass everything and prove nothing.
+# So must every CPU QEMU gave it: on one, lockdep sees no races (without
+# ACPI the kernel would find one, in SeaBIOS's MP table).
 # (tests/qemu/debug-kernel/build.sh checks every option of its fragment,
 # DEBUG_ATOMIC_SLEEP among them, against the built .config.)
 if [ "${CHECKERS:-0}" = 1 ]; then
@@ -108,11 +111,14 @@ if [ "${CHECKERS:-0}" = 1 ]; then
 	grep -q 'KernelAddressSanitizer initialized' /tmp/dmesg.boot || missing="$missing KASAN"
 	[ -e /sys/kernel/debug/kmemleak ] || missing="$missing kmemleak"
 	[ -e /sys/kernel/debug/kcov ] || missing="$missing KCOV"
+	online=$(grep -c '^processor' /proc/cpuinfo)
+	[ "$online" = "${CPUS:-$online}" ] ||
+		missing="$missing SMP (on $online of ${CPUS} CPUs)"
 	if [ -n "$missing" ]; then
 		echo "# the debug kernel lacks:$missing"
 		result FAIL checkers
 	else
-		echo "# checkers on: lockdep, KASAN, kmemleak, KCOV"
+		echo "# checkers on: lockdep, KASAN, kmemleak, KCOV; $online CPUs"
 		result ok checkers
 	fi
 fi

@@ -241,8 +241,8 @@ APPEND+=" dlcqemu.mode=$MODE dlcqemu.test_timeout=$TEST_TIMEOUT"
 [ -z "${FUZZ_SECONDS:-}" ] || APPEND+=" dlcqemu.fuzz_seconds=$FUZZ_SECONDS"
 [ -z "${DLCACHE_PARAMS:-}" ] || APPEND+=" dlcqemu.params=${DLCACHE_PARAMS// /,}"
 # QEMU_CHECKERS=1 (make qemu-debug): the guest fails unless lockdep, KASAN,
-# kmemleak and KCOV are on.
-[ "${QEMU_CHECKERS:-0}" = 0 ] || APPEND+=" dlcqemu.checkers=1"
+# kmemleak and KCOV are on, and it runs on the $SMP CPUs it was given.
+[ "${QEMU_CHECKERS:-0}" = 0 ] || APPEND+=" dlcqemu.checkers=1 dlcqemu.cpus=$SMP"
 
 LOG="$OUT/console-${KREL:-custom}.log"
 echo "# qemu: $(basename "$KERNEL"), $SMP cpus, $MEM, tcg; log in $LOG"
