@@ -68,11 +68,15 @@ count_results() {	# prefix log
 	done < <(grep -E '^(ok|FAIL|skip) [^ :]+' "$log")
 }
 
+# Each host program's seconds, "SECONDS NAME", for the slowest list.
+prog_times=()
 run_program() {	# name log cmd...
-	local name=$1 log=$2 rc
+	local name=$1 log=$2 rc t0
 	shift 2
+	t0=$(date +%s)
 	timeout 600 "$@" >"$log" 2>&1
 	rc=$?
+	prog_times+=("$(( $(date +%s) - t0 )) $name")
 	count_results "$name" "$log"
 	if [ "$n_sub" -eq 0 ]; then
 		case $rc in
@@ -227,6 +231,10 @@ fi
 # with its reason: the end of the output is what a CI summary shows.
 times+=("all $(( $(date +%s) - ${DLC_CHECK_T0:-$start_s} )) s")
 echo "times: $(IFS=,; echo "${times[*]}" | sed 's/,/, /g')"
+# Where the host layers' time goes: their ten slowest programs.
+[ ${#prog_times[@]} -eq 0 ] ||
+	echo "slowest: $(printf '%s\n' "${prog_times[@]}" | sort -rn | head -n 10 |
+		awk '{ printf "%s%s %s s", (NR > 1 ? ", " : ""), $2, $1 }')"
 if [ ${#failed[@]} -gt 0 ]; then
 	echo "failed:"
 	printf '     %s\n' "${failed_why[@]}"
