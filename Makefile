@@ -189,9 +189,11 @@ $(BUILD)/bench/hitsim: tests/perf/hitsim.c tests/perf/hitsim_core.c tests/perf/h
 
 # A decoded form of a sample: its bytes, its cost to make and use, and
 # whether its samples are the exact path's (formbench.c; issue 32).
-$(BUILD)/bench/formbench: tests/perf/formbench.c $(BUILD)/release/libdlcache.a
+$(BUILD)/bench/formbench: tests/perf/formbench.c $(TEST_HELPER_SRCS) tests/unit/helpers/testutil.h \
+		$(BUILD)/release/libdlcache.a
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS_ALL) $(CFLAGS) $(WARNINGS) -o $@ $< $(BUILD)/release/libdlcache.a -lturbojpeg $(LIBS)
+	$(CC) $(CPPFLAGS_ALL) -Itests/unit $(CFLAGS) $(WARNINGS) -o $@ $< $(TEST_HELPER_SRCS) \
+		$(BUILD)/release/libdlcache.a -lturbojpeg $(LIBS)
 
 # Restart-indexed JPEGs: transcode size and MCU-exact decode rate (rstbench.c).
 $(BUILD)/bench/rstbench: tests/perf/rstbench.c libdlcache/base/internal.h libdlcache/decode/decode.h \

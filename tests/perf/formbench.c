@@ -31,10 +31,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <turbojpeg.h>
 
 #include "dlcache.h"
+
+#include "helpers/testutil.h"
 
 struct file {
 	uint8_t *buf;
@@ -67,28 +68,10 @@ struct ctx {
 	size_t rows_cap;
 };
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static int slurp(const char *path, struct file *f)
 {
-	FILE *fp = fopen(path, "rb");
-	long n;
-
-	if (!fp)
-		return -errno;
-	fseek(fp, 0, SEEK_END);
-	n = ftell(fp);
-	fseek(fp, 0, SEEK_SET);
-	f->buf = malloc(n > 0 ? (size_t)n : 1);
-	f->len = f->buf ? fread(f->buf, 1, (size_t)n, fp) : 0;
-	fclose(fp);
-	return f->buf && f->len == (size_t)n ? 0 : -EIO;
+	f->buf = t_read_file(path, &f->len);
+	return f->buf ? 0 : -EIO;
 }
 
 /* The train crop of @f for (@epoch, @i); -EINVAL if not whole pixels. */
@@ -193,7 +176,7 @@ static double rate(struct ctx *c, enum mode m, struct file *fs, uint32_t n,
 		   double secs, uint32_t *epoch)
 {
 	uint32_t i, done = 0;
-	double t0 = now(), dt;
+	double t0 = t_thread_cpu_s(), dt;
 	int ret;
 
 	do {
@@ -207,7 +190,7 @@ static double rate(struct ctx *c, enum mode m, struct file *fs, uint32_t n,
 			}
 		}
 		++*epoch;
-		dt = now() - t0;
+		dt = t_thread_cpu_s() - t0;
 	} while (dt < secs);
 	return done / dt;
 }
@@ -231,21 +214,6 @@ static int make_forms(struct ctx *c, struct file *f)
 		f->yuv_bytes += tjPlaneSizeYUV(k, w, 0, h, jss);
 	}
 	return one(c, MAKE_YUV, f, 0, 0);
-}
-
-/* The largest |difference| of @a and @b over @n bytes. */
-static int max_diff(const uint8_t *a, const uint8_t *b, size_t n)
-{
-	int m = 0;
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		int d = abs((int)a[i] - (int)b[i]);
-
-		if (d > m)
-			m = d;
-	}
-	return m;
 }
 
 /*
@@ -277,7 +245,7 @@ static void exactness(struct ctx *c, struct file *fs, uint32_t n,
 
 				if (one(c, k ? USE_YUV : USE_RGB, &fs[i], e, i))
 					exit(1);
-				d = max_diff(ref, c->dst, px);
+				d = t_max_diff(ref, c->dst, px);
 				same[k] += !d;
 				if (d > worst[k])
 					worst[k] = d;

@@ -168,20 +168,6 @@ static int run(const char *fmt, ...)
 	return system(cmd);
 }
 
-static int max_diff(const uint8_t *a, const uint8_t *b, size_t n)
-{
-	int m = 0;
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		int d = abs((int)a[i] - (int)b[i]);
-
-		if (d > m)
-			m = d;
-	}
-	return m;
-}
-
 static double mean_diff(const uint8_t *a, const uint8_t *b, size_t n)
 {
 	uint64_t s = 0;
@@ -318,7 +304,7 @@ static void test_full(struct dlc_decoder *d)
 		CHECK(w == expect[i].w && h == expect[i].h, "%s: %ux%u", v->name,
 		      w, h);
 		if (w == expect[i].w && h == expect[i].h) {
-			m = max_diff(rgb, expect[i].rgb, (size_t)w * h * 3);
+			m = t_max_diff(rgb, expect[i].rgb, (size_t)w * h * 3);
 			CHECK(m <= 1, "%s: max diff %d vs djpeg", v->name, m);
 		}
 		free(rgb);
@@ -408,7 +394,7 @@ static void test_cmyk(struct dlc_decoder *d)
 		CHECK(adobe, "%s: libjpeg wrote no Adobe marker", name);
 		CHECK(conv.w == w && conv.h == h, "%s: djpeg made %ux%u", name,
 		      conv.w, conv.h);
-		m = max_diff(rgb, conv.rgb, (size_t)w * h * 3);
+		m = t_max_diff(rgb, conv.rgb, (size_t)w * h * 3);
 		CHECK(m <= 1, "%s: max diff %d vs reference conversion", name, m);
 		/*
 		 * and the colours come back: the inversion is the right way
@@ -540,7 +526,7 @@ static void test_crop_first(struct dlc_decoder *d)
 			      variants[fi].name);
 
 			md = mean_diff(a, b, (size_t)ow * oh * 3);
-			m = max_diff(a, b, (size_t)ow * oh * 3);
+			m = t_max_diff(a, b, (size_t)ow * oh * 3);
 			/*
 			 * DCT scaling is a box-like prefilter, not the
 			 * triangle: busy stripes near the output's Nyquist
@@ -568,7 +554,7 @@ static void test_crop_first(struct dlc_decoder *d)
 			CHECK(!crop_then_resize(scaled[si].rgb, scaled[si].w,
 						scaled[si].h, &box, den, ow, oh,
 						c), "scaled resize");
-			mc = max_diff(a, c, (size_t)ow * oh * 3);
+			mc = t_max_diff(a, c, (size_t)ow * oh * 3);
 			CHECK(mc == 0,
 			      "%s: box (%.1f,%.1f %.1fx%.1f) -> %ux%u: max diff %d vs a whole decode at 1/%u",
 			      variants[fi].name, box.x, box.y, box.w, box.h,
@@ -710,7 +696,7 @@ static void check_usable(struct dlc_decoder *d, const char *after)
 	ret = dlc_decoder_full(d, files[F_420].buf, files[F_420].len, &rgb,
 			       &w, &h);
 	CHECK(ret == 0 && w == SMALL_W && h == SMALL_H &&
-	      max_diff(rgb, expect[F_420].rgb, (size_t)w * h * 3) <= 1,
+	      t_max_diff(rgb, expect[F_420].rgb, (size_t)w * h * 3) <= 1,
 	      "decoder unusable after %s (%d)", after, ret);
 	free(rgb);
 }

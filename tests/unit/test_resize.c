@@ -122,20 +122,6 @@ static void ref_resize(const uint8_t *src, uint32_t sw, uint32_t sh,
 	free(w);
 }
 
-static int max_diff(const uint8_t *a, const uint8_t *b, size_t n)
-{
-	int m = 0;
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		int d = abs((int)a[i] - (int)b[i]);
-
-		if (d > m)
-			m = d;
-	}
-	return m;
-}
-
 static void random_box(uint32_t sw, uint32_t sh, struct dlc_crop *b)
 {
 	b->w = 1 + t_rand_unit() * (sw - 1);
@@ -215,7 +201,7 @@ static void test_against_reference(void)
 				     DLC_LAYOUT_NHWC, a);
 		CHECK(ret == 0, "resize %ux%u returned %d", ow, oh, ret);
 		ref_resize(src, sw, sh, &b, ow, oh, r);
-		m = max_diff(a, r, (size_t)ow * oh * 3);
+		m = t_max_diff(a, r, (size_t)ow * oh * 3);
 		CHECK(m <= 1, "box (%.3f,%.3f %.3fx%.3f) -> %ux%u: max diff %d vs float reference",
 		      b.x, b.y, b.w, b.h, ow, oh, m);
 		exact += !memcmp(a, r, (size_t)ow * oh * 3);
@@ -414,7 +400,7 @@ static void test_simd_vs_c(void)
 		CHECK(rc == 0 && rv == 0, "case %u returned %d (C) %d (AVX2)",
 		      i, rc, rv);
 		if (!rc && !rv) {
-			int m = max_diff(a, v, (size_t)ow * oh * 3);
+			int m = t_max_diff(a, v, (size_t)ow * oh * 3);
 
 			CHECK(m == 0, "case %u: %ux%u box (%.4f,%.4f %.4fx%.4f) flip %u layout %u -> %ux%u: AVX2 differs from C by %d",
 			      i, sw, sh, b.x, b.y, b.w, b.h, b.flip, layout, ow,
@@ -504,7 +490,7 @@ static void test_geom_window(void)
 		ref_resize(src, sw, sh, &g.box, fw, fh, ref);
 		m = 0;
 		for (y = 0; y < g.out_h; y++) {
-			int d = max_diff(win + (size_t)y * g.out_w * 3,
+			int d = t_max_diff(win + (size_t)y * g.out_w * 3,
 					 ref + ((size_t)(g.win_y + y) * fw +
 						g.win_x) * 3,
 					 (size_t)g.out_w * 3);
@@ -667,7 +653,7 @@ static void test_against_pil(void)
 			continue;
 		CHECK(!dlc_resize_rgb(src, sw, sh, sw * 3, &boxes[i], ow[i],
 				      oh[i], DLC_LAYOUT_NHWC, mine), "resize");
-		m = max_diff(mine, pil, (size_t)ow[i] * oh[i] * 3);
+		m = t_max_diff(mine, pil, (size_t)ow[i] * oh[i] * 3);
 		CHECK(m <= 1, "case %u: max diff %d vs Pillow", i, m);
 		exact += m == 0;
 		free(pil);

@@ -426,3 +426,17 @@ char *t_index_format1(const char *v2, size_t *out_len)
 		*out_len = (size_t)(w - r);
 	return r;
 }
+
+int t_max_diff(const uint8_t *a, const uint8_t *b, size_t n)
+{
+	int m = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		int d = abs((int)a[i] - (int)b[i]);
+
+		if (d > m)
+			m = d;
+	}
+	return m;
+}

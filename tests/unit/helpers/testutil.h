@@ -143,6 +143,8 @@ void t_rmtree(const char *dir);
 int t_write_file(const char *path, const void *data, size_t len);
 /* Read a whole file into a malloc'd buffer; NULL on error. */
 uint8_t *t_read_file(const char *path, size_t *len);
+/* The largest |difference| of the @n bytes at @a and @b. */
+int t_max_diff(const uint8_t *a, const uint8_t *b, size_t n);
 
 /*
  * Encode a @w x @h JPEG with structured content (gradients and shapes
