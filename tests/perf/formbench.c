@@ -18,7 +18,9 @@
  *          use YUV    a sample from the planes: the crop's rows converted
  *                     to RGB (tjDecodeYUVPlanes), then resized
  *   exact: how far each form's samples are from the exact path's, pixel
- *          for pixel (the form is only usable where they are equal)
+ *          for pixel (the form is only usable where they are equal);
+ *          train for both forms, and eval (Resize + CenterCrop, the
+ *          window of the whole image's resize) for the RGB form
  *
  *   formbench [--secs S] [--rounds R] [--out N] FILE...
  *
@@ -34,6 +36,7 @@
 #include <turbojpeg.h>
 
 #include "dlcache.h"
+#include "resize.h"
 
 #include "helpers/testutil.h"
 
@@ -66,6 +69,7 @@ struct ctx {
 	uint8_t *dst;
 	uint8_t *rows;		/* use YUV: the crop's rows in RGB */
 	size_t rows_cap;
+	struct dlc_resize_ws ws;	/* eval from the RGB form */
 };
 
 static int slurp(const char *path, struct file *f)
@@ -217,6 +221,39 @@ static int make_forms(struct ctx *c, struct file *f)
 }
 
 /*
+ * Eval (Resize + CenterCrop) of @f from its RGB form into @dst, and the
+ * exact path's into @ref: the largest |difference|.
+ */
+static int eval_diff(struct ctx *c, const struct file *f, uint8_t *ref)
+{
+	struct dlc_transform te;
+	struct dlc_resize_geom g = { 0 };
+	size_t px;
+
+	dlc_transform_default(&te, DLC_TRANSFORM_EVAL);
+	te.out_w = c->t.out_w;
+	te.out_h = c->t.out_h;
+	te.resize = te.out_w * 8 / 7;
+	te.flags |= DLC_TRANSFORM_F_EXACT;
+	px = (size_t)te.out_w * te.out_h * 3;
+	if (dlc_decoder_sample(c->d, f->buf, f->len, &te, 1, 0, 0,
+			       DLC_LAYOUT_NCHW, ref, NULL))
+		exit(1);
+	g.img_w = g.buf_w = f->w;
+	g.img_h = g.buf_h = f->h;
+	g.stride = (size_t)f->w * 3;
+	g.box = (struct dlc_crop){ 0, 0, f->w, f->h, 0, 0 };
+	dlc_eval_geometry(&te, f->w, f->h, &g.full_w, &g.full_h, &g.win_x,
+			  &g.win_y);
+	g.out_w = te.out_w;
+	g.out_h = te.out_h;
+	if (dlc_resize_geom(&c->ws, f->rgb, &g, DLC_LAYOUT_NCHW, c->dst,
+			    DLC_RESIZE_BEST))
+		exit(1);
+	return t_max_diff(ref, c->dst, px);
+}
+
+/*
  * Every file's sample in @epochs epochs from each form against the exact
  * path: how many are bit-identical, and the largest difference.
  */
@@ -254,6 +291,17 @@ static void exactness(struct ctx *c, struct file *fs, uint32_t n,
 	}
 	printf("exact: of %u samples (%u with a fractional box not tried), bit-identical to the exact path: RGB form %u (largest |difference| %d), YCbCr form %u (largest %d)\n",
 	       tried, skipped, same[0], worst[0], same[1], worst[1]);
+	same[0] = 0;
+	worst[0] = 0;
+	for (i = 0; i < n; i++) {
+		int d = eval_diff(c, &fs[i], ref);
+
+		same[0] += !d;
+		if (d > worst[0])
+			worst[0] = d;
+	}
+	printf("exact, eval (Resize %u + CenterCrop): of %u samples, bit-identical to the exact path: RGB form %u (largest |difference| %d)\n",
+	       c->t.out_w * 8 / 7, n, same[0], worst[0]);
 	free(ref);
 }
 
