@@ -19,12 +19,12 @@
  * into a buffer of its own, and holds its sample as a claim: a decoder of
  * the loader's own with nothing queued reclaims a claim held past its
  * due time (GUEST_RECLAIM_NS more than twice the mean of the loader's
- * own decodes) and decodes the sample itself, into its slot. The guest copies its
- * pixels into the slot only if the claim is still its own when it ends,
- * and otherwise drops them: a slot never gets a late guest's pixels, nor
- * a sample counted twice. A sample that fails to decode goes back to the
- * head of the queue, for the owner's threads to decode again and to
- * handle as dlc_config.on_error says, with its messages.
+ * own decodes) and decodes the sample itself, into its slot. The guest
+ * copies its pixels into the slot only if the claim is still its own when
+ * it ends, and otherwise drops them: a slot never gets a late guest's
+ * pixels, nor a sample counted twice. A sample that fails to decode goes
+ * back to the head of the queue, for the owner's threads to decode again
+ * and to handle as dlc_config.on_error says, with its messages.
  *
  * A guest that took far longer in wall time than in CPU time, or whose
  * claim was reclaimed, was starved, and stays out for GUEST_BACKOFF_NS,
