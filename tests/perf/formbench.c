@@ -78,7 +78,10 @@ static int slurp(const char *path, struct file *f)
 	return f->buf ? 0 : -EIO;
 }
 
-/* The train crop of @f for (@epoch, @i); -EINVAL if not whole pixels. */
+/*
+ * The train crop of @f for (@epoch, @i): -EINVAL if it cannot be drawn,
+ * -EDOM if it is not of whole pixels (the forms here cut whole pixels).
+ */
 static int crop_of(const struct ctx *c, const struct file *f, uint32_t epoch,
 		   uint32_t i, struct dlc_crop *box)
 {
@@ -86,7 +89,7 @@ static int crop_of(const struct ctx *c, const struct file *f, uint32_t epoch,
 		return -EINVAL;
 	if (box->x != floor(box->x) || box->y != floor(box->y) ||
 	    box->w != floor(box->w) || box->h != floor(box->h))
-		return -EINVAL;
+		return -EDOM;
 	return 0;
 }
 
@@ -143,6 +146,11 @@ static int one(struct ctx *c, enum mode m, struct file *f, uint32_t epoch,
 	uint8_t *rgb;
 	int ret;
 
+	if (m == USE_RGB || m == USE_YUV) {
+		ret = crop_of(c, f, epoch, i, &box);
+		if (ret)
+			return ret;
+	}
 	switch (m) {
 	case DEFAULT:
 		return dlc_decoder_sample(c->d, f->buf, f->len, &c->t, 1, epoch,
@@ -157,8 +165,6 @@ static int one(struct ctx *c, enum mode m, struct file *f, uint32_t epoch,
 			free(rgb);
 		return ret;
 	case USE_RGB:
-		if (crop_of(c, f, epoch, i, &box))
-			return 0;
 		return resize_crop(c, f->rgb + ((size_t)box.y * f->w +
 						(size_t)box.x) * 3,
 				   (size_t)f->w * 3, &box);
@@ -167,8 +173,6 @@ static int one(struct ctx *c, enum mode m, struct file *f, uint32_t epoch,
 					       (int)f->w, f->strides,
 					       (int)f->h, 0) ? -EBADMSG : 0;
 	case USE_YUV:
-		if (crop_of(c, f, epoch, i, &box))
-			return 0;
 		return use_yuv(c, f, &box);
 	default:
 		return -EINVAL;
@@ -187,8 +191,10 @@ static double rate(struct ctx *c, enum mode m, struct file *fs, uint32_t n,
 		for (i = 0; i < n; i++, done++) {
 			ret = one(c, m, &fs[i], *epoch, i);
 			if (ret) {
+				/* Not a sample skipped and counted as done. */
 				fprintf(stderr, "formbench: %s: file %u: %s\n",
-					mode_names[m], i,
+					mode_names[m], i, ret == -EDOM ?
+					"a crop box of fractional pixels" :
 					dlc_decoder_error(c->d));
 				exit(1);
 			}
@@ -197,6 +203,18 @@ static double rate(struct ctx *c, enum mode m, struct file *fs, uint32_t n,
 		dt = t_thread_cpu_s() - t0;
 	} while (dt < secs);
 	return done / dt;
+}
+
+/* Free @f's bytes and forms, and clear it for the next file. */
+static void drop_file(struct file *f)
+{
+	int k;
+
+	free(f->buf);
+	free(f->rgb);
+	for (k = 0; k < 3; k++)
+		free(f->yuv[k]);
+	memset(f, 0, sizeof(*f));
 }
 
 /* The forms of @f: the RGB image and the planes. */
@@ -224,7 +242,8 @@ static int make_forms(struct ctx *c, struct file *f)
  * Eval (Resize + CenterCrop) of @f from its RGB form into @dst, and the
  * exact path's into @ref: the largest |difference|.
  */
-static int eval_diff(struct ctx *c, const struct file *f, uint8_t *ref)
+static int eval_diff(struct ctx *c, const struct file *f, uint32_t resize,
+		     uint8_t *ref)
 {
 	struct dlc_transform te;
 	struct dlc_resize_geom g = { 0 };
@@ -233,7 +252,7 @@ static int eval_diff(struct ctx *c, const struct file *f, uint8_t *ref)
 	dlc_transform_default(&te, DLC_TRANSFORM_EVAL);
 	te.out_w = c->t.out_w;
 	te.out_h = c->t.out_h;
-	te.resize = te.out_w * 8 / 7;
+	te.resize = resize;
 	te.flags |= DLC_TRANSFORM_F_EXACT;
 	px = (size_t)te.out_w * te.out_h * 3;
 	if (dlc_decoder_sample(c->d, f->buf, f->len, &te, 1, 0, 0,
@@ -262,6 +281,7 @@ static void exactness(struct ctx *c, struct file *fs, uint32_t n,
 {
 	size_t px = (size_t)c->t.out_w * c->t.out_h * 3;
 	uint8_t *ref = malloc(px);
+	uint32_t resize = c->t.out_w * 8 / 7;	/* 256 for 224, as ImageNet's */
 	uint32_t same[2] = { 0 }, tried = 0, skipped = 0, e, i, k;
 	int worst[2] = { 0 };
 
@@ -294,14 +314,14 @@ static void exactness(struct ctx *c, struct file *fs, uint32_t n,
 	same[0] = 0;
 	worst[0] = 0;
 	for (i = 0; i < n; i++) {
-		int d = eval_diff(c, &fs[i], ref);
+		int d = eval_diff(c, &fs[i], resize, ref);
 
 		same[0] += !d;
 		if (d > worst[0])
 			worst[0] = d;
 	}
 	printf("exact, eval (Resize %u + CenterCrop): of %u samples, bit-identical to the exact path: RGB form %u (largest |difference| %d)\n",
-	       c->t.out_w * 8 / 7, n, same[0], worst[0]);
+	       resize, n, same[0], worst[0]);
 	free(ref);
 }
 
@@ -312,7 +332,7 @@ int main(int argc, char **argv)
 	uint32_t rounds = 3, round, epoch = 0, n = 0, out = 224, m;
 	struct ctx c = { 0 };
 	struct file *fs;
-	int a;
+	int a, ret;
 
 	for (a = 1; a < argc && argv[a][0] == '-'; a++) {
 		if (!strcmp(argv[a], "--secs") && a + 1 < argc) {
@@ -337,10 +357,13 @@ int main(int argc, char **argv)
 			fprintf(stderr, "formbench: cannot read %s\n", argv[a]);
 			return 1;
 		}
-		if (make_forms(&c, &fs[n])) {
-			fprintf(stderr, "formbench: %s: not a YCbCr JPEG, left out\n",
-				argv[a]);
-			free(fs[n].buf);
+		ret = make_forms(&c, &fs[n]);
+		if (ret) {
+			fprintf(stderr, "formbench: %s: %s, left out\n", argv[a],
+				ret == -EOPNOTSUPP ? "not a YCbCr JPEG" :
+				ret == -ENOMEM ? "out of memory" :
+				"does not decode");
+			drop_file(&fs[n]);
 			continue;
 		}
 		enc += fs[n].len;
