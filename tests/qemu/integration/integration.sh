@@ -73,7 +73,10 @@
 #                         two jobs on dlcache.ko <= 1.10 x the offline
 #                         optimum of the merged trace and <= 0.6 x two
 #                         separate in-process caches (the jobs' steps are
-#                         calibrated to the guest's speed); drifting ranks
+#                         calibrated to the guest's speed; whatif
+#                         --attached and the consumers' poll watch a pair
+#                         of their own, jobs-run-w, not the timed run);
+#                         drifting ranks
 #                         within 0.01 of the lockstep hit ratio (the median,
 #                         and all runs but one, which stays within 0.05),
 #                         each run's bytes against its own trace's optimum
