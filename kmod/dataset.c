@@ -35,6 +35,20 @@
 #include "dlc.h"
 #include "dataset.h"
 
+/*
+ * The module's one cache, which holds the data sets (and the sessions'
+ * list, under its lock). Defined here, below every file that uses it, so
+ * that no file calls up into main.c; main.c sets it up and tears it down.
+ */
+struct dlc_cache dlc_cache;
+/*
+ * dlc_cache is set up. Written by main.c's dlc_init() and dlc_exit()
+ * under kernel_param_lock(), which the parameters' set and get callbacks
+ * run under: a write to a parameter file (that outlives dlc_exit()) sees
+ * it false once the cache is going away. READ_ONCE elsewhere.
+ */
+bool dlc_ready;
+
 /* ------------------------------------------------------------------ */
 /* Copies in flight                                                    */
 /* ------------------------------------------------------------------ */

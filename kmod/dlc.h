@@ -355,8 +355,8 @@ static inline u64 dlc_sample_charge(const struct dlc_sample *s)
 }
 
 /*
- * main.c: the module's one cache, and whether it is set up (see dlc_ready
- * in main.c for its rules).
+ * dataset.c: the module's one cache, and whether it is set up (see
+ * dlc_ready there for its rules; main.c sets both).
  */
 extern struct dlc_cache dlc_cache;
 extern bool dlc_ready;

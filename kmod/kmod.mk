@@ -17,7 +17,8 @@
 #                            kernel (PROVE_LOCKING, KASAN, UBSAN,
 #                            DEBUG_LIST, kmemleak) in QEMU: tests/kunit/run.sh
 #   make style               checkpatch --strict once, sparse (make C=2) per
-#                            kernel of KERNELS that has headers
+#                            kernel of KERNELS that has headers, and the
+#                            tree's shape (tests/structure.py)
 #   make dkms-install        copy the module's sources to /usr/src/dlcache-<v>/
 #                            and dkms add/build/install them for every
 #                            installed kernel with headers (root; idempotent)
@@ -85,9 +86,14 @@ module:
 kunit:
 	@BUILD=$(BUILD) tests/kunit/run.sh
 
+# Then the tree's shape as design.md states it: no call or include cycle,
+# calls down libdlcache's folders, the file and function limits
+# (tests/structure.py, over the objects of make lib tools module).
 style:
-	@tests/kmod/style.sh $(abspath $(KSCRIPTS)) $(abspath $(BUILD)) "$(KERNELS)" \
-		$(if $(DLC_KDIR_GIVEN),"$(KDIR)")
+	@rc=0; tests/kmod/style.sh $(abspath $(KSCRIPTS)) $(abspath $(BUILD)) "$(KERNELS)" \
+		$(if $(DLC_KDIR_GIVEN),"$(KDIR)") || rc=1; \
+	/usr/bin/python3 tests/structure.py $(BUILD) || rc=1; \
+	exit $$rc
 
 dkms-install:
 	@if [ "$$(id -u)" -ne 0 ]; then echo "dkms-install: needs root"; exit 1; fi; \

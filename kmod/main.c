@@ -42,15 +42,6 @@
 
 static unsigned long capacity_mb = 256;
 /*
- * dlc_cache is set up. Set and cleared under kernel_param_lock(), which
- * the parameters' set and get callbacks run under: a write to a
- * parameter file (that outlives dlc_exit()) sees it false once the cache
- * is going away. READ_ONCE elsewhere.
- */
-bool dlc_ready;
-struct dlc_cache dlc_cache;
-
-/*
  * What STATS shows of @ds without its lock: what is constant, and the
  * cache-lock fields (READ_ONCE: the caller holds cache->lock, or an
  * attachment, and then @ds is not idle).

@@ -64,7 +64,7 @@ int dlc_bmp_decode(struct dlc_image *im, const uint8_t *buf, size_t len);
 int dlc_pnm_decode(struct dlc_image *im, const uint8_t *buf, size_t len);
 int dlc_tiff_decode(struct dlc_image *im, const uint8_t *buf, size_t len);
 
-/* ---- for the format files ---- */
+/* ---- for the format files (imageout.c) ---- */
 
 /* Set im->kind and im->msg; returns @err. */
 __attribute__((format(printf, 4, 5)))

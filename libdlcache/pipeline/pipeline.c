@@ -466,7 +466,7 @@ static int readahead_next(struct dlc_loader *l, uint64_t my_gen,
 		if (ep == l->epoch) {
 			*id = l->order[p];
 		} else {
-			if (ep != l->epoch + 1 || p >= dlc_loader_epoch_samples(l))
+			if (ep != l->epoch + 1 || p >= loader_run_len(l, l->epoch_len))
 				return -EAGAIN;
 			if (l->ra_order_epoch != ep) {
 				if (loader_fill_order(l, ep, l->ra_order, l->epoch_len))
