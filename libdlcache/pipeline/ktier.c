@@ -189,7 +189,7 @@ static int ktier_fill_global(struct ktier *kt, uint32_t epoch)
 
 /*
  * Upload @epoch and @epoch + 1, unless done. With a time line of its own
- * (k_own_line: each rank of each job is a consumer, ktier_job()) a rank
+ * (own_line: each rank of each job is a consumer, ktier_job()) a rank
  * uploads its own order, and the module ranks a sample by its soonest
  * use over every rank of every job, each at its own measured pace: ranks
  * that drift apart lose nothing. On the shared line (a module without
