@@ -239,8 +239,9 @@ static int make_forms(struct ctx *c, struct file *f)
 }
 
 /*
- * Eval (Resize + CenterCrop) of @f from its RGB form into @dst, and the
- * exact path's into @ref: the largest |difference|.
+ * Eval (Resize + CenterCrop) of @f from its RGB form into c->dst, and the
+ * exact path's into @ref: the largest |difference|. Stops, saying why,
+ * if either fails.
  */
 static int eval_diff(struct ctx *c, const struct file *f, uint32_t resize,
 		     uint8_t *ref)
@@ -256,8 +257,11 @@ static int eval_diff(struct ctx *c, const struct file *f, uint32_t resize,
 	te.flags |= DLC_TRANSFORM_F_EXACT;
 	px = (size_t)te.out_w * te.out_h * 3;
 	if (dlc_decoder_sample(c->d, f->buf, f->len, &te, 1, 0, 0,
-			       DLC_LAYOUT_NCHW, ref, NULL))
+			       DLC_LAYOUT_NCHW, ref, NULL)) {
+		fprintf(stderr, "formbench: eval, exact path: %s\n",
+			dlc_decoder_error(c->d));
 		exit(1);
+	}
 	g.img_w = g.buf_w = f->w;
 	g.img_h = g.buf_h = f->h;
 	g.stride = (size_t)f->w * 3;
@@ -267,8 +271,10 @@ static int eval_diff(struct ctx *c, const struct file *f, uint32_t resize,
 	g.out_w = te.out_w;
 	g.out_h = te.out_h;
 	if (dlc_resize_geom(&c->ws, f->rgb, &g, DLC_LAYOUT_NCHW, c->dst,
-			    DLC_RESIZE_BEST))
+			    DLC_RESIZE_BEST)) {
+		fprintf(stderr, "formbench: eval from the RGB form: the resize failed\n");
 		exit(1);
+	}
 	return t_max_diff(ref, c->dst, px);
 }
 
