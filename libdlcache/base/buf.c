@@ -121,6 +121,8 @@ struct dlc_buf *dlc_buf_alloc(size_t len)
 	b->mapped = 0;
 	b->crc_memo = 0;
 	b->mtime_ns = 0;
+	b->form_w = 0;
+	b->form_h = 0;
 	b->len = len;
 	b->data = (uint8_t *)(b + 1);
 	b->mem = NULL;
@@ -173,6 +175,8 @@ struct dlc_buf *dlc_buf_alloc_io(uint64_t len, uint32_t lead)
 	b->refs = 1;
 	b->crc_memo = 0;
 	b->mtime_ns = 0;
+	b->form_w = 0;
+	b->form_h = 0;
 	b->len = len;
 	b->data = b->mem + lead;
 	b->next = NULL;

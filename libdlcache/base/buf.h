@@ -11,9 +11,9 @@
 #include <stdint.h>
 
 /*
- * The encoded bytes of one sample. Shared by the cache and the decode
- * queue; freed, or given back to the pool (buf.c), when the last
- * reference goes.
+ * The bytes of one sample: as encoded, or its decoded form (form_w set).
+ * Shared by the cache and the decode queue; freed, or given back to the
+ * pool (buf.c), when the last reference goes.
  */
 struct dlc_buf {
 	uint32_t refs;		/* atomic */
@@ -25,6 +25,12 @@ struct dlc_buf {
 	 * the epoch, as the read's statx saw it; 0: not known.
 	 */
 	uint64_t mtime_ns;
+	/*
+	 * A decoded form (dlc_config.forms): the whole image at scale 1,
+	 * form_w x form_h packed RGB at data; 0: encoded bytes. Set by its
+	 * maker before anyone else holds it.
+	 */
+	uint32_t form_w, form_h;
 	size_t len;		/* bytes at data */
 	uint8_t *data;		/* the sample's first byte */
 	uint8_t *mem;		/* pooled: the 4 KiB-aligned block */

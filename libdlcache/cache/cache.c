@@ -6,6 +6,10 @@
  * very policy.c that the module compiles. Only the loader's I/O thread
  * touches it, so it has no lock; the bytes it hands out are refcounted.
  *
+ * An entry is a sample's encoded bytes or its decoded form (buf.h's
+ * form_w; dlc_config.forms, chosen by pipeline/forms.c): both are ranked
+ * by next use alike, and accounted by the memory they hold.
+ *
  * It keeps the very buffers reads landed in (pooled blocks, buf.c): a hit
  * is a new reference, never a copy. What it accounts against its
  * capacity is the memory those buffers hold (dlc_buf_footprint), not the
@@ -43,7 +47,20 @@ struct dlc_cache {
 	uint64_t used;
 	uint64_t evictions;
 	uint64_t bypasses;
+	uint64_t forms_held;	/* entries that are decoded forms */
+	uint64_t forms_bytes;	/* their bytes, of used */
+	/*
+	 * Forms are pinned: out of the policy's heap, never a victim, and
+	 * admitted while they fit, over encoded bytes (pipeline/forms.c).
+	 */
+	int pin_forms;
 };
+
+/* Whether entry @id is one the policy ranks (not a pinned form). */
+static int ranked(const struct dlc_cache *c, uint32_t id)
+{
+	return !(c->pin_forms && c->entry[id]->form_w);
+}
 
 int dlc_cache_create(uint32_t nsamples, uint32_t epoch_len, uint64_t capacity,
 		     struct dlc_cache **out)
@@ -113,7 +130,7 @@ static void restart(struct dlc_cache *c)
 	dlc_policy_init(&c->pol, c->nsamples, 3 * c->epoch_len, c->pol_mem,
 			c->pol_bytes, dlc_now_ns());
 	for (i = 0; i < c->nsamples; i++)
-		if (c->entry[i])
+		if (c->entry[i] && ranked(c, i))
 			dlc_policy_insert(&c->pol, i);
 	c->have_epochs = 0;
 }
@@ -162,12 +179,25 @@ int dlc_cache_contains(const struct dlc_cache *c, uint32_t id)
 	return id < c->nsamples && c->entry[id];
 }
 
+/* Drop entry @id's bytes and their accounting (the policy's is the caller's). */
+static void drop_entry(struct dlc_cache *c, uint32_t id)
+{
+	struct dlc_buf *b = c->entry[id];
+	size_t bytes = dlc_buf_footprint(b);
+
+	c->used -= bytes;
+	if (b->form_w) {
+		c->forms_held--;
+		c->forms_bytes -= bytes;
+	}
+	dlc_buf_put(b);
+	c->entry[id] = NULL;
+}
+
 static void evict(struct dlc_cache *c, uint32_t id)
 {
 	dlc_policy_remove(&c->pol, id);
-	c->used -= dlc_buf_footprint(c->entry[id]);
-	dlc_buf_put(c->entry[id]);
-	c->entry[id] = NULL;
+	drop_entry(c, id);
 	c->evictions++;
 }
 
@@ -214,6 +244,85 @@ int dlc_cache_offer(struct dlc_cache *c, uint32_t id, struct dlc_buf *b)
 	return 1;
 }
 
+int dlc_cache_would_keep(const struct dlc_cache *c, uint32_t id,
+			 uint64_t bytes)
+{
+	uint32_t v;
+
+	if (id >= c->nsamples || bytes > c->capacity)
+		return 0;
+	if (c->pin_forms)
+		return c->forms_bytes + bytes <= c->capacity;
+	if (c->used + bytes <= c->capacity)
+		return 1;
+	v = dlc_policy_victim(&c->pol);
+	return v != DLC_POLICY_NIL && v != id &&
+	       dlc_policy_prefer(&c->pol, id, v);
+}
+
+void dlc_cache_pin_forms(struct dlc_cache *c, int pin)
+{
+	uint32_t i;
+
+	if (c->pin_forms == !!pin)
+		return;
+	c->pin_forms = !!pin;
+	for (i = 0; i < c->nsamples; i++) {
+		if (!c->entry[i] || !c->entry[i]->form_w)
+			continue;
+		if (pin)
+			dlc_policy_remove(&c->pol, i);
+		else
+			dlc_policy_insert(&c->pol, i);
+	}
+}
+
+int dlc_cache_offer_form(struct dlc_cache *c, uint32_t id, struct dlc_buf *b)
+{
+	size_t bytes = dlc_buf_footprint(b), had;
+	struct dlc_buf *old;
+
+	if (id >= c->nsamples || !b->form_w)
+		return 0;
+	old = c->entry[id];
+	if (old && old->form_w)
+		return 0;
+	had = old ? dlc_buf_footprint(old) : 0;
+	if (bytes > c->capacity ||
+	    (c->pin_forms && c->forms_bytes + bytes > c->capacity)) {
+		c->bypasses++;
+		return 0;
+	}
+	/*
+	 * Pinned, a form is worth more than any encoded entry: room is made
+	 * by next use among those alone. Else by next use, as for any
+	 * sample, and never by evicting @id itself.
+	 */
+	if (c->pin_forms)
+		dlc_policy_remove(&c->pol, id);
+	while (c->used - had + bytes > c->capacity) {
+		uint32_t v = dlc_policy_victim(&c->pol);
+
+		if (v == DLC_POLICY_NIL || v == id ||
+		    (!c->pin_forms && !dlc_policy_prefer(&c->pol, id, v))) {
+			if (old && c->pin_forms)
+				dlc_policy_insert(&c->pol, id);
+			c->bypasses++;
+			return 0;
+		}
+		evict(c, v);
+	}
+	if (old)
+		drop_entry(c, id);
+	if (!c->pin_forms)
+		dlc_policy_insert(&c->pol, id);
+	c->entry[id] = dlc_buf_get(b);
+	c->used += bytes;
+	c->forms_held++;
+	c->forms_bytes += bytes;
+	return 1;
+}
+
 void dlc_cache_counters(const struct dlc_cache *c,
 			struct dlc_cache_counters *out)
 {
@@ -221,4 +330,6 @@ void dlc_cache_counters(const struct dlc_cache *c,
 	out->bypasses = c->bypasses;
 	out->used = c->used;
 	out->capacity = c->capacity;
+	out->forms_held = c->forms_held;
+	out->forms_bytes = c->forms_bytes;
 }

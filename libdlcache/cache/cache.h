@@ -48,11 +48,36 @@ int dlc_cache_contains(const struct dlc_cache *c, uint32_t id);
  */
 int dlc_cache_offer(struct dlc_cache *c, uint32_t id, struct dlc_buf *b);
 
+/*
+ * Whether a decoded form of @bytes for @id would be kept now: pinned,
+ * that the forms fit; else that it fits, or the farthest next use cached
+ * is farther than @id's (one eviction's look; the offer decides).
+ */
+int dlc_cache_would_keep(const struct dlc_cache *c, uint32_t id,
+			 uint64_t bytes);
+
+/*
+ * Pin the decoded forms (@pin 1) or rank them by next use with the rest
+ * (0). Pinned, a form is never evicted, and is admitted while the forms
+ * fit, evicting encoded bytes by next use.
+ */
+void dlc_cache_pin_forms(struct dlc_cache *c, int pin);
+
+/*
+ * Offer @b, a decoded form of @id (form_w set), in place of the encoded
+ * bytes cached for it, if any. Room is made by next use (among encoded
+ * entries when pinned), never by evicting @id: 1 when cached (its own
+ * reference taken), 0 when not.
+ */
+int dlc_cache_offer_form(struct dlc_cache *c, uint32_t id, struct dlc_buf *b);
+
 struct dlc_cache_counters {
 	uint64_t evictions;
 	uint64_t bypasses;
 	uint64_t used;
 	uint64_t capacity;
+	uint64_t forms_held;
+	uint64_t forms_bytes;
 };
 void dlc_cache_counters(const struct dlc_cache *c,
 			struct dlc_cache_counters *out);

@@ -96,7 +96,8 @@ struct dlc_decoder {
 	size_t region_cap;
 	uint8_t *row4;			/* one CMYK row before conversion */
 	size_t row4_cap;
-	uint8_t *pending;		/* dlc_decoder_full()'s buffer in flight */
+	uint8_t *pending;		/* a whole decode's buffer in flight */
+	const struct dlc_rgb_alloc *pending_by;	/* and whose it is */
 	uint8_t *splice;		/* MCU-exact: the spliced JPEG */
 	size_t splice_cap;
 	struct dlc_resize_ws ws;
@@ -396,7 +397,6 @@ void dlc_decoder_destroy(struct dlc_decoder *d)
 	if (!d)
 		return;
 	jpeg_destroy_decompress(&d->cinfo);
-	free(d->pending);
 	scratch_free(d);
 	free(d);
 }
@@ -531,7 +531,8 @@ static int begin(struct dlc_decoder *d, const void *buf, size_t len)
 static int recover(struct dlc_decoder *d)
 {
 	jpeg_abort_decompress(&d->cinfo);
-	free(d->pending);
+	if (d->pending)
+		d->pending_by->release(d->pending_by->arg, d->pending);
 	d->pending = NULL;
 	return d->err ? d->err : -EBADMSG;
 }
@@ -702,35 +703,35 @@ static int decode_image(struct dlc_decoder *d, const void *buf, size_t len,
 	return 0;
 }
 
-/* full_call() of a non-JPEG, decoded into a buffer the caller then owns. */
+/* full_call() of a non-JPEG: decoded into d->region, then copied to @a's. */
 static int image_full(struct dlc_decoder *d, const void *buf, size_t len,
-		      uint8_t **rgb, uint32_t *width, uint32_t *height)
+		      const struct dlc_rgb_alloc *a, uint8_t **rgb,
+		      uint32_t *width, uint32_t *height)
 {
-	uint8_t *region = d->region;
-	size_t cap = d->region_cap;
+	size_t bytes;
 	int ret;
 
-	d->region = NULL;
-	d->region_cap = 0;
 	ret = decode_image(d, buf, len, width, height);
 	if (ret)
-		free(d->region);
-	else
-		*rgb = d->region;
-	d->region = region;
-	d->region_cap = cap;
-	return ret;
+		return ret;
+	bytes = (size_t)*width * *height * 3;
+	*rgb = a->alloc(a->arg, bytes);
+	if (!*rgb)
+		return no_memory(d, bytes);
+	memcpy(*rgb, d->region, bytes);
+	return 0;
 }
 
 static int full_call(struct dlc_decoder *d, const void *buf, size_t len,
-		     uint8_t **rgb, uint32_t *width, uint32_t *height)
+		     const struct dlc_rgb_alloc *a, uint8_t **rgb,
+		     uint32_t *width, uint32_t *height)
 {
 	struct jpeg_decompress_struct *c = &d->cinfo;
 	size_t stride, bytes;
 	int ret;
 
 	if (other_format(buf, len))
-		return image_full(d, buf, len, rgb, width, height);
+		return image_full(d, buf, len, a, rgb, width, height);
 	ret = begin(d, buf, len);
 	if (ret)
 		return ret;
@@ -742,12 +743,13 @@ static int full_call(struct dlc_decoder *d, const void *buf, size_t len,
 	jpeg_start_decompress(c);
 	stride = (size_t)c->output_width * 3;
 	bytes = stride * c->output_height;
-	d->pending = malloc(bytes);
+	d->pending = a->alloc(a->arg, bytes);
+	d->pending_by = a;
 	if (!d->pending)
 		return no_memory(d, bytes);
 	ret = read_rows(d, d->pending, stride, c->output_height);
 	if (ret) {
-		free(d->pending);
+		a->release(a->arg, d->pending);
 		d->pending = NULL;
 		return ret;
 	}
@@ -760,13 +762,36 @@ static int full_call(struct dlc_decoder *d, const void *buf, size_t len,
 	return 0;
 }
 
+int dlc_decoder_full_to(struct dlc_decoder *d, const void *buf, size_t len,
+			const struct dlc_rgb_alloc *a, uint8_t **rgb,
+			uint32_t *width, uint32_t *height)
+{
+	if (!d || !a || !rgb || !width || !height)
+		return -EINVAL;
+	start_call(d);
+	return scratch_settle(d, full_call(d, buf, len, a, rgb, width,
+					   height));
+}
+
+static uint8_t *heap_alloc(void *arg, size_t bytes)
+{
+	(void)arg;
+	return malloc(bytes);
+}
+
+static void heap_release(void *arg, uint8_t *mem)
+{
+	(void)arg;
+	free(mem);
+}
+
 int dlc_decoder_full(struct dlc_decoder *d, const void *buf, size_t len,
 		     uint8_t **rgb, uint32_t *width, uint32_t *height)
 {
-	if (!d || !rgb || !width || !height)
-		return -EINVAL;
-	start_call(d);
-	return scratch_settle(d, full_call(d, buf, len, rgb, width, height));
+	static const struct dlc_rgb_alloc heap = { heap_alloc, heap_release,
+						   NULL };
+
+	return dlc_decoder_full_to(d, buf, len, &heap, rgb, width, height);
 }
 
 /*
@@ -1215,6 +1240,49 @@ int dlc_decoder_sample(struct dlc_decoder *d, const void *buf, size_t len,
 	return dlc_decoder_sample_method(d, buf, len, t, seed, epoch, sample,
 					 layout, DLC_DECODE_CROP_FIRST, dst,
 					 crop_out);
+}
+
+/*
+ * dlc_decoder_sample_rgb(): the plan of a scale-1 decode of the whole
+ * image (decode_full_then_crop()'s), over pixels decoded before.
+ */
+static int rgb_call(struct dlc_decoder *d, const uint8_t *rgb, uint32_t w,
+		    uint32_t h, const struct dlc_transform *t, uint64_t seed,
+		    uint32_t epoch, uint32_t sample, uint32_t layout,
+		    uint8_t *dst, struct dlc_crop *crop_out)
+{
+	const uint8_t *src;
+	struct plan p;
+	int ret;
+
+	if (!rgb || !w || !h || (uint64_t)w * h > d->max_pixels ||
+	    !out_ok(dst, t->out_w, t->out_h, layout, DLC_DECODE_CROP_FIRST))
+		return set_error(d, DLC_ERR_NONE, -EINVAL,
+				 "invalid argument: image, output or layout");
+	ret = setup_crop(d, t, seed, epoch, sample, NULL, w, h);
+	if (ret)
+		return ret;
+	if (crop_out)
+		*crop_out = d->crop;
+	plan_at(d, 1, w, h, t->out_w, t->out_h, &p);
+	src = plan_buffer(&p, rgb, 0, w, 0, h, (size_t)w * 3);
+	return resize_failed(d, dlc_resize_geom(&d->ws, src, &p.g, layout, dst,
+						DLC_RESIZE_BEST),
+			     t->out_w, t->out_h);
+}
+
+int dlc_decoder_sample_rgb(struct dlc_decoder *d, const uint8_t *rgb,
+			   uint32_t width, uint32_t height,
+			   const struct dlc_transform *t, uint64_t seed,
+			   uint32_t epoch, uint32_t sample, uint32_t layout,
+			   uint8_t *dst, struct dlc_crop *crop_out)
+{
+	if (!d || !t)
+		return -EINVAL;
+	start_call(d);
+	return scratch_settle(d, rgb_call(d, rgb, width, height, t, seed,
+					  epoch, sample, layout, dst,
+					  crop_out));
 }
 
 int dlc_decoder_crop(struct dlc_decoder *d, const void *buf, size_t len,

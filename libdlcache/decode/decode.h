@@ -40,6 +40,24 @@ int dlc_decoder_sample_rst(struct dlc_decoder *d, const void *buf,
  */
 int dlc_decoder_set_budget(struct dlc_decoder *d, uint32_t max_scans,
 			   uint32_t budget_ms);
+/*
+ * Where a whole decode's pixels go: @alloc gives @bytes for them (NULL:
+ * -ENOMEM), @release takes them back when the decode then fails.
+ */
+struct dlc_rgb_alloc {
+	uint8_t *(*alloc)(void *arg, size_t bytes);
+	void (*release)(void *arg, uint8_t *mem);
+	void *arg;
+};
+
+/*
+ * dlc_decoder_full() into memory from @a (the decoded forms' pooled
+ * buffers): *@rgb is @a's, *@width x *@height packed RGB.
+ */
+int dlc_decoder_full_to(struct dlc_decoder *d, const void *buf, size_t len,
+			const struct dlc_rgb_alloc *a, uint8_t **rgb,
+			uint32_t *width, uint32_t *height);
+
 /* Scratch bytes the decoder holds between calls (for the tests). */
 size_t dlc_decoder_scratch_bytes(const struct dlc_decoder *d);
 

@@ -362,6 +362,22 @@ int dlc_decoder_sample(struct dlc_decoder *d, const void *buf, size_t len,
 		       uint8_t *dst, struct dlc_crop *crop_out);
 
 /*
+ * The sample of dlc_decoder_sample() from an image already decoded whole
+ * at full resolution: @rgb, @width x @height packed RGB as
+ * dlc_decoder_full() gives it. The pixels are those dlc_decoder_sample()
+ * gives with DLC_TRANSFORM_F_EXACT on the bytes @rgb was decoded from,
+ * bit for bit (the resize sees the same scale-1 pixels), whatever @t's
+ * flags; no decode is done. This is what a decoded form of a sample
+ * serves (dlc_config.forms). Returns 0, or -EINVAL (no image, one over
+ * the decoder's max_pixels, a bad transform or output).
+ */
+int dlc_decoder_sample_rgb(struct dlc_decoder *d, const uint8_t *rgb,
+			   uint32_t width, uint32_t height,
+			   const struct dlc_transform *t, uint64_t seed,
+			   uint32_t epoch, uint32_t sample, uint32_t layout,
+			   uint8_t *dst, struct dlc_crop *crop_out);
+
+/*
  * How a sample is decoded (dlc_decoder_sample_method(), dlc_decoder_crop()).
  * dlc_decoder_crop() resizes its given crop as an image of its own, as in
  * train (for an integer box, Pillow's img.crop(box).resize((out_w, out_h),
@@ -734,7 +750,32 @@ struct dlc_config {
 	 * string is copied by dlc_loader_create().
 	 */
 	const char *node_group;
+	/* ---- end of DLC_CONFIG_SIZE_VER2 ---- */
+	/*
+	 * Decoded forms (library.md, "Decoded forms"): the in-process cache
+	 * may hold a sample as its whole image decoded at full resolution
+	 * (RGB, 3 bytes a pixel) instead of its encoded bytes, so that a hit
+	 * is a resize and no decode. DLC_FORMS_OFF (0, the default): encoded
+	 * bytes only. DLC_FORMS_AUTO: per sample, whichever saves the loader's
+	 * bottleneck more per byte, as measured (decoded while decode limits
+	 * the loader, encoded while storage does). DLC_FORMS_DECODED: a
+	 * decoded form for every sample the cache keeps (for measurements).
+	 * With forms on, every sample is decoded at scale 1, as with
+	 * DLC_TRANSFORM_F_EXACT (set for you): a batch is the same whichever
+	 * form served each sample and whatever the cache held. dlcache.ko's
+	 * cache and cluster mode keep encoded bytes (the same pixels).
+	 */
+	uint32_t forms;
+	uint32_t pad3;		/* must be zero */
 };
+
+/* dlc_config.forms */
+#define DLC_FORMS_OFF		0U
+#define DLC_FORMS_AUTO		1U
+#define DLC_FORMS_DECODED	2U
+
+/* "off", "auto", "decoded", or "?" */
+const char *dlc_forms_name(uint32_t forms);
 
 /* dlc_config.read_timeout_ms: 0 means this, 30 s. */
 #define DLC_READ_TIMEOUT_DEFAULT_MS	30000U
@@ -765,6 +806,8 @@ struct dlc_config {
 #define DLC_CONFIG_SIZE_VER1	240
 /* Up to and including node_group. */
 #define DLC_CONFIG_SIZE_VER2	248
+/* Up to and including pad3. */
+#define DLC_CONFIG_SIZE_VER3	256
 
 /* Defaults: batch 64, NCHW, train transform at 224, depth 64, window 256. */
 void dlc_config_init(struct dlc_config *cfg);
@@ -1054,6 +1097,28 @@ struct dlc_stats {
 	 * pixels a guest delivered.
 	 */
 	uint64_t node_guest_reclaimed;
+	/*
+	 * Decoders' time idle while samples they would decode were still
+	 * being read, summed over threads: how much storage held decode up.
+	 */
+	uint64_t decode_starved_ns;
+	/*
+	 * Decoded forms (dlc_config.forms, in-process cache): samples served
+	 * from a form (a resize, no decode); forms made (a whole decode at
+	 * scale 1, for a sample the cache was expected to keep) and of those
+	 * the ones it did not take; the forms held now and their bytes (of
+	 * cache_used); the decode time the form hits saved (each sample's
+	 * last decode from its encoded bytes, less its time from the form);
+	 * and the controller's choice now: 0 forms off, 1 decoded forms
+	 * (decode limits the loader), 2 encoded bytes (storage does).
+	 */
+	uint64_t form_hits;
+	uint64_t forms_made;
+	uint64_t forms_refused;
+	uint64_t forms_held;
+	uint64_t forms_bytes;
+	uint64_t form_saved_ns;
+	uint64_t forms_regime;
 };
 
 /*

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "crc32c.h"
+#include "forms.h"
 #include "jpegrst.h"
 #include "loader_int.h"
 
@@ -150,6 +151,28 @@ decode_pack(struct dlc_loader *l, struct dlc_decoder *dec, uint32_t epoch,
 	return decode_rst(l, dec, epoch, id, buf, &g, rows, dst, kind, msg);
 }
 
+/* Sample @id from @form, its decoded form: a resize, no decode. */
+static int from_form(struct dlc_loader *l, struct dlc_decoder *dec,
+		     uint32_t epoch, uint32_t id, const struct dlc_buf *form,
+		     uint8_t *dst, uint32_t *kind, const char **msg)
+{
+	uint64_t t0 = dlc_now_ns();
+	int ret;
+
+	ret = dlc_decoder_sample_rgb(dec, form->data, form->form_w,
+				     form->form_h, &l->cfg.transform,
+				     l->cfg.seed, epoch, id, l->cfg.layout,
+				     dst, NULL);
+	if (ret) {
+		*kind = dlc_decoder_error_kind(dec);
+		*msg = dlc_decoder_error(dec);
+		return ret;
+	}
+	if (l->forms)
+		dlc_forms_note_hit(l->forms, id, dlc_now_ns() - t0);
+	return 0;
+}
+
 /* Decode @buf as sample @id into @dst; kind/msg describe a failure. */
 static int decode_one(struct dlc_loader *l, struct dlc_decoder *dec,
 		      uint32_t epoch, uint32_t id, const struct dlc_buf *buf,
@@ -158,13 +181,19 @@ static int decode_one(struct dlc_loader *l, struct dlc_decoder *dec,
 	uint64_t t0 = dlc_now_ns();
 	int ret, mark, check, done = 0;
 
+	if (buf->form_w)
+		return from_form(l, dec, epoch, id, buf, dst, kind, msg);
 	if (dlc_source_pack(l->src)) {
 		ret = decode_pack(l, dec, epoch, id, buf, dst, kind, msg,
 				  &done);
 		if (done) {
 			dlc_stat_add(l->stats.decode_ns, dlc_now_ns() - t0);
-			if (!ret)
+			if (!ret) {
 				dlc_stat_add(l->stats.decoded, 1);
+				if (l->forms)
+					dlc_forms_note_decode(l->forms, id,
+							      dlc_now_ns() - t0);
+			}
 			return ret;
 		}
 	}
@@ -188,7 +217,97 @@ static int decode_one(struct dlc_loader *l, struct dlc_decoder *dec,
 		__atomic_fetch_or(&l->checked[id / 8], (uint8_t)(1U << (id % 8)),
 				  __ATOMIC_RELAXED);
 	dlc_stat_add(l->stats.decoded, 1);
+	if (l->forms)
+		dlc_forms_note_decode(l->forms, id, dlc_now_ns() - t0);
 	return 0;
+}
+
+/*
+ * A form's pixels: a pooled buffer (buf.c), so that the memory of the
+ * forms the cache lets go is the next forms', not fresh pages again.
+ */
+static uint8_t *form_alloc(void *arg, size_t bytes)
+{
+	struct dlc_buf **b = arg;
+
+	*b = dlc_buf_alloc_io(bytes, 0);
+	return *b ? (*b)->data : NULL;
+}
+
+static void form_release(void *arg, uint8_t *mem)
+{
+	struct dlc_buf **b = arg;
+
+	(void)mem;
+	dlc_buf_put(*b);
+	*b = NULL;
+}
+
+/*
+ * The decode of sample @id that makes its form (forms.h): the whole
+ * image at scale 1, kept, and the sample resized from it into @dst,
+ * bit-identical to the exact decode. The whole decode reads the file to
+ * its end, so it checks the bytes as DLC_DECODE_CROP_FIRST does; a
+ * pack's are first checked against its record's CRC-32C, as
+ * decode_rst() does. 0 when @dst holds the sample; else nothing was
+ * made, and the caller decodes as usual (and reports what fails).
+ */
+static int make_form(struct dlc_loader *l, struct dlc_decoder *dec,
+		     uint32_t epoch, uint32_t id, const struct dlc_buf *buf,
+		     uint8_t *dst, struct dlc_buf **out)
+{
+	uint64_t t0 = dlc_now_ns();
+	struct dlc_buf *form = NULL;
+	const struct dlc_rgb_alloc a = { form_alloc, form_release, &form };
+	uint32_t w, h, want;
+	uint8_t *rgb;
+
+	*out = NULL;
+	if (dlc_source_pack(l->src) && l->validate != DLC_VALIDATE_OFF &&
+	    (dlc_index_crc32c(l->idx, id, &want) ||
+	     buf->len != dlc_index_size(l->idx, id) ||
+	     !dlc_buf_crc_matches(buf, want)))
+		return -EBADMSG;
+	if (dlc_decoder_full_to(dec, buf->data, buf->len, &a, &rgb, &w, &h)) {
+		dlc_buf_put(form);
+		return -EBADMSG;
+	}
+	form->form_w = w;
+	form->form_h = h;
+	if (dlc_decoder_sample_rgb(dec, rgb, w, h, &l->cfg.transform,
+				   l->cfg.seed, epoch, id, l->cfg.layout, dst,
+				   NULL)) {
+		dlc_buf_put(form);
+		return -EINVAL;
+	}
+	dlc_stat_add(l->stats.decode_ns, dlc_now_ns() - t0);
+	dlc_stat_add(l->stats.decoded, 1);
+	dlc_stat_add(l->stats.validated, 1);
+	if (l->validate == DLC_VALIDATE_ONCE)
+		__atomic_fetch_or(&l->checked[id / 8], (uint8_t)(1U << (id % 8)),
+				  __ATOMIC_RELAXED);
+	dlc_forms_note_decode(l->forms, id, dlc_now_ns() - t0);
+	*out = form;
+	return 0;
+}
+
+/*
+ * make_form() of queued @it into @dst, and what it made handed to the
+ * forms (a failure too: its promised bytes go back). 0 when @dst holds
+ * the sample.
+ */
+static int decode_making_form(struct dlc_loader *l, struct dlc_decoder *dec,
+			      uint32_t epoch, const struct decode_item *it,
+			      uint8_t *dst)
+{
+	struct dlc_buf *form;
+	int ret;
+
+	ret = make_form(l, dec, epoch, it->sample, it->buf, dst, &form);
+	pthread_mutex_lock(&l->lock);
+	dlc_forms_made(l->forms, it->sample, it->form_est, form, it->buf->len);
+	pthread_mutex_unlock(&l->lock);
+	return ret;
 }
 
 /*
@@ -292,8 +411,14 @@ static void process_item(struct dlc_loader *l, struct dlc_decoder *dec,
 	if (it->buf) {
 		uint64_t t0 = dlc_now_ns();
 
-		ret = decode_one(l, dec, epoch, it->sample, it->buf,
-				 slot_sample(l, s, it->index), &kind, &msg);
+		ret = -1;
+		if (it->make_form && l->forms && !it->buf->form_w)
+			ret = decode_making_form(l, dec, epoch, it,
+						 slot_sample(l, s, it->index));
+		if (ret)
+			ret = decode_one(l, dec, epoch, it->sample, it->buf,
+					 slot_sample(l, s, it->index), &kind,
+					 &msg);
 		note_decode_time(l, dlc_now_ns() - t0);
 		dlc_buf_put(it->buf);
 	} else {

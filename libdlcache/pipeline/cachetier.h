@@ -69,6 +69,13 @@ struct dlc_cache_tier_ops {
 	 */
 	int (*last_uses)(struct dlc_cache_tier *t, uint32_t epoch,
 			 uint32_t *last_pos);
+	/*
+	 * Under l->lock, by the I/O thread: whether the decode of sample
+	 * @id (@enc_bytes encoded) should make its decoded form (forms.h),
+	 * its estimated bytes in *@est.
+	 */
+	int (*form_wanted)(struct dlc_cache_tier *t, uint32_t id,
+			   uint64_t enc_bytes, uint32_t *est);
 	/* Its counters into the loader's stats, after reads were handed over. */
 	void (*publish)(struct dlc_cache_tier *t);
 	/* Under l->lock: its view of the cache into @st (dlc_loader_stats()). */
@@ -163,6 +170,13 @@ static inline int dlc_ct_last_uses(struct dlc_cache_tier *t, uint32_t epoch,
 				   uint32_t *last_pos)
 {
 	return t->ops->last_uses ? t->ops->last_uses(t, epoch, last_pos) : -1;
+}
+
+static inline int dlc_ct_form_wanted(struct dlc_cache_tier *t, uint32_t id,
+				     uint64_t enc_bytes, uint32_t *est)
+{
+	return t->ops->form_wanted &&
+	       t->ops->form_wanted(t, id, enc_bytes, est);
 }
 
 static inline void dlc_ct_publish(struct dlc_cache_tier *t)

@@ -41,6 +41,13 @@ const char *dlc_validate_name(uint32_t validate)
 	return validate <= DLC_VALIDATE_OFF ? names[validate] : "?";
 }
 
+const char *dlc_forms_name(uint32_t forms)
+{
+	static const char *const names[] = { "off", "auto", "decoded" };
+
+	return forms <= DLC_FORMS_DECODED ? names[forms] : "?";
+}
+
 const char *dlc_kernel_fallback_name(uint32_t fallback)
 {
 	static const char *const names[] = { "inprocess", "fail" };
@@ -139,6 +146,11 @@ int dlc_config_check(const struct dlc_config *c, const struct dlc_logger *log)
 		    DLC_READ_TIMEOUT_MAX_MS, c->read_timeout_ms);
 	if (c->pad2)
 		BAD("pad2", "must be zero");
+	if (c->forms > DLC_FORMS_DECODED)
+		BAD("forms", "must be DLC_FORMS_OFF, _AUTO or _DECODED, got %u",
+		    c->forms);
+	if (c->pad3)
+		BAD("pad3", "must be zero");
 	if (c->node_group && dlc_node_name_check(c->node_group))
 		BAD("node_group", "want 1..%u bytes of [A-Za-z0-9._-], not starting with '.'",
 		    DLC_NODE_NAME_MAX);
@@ -155,7 +167,9 @@ _Static_assert(offsetof(struct dlc_config, shard_drop_last) ==
  */
 _Static_assert(offsetof(struct dlc_config, node_group) == DLC_CONFIG_SIZE_VER1,
 	       "DLC_CONFIG_SIZE_VER1");
-_Static_assert(sizeof(struct dlc_config) == DLC_CONFIG_SIZE_VER2,
+_Static_assert(offsetof(struct dlc_config, forms) == DLC_CONFIG_SIZE_VER2,
+	       "DLC_CONFIG_SIZE_VER2");
+_Static_assert(sizeof(struct dlc_config) == DLC_CONFIG_SIZE_VER3,
 	       "struct dlc_config size");
 
 /* Largest config size looked at: bytes past ours up to it must be zero. */

@@ -31,6 +31,8 @@ static int inproc_prepare_epoch(struct dlc_cache_tier *t, uint32_t epoch)
 	return dlc_cache_prepare_epoch(ip->c, epoch, loader_fill_order, t->l);
 }
 
+static void inproc_publish(struct dlc_cache_tier *t);
+
 /* Issue: hits go straight to decode, misses to io_uring. */
 static int inproc_round(struct dlc_cache_tier *t, uint32_t cur_epoch,
 			char *path, size_t len)
@@ -41,6 +43,15 @@ static int inproc_round(struct dlc_cache_tier *t, uint32_t cur_epoch,
 	struct decode_item it;
 
 	(void)cur_epoch;	/* a claim's epoch is read with it, below */
+	if (ip->have_forms) {
+		/* Before the claims: a form made may be the next hit. */
+		if (dlc_forms_offer(&ip->forms, ip->c, &l->lock))
+			inproc_publish(t);
+		dlc_forms_observe(&ip->forms, ip->c, dlc_now_ns(),
+				  __atomic_load_n(&l->stats.decode_starved_ns,
+						  __ATOMIC_RELAXED),
+				  l->ndecode);
+	}
 	pthread_mutex_lock(&l->lock);
 	while (loader_issuable(l) && loader_claim_room(l)) {
 		struct dlc_buf *hit = NULL;
@@ -83,7 +94,19 @@ static int inproc_round(struct dlc_cache_tier *t, uint32_t cur_epoch,
 
 static int inproc_more(const struct dlc_cache_tier *t)
 {
-	return loader_issuable(t->l) && loader_claim_room(t->l);
+	const struct dlc_inproc *ip = to_inproc(t);
+
+	return (ip->have_forms && ip->forms.qlen) ||
+	       (loader_issuable(t->l) && loader_claim_room(t->l));
+}
+
+static int inproc_form_wanted(struct dlc_cache_tier *t, uint32_t id,
+			      uint64_t enc_bytes, uint32_t *est)
+{
+	struct dlc_inproc *ip = to_inproc(t);
+
+	return ip->have_forms && dlc_forms_want(&ip->forms, ip->c, id,
+						enc_bytes, est);
 }
 
 static void inproc_read_done(struct dlc_cache_tier *t, uint32_t id,
@@ -120,13 +143,37 @@ static void inproc_publish(struct dlc_cache_tier *t)
 	__atomic_store_n(&l->stats.evictions, cc.evictions, __ATOMIC_RELAXED);
 	__atomic_store_n(&l->stats.bypasses, cc.bypasses, __ATOMIC_RELAXED);
 	__atomic_store_n(&l->stats.cache_used, cc.used, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->stats.forms_held, cc.forms_held, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->stats.forms_bytes, cc.forms_bytes,
+			 __ATOMIC_RELAXED);
+}
+
+/* Under l->lock: the forms' counters, which decoders keep. */
+static void inproc_stats(struct dlc_cache_tier *t, struct dlc_stats *st)
+{
+	const struct dlc_forms *f = &to_inproc(t)->forms;
+
+	if (!to_inproc(t)->have_forms)
+		return;
+	st->form_hits = __atomic_load_n(&f->hits, __ATOMIC_RELAXED);
+	st->forms_made = __atomic_load_n(&f->made, __ATOMIC_RELAXED);
+	st->forms_refused = __atomic_load_n(&f->refused, __ATOMIC_RELAXED);
+	st->form_saved_ns = __atomic_load_n(&f->saved_ns, __ATOMIC_RELAXED);
+	st->forms_regime = __atomic_load_n(&f->storage_bound,
+					   __ATOMIC_RELAXED) ? 2 : 1;
 }
 
 static void inproc_describe(const struct dlc_cache_tier *t, char *buf,
 			    size_t len)
 {
-	snprintf(buf, len, "in-process cache of %llu MiB over %u samples",
-		 (unsigned long long)(t->l->cfg.cache_bytes >> 20), t->l->n);
+	const struct dlc_inproc *ip = to_inproc(t);
+
+	snprintf(buf, len, "in-process cache of %llu MiB over %u samples%s",
+		 (unsigned long long)(t->l->cfg.cache_bytes >> 20), t->l->n,
+		 !ip->have_forms ? "" :
+		 ip->forms.mode == DLC_FORMS_AUTO ?
+		 ", decoded forms where decode limits the loader" :
+		 ", every sample kept as its decoded form");
 }
 
 static void inproc_destroy(struct dlc_cache_tier *t)
@@ -144,7 +191,9 @@ static const struct dlc_cache_tier_ops inproc_ops = {
 	.read_done = inproc_read_done,
 	.keeps = inproc_keeps,
 	.holds = inproc_holds,
+	.form_wanted = inproc_form_wanted,
 	.publish = inproc_publish,
+	.stats = inproc_stats,
 	.describe = inproc_describe,
 	.destroy = inproc_destroy,
 };
@@ -166,12 +215,33 @@ int dlc_inproc_cache(struct dlc_inproc *ip, uint64_t bytes)
 		ip->c = NULL;
 		return ret;
 	}
+	if (l->cfg.forms) {
+		/* The forms queued for the cache: a window's, 256 MiB at most. */
+		ret = dlc_forms_init(&ip->forms, l->cfg.forms, l->n,
+				     l->cfg.window,
+				     bytes < (256ULL << 20) ? bytes :
+				     256ULL << 20);
+		if (ret) {
+			dlc_cache_destroy(ip->c);
+			ip->c = NULL;
+			return ret;
+		}
+		ip->have_forms = 1;
+		l->forms = &ip->forms;
+		dlc_cache_pin_forms(ip->c, 1);	/* decode-bound until measured */
+	}
 	__atomic_store_n(&l->stats.cache_capacity, bytes, __ATOMIC_RELAXED);
 	return 0;
 }
 
 void dlc_inproc_fini(struct dlc_inproc *ip)
 {
+	if (ip->have_forms) {
+		if (ip->tier.l->forms == &ip->forms)
+			ip->tier.l->forms = NULL;
+		dlc_forms_fini(&ip->forms);
+		ip->have_forms = 0;
+	}
 	dlc_cache_destroy(ip->c);
 	ip->c = NULL;
 }

@@ -11,19 +11,24 @@
 #include <stdint.h>
 
 #include "cachetier.h"
+#include "forms.h"
 
 struct dlc_cache;
 
 struct dlc_inproc {
 	struct dlc_cache_tier tier;	/* first: its ops are inproc.c's */
 	struct dlc_cache *c;		/* NULL: no cache, every claim reads */
+	/* Decoded forms (dlc_config.forms): with a cache, when asked. */
+	struct dlc_forms forms;
+	int have_forms;
 };
 
 /* A tier over @l without a cache (dlc_inproc_cache() adds one). */
 void dlc_inproc_init(struct dlc_inproc *ip, struct dlc_loader *l);
 /*
  * Give it a cache of @bytes over the loader's samples and orders, the
- * loader's stats saying its capacity: 0, or -errno (it stays without).
+ * loader's stats saying its capacity, with decoded forms when the config
+ * asks (l->forms then points at them): 0, or -errno (it stays without).
  */
 int dlc_inproc_cache(struct dlc_inproc *ip, uint64_t bytes);
 /* Free its cache; the struct is the caller's. */

@@ -97,13 +97,7 @@ static void *decode_main(void *arg)
 		if (loader_decode_next(l, dec) ||
 		    loader_guest_reclaim(l, dec, &wake))
 			continue;
-		l->decoders_waiting++;
-		/* Until a guest's claim is due, at the latest. */
-		if (wake)
-			dlc_cond_wait_until(&l->work_cv, &l->lock, wake);
-		else
-			pthread_cond_wait(&l->work_cv, &l->lock);
-		l->decoders_waiting--;
+		loader_wait_work(l, wake);
 	}
 	pthread_mutex_unlock(&l->lock);
 	dlc_decoder_destroy(dec);
@@ -738,6 +732,9 @@ int dlc_loader_create(const struct dlc_config *ucfg,
 		return -EINVAL;
 	}
 
+	/* A form serves the exact transform's pixels: so must every decode. */
+	if (cfg->forms)
+		cfg->transform.flags |= DLC_TRANSFORM_F_EXACT;
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;
@@ -849,6 +846,7 @@ static int loader_start_run(struct dlc_loader *l, uint32_t epoch,
 	/* Wind down the epoch in progress. */
 	l->active = 0;
 	while (l->qlen) {
+		loader_item_no_form(l, &l->queue[l->qhead]);
 		loader_drop_sample(l, l->queue[l->qhead].buf);
 		l->qhead = (l->qhead + 1) % l->cfg.window;
 		l->qlen--;

@@ -52,6 +52,13 @@ struct decode_item {
 	struct dlc_buf *buf;	/* NULL when the read failed */
 	int err;		/* read error */
 	const char *why;
+	/*
+	 * Decoded forms (forms.h): make this sample's form at its decode,
+	 * @form_est bytes promised for it (set by the cache tier when the
+	 * item is queued; cleared for a guest, which makes none).
+	 */
+	uint32_t make_form;
+	uint32_t form_est;
 };
 
 struct dlc_loader {
@@ -147,6 +154,8 @@ struct dlc_loader {
 	struct guest_claim *claims;
 	/* Node sharing: the CPUs of the thread that made the loader; create's. */
 	cpu_set_t home;
+	/* Decoded forms (forms.h): the in-process tier's controller, or NULL. */
+	struct dlc_forms *forms;
 	/* The running mean of our own decoders' decodes, in ns (atomic). */
 	uint64_t decode_mean_ns;
 	pthread_t io_thread;
@@ -212,6 +221,14 @@ void loader_push_item(struct dlc_loader *l, const struct decode_item *it);
  * the one needed latest (a guest's; the decoders take the first).
  */
 void loader_take_last(struct dlc_loader *l, struct decode_item *it);
+/*
+ * Called with l->lock held, by a decoder with nothing to do: wait on
+ * work_cv (until @wake, CLOCK_MONOTONIC ns, when not 0), the time counted
+ * in decode_starved_ns when samples were still being read.
+ */
+void loader_wait_work(struct dlc_loader *l, uint64_t wake);
+/* Called with l->lock held: @it will make no form (a guest's, a drop). */
+void loader_item_no_form(struct dlc_loader *l, struct decode_item *it);
 /*
  * Called with l->lock held: put @it, taken off the queue, back at its
  * head, for the loader's own decoders.

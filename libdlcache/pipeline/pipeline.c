@@ -16,6 +16,7 @@
 
 #include "cachetier.h"
 #include "crc32c.h"
+#include "forms.h"
 #include "loader_int.h"
 #include "readahead.h"
 #include "stage.h"
@@ -124,7 +125,13 @@ int loader_fill_order(void *arg, uint32_t epoch, uint32_t *ids, uint32_t len)
 /* Called with l->lock held. */
 void loader_push_item(struct dlc_loader *l, const struct decode_item *it)
 {
-	l->queue[(l->qhead + l->qlen) % l->cfg.window] = *it;
+	struct decode_item *q = &l->queue[(l->qhead + l->qlen) % l->cfg.window];
+
+	*q = *it;
+	q->form_est = 0;
+	q->make_form = it->buf && !it->buf->form_w &&
+		       dlc_ct_form_wanted(l->ct, it->sample, it->buf->len,
+					  &q->form_est);
 	l->qlen++;
 	pthread_cond_signal(&l->work_cv);
 	/* More than our waiting decoders will take: a guest may. */
@@ -132,11 +139,41 @@ void loader_push_item(struct dlc_loader *l, const struct decode_item *it)
 		pthread_cond_signal(&l->guest_cv);
 }
 
+void loader_wait_work(struct dlc_loader *l, uint64_t wake)
+{
+	uint32_t busy = l->ndecode > l->decoders_waiting + 1 ?
+			l->ndecode - l->decoders_waiting - 1 : 0;
+	/*
+	 * Starved: more samples are out than the other decoders hold, so
+	 * some are still being read (forms.c's regime).
+	 */
+	uint64_t t0 = l->active && l->outstanding > busy ? dlc_now_ns() : 0;
+
+	l->decoders_waiting++;
+	if (wake)
+		dlc_cond_wait_until(&l->work_cv, &l->lock, wake);
+	else
+		pthread_cond_wait(&l->work_cv, &l->lock);
+	l->decoders_waiting--;
+	if (t0)
+		dlc_stat_add(l->stats.decode_starved_ns, dlc_now_ns() - t0);
+}
+
 /* Called with l->lock held, with l->qlen > 0. */
 void loader_take_last(struct dlc_loader *l, struct decode_item *it)
 {
 	l->qlen--;
 	*it = l->queue[(l->qhead + l->qlen) % l->cfg.window];
+	loader_item_no_form(l, it);
+}
+
+/* Called with l->lock held: @it will make no form (a guest's, a drop). */
+void loader_item_no_form(struct dlc_loader *l, struct decode_item *it)
+{
+	if (it->make_form && l->forms)
+		dlc_forms_unwant(l->forms, it->form_est);
+	it->make_form = 0;
+	it->form_est = 0;
 }
 
 /*
@@ -189,6 +226,7 @@ void loader_item_at(const struct dlc_loader *l, uint32_t pos, struct decode_item
 	it->buf = NULL;
 	it->err = 0;
 	it->why = NULL;
+	it->make_form = 0;
 }
 
 /* Claim the next position. Called with l->lock held, when loader_issuable(). */

@@ -97,6 +97,8 @@ class Config(ctypes.Structure):
         ("pad2", ctypes.c_uint32),
         # end of DLC_CONFIG_SIZE_VER1
         ("node_group", ctypes.c_char_p),
+        ("forms", ctypes.c_uint32),
+        ("pad3", ctypes.c_uint32),
     ]
 
 
@@ -138,7 +140,9 @@ STATS_FIELDS = [
     "cluster_admitted", "cluster_used", "cluster_capacity",
     "cluster_dead_peers", "cluster_peer_diverted",
     "node_guest_decodes", "node_guest_threads", "node_borrowed_cpus",
-    "node_guest_reclaimed",
+    "node_guest_reclaimed", "decode_starved_ns",
+    "form_hits", "forms_made", "forms_refused", "forms_held", "forms_bytes",
+    "form_saved_ns", "forms_regime",
 ]
 
 

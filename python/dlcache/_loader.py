@@ -225,6 +225,10 @@ def _seconds_ms(name, value, max_ms):
 _GROUP_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
 
 
+# DataLoader's forms: dlc_config.forms.
+_FORMS = {"off": 0, "auto": 1, "decoded": 2}
+
+
 def _node_group(value):
     """dlc_config.node_group for DataLoader's node_group: a name as bytes,
     or None (no group). None asks for torchrun's: the ranks of one job on
@@ -259,7 +263,7 @@ class Loader:
                  epochs=None, nvme_passthru=True, staging_dir=None,
                  staging_bytes=None, cluster=False, peer_timeout=None,
                  read_timeout=None, max_scans=None, decode_budget=None,
-                 node_group=None):
+                 node_group=None, forms="off"):
         self.index = index
         self._pid = os.getpid()
         self._sink = _Sink()
@@ -387,6 +391,10 @@ class Loader:
                 raise ValueError("max_scans must be an int in 1..65535, "
                                  "got %r" % (max_scans,))
             cfg.max_scans = max_scans
+        if forms not in _FORMS:
+            raise ValueError("forms must be 'off', 'auto' or 'decoded', "
+                             "got %r" % (forms,))
+        cfg.forms = _FORMS[forms]
         # Kept alive with the config: the library reads it at create.
         self._node_group = _node_group(node_group)
         cfg.node_group = self._node_group
@@ -567,7 +575,7 @@ class Loader:
             else:
                 out[name] = v
         for ns in ("read_ns", "decode_ns", "wait_ns", "verify_ns",
-                   "io_busy_ns"):
+                   "io_busy_ns", "decode_starved_ns", "form_saved_ns"):
             out[ns[:-3] + "_s"] = out[ns] / 1e9
         out["backend"] = lib.dlc_backend_name(
             lib.dlc_loader_backend(self.handle)).decode()

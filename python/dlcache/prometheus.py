@@ -74,6 +74,11 @@ COUNTERS = {
     "cluster_peer_diverted": "samples sent to storage: the owner measured slower",
     "node_guest_decodes": "samples guest threads decoded on the node group's other CPUs",
     "node_guest_reclaimed": "samples a starved guest held that the loader's own threads took back",
+    "decode_starved_s": "seconds decoders waited for samples still being read, summed",
+    "form_hits": "samples served from a decoded form (a resize, no decode)",
+    "forms_made": "decoded forms made (a whole decode at scale 1)",
+    "forms_refused": "decoded forms made that the cache did not take",
+    "form_saved_s": "seconds of decode the decoded forms saved",
     "kept_batches": "batches the consumer kept past the next one",
     "read_s": "seconds from submit to completion of reads, summed",
     "decode_s": "seconds in decode, summed over threads",
@@ -95,6 +100,9 @@ GAUGES = {
     "cluster_dead_peers": "peers given up on",
     "node_guest_threads": "guest decode threads running (node sharing)",
     "node_borrowed_cpus": "CPUs of the node group the guests may run on now",
+    "forms_held": "decoded forms the cache holds now",
+    "forms_bytes": "bytes of the decoded forms the cache holds now",
+    "forms_regime": "what the cache keeps now: 0 forms off, 1 decoded forms, 2 encoded bytes",
     "decode_threads": "decode threads",
     "hugepages": "batch buffers on huge pages",
     "pinned": "1 when the batch buffers are pinned",
@@ -102,6 +110,7 @@ GAUGES = {
 }
 # The *_ns keys repeat the *_s ones.
 SKIP = {"read_ns", "decode_ns", "wait_ns", "verify_ns", "io_busy_ns",
+        "decode_starved_ns", "form_saved_ns",
         "errors_by_kind", "backend", "device"}
 
 

@@ -144,6 +144,13 @@ class DataLoader:
                    own CPUs. None: torchrun's local ranks form one
                    (LOCAL_WORLD_SIZE > 1, by TORCHELASTIC_RUN_ID and
                    MASTER_PORT); False: none; or a name ([A-Za-z0-9._-])
+      forms        what the in-process cache keeps of a sample: "off" (its
+                   encoded bytes), "auto" (its whole image decoded, where
+                   decode limits the loader and the form will be used
+                   again; encoded bytes where storage does), or "decoded"
+                   (decoded forms only). With forms on, every sample is
+                   decoded as with exact=True: batches are the same
+                   whichever form served them (library.md, "Decoded forms")
     """
 
     def __init__(self, source, batch_size=256, train=True, size=224, seed=0,
@@ -154,7 +161,7 @@ class DataLoader:
                  readahead=None, epochs=None, nvme_passthru=True,
                  staging_dir=None, staging_bytes=None, cluster=False,
                  peer_timeout=None, read_timeout=None, max_scans=None,
-                 decode_budget=None, node_group=None):
+                 decode_budget=None, node_group=None, forms="off"):
         try:
             self.device = torch.device(device)
         except (RuntimeError, TypeError) as e:
@@ -202,7 +209,7 @@ class DataLoader:
             staging_bytes=staging_bytes, cluster=cluster,
             peer_timeout=peer_timeout, read_timeout=read_timeout,
             max_scans=max_scans, decode_budget=decode_budget,
-            node_group=node_group)
+            node_group=node_group, forms=forms)
         self._loader = Loader(self.index, **self._loader_args)
         self.epoch = 0
         self._next_batch = 0	# grid position to start or resume at

@@ -89,12 +89,17 @@ static void check_config(void)
 		 offsetof(struct dlc_config, read_timeout_ms) + 4);
 	CHECK_EQ(offsetof(struct dlc_config, node_group),
 		 offsetof(struct dlc_config, pad2) + 4);
-	CHECK_EQ(sizeof(struct dlc_config),
+	CHECK_EQ(offsetof(struct dlc_config, forms),
 		 offsetof(struct dlc_config, node_group) + 8);
+	CHECK_EQ(offsetof(struct dlc_config, pad3),
+		 offsetof(struct dlc_config, forms) + 4);
+	CHECK_EQ(sizeof(struct dlc_config),
+		 offsetof(struct dlc_config, pad3) + 4);
 	/* VER1 ends at pad2; node_group was the first field appended. */
 	CHECK_EQ(DLC_CONFIG_SIZE_VER1, 240);
-	CHECK_EQ(sizeof(struct dlc_config), 248);
 	CHECK_EQ(DLC_CONFIG_SIZE_VER2, 248);
+	CHECK_EQ(sizeof(struct dlc_config), 256);
+	CHECK_EQ(DLC_CONFIG_SIZE_VER3, 256);
 
 	CHECK_EQ(create(&cfg), 0);
 	cfg.kernel_fallback = DLC_KERNEL_FALLBACK_FAIL;
@@ -151,8 +156,14 @@ static void check_stats(void)
 		 offsetof(struct dlc_stats, cluster_peer_diverted) + 8);
 	CHECK_EQ(offsetof(struct dlc_stats, node_guest_reclaimed),
 		 offsetof(struct dlc_stats, node_borrowed_cpus) + 8);
-	CHECK_EQ(sizeof(struct dlc_stats),
+	CHECK_EQ(offsetof(struct dlc_stats, decode_starved_ns),
 		 offsetof(struct dlc_stats, node_guest_reclaimed) + 8);
+	CHECK_EQ(offsetof(struct dlc_stats, form_hits),
+		 offsetof(struct dlc_stats, decode_starved_ns) + 8);
+	CHECK_EQ(offsetof(struct dlc_stats, forms_regime),
+		 offsetof(struct dlc_stats, form_hits) + 6 * 8);
+	CHECK_EQ(sizeof(struct dlc_stats),
+		 offsetof(struct dlc_stats, forms_regime) + 8);
 	config(&cfg);
 	cfg.cache_bytes = 1 << 20;
 	CHECK_EQ(dlc_loader_create(&cfg, g_idx, &l), 0);

@@ -22,6 +22,7 @@
 #include "internal.h"
 #include "pack.h"
 #include "packwrite.h"
+#include "helpers/loadercmp.h"
 #include "helpers/testutil.h"
 
 #define SIDE	64
@@ -35,31 +36,14 @@ static uint32_t g_n, g_truncated;
 /* A set of 3 classes, one gray image, one truncated JPEG, and its pack. */
 static int setup(void)
 {
-	struct dlc_packw_opts o = { 0 };
-	struct dlc_packw *w = NULL;
-	char why[256], path[8192];
 	uint32_t i;
-	uint8_t *j;
-	size_t len;
 
 	tmp = t_mkdtemp(NULL);
 	if (!tmp || strlen(tmp) > 900)
 		return -1;
 	snprintf(root, sizeof(root), "%s/set", tmp);
-	if (t_make_dataset(root, 3, 10))
+	if (t_make_mixed_set(root, 10))
 		return -1;
-	/* gray, odd sizes: a single-component scan */
-	j = t_make_jpeg(203, 157, 99, 1, 90, &len);
-	snprintf(path, sizeof(path), "%s/class01/gray.jpg", root);
-	if (!j || t_write_file(path, j, len))
-		return -1;
-	free(j);
-	/* cut short: the pack keeps it as it is, the decode rejects it */
-	j = t_make_jpeg(150, 140, 5, 0, 90, &len);
-	snprintf(path, sizeof(path), "%s/class02/zcut.jpg", root);
-	if (!j || t_write_file(path, j, len * 2 / 3))
-		return -1;
-	free(j);
 	if (dlc_index_build(root, &g_src))
 		return -1;
 	g_n = dlc_index_count(g_src);
@@ -69,28 +53,8 @@ static int setup(void)
 	snprintf(idxpath, sizeof(idxpath), "%s/set.idx", tmp);
 	snprintf(packpath, sizeof(packpath), "%s/set.dlp", tmp);
 	if (dlc_index_save(g_src, idxpath) ||
-	    dlc_packw_create(packpath, g_src, &o, &w, why, sizeof(why))) {
-		fprintf(stderr, "pack: %s\n", why);
+	    t_pack_tree(g_src, root, packpath))
 		return -1;
-	}
-	for (i = 0; i < g_n; i++) {
-		uint8_t *src;
-
-		snprintf(path, sizeof(path), "%s/%s", root,
-			 dlc_index_relpath(g_src, i));
-		src = t_read_file(path, &len);
-		if (!src || dlc_packw_add_source(w, i, src, len, why,
-						 sizeof(why)) < 0) {
-			free(src);
-			dlc_packw_abort(w);
-			return -1;
-		}
-		free(src);
-	}
-	if (dlc_packw_finish(w, why, sizeof(why))) {
-		fprintf(stderr, "pack: %s\n", why);
-		return -1;
-	}
 	return dlc_index_load(packpath, &g_pack);
 }
 
@@ -121,46 +85,16 @@ static void same_batches(const char *what, uint64_t cache, int eval,
 {
 	struct dlc_loader *a = NULL, *b = NULL;
 	struct dlc_config cfg;
-	uint32_t e, nb, diff;
+	uint32_t e;
 
 	config(&cfg, cache, eval);
 	CHECK(dlc_loader_create(&cfg, g_src, &a) == 0, "%s: files", what);
 	CHECK(dlc_loader_create(&cfg, g_pack, &b) == 0, "%s: pack", what);
 	if (!a || !b)
 		goto out;
-	for (e = 0; e < epochs; e++) {
-		struct dlc_batch *x, *y;
-		int rx, ry;
-
-		CHECK_EQ(dlc_loader_start_epoch(a, e, 0), 0);
-		CHECK_EQ(dlc_loader_start_epoch(b, e, 0), 0);
-		nb = diff = 0;
-		for (;;) {
-			rx = dlc_next_batch(a, &x);
-			ry = dlc_next_batch(b, &y);
-			CHECK(rx == ry, "%s: epoch %u batch %u: %d vs %d",
-			      what, e, nb, rx, ry);
-			if (rx || ry)
-				break;
-			CHECK(x->count == y->count, "%s: epoch %u batch %u: %u vs %u samples",
-			      what, e, nb, x->count, y->count);
-			if (x->count == y->count &&
-			    (memcmp(x->ids, y->ids, x->count * sizeof(*x->ids)) ||
-			     memcmp(x->labels, y->labels,
-				    x->count * sizeof(*x->labels)) ||
-			     memcmp(x->data, y->data,
-				    (size_t)x->count * 3 * SIDE * SIDE)))
-				diff++;
-			nb++;
-			dlc_release_batch(a, x);
-			dlc_release_batch(b, y);
-		}
-		CHECK(rx == -ENODATA && ry == -ENODATA, "%s: epoch %u ends: %d %d",
-		      what, e, rx, ry);
-		CHECK(diff == 0, "%s: epoch %u: %u of %u batches differ",
-		      what, e, diff, nb);
-		CHECK(nb > 0, "%s: epoch %u: no batch", what, e);
-	}
+	for (e = 0; e < epochs; e++)
+		CHECK(t_same_epoch(a, b, e, (size_t)3 * SIDE * SIDE, what) > 0,
+		      "%s: epoch %u: no batch", what, e);
 out:
 	dlc_loader_destroy(a);
 	dlc_loader_destroy(b);

@@ -4,7 +4,9 @@
  * (Debian's mate-backgrounds and plasma-workspace-wallpapers, which no one
  * here generated) and on a generated set: every sample of several epochs,
  * train (RandomResizedCrop + RandomHorizontalFlip) and eval (Resize +
- * CenterCrop), with DLC_TRANSFORM_F_EXACT and without.
+ * CenterCrop), with DLC_TRANSFORM_F_EXACT and without, and with decoded
+ * forms (DLC_FORMS_DECODED, a cache that holds them all: every epoch
+ * after the first is served from the forms).
  *
  * The reference is torchvision 0.14 on the PIL image, given the box that
  * dlc_transform_crop() (a pure function) draws for the sample:
@@ -13,7 +15,8 @@
  *   F.center_crop(F.resize(img, resize), [out_h, out_w]).
  * One python process per data set and transform computes them all.
  *
- * F_EXACT (DCT scale 1): max |difference| <= 1 on every pixel. The default
+ * F_EXACT (DCT scale 1): max |difference| <= 1 on every pixel; the forms'
+ * samples too, and bit-identical to F_EXACT's. The default
  * path decodes large crops at 1/2, 1/4 or 1/8 scale: each sample's mean
  * |difference| and the 99.9th percentile of its |differences| must stay
  * within the bounds that dlcache.h and Documentation/library.md state.
@@ -39,7 +42,8 @@
 #define TOL_AVG		0.75	/* over all samples of a set */
 
 #define SIDE		224
-#define NCONF		2	/* default, F_EXACT */
+#define NCONF		3	/* default, F_EXACT, decoded forms */
+#define CONF_FORMS	2
 
 #if defined(__SANITIZE_ADDRESS__)
 #define EPOCHS		1
@@ -100,6 +104,7 @@ struct run {
 	uint32_t epochs;
 	struct got *g;
 	uint32_t n;
+	uint64_t form_hits;
 };
 
 static struct got *find(struct run *r, uint32_t epoch, uint32_t id)
@@ -112,8 +117,10 @@ static struct got *find(struct run *r, uint32_t epoch, uint32_t id)
 	return NULL;
 }
 
-static void config(struct dlc_config *cfg, uint32_t kind, uint32_t flags)
+static void config(struct dlc_config *cfg, uint32_t kind, uint32_t conf)
 {
+	uint32_t flags = conf ? DLC_TRANSFORM_F_EXACT : 0;
+
 	dlc_config_init(cfg);
 	cfg->batch_size = 4;
 	cfg->layout = DLC_LAYOUT_NHWC;
@@ -128,6 +135,11 @@ static void config(struct dlc_config *cfg, uint32_t kind, uint32_t flags)
 	cfg->on_error = DLC_ON_ERROR_FAIL;
 	cfg->backend = DLC_BACKEND_INPROCESS;
 	cfg->cache_bytes = 256u << 20;
+	if (conf == CONF_FORMS) {
+		/* every form of the photographs, 30 of up to 12 MB */
+		cfg->forms = DLC_FORMS_DECODED;
+		cfg->cache_bytes = 1ULL << 30;
+	}
 	cfg->log = dlc_log_stderr;
 	cfg->log_level = DLC_LOG_ERROR;
 }
@@ -142,7 +154,7 @@ static void collect(struct run *r, uint32_t conf)
 	size_t bytes = (size_t)SIDE * SIDE * 3;
 	int ret;
 
-	config(&cfg, r->kind, conf ? DLC_TRANSFORM_F_EXACT : 0);
+	config(&cfg, r->kind, conf);
 	ret = dlc_loader_create(&cfg, r->idx, &l);
 	CHECK(ret == 0, "loader: %d", ret);
 	if (ret)
@@ -195,7 +207,18 @@ static void collect(struct run *r, uint32_t conf)
 		}
 		CHECK(ret == -ENODATA, "epoch %u ended with %d", e, ret);
 	}
-	(void)n;
+	if (conf == CONF_FORMS) {
+		struct dlc_stats st;
+
+		CHECK_EQ(dlc_loader_stats(l, &st, sizeof(st)), 0);
+		/* the first epoch makes them, every later one uses them */
+		CHECK(st.form_hits >= (uint64_t)n * (r->epochs - 1) &&
+		      st.forms_held == n,
+		      "forms: %llu samples from forms, %llu held, of %u samples over %u epochs",
+		      (unsigned long long)st.form_hits,
+		      (unsigned long long)st.forms_held, n, r->epochs);
+		r->form_hits = st.form_hits;
+	}
 	dlc_loader_destroy(l);
 }
 
@@ -335,18 +358,27 @@ static void compare(struct run *r, const char *name, const char *tmp)
 			bitexact[c] += max == 0;
 			if (max > worst_max[c])
 				worst_max[c] = max;
+			/* a form serves F_EXACT's pixels, bit for bit */
+			if (c == CONF_FORMS && g->px[1])
+				CHECK(!memcmp(g->px[c], g->px[1], bytes),
+				      "%s: sample %u (%s) epoch %u: the decoded form's pixels differ from F_EXACT's (max |diff| %d)",
+				      name, g->id,
+				      dlc_index_relpath(r->idx, g->id),
+				      g->epoch, t_max_diff(g->px[c], g->px[1],
+							   bytes));
 			/*
 			 * F_EXACT always, and the default path where the crop
 			 * is under 2x the output (documented: scale 1 then)
 			 */
-			if (c == 1 || g->box.w < 2 * SIDE || g->box.h < 2 * SIDE) {
+			if (c || g->box.w < 2 * SIDE || g->box.h < 2 * SIDE) {
 				CHECK(max <= 1,
 				      "%s: %s sample %u (%s) epoch %u box (top %.0f left %.0f h %.0f w %.0f flip %u): max |diff| %d vs torchvision",
-				      name, c ? "F_EXACT" : "scale-1", g->id,
+				      name, c == CONF_FORMS ? "forms" :
+				      c ? "F_EXACT" : "scale-1", g->id,
 				      dlc_index_relpath(r->idx, g->id), g->epoch,
 				      g->box.y, g->box.x, g->box.h, g->box.w,
 				      g->box.flip, max);
-				if (c == 1)
+				if (c)
 					continue;
 				full++;
 			}
@@ -366,8 +398,10 @@ static void compare(struct run *r, const char *name, const char *tmp)
 	CHECK(!r->n || sum_mean / r->n <= TOL_AVG,
 	      "%s: mean |diff| over all samples %.3f vs torchvision (bound %.2f)",
 	      name, sum_mean / r->n, TOL_AVG);
-	printf("torchvision %s: %u samples; F_EXACT %u bit-exact, max |diff| %d; default %u bit-exact (%u at scale 1), %u off by more than 1, mean |diff| %.3f, worst sample mean %.3f, worst p99.9 %d, max %d\n",
-	       name, r->n, bitexact[1], worst_max[1], bitexact[0], full, scaled,
+	printf("torchvision %s: %u samples; F_EXACT %u bit-exact, max |diff| %d; decoded forms (%llu served from them) %u bit-exact, max |diff| %d; default %u bit-exact (%u at scale 1), %u off by more than 1, mean |diff| %.3f, worst sample mean %.3f, worst p99.9 %d, max %d\n",
+	       name, r->n, bitexact[1], worst_max[1],
+	       (unsigned long long)r->form_hits, bitexact[CONF_FORMS],
+	       worst_max[CONF_FORMS], bitexact[0], full, scaled,
 	       r->n ? sum_mean / r->n : 0.0, worst_mean, worst_p999,
 	       worst_max[0]);
 	free(ref);
@@ -391,7 +425,8 @@ static void run_set(const char *root, uint32_t kind, uint32_t epochs,
 	r.root = root;
 	r.idx = idx;
 	r.kind = kind;
-	r.epochs = kind == DLC_TRANSFORM_EVAL ? 1 : epochs;
+	/* eval: a second epoch, served from the decoded forms */
+	r.epochs = kind == DLC_TRANSFORM_EVAL ? 2 : epochs;
 	r.g = calloc((size_t)dlc_index_count(idx) * r.epochs, sizeof(*r.g));
 	if (!r.g || !tmp)
 		exit(1);

@@ -47,6 +47,10 @@ static void help(void)
 	       "                       bytes from dlcache.ko), off, or all (also reads from storage)\n"
 	       "  --validate MODE      decode each sample's whole file to check it: once (default:\n"
 	       "                       first decode per loader), always, or off\n"
+	       "  --forms MODE         what the in-process cache keeps of a sample: off\n"
+	       "                       (default: its encoded bytes), auto (its decoded\n"
+	       "                       form where decode limits the loader), or decoded;\n"
+	       "                       on, every sample is decoded as with --exact\n"
 	       "  --verify-cost        measure what verification costs: epochs alternate between\n"
 	       "                       --verify all and off (no cache, every sample read and\n"
 	       "                       checked), after one warm-up epoch; prints the ratio\n"
@@ -133,6 +137,9 @@ static void stats_delta(const struct dlc_stats *a, const struct dlc_stats *b,
 	d->cluster_dead_peers = b->cluster_dead_peers;
 	d->node_guest_threads = b->node_guest_threads;
 	d->node_borrowed_cpus = b->node_borrowed_cpus;
+	d->forms_held = b->forms_held;
+	d->forms_bytes = b->forms_bytes;
+	d->forms_regime = b->forms_regime;
 }
 
 /* Bytes read from storage per second of the epoch, in MB (10^6). */
@@ -580,6 +587,18 @@ static void print_epoch_row(const struct bench_args *a,
 		       (unsigned long long)d->node_guest_threads,
 		       (unsigned long long)d->node_borrowed_cpus,
 		       (unsigned long long)d->node_guest_reclaimed);
+	if (a->o.cfg.forms)
+		printf("      forms: %llu of %llu samples from decoded forms (%.1f s of decode saved), %llu made, %llu not kept; %llu held, %.1f MB; keeping %s\n",
+		       (unsigned long long)d->form_hits,
+		       (unsigned long long)r->images,
+		       (double)d->form_saved_ns / 1e9,
+		       (unsigned long long)d->forms_made,
+		       (unsigned long long)d->forms_refused,
+		       (unsigned long long)d->forms_held,
+		       (double)d->forms_bytes / 1e6,
+		       d->forms_regime == 2 ? "encoded bytes (storage-bound)" :
+		       d->forms_regime == 1 ? "decoded forms (decode-bound)" :
+		       "encoded bytes (no cache)");
 	if (a->digest)
 		printf("      digest %016llx\n", (unsigned long long)r->digest);
 	fflush(stdout);
@@ -702,7 +721,11 @@ static void print_epoch_json(const struct bench_args *a,
 	       "\"staging_evictions\": %llu, \"staging_invalid\": %llu, "
 	       "\"staging_used\": %llu, \"staging_budget\": %llu, "
 	       "\"node_guest_decodes\": %llu, \"node_guest_threads\": %llu, "
-	       "\"node_borrowed_cpus\": %llu, \"node_guest_reclaimed\": %llu",
+	       "\"node_borrowed_cpus\": %llu, \"node_guest_reclaimed\": %llu, "
+	       "\"decode_starved_ns\": %llu, \"form_hits\": %llu, "
+	       "\"forms_made\": %llu, \"forms_refused\": %llu, "
+	       "\"forms_held\": %llu, \"forms_bytes\": %llu, "
+	       "\"form_saved_ns\": %llu, \"forms_regime\": %llu",
 	       first ? "" : ", ", r->epoch,
 	       (double)r->images / r->seconds, hit_ratio(d),
 	       (double)d->wait_ns / 1e9,
@@ -742,7 +765,15 @@ static void print_epoch_json(const struct bench_args *a,
 	       (unsigned long long)d->node_guest_decodes,
 	       (unsigned long long)d->node_guest_threads,
 	       (unsigned long long)d->node_borrowed_cpus,
-	       (unsigned long long)d->node_guest_reclaimed);
+	       (unsigned long long)d->node_guest_reclaimed,
+	       (unsigned long long)d->decode_starved_ns,
+	       (unsigned long long)d->form_hits,
+	       (unsigned long long)d->forms_made,
+	       (unsigned long long)d->forms_refused,
+	       (unsigned long long)d->forms_held,
+	       (unsigned long long)d->forms_bytes,
+	       (unsigned long long)d->form_saved_ns,
+	       (unsigned long long)d->forms_regime);
 	if (a->o.cfg.cluster)
 		printf(", \"cluster_local_hits\": %llu, "
 		       "\"cluster_local_bytes\": %llu, "

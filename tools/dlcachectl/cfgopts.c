@@ -30,6 +30,7 @@ static const struct option cfg_long[CFG_NR] = {
 	REQ("owner-uid", CFG_OWNER_UID),
 	REQ("verify", CFG_VERIFY),
 	REQ("validate", CFG_VALIDATE),
+	REQ("forms", CFG_FORMS),
 	REQ("threads", CFG_THREADS),
 	REQ("queue-depth", CFG_QUEUE_DEPTH),
 	REQ("window", CFG_WINDOW),
@@ -150,6 +151,11 @@ static int parse_loader_opt(const char *cmd, int o, const char *arg,
 		if (parse_mode(arg, dlc_validate_name, DLC_VALIDATE_OFF,
 			       &cfg->validate))
 			return bad_value(cmd, o, "once, always or off", arg);
+		return 1;
+	case CFG_FORMS:
+		if (parse_mode(arg, dlc_forms_name, DLC_FORMS_DECODED,
+			       &cfg->forms))
+			return bad_value(cmd, o, "off, auto or decoded", arg);
 		return 1;
 	case CFG_THREADS:
 		if (parse_u32(arg, 1, 256, &cfg->decode_threads))

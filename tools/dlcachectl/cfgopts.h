@@ -28,6 +28,7 @@ enum cfg_opt {
 	CFG_OWNER_UID,		/* --owner-uid UID|self */
 	CFG_VERIFY,		/* --verify kernel|off|all */
 	CFG_VALIDATE,		/* --validate once|always|off */
+	CFG_FORMS,		/* --forms off|auto|decoded */
 	CFG_THREADS,		/* --threads T */
 	CFG_QUEUE_DEPTH,	/* --queue-depth Q */
 	CFG_WINDOW,		/* --window W */

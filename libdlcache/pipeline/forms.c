@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Decoded forms (forms.h): the choice of form, and the hand-over of the
+ * forms decoders make to the I/O thread, which offers them to the cache.
+ *
+ * What it optimises. A cached sample saves work at its next use: its
+ * encoded bytes save the read, its decoded form the read and most of
+ * the decode (a sample from a form is a resize: 6-8x cheaper than an
+ * exact decode, at 8-18x the bytes; benchmarks.md). Only the work of
+ * the loader's bottleneck shortens an epoch, so the saving that counts
+ * per byte is the bottleneck's:
+ *
+ *   decode-bound:  an encoded entry saves a read nobody waits for: ~0;
+ *                  a form saves its decode. Forms win, every sample.
+ *   storage-bound: both save the same read; the encoded bytes do it in
+ *                  1/8 to 1/18 of the bytes. Encoded wins, every sample.
+ *
+ * So the choice is per regime, and the regime is measured: the decoders'
+ * time idle while samples they would decode are still being read
+ * (l->starved_ns), over 250 ms windows. Over a fifth of their time:
+ * storage-bound, and new entries are encoded; under a twentieth:
+ * decode-bound again, and new entries are forms. Which samples are kept,
+ * in either form, is still the next-use policy's: a form is made only
+ * for a sample the cache would keep now (its next use is sooner than
+ * the farthest one cached), and offered like any sample; a form that
+ * replaces the sample's encoded bytes makes room by evicting the
+ * farthest next uses. The limits of this are in library.md.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "buf.h"
+#include "cache.h"
+#include "dlcache.h"
+#include "forms.h"
+
+#define WINDOW_NS	250000000ULL
+
+int dlc_forms_init(struct dlc_forms *f, uint32_t mode, uint32_t n,
+		   uint32_t qcap, uint64_t inflight_max)
+{
+	f->mode = mode;
+	f->n = n;
+	f->qcap = qcap;
+	f->inflight_max = inflight_max;
+	f->ratio16 = 8 * 16;	/* small photographs' 8x, until measured */
+	f->dec_us = calloc(n, sizeof(*f->dec_us));
+	f->q = calloc(qcap, sizeof(*f->q));
+	if (!f->dec_us || !f->q) {
+		dlc_forms_fini(f);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void dlc_forms_fini(struct dlc_forms *f)
+{
+	while (f->q && f->qlen) {
+		dlc_buf_put(f->q[f->qhead].b);
+		f->qhead = (f->qhead + 1) % f->qcap;
+		f->qlen--;
+	}
+	free(f->q);
+	free(f->dec_us);
+	f->q = NULL;
+	f->dec_us = NULL;
+}
+
+int dlc_forms_want(struct dlc_forms *f, const struct dlc_cache *c,
+		   uint32_t id, uint64_t enc_bytes, uint32_t *est)
+{
+	uint64_t e = enc_bytes * f->ratio16 / 16;
+
+	if (f->mode == DLC_FORMS_AUTO &&
+	    __atomic_load_n(&f->storage_bound, __ATOMIC_RELAXED))
+		return 0;
+	if (f->qlen >= f->qcap || e > UINT32_MAX ||
+	    f->inflight + e > f->inflight_max ||
+	    !dlc_cache_would_keep(c, id, e + f->inflight + f->promised))
+		return 0;
+	f->promised += e;
+	*est = (uint32_t)e;
+	return 1;
+}
+
+void dlc_forms_unwant(struct dlc_forms *f, uint32_t est)
+{
+	f->promised -= est < f->promised ? est : f->promised;
+}
+
+void dlc_forms_made(struct dlc_forms *f, uint32_t id, uint32_t est,
+		    struct dlc_buf *b, uint64_t enc_bytes)
+{
+	uint64_t r;
+	struct dlc_form_made *m;
+
+	dlc_forms_unwant(f, est);
+	if (!b)
+		return;
+	r = enc_bytes ? b->len * 16 / enc_bytes : 0;
+	/* The first measured ratio replaces the guess; later ones average. */
+	if (r && r < 1000 * 16)
+		f->ratio16 = !f->made ? (uint32_t)r :
+			     f->ratio16 - f->ratio16 / 8 + (uint32_t)(r / 8);
+	__atomic_fetch_add(&f->made, 1, __ATOMIC_RELAXED);
+	if (f->qlen == f->qcap || f->inflight + b->len > f->inflight_max) {
+		__atomic_fetch_add(&f->refused, 1, __ATOMIC_RELAXED);
+		dlc_buf_put(b);
+		return;
+	}
+	m = &f->q[(f->qhead + f->qlen) % f->qcap];
+	m->id = id;
+	m->b = b;
+	f->inflight += b->len;
+	f->qlen++;
+}
+
+int dlc_forms_offer(struct dlc_forms *f, struct dlc_cache *c,
+		    pthread_mutex_t *lock)
+{
+	struct dlc_form_made m;
+	int any = 0;
+
+	pthread_mutex_lock(lock);
+	while (f->qlen) {
+		m = f->q[f->qhead];
+		f->qhead = (f->qhead + 1) % f->qcap;
+		f->qlen--;
+		pthread_mutex_unlock(lock);
+		if (!dlc_cache_offer_form(c, m.id, m.b))
+			__atomic_fetch_add(&f->refused, 1, __ATOMIC_RELAXED);
+		dlc_buf_put(m.b);
+		any = 1;
+		pthread_mutex_lock(lock);
+		f->inflight -= m.b->len;
+	}
+	pthread_mutex_unlock(lock);
+	return any;
+}
+
+void dlc_forms_observe(struct dlc_forms *f, struct dlc_cache *c, uint64_t now,
+		       uint64_t starved_ns, uint32_t threads)
+{
+	uint64_t dt = now - f->win_t0, starved;
+	uint32_t was = f->storage_bound;
+
+	if (!f->win_t0 || starved_ns < f->win_starved0) {
+		f->win_t0 = now;
+		f->win_starved0 = starved_ns;
+		return;
+	}
+	if (dt < WINDOW_NS || f->mode != DLC_FORMS_AUTO)
+		return;
+	starved = starved_ns - f->win_starved0;
+	f->win_t0 = now;
+	f->win_starved0 = starved_ns;
+	if (!was && starved * 5 > dt * threads)
+		__atomic_store_n(&f->storage_bound, 1, __ATOMIC_RELAXED);
+	else if (was && starved * 20 < dt * threads)
+		__atomic_store_n(&f->storage_bound, 0, __ATOMIC_RELAXED);
+	if (f->storage_bound != was)
+		dlc_cache_pin_forms(c, !f->storage_bound);
+}
+
+void dlc_forms_note_decode(struct dlc_forms *f, uint32_t id, uint64_t ns)
+{
+	uint64_t us = ns / 1000;
+
+	if (id < f->n)
+		__atomic_store_n(&f->dec_us[id],
+				 us > UINT32_MAX ? UINT32_MAX : (uint32_t)us,
+				 __ATOMIC_RELAXED);
+}
+
+void dlc_forms_note_hit(struct dlc_forms *f, uint32_t id, uint64_t ns)
+{
+	uint64_t dec;
+
+	__atomic_fetch_add(&f->hits, 1, __ATOMIC_RELAXED);
+	if (id >= f->n)
+		return;
+	dec = (uint64_t)__atomic_load_n(&f->dec_us[id], __ATOMIC_RELAXED) *
+	      1000;
+	if (dec > ns)
+		__atomic_fetch_add(&f->saved_ns, dec - ns, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Decoded forms (forms.c, dlc_config.forms): which form of a sample the
+ * in-process cache keeps, its encoded bytes or its whole image decoded at
+ * scale 1, chosen from what the loader measures, and the hand-over of a
+ * form a decoder made to the I/O thread, which alone touches the cache.
+ * Internal to libdlcache; the public face is dlcache.h.
+ */
+#ifndef DLC_FORMS_H
+#define DLC_FORMS_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+struct dlc_buf;
+struct dlc_cache;
+
+struct dlc_form_made {
+	uint32_t id;
+	struct dlc_buf *b;	/* the form, its reference the queue's */
+};
+
+/*
+ * Who owns what: mode, n and the arrays are set at init and read by all;
+ * dec_us is written by decoders (relaxed atomics); the queue, inflight,
+ * promised and ratio16 are under the loader's lock; the regime's window
+ * is the I/O thread's, its result (storage_bound) read by all (relaxed).
+ * The forms a decoder is making are its own until dlc_forms_made(): at
+ * most one a decoder, of at most max_pixels each, their estimated bytes
+ * counted in promised from dlc_forms_want() on, so that the forms
+ * wanted at once fit the cache together.
+ */
+struct dlc_forms {
+	uint32_t mode;			/* DLC_FORMS_AUTO or _DECODED */
+	uint32_t n;
+	uint32_t *dec_us;		/* per sample: its last decode, us */
+	struct dlc_form_made *q;	/* made, not yet offered: a ring */
+	uint32_t qcap, qhead, qlen;
+	uint32_t ratio16;		/* form bytes / encoded bytes, x16 */
+	uint64_t inflight;		/* bytes of the forms queued */
+	uint64_t promised;		/* estimated bytes of those being made */
+	uint64_t inflight_max;
+	uint32_t storage_bound;		/* the regime: 1 keeps encoded bytes */
+	uint64_t win_t0, win_starved0;	/* the regime's window */
+	/* counters, written by their owners, read relaxed by stats */
+	uint64_t made, refused, hits, saved_ns;
+};
+
+/*
+ * A controller in @mode over @n samples, whose queue holds @qcap forms
+ * of at most @inflight_max bytes together: 0 or -ENOMEM.
+ */
+int dlc_forms_init(struct dlc_forms *f, uint32_t mode, uint32_t n,
+		   uint32_t qcap, uint64_t inflight_max);
+/* Free its arrays and any forms still queued. */
+void dlc_forms_fini(struct dlc_forms *f);
+
+/*
+ * I/O thread, under the loader's lock: whether to make the decoded form
+ * of sample @id (@enc_bytes encoded) at its decode: the regime says
+ * forms, the queue has room, and cache @c would keep it with the forms
+ * queued and promised. If so, *@est is its estimated bytes, promised
+ * until dlc_forms_made() or dlc_forms_unwant() gives them back.
+ */
+int dlc_forms_want(struct dlc_forms *f, const struct dlc_cache *c,
+		   uint32_t id, uint64_t enc_bytes, uint32_t *est);
+
+/* Under the loader's lock: a wanted form (@est) will not be made. */
+void dlc_forms_unwant(struct dlc_forms *f, uint32_t est);
+
+/*
+ * A decoder, under the loader's lock: the form @b of sample @id (its
+ * reference passed; NULL: making it failed), wanted with @est, from
+ * @enc_bytes encoded. Queued for the I/O thread, or dropped (counted
+ * refused) when the queue is full.
+ */
+void dlc_forms_made(struct dlc_forms *f, uint32_t id, uint32_t est,
+		    struct dlc_buf *b, uint64_t enc_bytes);
+
+/*
+ * I/O thread, without the loader's lock: offer each queued form to @c,
+ * under @lock only to pop it. Whether any was taken from the queue.
+ */
+int dlc_forms_offer(struct dlc_forms *f, struct dlc_cache *c,
+		    pthread_mutex_t *lock);
+
+/*
+ * I/O thread: the decoders' starved time so far (@starved_ns, over
+ * @threads threads) at @now; at the end of each window of 250 ms the
+ * regime is chosen again: storage-bound when they starved more than a
+ * fifth of their time, decode-bound again below a twentieth; @c's forms
+ * are pinned while decode-bound (dlc_cache_pin_forms()).
+ */
+void dlc_forms_observe(struct dlc_forms *f, struct dlc_cache *c, uint64_t now,
+		       uint64_t starved_ns, uint32_t threads);
+
+/* A decoder: sample @id's decode from its encoded bytes took @ns. */
+void dlc_forms_note_decode(struct dlc_forms *f, uint32_t id, uint64_t ns);
+/* A decoder: sample @id was served from its form in @ns. */
+void dlc_forms_note_hit(struct dlc_forms *f, uint32_t id, uint64_t ns);
+
+#endif
