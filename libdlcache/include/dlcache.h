@@ -1109,8 +1109,9 @@ struct dlc_stats {
 	 * the ones it did not take; the forms held now and their bytes (of
 	 * cache_used); the decode time the form hits saved (each sample's
 	 * last decode from its encoded bytes, less its time from the form);
-	 * and the controller's choice now: 0 forms off, 1 decoded forms
-	 * (decode limits the loader), 2 encoded bytes (storage does).
+	 * and the controller's choice now: 0 none (forms off, or the first
+	 * quarter second not yet measured), 1 decoded forms (decode limits the
+	 * loader), 2 encoded bytes (storage does).
 	 */
 	uint64_t form_hits;
 	uint64_t forms_made;

@@ -29,7 +29,7 @@ int dlc_cache_tier_open(struct dlc_loader *l, struct dlc_cache_tier **out)
 	if (ret)
 		return ret;
 	if (cfg->cache_bytes && !cfg->cluster) {
-		ret = dlc_inproc_cache(ip, cfg->cache_bytes);
+		ret = dlc_inproc_cache(ip, cfg->cache_bytes, 1);
 		if (ret) {
 			dlc_logf(&l->log, DLC_LOG_ERROR,
 				 "in-process cache over %u samples (%u a rank): %s",

@@ -15,11 +15,18 @@
  *   storage-bound: both save the same read; the encoded bytes do it in
  *                  1/8 to 1/18 of the bytes. Encoded wins, every sample.
  *
- * So the choice is per regime, and the regime is measured: the decoders'
- * time idle while samples they would decode are still being read
- * (l->starved_ns), over 250 ms windows. Over a fifth of their time:
- * storage-bound, and new entries are encoded; under a twentieth:
- * decode-bound again, and new entries are forms. Which samples are kept,
+ * So the choice is per regime, and the regime is measured over 250 ms
+ * windows: the decoders' time idle while samples they would decode are
+ * still being read (decode_starved_ns), and the storage's busy time
+ * (io_busy_ns: a read in flight). A window where the storage was busy
+ * over 80 % of the time and the decoders starved over 15 % of theirs is
+ * storage-bound; one where the storage was busy under 50 % or the
+ * decoders starved under 3 % decode-bound. Four storage-bound windows in
+ * a row make new entries encoded, and forms ranked by next use with the
+ * rest; two decode-bound ones in a row make them forms, pinned. Until
+ * then nothing is made. (The starved time alone flips the regime back and forth
+ * where read-ahead buffers slow storage: measured, that cost a quarter
+ * of the throughput at 40 MB/s.) Which samples are kept,
  * in either form, is still the next-use policy's: a form is made only
  * for a sample the cache would keep now (its next use is sooner than
  * the farthest one cached), and offered like any sample; a form that
@@ -36,6 +43,16 @@
 
 #define WINDOW_NS	250000000ULL
 
+enum { FORMS_UNDECIDED, FORMS_DECODE_BOUND, FORMS_STORAGE_BOUND };
+
+/*
+ * Windows in a row that flip the regime: storage-bound takes a second (a
+ * loader filling its pipeline starves its decoders for a while on any
+ * storage), decode-bound half of one (no forms are made before).
+ */
+#define STORAGE_WINDOWS	4
+#define DECODE_WINDOWS	2
+
 int dlc_forms_init(struct dlc_forms *f, uint32_t mode, uint32_t n,
 		   uint32_t qcap, uint64_t inflight_max)
 {
@@ -44,6 +61,9 @@ int dlc_forms_init(struct dlc_forms *f, uint32_t mode, uint32_t n,
 	f->qcap = qcap;
 	f->inflight_max = inflight_max;
 	f->ratio16 = 8 * 16;	/* small photographs' 8x, until measured */
+	/* auto: nothing is made until the regime is measured */
+	f->regime = mode == DLC_FORMS_AUTO ? FORMS_UNDECIDED :
+		    FORMS_DECODE_BOUND;
 	f->dec_us = calloc(n, sizeof(*f->dec_us));
 	f->q = calloc(qcap, sizeof(*f->q));
 	if (!f->dec_us || !f->q) {
@@ -71,8 +91,7 @@ int dlc_forms_want(struct dlc_forms *f, const struct dlc_cache *c,
 {
 	uint64_t e = enc_bytes * f->ratio16 / 16;
 
-	if (f->mode == DLC_FORMS_AUTO &&
-	    __atomic_load_n(&f->storage_bound, __ATOMIC_RELAXED))
+	if (f->regime != FORMS_DECODE_BOUND)
 		return 0;
 	if (f->qlen >= f->qcap || e > UINT32_MAX ||
 	    f->inflight + e > f->inflight_max ||
@@ -139,27 +158,45 @@ int dlc_forms_offer(struct dlc_forms *f, struct dlc_cache *c,
 }
 
 void dlc_forms_observe(struct dlc_forms *f, struct dlc_cache *c, uint64_t now,
-		       uint64_t starved_ns, uint32_t threads)
+		       uint64_t starved_ns, uint64_t busy_ns, uint32_t threads)
 {
-	uint64_t dt = now - f->win_t0, starved;
-	uint32_t was = f->storage_bound;
+	uint64_t dt = now - f->win_t0, starved, busy;
+	uint32_t was = f->regime;
 
-	if (!f->win_t0 || starved_ns < f->win_starved0) {
+	if (f->mode != DLC_FORMS_AUTO)
+		return;
+	if (!f->win_t0 || starved_ns < f->win_starved0 ||
+	    busy_ns < f->win_busy0) {
 		f->win_t0 = now;
 		f->win_starved0 = starved_ns;
+		f->win_busy0 = busy_ns;
 		return;
 	}
-	if (dt < WINDOW_NS || f->mode != DLC_FORMS_AUTO)
+	if (dt < WINDOW_NS)
 		return;
-	starved = starved_ns - f->win_starved0;
+	/* per mille of the window */
+	starved = (starved_ns - f->win_starved0) * 1000 / (dt * threads);
+	busy = (busy_ns - f->win_busy0) * 1000 / dt;
 	f->win_t0 = now;
 	f->win_starved0 = starved_ns;
-	if (!was && starved * 5 > dt * threads)
-		__atomic_store_n(&f->storage_bound, 1, __ATOMIC_RELAXED);
-	else if (was && starved * 20 < dt * threads)
-		__atomic_store_n(&f->storage_bound, 0, __ATOMIC_RELAXED);
-	if (f->storage_bound != was)
-		dlc_cache_pin_forms(c, !f->storage_bound);
+	f->win_busy0 = busy_ns;
+	if (busy > 800 && starved > 150) {
+		f->run_storage++;
+		f->run_decode = 0;
+	} else if (busy < 500 || starved < 30) {
+		f->run_decode++;
+		f->run_storage = 0;
+	}
+	if (f->run_storage >= STORAGE_WINDOWS)
+		f->regime = FORMS_STORAGE_BOUND;
+	else if (f->run_decode >= DECODE_WINDOWS)
+		f->regime = FORMS_DECODE_BOUND;
+	if (f->regime != was) {
+		__atomic_store_n(&f->storage_bound,
+				 f->regime == FORMS_STORAGE_BOUND,
+				 __ATOMIC_RELAXED);
+		dlc_cache_pin_forms(c, f->regime == FORMS_DECODE_BOUND);
+	}
 }
 
 void dlc_forms_note_decode(struct dlc_forms *f, uint32_t id, uint64_t ns)

@@ -40,8 +40,11 @@ struct dlc_forms {
 	uint64_t inflight;		/* bytes of the forms queued */
 	uint64_t promised;		/* estimated bytes of those being made */
 	uint64_t inflight_max;
-	uint32_t storage_bound;		/* the regime: 1 keeps encoded bytes */
-	uint64_t win_t0, win_starved0;	/* the regime's window */
+	/* The regime (forms.c): the I/O thread's; storage_bound, all's. */
+	uint32_t regime;
+	uint32_t storage_bound;		/* 1: keep encoded bytes (relaxed) */
+	uint64_t win_t0, win_starved0, win_busy0;
+	uint32_t run_storage, run_decode;	/* windows in a row */
 	/* counters, written by their owners, read relaxed by stats */
 	uint64_t made, refused, hits, saved_ns;
 };
@@ -86,13 +89,12 @@ int dlc_forms_offer(struct dlc_forms *f, struct dlc_cache *c,
 
 /*
  * I/O thread: the decoders' starved time so far (@starved_ns, over
- * @threads threads) at @now; at the end of each window of 250 ms the
- * regime is chosen again: storage-bound when they starved more than a
- * fifth of their time, decode-bound again below a twentieth; @c's forms
- * are pinned while decode-bound (dlc_cache_pin_forms()).
+ * @threads threads) and the storage's busy time (@busy_ns) at @now; at
+ * the end of each 250 ms window the regime is chosen again (forms.c);
+ * @c's forms are pinned while decode-bound (dlc_cache_pin_forms()).
  */
 void dlc_forms_observe(struct dlc_forms *f, struct dlc_cache *c, uint64_t now,
-		       uint64_t starved_ns, uint32_t threads);
+		       uint64_t starved_ns, uint64_t busy_ns, uint32_t threads);
 
 /* A decoder: sample @id's decode from its encoded bytes took @ns. */
 void dlc_forms_note_decode(struct dlc_forms *f, uint32_t id, uint64_t ns);

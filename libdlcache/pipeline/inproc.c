@@ -44,13 +44,18 @@ static int inproc_round(struct dlc_cache_tier *t, uint32_t cur_epoch,
 
 	(void)cur_epoch;	/* a claim's epoch is read with it, below */
 	if (ip->have_forms) {
+		uint64_t now = dlc_now_ns(), busy;
+
 		/* Before the claims: a form made may be the next hit. */
 		if (dlc_forms_offer(&ip->forms, ip->c, &l->lock))
 			inproc_publish(t);
-		dlc_forms_observe(&ip->forms, ip->c, dlc_now_ns(),
+		/* this thread's own: it opens and closes the busy spans */
+		busy = __atomic_load_n(&l->stats.io_busy_ns, __ATOMIC_RELAXED) +
+		       (l->busy_since ? now - l->busy_since : 0);
+		dlc_forms_observe(&ip->forms, ip->c, now,
 				  __atomic_load_n(&l->stats.decode_starved_ns,
 						  __ATOMIC_RELAXED),
-				  l->ndecode);
+				  busy, l->ndecode);
 	}
 	pthread_mutex_lock(&l->lock);
 	while (loader_issuable(l) && loader_claim_room(l)) {
@@ -159,8 +164,9 @@ static void inproc_stats(struct dlc_cache_tier *t, struct dlc_stats *st)
 	st->forms_made = __atomic_load_n(&f->made, __ATOMIC_RELAXED);
 	st->forms_refused = __atomic_load_n(&f->refused, __ATOMIC_RELAXED);
 	st->form_saved_ns = __atomic_load_n(&f->saved_ns, __ATOMIC_RELAXED);
-	st->forms_regime = __atomic_load_n(&f->storage_bound,
-					   __ATOMIC_RELAXED) ? 2 : 1;
+	/* 0 until measured; 1 forms, 2 encoded bytes */
+	st->forms_regime = f->mode != DLC_FORMS_AUTO ? 1 :
+			   __atomic_load_n(&f->regime, __ATOMIC_RELAXED);
 }
 
 static void inproc_describe(const struct dlc_cache_tier *t, char *buf,
@@ -205,7 +211,7 @@ void dlc_inproc_init(struct dlc_inproc *ip, struct dlc_loader *l)
 	ip->tier.l = l;
 }
 
-int dlc_inproc_cache(struct dlc_inproc *ip, uint64_t bytes)
+int dlc_inproc_cache(struct dlc_inproc *ip, uint64_t bytes, int forms)
 {
 	struct dlc_loader *l = ip->tier.l;
 	int ret;
@@ -215,7 +221,7 @@ int dlc_inproc_cache(struct dlc_inproc *ip, uint64_t bytes)
 		ip->c = NULL;
 		return ret;
 	}
-	if (l->cfg.forms) {
+	if (forms && l->cfg.forms) {
 		/* The forms queued for the cache: a window's, 256 MiB at most. */
 		ret = dlc_forms_init(&ip->forms, l->cfg.forms, l->n,
 				     l->cfg.window,

@@ -27,10 +27,12 @@ struct dlc_inproc {
 void dlc_inproc_init(struct dlc_inproc *ip, struct dlc_loader *l);
 /*
  * Give it a cache of @bytes over the loader's samples and orders, the
- * loader's stats saying its capacity, with decoded forms when the config
- * asks (l->forms then points at them): 0, or -errno (it stays without).
+ * loader's stats saying its capacity, with decoded forms when @forms and
+ * the config asks (l->forms then points at them; only before the
+ * threads start, which read it unlocked): 0, or -errno (it stays
+ * without).
  */
-int dlc_inproc_cache(struct dlc_inproc *ip, uint64_t bytes);
+int dlc_inproc_cache(struct dlc_inproc *ip, uint64_t bytes, int forms);
 /* Free its cache; the struct is the caller's. */
 void dlc_inproc_fini(struct dlc_inproc *ip);
 /* A tier of its own, for dlc_cache_tier_open(): 0 or -ENOMEM. */

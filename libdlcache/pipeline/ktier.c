@@ -675,7 +675,7 @@ static void ktier_switch(struct ktier *kt)
 	__atomic_store_n(&l->stats.cache_used, 0, __ATOMIC_RELAXED);
 	if (!l->cfg.cache_bytes)
 		return;
-	ret = dlc_inproc_cache(&kt->inproc, l->cfg.cache_bytes);
+	ret = dlc_inproc_cache(&kt->inproc, l->cfg.cache_bytes, 0);
 	if (!ret && active)
 		ret = dlc_ct_prepare_epoch(&kt->inproc.tier, epoch);
 	if (ret) {

@@ -819,6 +819,9 @@ int dlc_loader_create(const struct dlc_config *ucfg,
 	l->ct->ops->describe(l->ct, what, sizeof(what));
 	dlc_logf(&l->log, DLC_LOG_INFO, "%s; %u decode threads + 1 I/O thread",
 		 what, l->ndecode);
+	if (cfg->forms && !l->forms)
+		dlc_logf(&l->log, DLC_LOG_INFO,
+			 "forms: only the in-process cache keeps decoded forms; this one keeps encoded bytes (the exact pixels all the same)");
 
 	ret = threads_start(l);
 	if (ret)

@@ -102,7 +102,7 @@ GAUGES = {
     "node_borrowed_cpus": "CPUs of the node group the guests may run on now",
     "forms_held": "decoded forms the cache holds now",
     "forms_bytes": "bytes of the decoded forms the cache holds now",
-    "forms_regime": "what the cache keeps now: 0 forms off, 1 decoded forms, 2 encoded bytes",
+    "forms_regime": "what the cache keeps now: 0 none yet, 1 decoded forms, 2 encoded bytes",
     "decode_threads": "decode threads",
     "hugepages": "batch buffers on huge pages",
     "pinned": "1 when the batch buffers are pinned",

@@ -16,6 +16,8 @@
 #   2. the same with --readahead off (what wave 1 did)
 #   2b. the same as 1 with the staging tier (--staging-dir on the host's
 #      own disk, empty at the start; budget: half its free space)
+#   2c. the same as 1 with decoded forms (--forms auto), which must keep
+#      encoded bytes here, where storage is the bottleneck
 #   3. the page cache alone: dlcachectl bench --cache 0 --no-direct
 #      --readahead off, in a memory cgroup of dlcache's cache + this
 #      process's own footprint (calibrated first)
@@ -167,6 +169,8 @@ for bw in $bws; do
 		log "$bw MB/s, round $r/$rounds: dlcache + staging on local disk"
 		rm -rf "$work/stage"
 		run "stg.$bw.$r" dl --cache-fraction 0.5 --staging-dir "$work/stage"
+		log "$bw MB/s, round $r/$rounds: dlcache, decoded forms auto"
+		run "dlforms.$bw.$r" dl --cache-fraction 0.5 --forms auto
 		log "$bw MB/s, round $r/$rounds: dlcache, read-ahead off"
 		run "dlnora.$bw.$r" dl --cache-fraction 0.5 --readahead off
 		log "$bw MB/s, round $r/$rounds: the page cache alone"

