@@ -201,7 +201,7 @@ $(BUILD)/bench/rstbench: tests/perf/rstbench.c libdlcache/base/internal.h libdlc
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_ALL) $(CFLAGS) $(WARNINGS) -o $@ $< $(BUILD)/release/libdlcache.a $(LIBS)
 
-.PHONY: bench bench-storage bench-cluster bench-skew
+.PHONY: bench bench-storage bench-cluster bench-skew bench-forms
 bench: deps lib tools $(BENCH_PROGS)
 	@$(MAKE) --no-print-directory MPI=1 BUILD=$(BUILD)/mpi lib tools
 	@tests/perf/bench.sh $(BUILD) $(BENCH_SIZE) $(BENCH_REPEATS)
@@ -210,6 +210,14 @@ bench: deps lib tools $(BENCH_PROGS)
 BENCH_STORAGE_IMAGES ?= 4000
 bench-storage: deps lib tools
 	@tests/perf/storage.sh $(BUILD) $(BENCH_STORAGE_IMAGES) $(BENCH_REPEATS)
+
+# The decoded-forms section alone, on make bench's generated set (forms.sh).
+BENCH_FORMS_IMAGES ?= $(shell echo $$(( $$(numfmt --from=iec $(BENCH_SIZE)) / 71000 )))
+bench-forms: deps lib tools
+	@d=$(BUILD)/bench-data-$(BENCH_FORMS_IMAGES); \
+	[ -f $$d.idx ] || { $(BUILD)/dlcachectl gen $$d --images $(BENCH_FORMS_IMAGES) --classes 100 >&2 && \
+		$(BUILD)/dlcachectl index $$d -o $$d.idx >/dev/null; } && \
+	tests/perf/forms.sh $(BUILD) $$d $(BENCH_REPEATS)
 
 # The cluster section alone: 4 nodes in network namespaces (cluster.sh).
 BENCH_CLUSTER_IMAGES ?= 800

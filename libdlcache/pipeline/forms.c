@@ -35,6 +35,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "buf.h"
 #include "cache.h"
@@ -56,6 +57,7 @@ enum { FORMS_UNDECIDED, FORMS_DECODE_BOUND, FORMS_STORAGE_BOUND };
 int dlc_forms_init(struct dlc_forms *f, uint32_t mode, uint32_t n,
 		   uint32_t qcap, uint64_t inflight_max)
 {
+	memset(f, 0, sizeof(*f));
 	f->mode = mode;
 	f->n = n;
 	f->qcap = qcap;

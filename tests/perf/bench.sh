@@ -14,7 +14,9 @@
 #      same and dlcache on the originals with cache = the whole set
 #   7. dlcachectl decodebench on the pack: the MCU-exact decode limit
 # and after the rounds the storage-bound section (tests/perf/storage.sh:
-# a throttled loop device at 40 and 100 MB/s; BENCH_STORAGE_IMAGES) and
+# a throttled loop device at 40 and 100 MB/s; BENCH_STORAGE_IMAGES), the
+# decoded-forms section (tests/perf/forms.sh: the cache at 1/4 to 8x the
+# set, forms auto against encoded bytes only) and
 # the cluster section (tests/perf/cluster.sh: 4 nodes in network
 # namespaces on 16 MB/s shared storage; BENCH_CLUSTER_IMAGES) and the
 # skewed-node section (tests/perf/skew.py: two ranks of one job in step,
@@ -219,6 +221,13 @@ rm -f "$out/storage.md"
 if ! "$here/storage.sh" "$build" "${BENCH_STORAGE_IMAGES:-4000}" "$repeats" >&2; then
 	log "storage-bound section failed (see above); the report goes without it"
 	rm -f "$out/storage.md"
+fi
+
+# The in-process cache at several sizes, with decoded forms and without.
+rm -f "$out/forms.md" "$out/forms.dat"
+if ! "$here/forms.sh" "$build" "$dir" "$repeats" >&2; then
+	log "decoded-forms section failed (see above); the report goes without it"
+	rm -f "$out/forms.md" "$out/forms.dat"
 fi
 
 # Four nodes in network namespaces on throttled shared storage.

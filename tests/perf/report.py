@@ -310,6 +310,12 @@ if os.path.exists(perf) and os.path.getsize(perf):
 storage_md = os.path.join(out, "storage.md")
 if os.path.exists(storage_md):
     L.extend(open(storage_md).read().rstrip().splitlines())
+# The decoded-forms section (forms.sh), likewise.
+forms_md = os.path.join(out, "forms.md")
+if os.path.exists(forms_md):
+    L.append("")
+    L.extend(open(forms_md).read().rstrip().splitlines())
+    L.append("")
 # The cluster section (cluster.sh), likewise.
 cluster_md = os.path.join(out, "cluster.md")
 if os.path.exists(cluster_md):
@@ -341,11 +347,28 @@ with open(os.path.join(out, "hits.dat"), "w") as f:
         f.write('"%s" %s %s\n' % (short, "%.4f" % b if b is not None else "NaN",
                                   "%.4f" % d if d is not None else "NaN"))
 ymax = max(max(r[2] for r in sysrows[:5]), max(r[3] for r in sysrows[:3])) * 1.25
+# forms.sh's sweep, when it ran: images/s against the cache's size.
+forms_dat = os.path.join(out, "forms.dat")
+have_forms = os.path.exists(forms_dat)
+forms_panel = """set autoscale y
+set yrange [0:*]
+set xtics auto font ",11"
+set logscale x 2
+set xrange [0.2:10]
+set key top left
+set style data linespoints
+set xlabel "cache, x the encoded bytes"
+set ylabel "images/s (steady epochs)"
+set title "Decoded forms: the cache at several sizes"
+plot "{f}" using 1:4 title "forms auto" lw 2 pt 7 lc rgb "#d62728", \\
+     "" using 1:3 title "encoded only, exact" lw 2 pt 5 lc rgb "#1f77b4", \\
+     "" using 1:2 title "encoded only, default" lw 2 pt 9 dt 2 lc rgb "#2ca02c"
+""".format(f=forms_dat) if have_forms else ""
 storage_on = fio_ips <= ymax
 gp = """
-set terminal pngcairo size 1500,620 font "DejaVu Sans,11"
+set terminal pngcairo size {width},620 font "DejaVu Sans,11"
 set output "{out}/report.png"
-set multiplot layout 1,2
+set multiplot layout 1,{panels}
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.85 border -1
@@ -368,8 +391,9 @@ set title "Hit ratio, cache = half the data set, {ep} epochs"
 plot "{out}/hits.dat" using 2:xtic(1) title "permutation" lc rgb "#1f77b4", \\
      "" using 3 title "repeats (weighted, with replacement)" lc rgb "#ff7f0e", \\
      {cs} with lines lw 2 dt 2 lc rgb "#555555" title "capacity/size ({cs:.2f})"
-unset multiplot
-""".format(out=out, ymax=ymax, n=meta["dataset"]["images"], cores=m["cores"], rep=meta["repeats"],
+{forms}unset multiplot
+""".format(width=2200 if have_forms else 1500, panels=3 if have_forms else 2,
+           forms=forms_panel,out=out, ymax=ymax, n=meta["dataset"]["images"], cores=m["cores"], rep=meta["repeats"],
            fio=fio_ips, off="" if storage_on else " (off the scale)", full=full, crop=crop,
            storage=(", \\\n     %f with lines lw 2 dt 3 lc rgb \"#9467bd\" title \"storage limit (%.0f)\"" % (fio_ips, fio_ips))
            if storage_on else "", ep=meta["epochs"], cs=hs["capacity_over_size"])
