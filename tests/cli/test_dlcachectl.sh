@@ -203,6 +203,29 @@ json=$("$ctl" bench "$tmp/ds.idx" --epochs 1 --batch-size 8 --size 32 --json --b
 	echo "$json" | grep -q '"backend": "inprocess"' || fail "bench --backend inprocess: $json"
 end
 
+# --forms off|auto|decoded: a bad value is a usage error naming it; with
+# forms decoded and a cache for them all, the second epoch is served from
+# forms, and the text and JSON reports say so.
+begin bench-forms
+err=$("$ctl" bench "$tmp/ds.idx" --forms always 2>&1 >/dev/null); rc=$?
+[ $rc -eq 2 ] || fail "bench --forms always: exit $rc, want 2"
+echo "$err" | grep -q -- "--forms" && echo "$err" | grep -q "off, auto or decoded" ||
+	fail "bench --forms always: the message does not name the option and its values: $err"
+out=$("$ctl" bench "$tmp/ds.idx" --epochs 2 --batch-size 8 --size 32 --cache 256M \
+	--backend inprocess --forms decoded 2>&1) || fail "bench --forms decoded: $out"
+echo "$out" | grep -q "forms: 40 of 40 samples from decoded forms" ||
+	fail "bench --forms decoded: epoch 1 not served from forms: $out"
+json=$("$ctl" bench "$tmp/ds.idx" --epochs 2 --batch-size 8 --size 32 --cache 256M \
+	--backend inprocess --forms decoded --json 2>/dev/null) || fail "bench --forms decoded --json"
+/usr/bin/python3 - "$json" <<'PY' || fail "bench --forms decoded --json: $json"
+import json, sys
+e = json.loads(sys.argv[1])["epochs"]
+assert e[0]["forms_made"] == 40 and e[0]["form_hits"] == 0, e[0]
+assert e[1]["form_hits"] == 40 and e[1]["forms_held"] == 40, e[1]
+assert e[1]["forms_regime"] == 1 and e[1]["form_saved_ns"] > 0, e[1]
+PY
+end
+
 # --readahead BYTES|off: accepted (sizes, 0, off in any case), and the
 # per-epoch read rate, busy fraction and read-ahead counters are numbers.
 begin bench-readahead
