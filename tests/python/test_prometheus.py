@@ -36,7 +36,8 @@ from dlcache.torch import DataLoader  # noqa: E402
 
 KW = dict(batch_size=8, size=32, seed=2, cache="1M", on_error="skip")
 LABELS = dict(rank="0", job="prom-test")
-SKIPPED = {"read_ns", "decode_ns", "wait_ns", "verify_ns", "io_busy_ns"}
+SKIPPED = {"read_ns", "decode_ns", "wait_ns", "verify_ns", "io_busy_ns",
+           "decode_starved_ns", "form_saved_ns"}
 
 
 def need_prom():
