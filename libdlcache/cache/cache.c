@@ -7,8 +7,10 @@
  * touches it, so it has no lock; the bytes it hands out are refcounted.
  *
  * An entry is a sample's encoded bytes or its decoded form (buf.h's
- * form_w; dlc_config.forms, chosen by pipeline/forms.c): both are ranked
- * by next use alike, and accounted by the memory they hold.
+ * form_w; dlc_config.forms, chosen by pipeline/forms.c), accounted by the
+ * memory it holds. Forms are pinned while decode limits the loader (out
+ * of the policy's heap, never evicted), else ranked by next use with the
+ * encoded bytes.
  *
  * It keeps the very buffers reads landed in (pooled blocks, buf.c): a hit
  * is a new reference, never a copy. What it accounts against its
@@ -247,17 +249,8 @@ int dlc_cache_offer(struct dlc_cache *c, uint32_t id, struct dlc_buf *b)
 int dlc_cache_would_keep(const struct dlc_cache *c, uint32_t id,
 			 uint64_t bytes)
 {
-	uint32_t v;
-
-	if (id >= c->nsamples || bytes > c->capacity)
-		return 0;
-	if (c->pin_forms)
-		return c->forms_bytes + bytes <= c->capacity;
-	if (c->used + bytes <= c->capacity)
-		return 1;
-	v = dlc_policy_victim(&c->pol);
-	return v != DLC_POLICY_NIL && v != id &&
-	       dlc_policy_prefer(&c->pol, id, v);
+	return c->pin_forms && id < c->nsamples &&
+	       c->forms_bytes + bytes <= c->capacity;
 }
 
 void dlc_cache_pin_forms(struct dlc_cache *c, int pin)

@@ -49,9 +49,8 @@ int dlc_cache_contains(const struct dlc_cache *c, uint32_t id);
 int dlc_cache_offer(struct dlc_cache *c, uint32_t id, struct dlc_buf *b);
 
 /*
- * Whether a decoded form of @bytes for @id would be kept now: pinned,
- * that the forms fit; else that it fits, or the farthest next use cached
- * is farther than @id's (one eviction's look; the offer decides).
+ * Whether a decoded form of @bytes for @id would be kept now: forms are
+ * pinned, and the forms held fit with it. (Unpinned, forms.c makes none.)
  */
 int dlc_cache_would_keep(const struct dlc_cache *c, uint32_t id,
 			 uint64_t bytes);

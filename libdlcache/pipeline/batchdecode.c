@@ -74,6 +74,24 @@ static uint8_t *slot_sample(struct dlc_loader *l, struct batch_slot *s, uint32_t
 	return s->b.data + (size_t)i * l->sample_bytes;
 }
 
+/* Whether @buf is sample @id's as the index recorded them: size and CRC-32C. */
+static int index_bytes(const struct dlc_loader *l, uint32_t id,
+		       const struct dlc_buf *buf)
+{
+	uint32_t want;
+
+	return !dlc_index_crc32c(l->idx, id, &want) &&
+	       buf->len == dlc_index_size(l->idx, id) &&
+	       dlc_buf_crc_matches(buf, want);
+}
+
+/* Record that sample @id decoded whole (DLC_VALIDATE_ONCE's bit). */
+static void mark_checked(struct dlc_loader *l, uint32_t id)
+{
+	__atomic_fetch_or(&l->checked[id / 8], (uint8_t)(1U << (id % 8)),
+			  __ATOMIC_RELAXED);
+}
+
 /*
  * Whether sample @id's bytes @buf must be decoded whole (enum
  * dlc_validate). Under ONCE they need not when this loader has decoded
@@ -83,14 +101,10 @@ static uint8_t *slot_sample(struct dlc_loader *l, struct batch_slot *s, uint32_t
 static int must_check(struct dlc_loader *l, uint32_t id,
 		      const struct dlc_buf *buf, int *mark)
 {
-	uint32_t want;
-
 	*mark = 0;
 	if (l->validate != DLC_VALIDATE_ONCE)
 		return l->validate == DLC_VALIDATE_ALWAYS;
-	if (dlc_index_crc32c(l->idx, id, &want) ||
-	    buf->len != dlc_index_size(l->idx, id) ||
-	    !dlc_buf_crc_matches(buf, want))
+	if (!index_bytes(l, id, buf))
 		return 1;
 	if (__atomic_load_n(&l->checked[id / 8], __ATOMIC_RELAXED) &
 	    (1U << (id % 8)))
@@ -112,13 +126,10 @@ static int decode_rst(struct dlc_loader *l, struct dlc_decoder *dec,
 		      const struct dlc_rst_geom *g, const uint32_t *rows,
 		      uint8_t *dst, uint32_t *kind, const char **msg)
 {
-	uint32_t want;
 	int ret;
 
 	if (l->validate != DLC_VALIDATE_OFF) {
-		if (dlc_index_crc32c(l->idx, id, &want) ||
-		    buf->len != dlc_index_size(l->idx, id) ||
-		    !dlc_buf_crc_matches(buf, want)) {
+		if (!index_bytes(l, id, buf)) {
 			*kind = DLC_ERR_CORRUPT;
 			*msg = "corrupt pack: the sample's bytes do not match the crc32c of its record";
 			return -EBADMSG;
@@ -214,8 +225,7 @@ static int decode_one(struct dlc_loader *l, struct dlc_decoder *dec,
 		return ret;
 	}
 	if (mark)
-		__atomic_fetch_or(&l->checked[id / 8], (uint8_t)(1U << (id % 8)),
-				  __ATOMIC_RELAXED);
+		mark_checked(l, id);
 	dlc_stat_add(l->stats.decoded, 1);
 	if (l->forms)
 		dlc_forms_note_decode(l->forms, id, dlc_now_ns() - t0);
@@ -259,14 +269,12 @@ static int make_form(struct dlc_loader *l, struct dlc_decoder *dec,
 	uint64_t t0 = dlc_now_ns();
 	struct dlc_buf *form = NULL;
 	const struct dlc_rgb_alloc a = { form_alloc, form_release, &form };
-	uint32_t w, h, want;
+	uint32_t w, h;
 	uint8_t *rgb;
 
 	*out = NULL;
 	if (dlc_source_pack(l->src) && l->validate != DLC_VALIDATE_OFF &&
-	    (dlc_index_crc32c(l->idx, id, &want) ||
-	     buf->len != dlc_index_size(l->idx, id) ||
-	     !dlc_buf_crc_matches(buf, want)))
+	    !index_bytes(l, id, buf))
 		return -EBADMSG;
 	if (dlc_decoder_full_to(dec, buf->data, buf->len, &a, &rgb, &w, &h)) {
 		dlc_buf_put(form);
@@ -284,8 +292,7 @@ static int make_form(struct dlc_loader *l, struct dlc_decoder *dec,
 	dlc_stat_add(l->stats.decoded, 1);
 	dlc_stat_add(l->stats.validated, 1);
 	if (l->validate == DLC_VALIDATE_ONCE)
-		__atomic_fetch_or(&l->checked[id / 8], (uint8_t)(1U << (id % 8)),
-				  __ATOMIC_RELAXED);
+		mark_checked(l, id);
 	dlc_forms_note_decode(l->forms, id, dlc_now_ns() - t0);
 	*out = form;
 	return 0;

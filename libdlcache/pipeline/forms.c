@@ -24,14 +24,16 @@
  * decoders starved under 3 % decode-bound. Four storage-bound windows in
  * a row make new entries encoded, and forms ranked by next use with the
  * rest; two decode-bound ones in a row make them forms, pinned. Until
- * then nothing is made. (The starved time alone flips the regime back and forth
- * where read-ahead buffers slow storage: measured, that cost a quarter
- * of the throughput at 40 MB/s.) Which samples are kept,
- * in either form, is still the next-use policy's: a form is made only
- * for a sample the cache would keep now (its next use is sooner than
- * the farthest one cached), and offered like any sample; a form that
- * replaces the sample's encoded bytes makes room by evicting the
- * farthest next uses. The limits of this are in library.md.
+ * then nothing is made. (The starved time alone flips the regime back
+ * and forth where read-ahead buffers slow storage: measured, that cost a
+ * quarter of the throughput at 40 MB/s.)
+ *
+ * Which samples: decode-bound, forms are pinned in cache.c (never
+ * evicted, so a form made once is hit every later epoch) and a form is
+ * made only while the forms held, queued and promised fit the cache with
+ * it; it then evicts encoded bytes by next use. Storage-bound, no form
+ * is made, and those held are ranked by next use with the rest. How far
+ * this is from the best choice is in library.md (test_forms_opt).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -163,7 +165,7 @@ void dlc_forms_observe(struct dlc_forms *f, struct dlc_cache *c, uint64_t now,
 		       uint64_t starved_ns, uint64_t busy_ns, uint32_t threads)
 {
 	uint64_t dt = now - f->win_t0, starved, busy;
-	uint32_t was = f->regime;
+	uint32_t was = f->regime, now_regime;
 
 	if (f->mode != DLC_FORMS_AUTO)
 		return;
@@ -189,15 +191,11 @@ void dlc_forms_observe(struct dlc_forms *f, struct dlc_cache *c, uint64_t now,
 		f->run_decode++;
 		f->run_storage = 0;
 	}
-	if (f->run_storage >= STORAGE_WINDOWS)
-		f->regime = FORMS_STORAGE_BOUND;
-	else if (f->run_decode >= DECODE_WINDOWS)
-		f->regime = FORMS_DECODE_BOUND;
-	if (f->regime != was) {
-		__atomic_store_n(&f->storage_bound,
-				 f->regime == FORMS_STORAGE_BOUND,
-				 __ATOMIC_RELAXED);
-		dlc_cache_pin_forms(c, f->regime == FORMS_DECODE_BOUND);
+	now_regime = f->run_storage >= STORAGE_WINDOWS ? FORMS_STORAGE_BOUND :
+		     f->run_decode >= DECODE_WINDOWS ? FORMS_DECODE_BOUND : was;
+	if (now_regime != was) {
+		__atomic_store_n(&f->regime, now_regime, __ATOMIC_RELAXED);
+		dlc_cache_pin_forms(c, now_regime == FORMS_DECODE_BOUND);
 	}
 }
 

@@ -24,7 +24,8 @@ struct dlc_form_made {
  * Who owns what: mode, n and the arrays are set at init and read by all;
  * dec_us is written by decoders (relaxed atomics); the queue, inflight,
  * promised and ratio16 are under the loader's lock; the regime's window
- * is the I/O thread's, its result (storage_bound) read by all (relaxed).
+ * is the I/O thread's, the regime itself written by it and read by all
+ * (relaxed).
  * The forms a decoder is making are its own until dlc_forms_made(): at
  * most one a decoder, of at most max_pixels each, their estimated bytes
  * counted in promised from dlc_forms_want() on, so that the forms
@@ -40,9 +41,7 @@ struct dlc_forms {
 	uint64_t inflight;		/* bytes of the forms queued */
 	uint64_t promised;		/* estimated bytes of those being made */
 	uint64_t inflight_max;
-	/* The regime (forms.c): the I/O thread's; storage_bound, all's. */
-	uint32_t regime;
-	uint32_t storage_bound;		/* 1: keep encoded bytes (relaxed) */
+	uint32_t regime;		/* forms.c's FORMS_*: see above */
 	uint64_t win_t0, win_starved0, win_busy0;
 	uint32_t run_storage, run_decode;	/* windows in a row */
 	/* counters, written by their owners, read relaxed by stats */
