@@ -970,6 +970,28 @@ static int resize_planned(struct dlc_decoder *d, struct plan *p,
 }
 
 /*
+ * Whether libjpeg smooths the blocks of this file: progressive, with
+ * coefficients still unknown or coarse once jpeg_start_decompress()
+ * absorbed every scan (jdcoefct.c's smoothing_ok() reads the same
+ * coef_bits, over the first 9 of them at most). A smoothed block takes
+ * its neighbours' DC values, and libjpeg takes a cropped row's first
+ * column for those left of it: a crop's edge would differ from a whole
+ * decode's (torchvision's), so such a file is decoded full width.
+ */
+static int smoothed(const struct jpeg_decompress_struct *c)
+{
+	int ci, k;
+
+	if (!c->progressive_mode || !c->do_block_smoothing || !c->coef_bits)
+		return 0;
+	for (ci = 0; ci < c->num_components; ci++)
+		for (k = 1; k <= 9; k++)
+			if (c->coef_bits[ci][k] != 0)
+				return 1;
+	return 0;
+}
+
+/*
  * Crop-first decode of d->crop; with @check_rest the rest of the image's
  * entropy data is decoded too (read_rest()). Runs under the caller's
  * setjmp.
@@ -999,8 +1021,12 @@ static int decode_crop_first(struct dlc_decoder *d, const uint8_t *buf,
 	xoff = p.c0;
 	cw = p.c1 - p.c0;
 	/* widened to iMCU column boundaries: xoff moves left, cw grows */
-	if (cw < ow)
+	if (cw < ow && !smoothed(c)) {
 		jpeg_crop_scanline(c, &xoff, &cw);
+	} else {
+		xoff = 0;
+		cw = ow;
+	}
 	stride = (size_t)cw * 3;
 	if (grow(d, &d->region, &d->region_cap, stride * (r1 - r0)))
 		return no_memory(d, stride * (r1 - r0));

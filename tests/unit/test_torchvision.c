@@ -494,6 +494,27 @@ static void test_photos(uint32_t kind)
 	free(root);
 }
 
+/*
+ * A progressive JPEG whose scans leave coefficients out (every
+ * component's DC, then the luma's first AC band): libjpeg smooths each
+ * block of it from its neighbours', as truncated progressive files from
+ * the web are, and a crop's edge must be smoothed as a whole decode's.
+ */
+static void add_smoothed(const char *root)
+{
+	static const jpeg_scan_info scans[] = {
+		{ 3, { 0, 1, 2 }, 0, 0, 0, 0 },
+		{ 1, { 0 }, 1, 5, 0, 0 },
+	};
+	char path[PATH_MAX];
+	size_t len;
+	uint8_t *j = t_make_jpeg_scans(1001, 777, 91, 0, 85, scans, 2, &len);
+
+	snprintf(path, sizeof(path), "%s/large/smoothed.jpg", root);
+	CHECK(j && !t_write_file(path, j, len), "write %s", path);
+	free(j);
+}
+
 static void test_generated(uint32_t kind)
 {
 	const char *name = kind == DLC_TRANSFORM_TRAIN ? "generated/train" :
@@ -523,6 +544,7 @@ static void test_generated(uint32_t kind)
 		CHECK(j && !t_write_file(path, j, len), "write %s", path);
 		free(j);
 	}
+	add_smoothed(root);
 	run_set(root, kind, EPOCHS, name);
 	t_report(name);
 	t_rmtree(root);

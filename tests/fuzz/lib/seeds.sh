@@ -3,7 +3,9 @@
 # fuzz harnesses, made from nothing committed but tests/fuzz/lib/seeds/
 # (a few hand-written bytes): seedgen's JPEGs, packs, index and staging
 # programs, and jpegtran's variants of the JPEGs (progressive, arithmetic,
-# restart markers; libjpeg-turbo-progs, which make deps installs).
+# restart markers, a progressive scan script that leaves coefficients out
+# so that libjpeg smooths blocks; libjpeg-turbo-progs, which make deps
+# installs).
 set -euo pipefail
 seedgen=$1
 out=$2
@@ -14,13 +16,19 @@ mkdir -p "$out.new"
 "$seedgen" "$out.new"
 cp -r "$here"/seeds/. "$out.new"/
 if command -v jpegtran > /dev/null; then
+	printf '0: 0-0, 0, 0;\n0: 1-5, 0, 0;\n' > "$out.new/dc1.scans"
+	printf '0,1,2: 0-0, 0, 0;\n0: 1-5, 0, 0;\n' > "$out.new/dc3.scans"
 	for f in "$out.new"/jpeg/*.jpg; do
 		b=${f%.jpg}
 		jpegtran -progressive "$f" > "$b-prog.jpg"
+		jpegtran -scans "$out.new/dc3.scans" "$f" > "$b-dc.jpg" 2>/dev/null ||
+			jpegtran -scans "$out.new/dc1.scans" "$f" > "$b-dc.jpg" 2>/dev/null ||
+			rm -f "$b-dc.jpg"
 		jpegtran -arithmetic "$f" > "$b-arith.jpg" 2>/dev/null || rm -f "$b-arith.jpg"
 		jpegtran -restart 1 "$f" > "$b-rst1.jpg"
 	done
 fi
+rm -f "$out.new"/dc?.scans
 mkdir -p "$out.new"/jpeg_exact
 cp "$out.new"/jpeg/* "$out.new"/jpeg_exact/
 # image: the JPEGs in every other format and layout, by Pillow (python3-pil,

@@ -280,6 +280,13 @@ uint8_t *t_read_file(const char *path, size_t *len)
 uint8_t *t_make_jpeg(uint32_t w, uint32_t h, uint32_t seed, int gray,
 		     int quality, size_t *len)
 {
+	return t_make_jpeg_scans(w, h, seed, gray, quality, NULL, 0, len);
+}
+
+uint8_t *t_make_jpeg_scans(uint32_t w, uint32_t h, uint32_t seed, int gray,
+			   int quality, const jpeg_scan_info *scans,
+			   int nscans, size_t *len)
+{
 	struct jpeg_compress_struct c;
 	struct jpeg_error_mgr jerr;
 	unsigned char *out = NULL;
@@ -299,6 +306,10 @@ uint8_t *t_make_jpeg(uint32_t w, uint32_t h, uint32_t seed, int gray,
 	c.in_color_space = gray ? JCS_GRAYSCALE : JCS_RGB;
 	jpeg_set_defaults(&c);
 	jpeg_set_quality(&c, quality, TRUE);
+	if (scans) {
+		c.scan_info = scans;
+		c.num_scans = nscans;
+	}
 	jpeg_start_compress(&c, TRUE);
 	for (y = 0; y < h; y++) {
 		for (x = 0; x < w; x++) {

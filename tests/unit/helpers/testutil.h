@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <jpeglib.h>
+
 extern int t_failures;
 
 /* Count a failure and print it (the first 60 are printed). */
@@ -153,6 +155,14 @@ int t_max_diff(const uint8_t *a, const uint8_t *b, size_t n);
  */
 uint8_t *t_make_jpeg(uint32_t w, uint32_t h, uint32_t seed, int gray,
 		     int quality, size_t *len);
+/*
+ * The same, written with libjpeg's scan script @scans (@nscans of them):
+ * a progressive file when it says so, one whose coefficients are left
+ * incomplete when its scans do not cover them all.
+ */
+uint8_t *t_make_jpeg_scans(uint32_t w, uint32_t h, uint32_t seed, int gray,
+			   int quality, const jpeg_scan_info *scans,
+			   int nscans, size_t *len);
 
 /*
  * An ImageFolder data set under @root: @classes classes of @per_class
