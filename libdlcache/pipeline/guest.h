@@ -18,15 +18,33 @@ int loader_node_setup(struct dlc_loader *l);
 
 /*
  * Called with l->lock held, at destroy, once l->stop is set: move the
- * guest threads still running to this loader's own CPUs. One held off a
- * busy CPU, a sample half decoded, then ends its decode there (its owner
- * is stopping) instead of in what the busy CPU leaves: a hog beside it
- * leaves it a few ms a second.
+ * guest threads still running to this loader's own CPUs, and wake them.
+ * One held off a busy CPU, a sample half decoded, then ends its decode
+ * there (its owner is stopping) instead of in what the busy CPU leaves:
+ * a hog beside it leaves it a few ms a second.
  */
 void loader_guests_home(struct dlc_loader *l);
 
-/* At destroy, after the threads ended: leave the group. */
+/*
+ * At destroy, after the threads ended: leave the group, and put what
+ * the guests' claims still hold.
+ */
 void loader_node_leave(struct dlc_loader *l);
+
+/*
+ * Called with l->lock held, by the I/O thread after each cycle and by a
+ * decoder before each sample: offer the queue's last samples to the
+ * guests' ready claims, while the queue holds more than our waiting
+ * decoders will take.
+ */
+void loader_guest_offer(struct dlc_loader *l);
+
+/*
+ * Called with l->lock held by a decoder of ours, which it drops while
+ * copying: land one guest's decoded sample in its slot (or put a failed
+ * one back at the queue's head). 1 when it did; else 0.
+ */
+int loader_guest_land(struct dlc_loader *l);
 
 struct dlc_decoder;
 
@@ -39,12 +57,16 @@ struct dlc_decoder;
 void loader_guest_run(struct dlc_loader *l, struct dlc_decoder *dec);
 
 /*
- * Called with l->lock held by a decoder of ours with nothing queued,
- * which it drops while decoding: take over a sample a guest has held
- * past its due time and decode it into its slot. 1 when it did; else 0,
- * with *@wake_ns the dlc_now_ns() time the next claim is due (0: none).
+ * Called with l->lock held by a decoder of ours, which it drops while
+ * decoding: take over a sample offered to a guest that has not begun it
+ * by its due time once our decoders caught up with its batch, or, with
+ * @held (the decoder has nothing queued), any a guest holds past its due
+ * time, and decode it into its slot. 1 when it
+ * did (or must look again); else 0, with *@wake_ns the dlc_now_ns() time
+ * to look again, when a claim is due or a guest's decode may have ended
+ * (0: none held).
  */
 int loader_guest_reclaim(struct dlc_loader *l, struct dlc_decoder *dec,
-			 uint64_t *wake_ns);
+			 int held, uint64_t *wake_ns);
 
 #endif

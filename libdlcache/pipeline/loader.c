@@ -94,8 +94,12 @@ static void *decode_main(void *arg)
 	while (!l->stop) {
 		uint64_t wake;
 
-		if (loader_decode_next(l, dec) ||
-		    loader_guest_reclaim(l, dec, &wake))
+		/* Guests first: a sample of theirs may be the one due. */
+		loader_guest_offer(l);
+		if (loader_guest_land(l) ||
+		    loader_guest_reclaim(l, dec, 0, &wake) ||
+		    loader_decode_next(l, dec) ||
+		    loader_guest_reclaim(l, dec, 1, &wake))
 			continue;
 		loader_wait_work(l, wake);
 	}
@@ -199,6 +203,8 @@ static void *io_main(void *arg)
 		}
 
 		pthread_mutex_lock(&l->lock);
+		/* What this cycle queued beyond our decoders: to the guests. */
+		loader_guest_offer(l);
 		/*
 		 * The controller: decode is behind (more queued than the
 		 * workers can take) while I/O has issued all it may, so this
@@ -285,10 +291,10 @@ static void stop_threads(struct dlc_loader *l)
 	uint32_t i, n = !!l->io_started + l->nthreads_started;
 
 	pthread_mutex_lock(&l->lock);
-	l->stop = 1;
+	/* Read by the guests without l->lock (guest.c). */
+	__atomic_store_n(&l->stop, 1, __ATOMIC_RELEASE);
 	pthread_cond_broadcast(&l->work_cv);
 	pthread_cond_broadcast(&l->ready_cv);
-	pthread_cond_broadcast(&l->guest_cv);
 	loader_guests_home(l);
 	pthread_mutex_unlock(&l->lock);
 	if (l->reader)
@@ -587,7 +593,6 @@ void dlc_loader_destroy(struct dlc_loader *l)
 	pthread_cond_destroy(&l->work_cv);
 	pthread_cond_destroy(&l->ready_cv);
 	pthread_cond_destroy(&l->idle_cv);
-	pthread_cond_destroy(&l->guest_cv);
 	free(l);
 }
 
@@ -750,13 +755,12 @@ int dlc_loader_create(const struct dlc_config *ucfg,
 	pthread_mutex_init(&l->lock, NULL);
 	/*
 	 * Timed waits against CLOCK_MONOTONIC: decoders until a guest's
-	 * claim is due (guest.h), dlc_next_batch_timeout(), the guests.
+	 * claim is due (guest.h), dlc_next_batch_timeout().
 	 */
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&l->work_cv, &ca);
 	pthread_cond_init(&l->ready_cv, &ca);
-	pthread_cond_init(&l->guest_cv, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&l->idle_cv, NULL);
 

@@ -74,8 +74,7 @@ struct dlc_loader {
 	pthread_cond_t work_cv;		/* decode queue got an item, or stop */
 	pthread_cond_t ready_cv;	/* a slot became READY, or stop */
 	pthread_cond_t idle_cv;		/* outstanding reached 0 */
-	/* Node sharing (guest.c): a sample is queued that no decoder waits for. */
-	pthread_cond_t guest_cv;
+	/* Set under l->lock; the guests read it without (guest.c). */
 	int stop;
 	uint32_t decoders_waiting;	/* under l->lock: on work_cv now */
 
@@ -150,8 +149,8 @@ struct dlc_loader {
 	/* Node sharing (guest.c): the group, NULL without; guests to start. */
 	struct dlc_node_share *node;
 	uint32_t nguest;
-	/* Node sharing: what each guest holds, nguest of them; under l->lock. */
-	struct guest_claim *claims;
+	/* Node sharing: each guest's place, nguest of them (guest.c). */
+	struct guest_seat *seats;
 	/* Node sharing: the CPUs of the thread that made the loader; create's. */
 	cpu_set_t home;
 	/* Decoded forms (forms.h): the in-process tier's controller, or NULL. */

@@ -134,9 +134,6 @@ void loader_push_item(struct dlc_loader *l, const struct decode_item *it)
 					  &q->form_est);
 	l->qlen++;
 	pthread_cond_signal(&l->work_cv);
-	/* More than our waiting decoders will take: a guest may. */
-	if (l->nguest && l->qlen > l->decoders_waiting)
-		pthread_cond_signal(&l->guest_cv);
 }
 
 void loader_wait_work(struct dlc_loader *l, uint64_t wake)
