@@ -225,6 +225,7 @@ int loader_node_setup(struct dlc_loader *l)
 /* Called with l->lock held. */
 void loader_guests_home(struct dlc_loader *l)
 {
+	struct sched_param sp = { 0 };
 	uint32_t i;
 
 	for (i = 0; l->seats && i < l->nguest; i++) {
@@ -233,6 +234,12 @@ void loader_guests_home(struct dlc_loader *l)
 		if (!g->taken)
 			continue;
 		sched_setaffinity(g->tid, sizeof(l->home), &l->home);
+		/*
+		 * Its decode is now the owner's own work: at the owner's
+		 * priority where we may (CAP_SYS_NICE, or RLIMIT_NICE), so
+		 * that a busy home CPU does not hold destroy up either.
+		 */
+		sched_setscheduler(g->tid, SCHED_OTHER, &sp);
 		/* Asleep, it sees l->stop now. */
 		seat_ring(g);
 	}

@@ -18,10 +18,12 @@ int loader_node_setup(struct dlc_loader *l);
 
 /*
  * Called with l->lock held, at destroy, once l->stop is set: move the
- * guest threads still running to this loader's own CPUs, and wake them.
- * One held off a busy CPU, a sample half decoded, then ends its decode
- * there (its owner is stopping) instead of in what the busy CPU leaves:
- * a hog beside it leaves it a few ms a second.
+ * guest threads still running to this loader's own CPUs, at its
+ * priority where the caller may raise them (CAP_SYS_NICE or
+ * RLIMIT_NICE), and wake them. One held off a busy CPU, a sample half
+ * decoded, then ends its decode there (its owner is stopping) instead of
+ * in what the busy CPU leaves: a hog beside it leaves it a few ms a
+ * second.
  */
 void loader_guests_home(struct dlc_loader *l);
 
