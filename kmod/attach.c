@@ -31,12 +31,15 @@
  */
 static bool dlc_attach_args_ok(const struct dlcache_attach *a)
 {
-	if (a->resv0 || !dlc_zero(a->reserved, sizeof(a->reserved)) ||
+	if (!dlc_zero(a->reserved, sizeof(a->reserved)) ||
 	    a->handle || a->owner_gid || a->result_flags ||
 	    (a->owner_uid && !(a->flags & DLCACHE_ATTACH_F_OWNER)) ||
 	    (a->flags & ~(DLCACHE_ATTACH_F_NOCREATE | DLCACHE_ATTACH_F_EXCL |
 			  DLCACHE_ATTACH_F_OWNER | DLCACHE_ATTACH_F_JOB |
-			  DLCACHE_ATTACH_F_REPLACE)) ||
+			  DLCACHE_ATTACH_F_REPLACE | DLCACHE_ATTACH_F_FORM)) ||
+	    !(a->flags & DLCACHE_ATTACH_F_FORM) != !a->form ||
+	    a->form > 255 ||
+	    ((a->flags & DLCACHE_ATTACH_F_FORM) && a->mode && a->mode != 0600) ||
 	    (a->job && !(a->flags & DLCACHE_ATTACH_F_JOB)) ||
 	    ((a->flags & DLCACHE_ATTACH_F_REPLACE) &&
 	     (a->flags & DLCACHE_ATTACH_F_NOCREATE)))
@@ -98,6 +101,13 @@ long dlc_ioc_attach(struct dlc_session *sess, void __user *uarg)
 	} else {
 		owner = current_fsuid();
 	}
+	/*
+	 * A form is trusted by nobody but its owner: no checksum of the
+	 * encoded data set covers it, so no other user attaches it, and it
+	 * is never shared by its mode (0600, checked above).
+	 */
+	if ((a.flags & DLCACHE_ATTACH_F_FORM) && !uid_eq(owner, current_fsuid()))
+		return -EPERM;
 	/* Only the owner replaces, whether the data set exists or not. */
 	may_create = !(a.flags & DLCACHE_ATTACH_F_NOCREATE) &&
 		     uid_eq(owner, current_fsuid());

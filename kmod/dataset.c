@@ -779,22 +779,24 @@ uncharge:
 	return ret;
 }
 
-/* The data set named (@key, @owner), or NULL. */
+/* The data set named (@key, @owner, @form), or NULL. */
 static struct dlc_dataset *dlc_dataset_find(struct dlc_cache *cache,
-					    const u64 key[2], kuid_t owner)
+					    const u64 key[2], kuid_t owner,
+					    u32 form)
 {
 	struct dlc_dataset *ds;
 
 	lockdep_assert_held(&cache->lock);
 	list_for_each_entry(ds, &cache->datasets, node)
 		if (ds->key[0] == key[0] && ds->key[1] == key[1] &&
-		    uid_eq(ds->uid, owner))
+		    uid_eq(ds->uid, owner) && ds->form == form)
 			return ds;
 	return NULL;
 }
 
 /*
- * Create the caller's data set (@a->key, current_fsuid()) and list it.
+ * Create the caller's data set (@a->key, current_fsuid(), @a->form) and
+ * list it.
  * The policy arrays (up to a few hundred MB) are allocated without
  * cache->lock, which every ATTACH, STATS and the shrinker take: the slot
  * and the memory are reserved under the lock first (dlc_reserve()), and
@@ -833,13 +835,14 @@ static struct dlc_dataset *dlc_dataset_create_locked(struct dlc_cache *cache,
 		mine->uid = resv.uid;
 		mine->gid = current_fsgid();
 		mine->acct = resv.acct;
+		mine->form = a->form;
 	}
 
 	mutex_lock(&cache->lock);
 	dlc_unreserve(cache, &resv);
 	if (IS_ERR(mine))
 		return mine;
-	ds = dlc_dataset_find(cache, a->key, resv.uid);
+	ds = dlc_dataset_find(cache, a->key, resv.uid, a->form);
 	if (ds) {
 		*spare = mine;
 		return ds;
@@ -916,7 +919,7 @@ struct dlc_dataset *dlc_dataset_attach_locked(struct dlc_cache *cache,
 
 	lockdep_assert_held(&cache->lock);
 	*spare = NULL;
-	ds = dlc_dataset_find(cache, a->key, owner);
+	ds = dlc_dataset_find(cache, a->key, owner, a->form);
 	/*
 	 * The owner's DLCACHE_ATTACH_F_REPLACE: a data set kept idle that
 	 * is not the one asked for makes way for a new, empty one as asked

@@ -71,7 +71,8 @@
 			 DLCACHE_FEAT_FILL_LEASE | DLCACHE_FEAT_CONSUMERS |	\
 			 DLCACHE_FEAT_IDLE | DLCACHE_FEAT_DRAIN |	\
 			 DLCACHE_FEAT_GET_AHEAD |			\
-			 DLCACHE_FEAT_ATTACH_MATCH | DLCACHE_FEAT_GET_ORDER)
+			 DLCACHE_FEAT_ATTACH_MATCH | DLCACHE_FEAT_GET_ORDER | \
+			 DLCACHE_FEAT_FORMS)
 
 /* ------------------------------------------------------------------ */
 /* ring.c                                                              */
@@ -254,6 +255,12 @@ struct dlc_dataset {
 	u32 mode;
 	u32 window;
 	u32 lookahead;
+	/*
+	 * The form its samples are (DLCACHE_ATTACH_F_FORM), 0 for the
+	 * encoded data set: with key and uid, the name. A form set's misses
+	 * take no fill (session.c) and only its owner attaches it.
+	 */
+	u32 form;
 	kuid_t uid;			/* owner: half of the name */
 	kgid_t gid;
 	/*

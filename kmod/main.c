@@ -56,6 +56,9 @@ static void dlc_fill_ds_ident(struct dlc_dataset *ds, struct dlcache_stats *st)
 	st->ds_owner_gid = from_kgid_munged(current_user_ns(), ds->gid);
 	st->ds_attached = READ_ONCE(ds->nattached);
 	st->ds_window = ds->window;
+	if (ds->form)
+		st->ds_flags |= DLCACHE_DS_F_FORM |
+				ds->form << DLCACHE_DS_FORM_SHIFT;
 	if (READ_ONCE(ds->idle)) {
 		st->ds_flags |= DLCACHE_DS_F_IDLE;
 		st->ds_idle_s = (jiffies - READ_ONCE(ds->idle_since)) / HZ;

@@ -362,7 +362,8 @@ static void dlc_op_get(struct dlc_session *sess, struct dlc_attachment *att,
 	struct dlc_dataset *ds = att->ds;
 	u32 cflags = w ? DLCACHE_CQE_F_WAITED : 0;
 	bool ahead = sqe->flags & DLCACHE_SQE_F_AHEAD;
-	bool may_fill = att->may_write && !ahead;
+	/* A form is made by a decode, never filled (DLCACHE_FEAT_FORMS). */
+	bool may_fill = att->may_write && !ahead && !ds->form;
 	struct dlc_sample *s, *ph;
 	struct dlc_copier *copier;
 	struct iov_iter iter;
@@ -476,9 +477,12 @@ static void dlc_op_get(struct dlc_session *sess, struct dlc_attachment *att,
 		dlc_post(sess, sqe, -ENOENT, cflags | DLCACHE_CQE_F_SOONER, 0);
 		goto free_wait;
 	}
-	/* Miss: take the fill when this attachment may PUT. */
+	/*
+	 * Miss: take the fill when this attachment may PUT, but never of a
+	 * form, so that no GET of one ever parks.
+	 */
 	ds->st.misses++;
-	if (att->may_write && att->nfills < DLC_MAX_FILLS) {
+	if (att->may_write && !ds->form && att->nfills < DLC_MAX_FILLS) {
 		/* Charged: up to DLC_MAX_FILLS per attachment. */
 		ph = dlc_sample_placeholder(sqe->sample, GFP_KERNEL_ACCOUNT);
 		if (ph && !dlc_store_set_filling(ds, ph)) {

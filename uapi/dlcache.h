@@ -61,7 +61,8 @@
  *          the session's enabled set, fixed by its first GET_INFO; a
  *          change of behaviour is for the sessions that enabled it
  *          (DLCACHE_FEAT_IDLE: without it a last detach frees the data
- *          set, as in ABI 2).
+ *          set, as in ABI 2). Added within ABI 4: DLCACHE_FEAT_FORMS
+ *          (attach's resv0 became @form).
  */
 #ifndef _UAPI_LINUX_DLCACHE_H
 #define _UAPI_LINUX_DLCACHE_H
@@ -161,6 +162,18 @@
  * --attached).
  */
 #define DLCACHE_FEAT_GET_ORDER	(1ULL << 12)
+/*
+ * [use] Forms: ATTACH takes DLCACHE_ATTACH_F_FORM and @form, the data
+ * set that holds another form of the samples of (key, owner), such as
+ * their decoded pixels, keyed apart: (key, owner, form). It is its
+ * owner's alone (mode 0600, no other user attaches it, root included),
+ * since no checksum of the encoded data set covers a form. Its samples
+ * are charged as any; a GET's miss never takes a fill and never waits
+ * (a form is made by a decode, not read: a waiter would wait a decode
+ * it can do itself), and a PUT needs no fill. STATS reports
+ * DLCACHE_DS_F_FORM.
+ */
+#define DLCACHE_FEAT_FORMS	(1ULL << 13)
 
 /* ------------------------------------------------------------------ */
 /* DLCACHE_IOC_GET_INFO                                                */
@@ -407,6 +420,13 @@ struct dlcache_enter {
  * (DLCACHE_FEAT_ATTACH_MATCH).
  */
 #define DLCACHE_ATTACH_F_REPLACE	(1U << 4)
+/*
+ * (DLCACHE_FEAT_FORMS) The data set of form @form of (@key, owner): a
+ * data set of its own, created by and for the caller only. Not with
+ * DLCACHE_ATTACH_F_OWNER naming another user (-EPERM); a mode other than
+ * 0 or 0600 gives -EINVAL.
+ */
+#define DLCACHE_ATTACH_F_FORM		(1U << 5)
 
 /* Output flags (result_flags). */
 #define DLCACHE_ATTACH_CREATED		(1U << 0)
@@ -432,8 +452,8 @@ struct dlcache_enter {
  * SET_ORDER and to move the policy cursor with GET. Creating fails with
  * -ENOSPC when max_datasets exist and with -EDQUOT past the per-uid
  * limits of the module's parameters.
- * Must be 0 on input: handle, owner_gid, result_flags, and owner_uid
- * without DLCACHE_ATTACH_F_OWNER.
+ * Must be 0 on input: handle, owner_gid, result_flags, owner_uid
+ * without DLCACHE_ATTACH_F_OWNER and form without DLCACHE_ATTACH_F_FORM.
  */
 struct dlcache_attach {
 	__u64 key[2];		/* user: 128-bit data set key */
@@ -465,7 +485,13 @@ struct dlcache_attach {
 	__u32 owner_uid;
 	__u32 owner_gid;	/* kernel: creator's gid */
 	__u32 result_flags;	/* kernel: DLCACHE_ATTACH_* */
-	__u32 resv0;		/* padding, must be 0 */
+	/*
+	 * user: with DLCACHE_ATTACH_F_FORM, the form, 1 .. 255 (the module
+	 * does not interpret it: libdlcache's 1 is the whole image decoded
+	 * to RGB; library.md, "Decoded forms"); else 0. Was resv0 (ABI 4
+	 * before DLCACHE_FEAT_FORMS), which had to be 0 as well.
+	 */
+	__u32 form;
 	/*
 	 * user: with DLCACHE_ATTACH_F_JOB, the job's key: every rank of one
 	 * job passes the same value, two jobs different ones; else 0.
@@ -625,6 +651,9 @@ struct dlcache_stats {
 
 /* ds_flags: the data set is idle, attached by nobody (DLCACHE_FEAT_IDLE). */
 #define DLCACHE_DS_F_IDLE	(1U << 0)
+/* ds_flags: the data set holds a form (DLCACHE_FEAT_FORMS), bits 8-15 its number. */
+#define DLCACHE_DS_F_FORM	(1U << 1)
+#define DLCACHE_DS_FORM_SHIFT	8
 
 /* ------------------------------------------------------------------ */
 /* Privileged (CAP_SYS_ADMIN, else -EPERM)                             */

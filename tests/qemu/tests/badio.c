@@ -192,8 +192,8 @@ static void ioctl_table(void)
 	check_big(t_ioctl(fd, DLCACHE_IOC_ATTACH, &u), "ATTACH nsamples 2^32 - 1");
 	RESET(); u.attach.key[0] = 3; u.attach.nsamples = N; u.attach.flags = 1U << 9;
 	CHECK_ERR(t_ioctl(fd, DLCACHE_IOC_ATTACH, &u), -EINVAL, "ATTACH unknown flag");
-	RESET(); u.attach.key[0] = 3; u.attach.nsamples = N; u.attach.resv0 = 1;
-	CHECK_ERR(t_ioctl(fd, DLCACHE_IOC_ATTACH, &u), -EINVAL, "ATTACH resv0");
+	RESET(); u.attach.key[0] = 3; u.attach.nsamples = N; u.attach.form = 1;
+	CHECK_ERR(t_ioctl(fd, DLCACHE_IOC_ATTACH, &u), -EINVAL, "ATTACH form without F_FORM");
 	RESET(); u.attach.key[0] = 3; u.attach.nsamples = N;
 	u.attach.flags = DLCACHE_ATTACH_F_OWNER; u.attach.owner_uid = 0xffffffff;
 	CHECK_ERR(t_ioctl(fd, DLCACHE_IOC_ATTACH, &u), -EINVAL, "ATTACH F_OWNER of uid -1");

@@ -221,6 +221,16 @@ long t_attach_owner(int fd, const uint64_t key[2], uint32_t nsamples, uid_t owne
 	return attach(fd, &a, out);
 }
 
+long t_attach_form(int fd, const uint64_t key[2], uint32_t nsamples, uint32_t form,
+		   struct dlcache_attach *out)
+{
+	struct dlcache_attach a;
+
+	attach_args(&a, key, nsamples, 0, DLCACHE_ATTACH_F_FORM);
+	a.form = form;
+	return attach(fd, &a, out);
+}
+
 static void param_path(char *buf, size_t len, const char *name)
 {
 	snprintf(buf, len, "/sys/module/dlcache/parameters/%s", name);

@@ -106,6 +106,9 @@ long t_attach(int fd, const uint64_t key[2], uint32_t nsamples, uint32_t mode,
 long t_attach_job(int fd, const uint64_t key[2], uint32_t nsamples, uint32_t mode,
 		  uint64_t job, struct dlcache_attach *out);
 /* ATTACH with DLCACHE_ATTACH_F_OWNER: the data set of owner @owner. */
+/* The caller's data set of form @form of (@key) (DLCACHE_ATTACH_F_FORM). */
+long t_attach_form(int fd, const uint64_t key[2], uint32_t nsamples, uint32_t form,
+		   struct dlcache_attach *out);
 long t_attach_owner(int fd, const uint64_t key[2], uint32_t nsamples, uid_t owner,
 		    uint32_t flags, struct dlcache_attach *out);
 /* Reads or writes /sys/module/dlcache/parameters/@name; -errno. */
