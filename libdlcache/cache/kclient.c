@@ -38,6 +38,7 @@ struct dlc_kclient {
 	uint32_t result_flags;
 	int job_refused;	/* -errno of an ATTACH with a job, retried without */
 	uint32_t owner_uid;
+	uint32_t form;		/* the form attached (ATTACH's @form), 0: encoded */
 	struct dlcache_info info;
 
 	void *sq_map;
@@ -178,7 +179,8 @@ static int kclient_get_info(struct dlc_kclient *k, uint32_t nsamples,
 	k->info.features = DLCACHE_FEAT_RING | DLCACHE_FEAT_POLL |
 			   DLCACHE_FEAT_GET_AT | DLCACHE_FEAT_FILL_WAIT |
 			   DLCACHE_FEAT_OWNER | DLCACHE_FEAT_CONSUMERS |
-			   DLCACHE_FEAT_GET_AHEAD | DLCACHE_FEAT_IDLE;
+			   DLCACHE_FEAT_GET_AHEAD | DLCACHE_FEAT_IDLE |
+			   DLCACHE_FEAT_FORMS;
 	if (ioctl(k->fd, DLCACHE_IOC_GET_INFO, &k->info)) {
 		ret = -errno;
 		*why = "GET_INFO failed";
@@ -250,6 +252,17 @@ static int kclient_attach(struct dlc_kclient *k, const uint64_t key[2],
 	if (own)
 		want_mode = mode ? mode : 0600;
 	at_req.mode = want_mode;
+	/* A form set: our own only, 0600, of a module that has them. */
+	if (k->form) {
+		if (!own || !(k->info.features & DLCACHE_FEAT_FORMS)) {
+			*why = !own ? "forms are kept in this user's own data sets only" :
+			       "the module keeps no forms (DLCACHE_FEAT_FORMS)";
+			return -EOPNOTSUPP;
+		}
+		at_req.flags |= DLCACHE_ATTACH_F_FORM;
+		at_req.form = k->form;
+		at_req.mode = want_mode = 0600;
+	}
 	if (!own)
 		at_req.owner_uid = owner;
 	/* An ABI 2 module has one time line per data set: share it. */
@@ -367,10 +380,12 @@ unmap_rings:
 	return ret;
 }
 
-int dlc_kclient_open(const char *dev, const uint64_t key[2],
-		     uint32_t nsamples, uint32_t mode, uint32_t window,
-		     uint32_t entries, uint32_t owner, uint64_t job,
-		     struct dlc_kclient **out, const char **why)
+/* dlc_kclient_open() of data set @key's form @form (0: the encoded set). */
+static int kclient_open(const char *dev, const uint64_t key[2],
+			uint32_t nsamples, uint32_t mode, uint32_t window,
+			uint32_t entries, uint32_t owner, uint64_t job,
+			uint32_t form, struct dlc_kclient **out,
+			const char **why)
 {
 	struct dlc_kclient *k;
 	int ret;
@@ -379,6 +394,7 @@ int dlc_kclient_open(const char *dev, const uint64_t key[2],
 	k = calloc(1, sizeof(*k));
 	if (!k)
 		return -ENOMEM;
+	k->form = form;
 	k->sq_map = k->cq_map = MAP_FAILED;
 	k->fd = open(dev, O_RDWR | O_CLOEXEC);
 	if (k->fd < 0) {
@@ -406,6 +422,28 @@ close_fd:
 free_k:
 	free(k);
 	return ret;
+}
+
+int dlc_kclient_open(const char *dev, const uint64_t key[2],
+		     uint32_t nsamples, uint32_t mode, uint32_t window,
+		     uint32_t entries, uint32_t owner, uint64_t job,
+		     struct dlc_kclient **out, const char **why)
+{
+	return kclient_open(dev, key, nsamples, mode, window, entries, owner,
+			    job, 0, out, why);
+}
+
+int dlc_kclient_open_form(const char *dev, const uint64_t key[2],
+			  uint32_t nsamples, uint32_t window, uint32_t entries,
+			  uint64_t job, uint32_t form,
+			  struct dlc_kclient **out, const char **why)
+{
+	if (!form || form > 255) {
+		*why = "no such form";
+		return -EINVAL;
+	}
+	return kclient_open(dev, key, nsamples, 0600, window, entries,
+			    DLC_KCLIENT_SELF, job, form, out, why);
 }
 
 void dlc_kclient_close(struct dlc_kclient *k)
@@ -456,6 +494,11 @@ uint32_t dlc_kclient_handle(const struct dlc_kclient *k)
 uint64_t dlc_kclient_capacity(const struct dlc_kclient *k)
 {
 	return k->info.capacity_bytes;
+}
+
+uint32_t dlc_kclient_max_sample(const struct dlc_kclient *k)
+{
+	return k->info.max_sample_size;
 }
 
 int dlc_kclient_set_order(struct dlc_kclient *k, uint32_t epoch,

@@ -52,6 +52,15 @@ int dlc_kclient_open(const char *dev, const uint64_t key[2],
 		     uint32_t nsamples, uint32_t mode, uint32_t window,
 		     uint32_t entries, uint32_t owner, uint64_t job,
 		     struct dlc_kclient **out, const char **why);
+/*
+ * dlc_kclient_open() of this user's data set of form @form (1 .. 255) of
+ * @key (DLCACHE_FEAT_FORMS), 0600: another set than the encoded one,
+ * whose misses take no fill. -EOPNOTSUPP from a module without forms.
+ */
+int dlc_kclient_open_form(const char *dev, const uint64_t key[2],
+			  uint32_t nsamples, uint32_t window, uint32_t entries,
+			  uint64_t job, uint32_t form,
+			  struct dlc_kclient **out, const char **why);
 void dlc_kclient_close(struct dlc_kclient *k);
 
 int dlc_kclient_fd(const struct dlc_kclient *k);
@@ -70,6 +79,8 @@ int dlc_kclient_has(const struct dlc_kclient *k, uint64_t feature);
 /* Whether this session may PUT (and so fill). */
 int dlc_kclient_may_write(const struct dlc_kclient *k);
 uint64_t dlc_kclient_capacity(const struct dlc_kclient *k);
+/* The largest PUT the module takes, in bytes (GET_INFO's max_sample_size). */
+uint32_t dlc_kclient_max_sample(const struct dlc_kclient *k);
 
 /*
  * Upload one epoch's order (the global one, every rank's positions) to

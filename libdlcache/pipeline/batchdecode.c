@@ -240,8 +240,12 @@ static uint8_t *form_alloc(void *arg, size_t bytes)
 {
 	struct dlc_buf **b = arg;
 
-	*b = dlc_buf_alloc_io(bytes, 0);
-	return *b ? (*b)->data : NULL;
+	/* Room for the trailer dlcache.ko's copy carries (forms.h). */
+	*b = dlc_buf_alloc_io(bytes + DLC_FORM_TRAILER, 0);
+	if (!*b)
+		return NULL;
+	(*b)->len = bytes;
+	return (*b)->data;
 }
 
 static void form_release(void *arg, uint8_t *mem)
@@ -282,6 +286,7 @@ static int make_form(struct dlc_loader *l, struct dlc_decoder *dec,
 	}
 	form->form_w = w;
 	form->form_h = h;
+	dlc_form_seal(form);
 	if (dlc_decoder_sample_rgb(dec, rgb, w, h, &l->cfg.transform,
 				   l->cfg.seed, epoch, id, l->cfg.layout, dst,
 				   NULL)) {

@@ -90,16 +90,38 @@ void dlc_forms_fini(struct dlc_forms *f)
 	f->dec_us = NULL;
 }
 
+/*
+ * Whether a form of @enc_bytes encoded may be wanted now, but for the
+ * cache's say: decode-bound, room in the queue. Its estimate in *@e.
+ */
+static int forms_may_want(const struct dlc_forms *f, uint64_t enc_bytes,
+			  uint64_t *e)
+{
+	*e = enc_bytes * f->ratio16 / 16;
+	return f->regime == FORMS_DECODE_BOUND && f->qlen < f->qcap &&
+	       *e <= UINT32_MAX && f->inflight + *e <= f->inflight_max;
+}
+
 int dlc_forms_want(struct dlc_forms *f, const struct dlc_cache *c,
 		   uint32_t id, uint64_t enc_bytes, uint32_t *est)
 {
-	uint64_t e = enc_bytes * f->ratio16 / 16;
+	uint64_t e;
 
-	if (f->regime != FORMS_DECODE_BOUND)
-		return 0;
-	if (f->qlen >= f->qcap || e > UINT32_MAX ||
-	    f->inflight + e > f->inflight_max ||
+	if (!forms_may_want(f, enc_bytes, &e) ||
 	    !dlc_cache_would_keep(c, id, e + f->inflight + f->promised))
+		return 0;
+	f->promised += e;
+	*est = (uint32_t)e;
+	return 1;
+}
+
+int dlc_forms_want_room(struct dlc_forms *f, uint64_t room,
+			uint64_t enc_bytes, uint32_t *est)
+{
+	uint64_t e;
+
+	if (!forms_may_want(f, enc_bytes, &e) ||
+	    e + f->inflight + f->promised > room)
 		return 0;
 	f->promised += e;
 	*est = (uint32_t)e;
@@ -138,8 +160,20 @@ void dlc_forms_made(struct dlc_forms *f, uint32_t id, uint32_t est,
 	f->qlen++;
 }
 
+static int offer_to_cache(void *c, uint32_t id, struct dlc_buf *b)
+{
+	return dlc_cache_offer_form(c, id, b);
+}
+
 int dlc_forms_offer(struct dlc_forms *f, struct dlc_cache *c,
 		    pthread_mutex_t *lock)
+{
+	return dlc_forms_offer_to(f, offer_to_cache, c, lock);
+}
+
+int dlc_forms_offer_to(struct dlc_forms *f,
+		       int (*take)(void *arg, uint32_t id, struct dlc_buf *b),
+		       void *arg, pthread_mutex_t *lock)
 {
 	struct dlc_form_made m;
 	int any = 0;
@@ -150,7 +184,7 @@ int dlc_forms_offer(struct dlc_forms *f, struct dlc_cache *c,
 		f->qhead = (f->qhead + 1) % f->qcap;
 		f->qlen--;
 		pthread_mutex_unlock(lock);
-		if (!dlc_cache_offer_form(c, m.id, m.b))
+		if (!take(arg, m.id, m.b))
 			__atomic_fetch_add(&f->refused, 1, __ATOMIC_RELAXED);
 		dlc_buf_put(m.b);
 		any = 1;
@@ -195,8 +229,20 @@ void dlc_forms_observe(struct dlc_forms *f, struct dlc_cache *c, uint64_t now,
 		     f->run_decode >= DECODE_WINDOWS ? FORMS_DECODE_BOUND : was;
 	if (now_regime != was) {
 		__atomic_store_n(&f->regime, now_regime, __ATOMIC_RELAXED);
-		dlc_cache_pin_forms(c, now_regime == FORMS_DECODE_BOUND);
+		if (c)
+			dlc_cache_pin_forms(c, now_regime == FORMS_DECODE_BOUND);
 	}
+}
+
+void dlc_forms_stats(const struct dlc_forms *f, struct dlc_stats *st)
+{
+	st->form_hits = __atomic_load_n(&f->hits, __ATOMIC_RELAXED);
+	st->forms_made = __atomic_load_n(&f->made, __ATOMIC_RELAXED);
+	st->forms_refused = __atomic_load_n(&f->refused, __ATOMIC_RELAXED);
+	st->form_saved_ns = __atomic_load_n(&f->saved_ns, __ATOMIC_RELAXED);
+	/* 0 until measured; 1 forms, 2 encoded bytes */
+	st->forms_regime = f->mode != DLC_FORMS_AUTO ? 1 :
+			   __atomic_load_n(&f->regime, __ATOMIC_RELAXED);
 }
 
 void dlc_forms_note_decode(struct dlc_forms *f, uint32_t id, uint64_t ns)
@@ -220,4 +266,51 @@ void dlc_forms_note_hit(struct dlc_forms *f, uint32_t id, uint64_t ns)
 	      1000;
 	if (dec > ns)
 		__atomic_fetch_add(&f->saved_ns, dec - ns, __ATOMIC_RELAXED);
+}
+
+#define FORM_MAGIC	0x464d4c44U	/* "DLMF" */
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
+}
+
+static uint32_t get_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+void dlc_form_seal(struct dlc_buf *b)
+{
+	uint8_t *t = b->data + b->len;
+
+	put_le32(t, FORM_MAGIC);
+	put_le32(t + 4, b->form_w);
+	put_le32(t + 8, b->form_h);
+	put_le32(t + 12, 0);
+}
+
+int dlc_form_unseal(struct dlc_buf *b, uint64_t got, uint64_t max_pixels)
+{
+	const uint8_t *t;
+	uint32_t w, h;
+
+	if (got < DLC_FORM_TRAILER || got > b->len)
+		return -EBADMSG;
+	t = b->data + got - DLC_FORM_TRAILER;
+	w = get_le32(t + 4);
+	h = get_le32(t + 8);
+	/* The module's bytes are checked before they are believed. */
+	if (get_le32(t) != FORM_MAGIC || get_le32(t + 12) || !w || !h ||
+	    (uint64_t)w * h > max_pixels ||
+	    (uint64_t)w * h * 3 != got - DLC_FORM_TRAILER)
+		return -EBADMSG;
+	b->form_w = w;
+	b->form_h = h;
+	b->len = got - DLC_FORM_TRAILER;
+	return 0;
 }

@@ -14,6 +14,7 @@
 
 struct dlc_buf;
 struct dlc_cache;
+struct dlc_stats;
 
 struct dlc_form_made {
 	uint32_t id;
@@ -67,6 +68,13 @@ void dlc_forms_fini(struct dlc_forms *f);
 int dlc_forms_want(struct dlc_forms *f, const struct dlc_cache *c,
 		   uint32_t id, uint64_t enc_bytes, uint32_t *est);
 
+/*
+ * dlc_forms_want() for a cache that says how many bytes it has free,
+ * @room (dlcache.ko: kforms.c), rather than which it would keep.
+ */
+int dlc_forms_want_room(struct dlc_forms *f, uint64_t room,
+			uint64_t enc_bytes, uint32_t *est);
+
 /* Under the loader's lock: a wanted form (@est) will not be made. */
 void dlc_forms_unwant(struct dlc_forms *f, uint32_t est);
 
@@ -85,15 +93,42 @@ void dlc_forms_made(struct dlc_forms *f, uint32_t id, uint32_t est,
  */
 int dlc_forms_offer(struct dlc_forms *f, struct dlc_cache *c,
 		    pthread_mutex_t *lock);
+/*
+ * dlc_forms_offer() to @take (@arg, the sample, the form: whether it was
+ * kept), which must take its own reference to keep the form.
+ */
+int dlc_forms_offer_to(struct dlc_forms *f,
+		       int (*take)(void *arg, uint32_t id, struct dlc_buf *b),
+		       void *arg, pthread_mutex_t *lock);
 
 /*
  * I/O thread: the decoders' starved time so far (@starved_ns, over
  * @threads threads) and the storage's busy time (@busy_ns) at @now; at
  * the end of each 250 ms window the regime is chosen again (forms.c);
- * @c's forms are pinned while decode-bound (dlc_cache_pin_forms()).
+ * @c's forms are pinned while decode-bound (dlc_cache_pin_forms()); @c
+ * NULL: no cache to pin (dlcache.ko).
  */
 void dlc_forms_observe(struct dlc_forms *f, struct dlc_cache *c, uint64_t now,
 		       uint64_t starved_ns, uint64_t busy_ns, uint32_t threads);
+
+/*
+ * A form's bytes where they leave the process (dlcache.ko, kforms.c):
+ * its form_w x form_h x 3 pixels, then DLC_FORM_TRAILER bytes that say
+ * their shape (magic, width, height, 0), little-endian. Its maker
+ * allocates the trailer's room past len (batchdecode.c).
+ */
+#define DLC_FORM_TRAILER	16
+/* Write @b's trailer at data + len. */
+void dlc_form_seal(struct dlc_buf *b);
+/*
+ * @b holds @got bytes of a sealed form: check the trailer against @got
+ * and @max_pixels and make @b the form (form_w, form_h, len the pixels).
+ * 0, or -EBADMSG: not a form of this shape.
+ */
+int dlc_form_unseal(struct dlc_buf *b, uint64_t got, uint64_t max_pixels);
+
+/* The controller's counters and regime into @st (a tier's stats op). */
+void dlc_forms_stats(const struct dlc_forms *f, struct dlc_stats *st);
 
 /* A decoder: sample @id's decode from its encoded bytes took @ns. */
 void dlc_forms_note_decode(struct dlc_forms *f, uint32_t id, uint64_t ns);

@@ -160,13 +160,7 @@ static void inproc_stats(struct dlc_cache_tier *t, struct dlc_stats *st)
 
 	if (!to_inproc(t)->have_forms)
 		return;
-	st->form_hits = __atomic_load_n(&f->hits, __ATOMIC_RELAXED);
-	st->forms_made = __atomic_load_n(&f->made, __ATOMIC_RELAXED);
-	st->forms_refused = __atomic_load_n(&f->refused, __ATOMIC_RELAXED);
-	st->form_saved_ns = __atomic_load_n(&f->saved_ns, __ATOMIC_RELAXED);
-	/* 0 until measured; 1 forms, 2 encoded bytes */
-	st->forms_regime = f->mode != DLC_FORMS_AUTO ? 1 :
-			   __atomic_load_n(&f->regime, __ATOMIC_RELAXED);
+	dlc_forms_stats(f, st);
 }
 
 static void inproc_describe(const struct dlc_cache_tier *t, char *buf,

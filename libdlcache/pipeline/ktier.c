@@ -21,6 +21,7 @@
 #include "cachetier.h"
 #include "inproc.h"
 #include "kclient.h"
+#include "kforms.h"
 #include "ktier.h"
 #include "loader_int.h"
 #include "readahead.h"
@@ -35,6 +36,8 @@
 struct ktier {
 	struct dlc_cache_tier tier;	/* first: its ops are ktier.c's */
 	struct dlc_kclient *kc;		/* NULL after a fallback */
+	/* The form set (forms on, kforms.c); closed at a fallback. */
+	struct dlc_kforms *kf;
 	/* After a fallback (kc NULL): the in-process cache served through. */
 	struct dlc_inproc inproc;
 	uint32_t *gorder;		/* every rank's order, for SET_ORDER */
@@ -212,6 +215,9 @@ static void ktier_prepare_epoch(struct ktier *kt, uint32_t epoch)
 				      ktier_fill_global(kt, e);
 		if (!ret)
 			ret = dlc_kclient_set_order(kt->kc, e, kt->gorder, len);
+		/* The form set's time line is the encoded set's. */
+		if (kt->kf && ret != -ENOMEM)
+			dlc_kforms_set_order(kt->kf, e, kt->gorder, len);
 		if (ret && ret != -EINVAL && ret != -EACCES)
 			dlc_logf(&l->log, DLC_LOG_WARN,
 				 "dlcache.ko: cannot upload the order of epoch %u: %s; eviction falls back to no known next use",
@@ -539,6 +545,36 @@ static int ktier_read_queued(struct ktier *kt, char *path,
 	return progressed;
 }
 
+/*
+ * The use of claimed @it in @epoch, served from its form in the module
+ * when held (kforms.c): decoded from it, and the encoded set told of
+ * the use as for bytes read ahead. Whether it was.
+ */
+static int ktier_form_hit(struct ktier *kt, struct decode_item *it,
+			  uint32_t epoch)
+{
+	struct dlc_loader *l = kt->tier.l;
+	uint32_t index = kt->own_line ? it->pos :
+			 l->cfg.rank + it->pos * l->cfg.world;
+	struct dlc_buf *b = dlc_kforms_get(kt->kf, it->sample, epoch, index);
+
+	if (!b)
+		return 0;
+	ktier_use(kt, it->pos, epoch, NULL);
+	dlc_stat_add(l->stats.hits, 1);
+	dlc_stat_add(l->stats.hit_bytes, b->len);
+	pthread_mutex_lock(&l->lock);
+	ktier_pos_done(kt, it->pos);
+	if (l->active) {
+		it->buf = b;
+		loader_push_item(l, it);
+	} else {
+		loader_drop_sample(l, b);
+	}
+	pthread_mutex_unlock(&l->lock);
+	return 1;
+}
+
 /* One round with the module: GETs out, completions in, misses to read. */
 static int ktier_round(struct ktier *kt, uint32_t epoch, char *path,
 			size_t path_len)
@@ -561,6 +597,9 @@ static int ktier_round(struct ktier *kt, uint32_t epoch, char *path,
 			return kt->err != 0;
 		}
 	}
+	/* Before the claims: a form made may be the next hit. */
+	if (kt->kf)
+		dlc_kforms_round(kt->kf, &l->lock);
 	pthread_mutex_lock(&l->lock);
 	while (loader_issuable(l) && kt->gets + kt->rq_len < l->cfg.window &&
 	       dlc_kclient_unsubmitted(kt->kc) < l->cfg.window) {
@@ -570,6 +609,10 @@ static int ktier_round(struct ktier *kt, uint32_t epoch, char *path,
 		/* Read ahead (or being read): no GET, no fill of ours here. */
 		kt->fill[it.pos % l->cfg.window] = 0;
 		if (loader_take_readahead(l, epoch, &it)) {
+			pthread_mutex_lock(&l->lock);
+			continue;
+		}
+		if (kt->kf && ktier_form_hit(kt, &it, epoch)) {
 			pthread_mutex_lock(&l->lock);
 			continue;
 		}
@@ -663,6 +706,7 @@ static void ktier_switch(struct ktier *kt)
 	}
 	/* Let go of the module: nothing of ours holds its file after this. */
 	dlc_reader_unwatch(l->reader);
+	dlc_kforms_close(kt->kf);
 	pthread_mutex_lock(&l->lock);
 	kc = kt->kc;
 	kt->kc = NULL;
@@ -1073,6 +1117,15 @@ static int ktier_connect(struct ktier *kt)
 		return -ENOMEM;
 	/* An older module has no look-up ahead: no read-ahead on it. */
 	kt->has_ahead = dlc_kclient_has(kt->kc, DLCACHE_FEAT_GET_AHEAD);
+	if (l->cfg.forms && dlc_kclient_may_write(kt->kc)) {
+		ret = dlc_kforms_open(l, dev, key, ktier_window(kt),
+				      ktier_job(kt), kt->own_line, &kt->kf,
+				      &why);
+		if (ret)
+			dlc_logf(&l->log, DLC_LOG_WARN,
+				 "%s: no form set (%s: %s); keeping encoded bytes only, the exact pixels all the same",
+				 dev, strerror(-ret), why);
+	}
 	kt->last_epoch = -1;
 	l->backend = DLC_BACKEND_KERNEL;
 	l->stats.cache_capacity = dlc_kclient_capacity(kt->kc);
@@ -1105,6 +1158,7 @@ static void ktier_destroy(struct dlc_cache_tier *t)
 		dlc_kclient_close(kt->kc);
 		kt->kc = NULL;
 	}
+	dlc_kforms_free(kt->kf);
 	if (kt->get_buf)
 		for (i = 0; i < l->cfg.window; i++)
 			dlc_buf_put(kt->get_buf[i]);
@@ -1278,12 +1332,23 @@ static void ktier_op_publish(struct dlc_cache_tier *t)
 		dlc_ct_publish(&kt->inproc.tier);
 }
 
+/* Under l->lock: forms on, whether this decode makes the form. */
+static int ktier_op_form_wanted(struct dlc_cache_tier *t, uint32_t id,
+				uint64_t enc_bytes, uint32_t *est)
+{
+	struct ktier *kt = to_ktier(t);
+
+	return kt->kc && kt->kf && dlc_kforms_want(kt->kf, id, enc_bytes, est);
+}
+
 /* The module's view of this data set, across processes. */
 static void ktier_op_stats(struct dlc_cache_tier *t, struct dlc_stats *st)
 {
 	struct ktier *kt = to_ktier(t);
 	struct dlcache_stats ks;
 
+	if (kt->kf)
+		dlc_kforms_stats(kt->kf, st);
 	if (kt->kc && dlc_kclient_stats(kt->kc, &ks) == 0) {
 		st->evictions = ks.dataset.evictions;
 		st->bypasses = ks.dataset.bypasses;
@@ -1332,6 +1397,7 @@ static const struct dlc_cache_tier_ops ktier_ops = {
 	.use = ktier_op_use,
 	.fill_abort = ktier_op_fill_abort,
 	.last_uses = ktier_op_last_uses,
+	.form_wanted = ktier_op_form_wanted,
 	.publish = ktier_op_publish,
 	.stats = ktier_op_stats,
 	.watch_fd = ktier_op_watch_fd,

@@ -825,7 +825,7 @@ int dlc_loader_create(const struct dlc_config *ucfg,
 		 what, l->ndecode);
 	if (cfg->forms && !l->forms)
 		dlc_logf(&l->log, DLC_LOG_INFO,
-			 "forms: only the in-process cache keeps decoded forms; this one keeps encoded bytes (the exact pixels all the same)");
+			 "forms: this cache keeps no decoded forms (cluster mode, or dlcache.ko without DLCACHE_FEAT_FORMS); encoded bytes only, the exact pixels all the same");
 
 	ret = threads_start(l);
 	if (ret)

@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "dlcache.h"
+#include "forms.h"
 #include "internal.h"
 #include "helpers/loadercmp.h"
 #include "helpers/testutil.h"
@@ -293,6 +295,55 @@ static void test_config(void)
 	      !strcmp(dlc_forms_name(9), "?"), "names");
 }
 
+/*
+ * A form's trailer (forms.h), as it leaves for dlcache.ko and comes back:
+ * what the module returns is believed only when its shape adds up.
+ */
+static void test_trailer(void)
+{
+	const uint32_t w = 5, h = 3, px = w * h * 3;
+	struct dlc_buf *b = dlc_buf_alloc(px + DLC_FORM_TRAILER);
+	struct dlc_buf *c = dlc_buf_alloc(px + DLC_FORM_TRAILER);
+	uint32_t i;
+
+	if (!b || !c) {
+		CHECK(0, "no memory");
+		return;
+	}
+	for (i = 0; i < px; i++)
+		b->data[i] = (uint8_t)(i * 7);
+	b->len = px;
+	b->form_w = w;
+	b->form_h = h;
+	dlc_form_seal(b);
+	/* Little-endian, whatever the host: magic "DLMF", then w and h. */
+	CHECK(!memcmp(b->data + px, "DLMF", 4) && b->data[px + 4] == w &&
+	      b->data[px + 8] == h, "trailer bytes");
+	memcpy(c->data, b->data, px + DLC_FORM_TRAILER);
+	CHECK_EQ(dlc_form_unseal(c, px + DLC_FORM_TRAILER, 1000), 0);
+	CHECK(c->form_w == w && c->form_h == h && c->len == px &&
+	      !memcmp(c->data, b->data, px), "unsealed shape and pixels");
+	/* Each lie about the shape is refused, nothing set. */
+	c->len = px + DLC_FORM_TRAILER;
+	c->form_w = c->form_h = 0;
+	CHECK_EQ(dlc_form_unseal(c, px + DLC_FORM_TRAILER, w * h - 1), -EBADMSG);
+	CHECK_EQ(dlc_form_unseal(c, px + DLC_FORM_TRAILER + 1, 1000), -EBADMSG);
+	CHECK_EQ(dlc_form_unseal(c, px + DLC_FORM_TRAILER - 3, 1000), -EBADMSG);
+	CHECK_EQ(dlc_form_unseal(c, DLC_FORM_TRAILER - 1, 1000), -EBADMSG);
+	c->data[px] ^= 1;
+	CHECK_EQ(dlc_form_unseal(c, px + DLC_FORM_TRAILER, 1000), -EBADMSG);
+	c->data[px] ^= 1;
+	c->data[px + 12] = 1;
+	CHECK_EQ(dlc_form_unseal(c, px + DLC_FORM_TRAILER, 1000), -EBADMSG);
+	c->data[px + 12] = 0;
+	c->data[px + 4] = 0;
+	CHECK_EQ(dlc_form_unseal(c, px + DLC_FORM_TRAILER, 1000), -EBADMSG);
+	CHECK(c->form_w == 0 && c->len == px + DLC_FORM_TRAILER,
+	      "a refused form left unchanged");
+	dlc_buf_put(b);
+	dlc_buf_put(c);
+}
+
 int main(void)
 {
 	if (setup()) {
@@ -301,6 +352,8 @@ int main(void)
 	}
 	test_sample_rgb();
 	t_report("sample_rgb");
+	test_trailer();
+	t_report("trailer");
 	test_config();
 	t_report("config");
 	test_files();

@@ -1000,6 +1000,73 @@ else
 	done
 fi
 
+# ---- decoded forms on dlcache.ko: two jobs, two transforms ------------------
+# Job A (train crops at 64, --forms decoded) runs two epochs on the kernel
+# backend: its decodes PUT their samples' decoded forms in root's form set,
+# and its second epoch hits them. Job B, an eval job at 48 with another
+# seed and job key, then runs one epoch: from A's forms its decode work
+# (samples decoded from encoded bytes) must be at most half of running
+# alone, which decodes every sample. Its batches must be those of the
+# same job on the in-process backend without any cache (forms on: the
+# exact pixels, whatever form served a sample).
+forms_jobs() {
+	$CTL drop > /dev/null 2>&1
+	$CTL capacity 320M > /dev/null 2>&1
+	DLCACHE_JOB=forms-a $CTL bench $IDX --backend kernel --forms decoded --epochs 2 \
+		--seed 21 --json --digest $BENCH > /tmp/fa.json 2> /tmp/fa.err
+	rca=$?
+	DLCACHE_JOB=forms-b $CTL bench $IDX --backend kernel --forms decoded --epochs 1 \
+		--seed 22 --json --digest $BENCH --eval --size 48 > /tmp/fb.json 2> /tmp/fb.err
+	rcb=$?
+	$CTL stats > /tmp/fs.txt 2>&1
+	$CTL bench $IDX --backend inprocess --cache 0 --forms decoded --epochs 1 \
+		--seed 22 --json --digest $BENCH --eval --size 48 > /tmp/fr.json 2> /tmp/fr.err
+	rcr=$?
+	$CTL drop > /dev/null 2>&1
+	$CTL capacity "${CAP_MB}M" > /dev/null 2>&1
+	info "forms: job A (exit $rca), job B (exit $rcb), B without the module (exit $rcr):"
+	show /tmp/fa.err
+	show /tmp/fa.json
+	show /tmp/fb.err
+	show /tmp/fb.json
+	show /tmp/fs.txt
+	made=$(grep -o '"forms_made": [0-9]*' /tmp/fa.json | sed -n 1p | awk '{print $2}')
+	ah=$(grep -o '"form_hits": [0-9]*' /tmp/fa.json | sed -n 2p | awk '{print $2}')
+	bh=$(grep -o '"form_hits": [0-9]*' /tmp/fb.json | sed -n 1p | awk '{print $2}')
+	bi=$(grep -o '"images": [0-9]*' /tmp/fb.json | sed -n 2p | awk '{print $2}')
+	data forms_a_made "${made:-0}"
+	data forms_a_epoch2_form_hits "${ah:-0}"
+	data forms_b_form_hits "${bh:-0}"
+	if [ $rca -eq 0 ] && grep -q '"backend": "kernel"' /tmp/fa.json &&
+	   [ "${made:-0}" -gt 0 ] && [ "${ah:-0}" -gt 0 ]; then
+		result ok kernel-forms-made "(job A: $made forms made in epoch 1, $ah form hits in epoch 2)"
+	else
+		result FAIL kernel-forms-made "(exit $rca, ${made:-no} forms made, ${ah:-no} form hits in epoch 2)"
+	fi
+	# B's decode work against running alone (every sample decoded)
+	if [ $rcb -eq 0 ] && [ -n "$bi" ] && [ "$bi" -gt 0 ] &&
+	   [ $(( (bi - ${bh:-0}) * 2 )) -le "$bi" ]; then
+		result ok kernel-forms-second-job "(job B decoded $((bi - ${bh:-0})) of $bi samples, $bh from job A's forms: $(awk "BEGIN {printf \"%.2f\", ($bi - ${bh:-0}) / $bi}")x of alone)"
+	else
+		result FAIL kernel-forms-second-job "(exit $rcb, ${bh:-no} form hits of ${bi:-no} images; want at least half)"
+	fi
+	d1=$(grep -o '"digest": "[0-9a-f]*"' /tmp/fb.json | tr '\n' ' ')
+	d2=$(grep -o '"digest": "[0-9a-f]*"' /tmp/fr.json | tr '\n' ' ')
+	if [ $rcb -eq 0 ] && [ $rcr -eq 0 ] && [ -n "$d1" ] && [ "$d1" = "$d2" ]; then
+		result ok kernel-forms-batches-match
+	else
+		result FAIL kernel-forms-batches-match "(from forms: $d1; without the module: $d2)"
+	fi
+}
+
+if [ $KERNEL_OK -eq 1 ]; then
+	forms_jobs
+else
+	for t in kernel-forms-made kernel-forms-second-job kernel-forms-batches-match; do
+		result skip $t "(no kernel bench)"
+	done
+fi
+
 if unload_dlcache; then
 	result ok rmmod-after
 else
