@@ -315,6 +315,49 @@ static void store_share_by_owner(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, atomic64_read(&f->cache.used), 16 * PAGE_SIZE);
 }
 
+/*
+ * A form set (DLCACHE_FEAT_FORMS) is charged as any data set of its
+ * owner: owner 1's encoded set and its form set, of one key, hold their
+ * samples apart, and together they keep owner 1's share when owner 2
+ * needs the room; within the share, the forms that fill it give way, not
+ * the encoded set below its data set's share.
+ */
+static void store_form_set_charged(struct kunit *test)
+{
+	struct st_fixture *f = test->priv;
+	u32 ids[16], i;
+	struct dlc_dataset *a, *af, *b;
+
+	dlc_cache_set_capacity(&f->cache, 16 * PAGE_SIZE);
+	for (i = 0; i < 16; i++)
+		ids[i] = i;
+	a = st_ds(test, 20, 16);
+	af = st_ds(test, 20, 16);
+	af->form = 1;
+	b = st_ds(test, 21, 16);
+	a->acct = af->acct = KUIDT_INIT(1);
+	b->acct = KUIDT_INIT(2);
+	st_order(test, a, 1, ids, 16);
+	st_order(test, af, 1, ids, 16);
+	st_order(test, b, 1, ids, 16);
+	KUNIT_EXPECT_TRUE(test, st_admit(a, st_sample(test, 0, 10)));
+	KUNIT_EXPECT_TRUE(test, st_admit(a, st_sample(test, 1, 10)));
+	/* Forms of the same IDs, in pages of their own: the cache's rest. */
+	for (i = 0; i < 14; i++)
+		KUNIT_EXPECT_TRUE(test, st_admit(af, st_sample(test, i, 3 * 10)));
+	KUNIT_EXPECT_TRUE(test, st_cached(a, 0) && st_cached(af, 0));
+	KUNIT_EXPECT_FALSE(test, st_cached(a, 2));
+	KUNIT_EXPECT_EQ(test, a->used + af->used, 16 * PAGE_SIZE);
+	for (i = 0; i < 8; i++)
+		st_admit(b, st_sample(test, i, 10));
+	/* Owner 1's half, forms included; its encoded samples kept. */
+	KUNIT_EXPECT_EQ(test, b->used, 8 * PAGE_SIZE);
+	KUNIT_EXPECT_EQ(test, a->used + af->used, 8 * PAGE_SIZE);
+	KUNIT_EXPECT_EQ(test, a->used, 2 * PAGE_SIZE);
+	KUNIT_EXPECT_TRUE(test, st_cached(a, 0) && st_cached(a, 1));
+	KUNIT_EXPECT_EQ(test, atomic64_read(&f->cache.used), 16 * PAGE_SIZE);
+}
+
 /* Mark @ds idle, or not, as dataset.c does at a last detach and an ATTACH. */
 static void st_set_idle(struct dlc_cache *cache, struct dlc_dataset *ds,
 			bool idle)
@@ -654,6 +697,7 @@ static struct kunit_case store_cases[] = {
 	KUNIT_CASE(store_capacity_shrink),
 	KUNIT_CASE(store_steal_between_datasets),
 	KUNIT_CASE(store_share_by_owner),
+	KUNIT_CASE(store_form_set_charged),
 	KUNIT_CASE(store_idle_gives_way_first),
 	KUNIT_CASE(store_fill_placeholders),
 	KUNIT_CASE(store_use_moves_cursor),
