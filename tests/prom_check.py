@@ -101,8 +101,9 @@ def module(samples, j, j2):
             expect(samples, "dlcache_" + v, {}, j["global"][k],
                    j2["global"][k])
     for d, d2 in pairs(j["per_dataset"], j2["per_dataset"],
-                       lambda d: (d["key"], d["owner_uid"])):
-        lab = {"dataset": d["key"], "owner_uid": str(d["owner_uid"])}
+                       lambda d: (d["key"], d["owner_uid"], d["form"])):
+        lab = {"dataset": d["key"], "owner_uid": str(d["owner_uid"]),
+               "form": str(d["form"])}
         for k, v in list(COUNTERS.items()) + list(DATASET.items()):
             expect(samples, "dlcache_dataset_" + v, lab, d[k], d2[k])
         expect(samples, "dlcache_dataset_idle_seconds", lab,

@@ -123,6 +123,7 @@ struct dlc_buf *dlc_buf_alloc(size_t len)
 	b->mtime_ns = 0;
 	b->form_w = 0;
 	b->form_h = 0;
+	b->budget = NULL;
 	b->len = len;
 	b->data = (uint8_t *)(b + 1);
 	b->mem = NULL;
@@ -177,6 +178,7 @@ struct dlc_buf *dlc_buf_alloc_io(uint64_t len, uint32_t lead)
 	b->mtime_ns = 0;
 	b->form_w = 0;
 	b->form_h = 0;
+	b->budget = NULL;
 	b->len = len;
 	b->data = b->mem + lead;
 	b->next = NULL;
@@ -227,6 +229,8 @@ void dlc_buf_put(struct dlc_buf *b)
 {
 	if (!b || __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) != 0)
 		return;
+	if (b->budget)
+		__atomic_sub_fetch(b->budget, b->cap, __ATOMIC_RELEASE);
 	if (b->cls == CLASS_HEAP) {
 		free(b);
 		return;

@@ -31,6 +31,12 @@ struct dlc_buf {
 	 * maker before anyone else holds it.
 	 */
 	uint32_t form_w, form_h;
+	/*
+	 * A budget the buffer is counted in, or NULL: its maker adds cap
+	 * to it (dlc_buf_charge()), and the last put takes it back, so that
+	 * the bytes a consumer holds after their maker let go stay counted.
+	 */
+	uint64_t *budget;
 	size_t len;		/* bytes at data */
 	uint8_t *data;		/* the sample's first byte */
 	uint8_t *mem;		/* pooled: the 4 KiB-aligned block */
@@ -40,6 +46,16 @@ struct dlc_buf {
 
 /* Idle pooled bytes kept by default (dlc_buf_pool_set_idle_max). */
 #define DLC_BUF_POOL_IDLE_MAX	(64ULL << 20)
+
+/*
+ * Count @b's cap in @budget (atomic) until its last put; @b is not
+ * charged yet and nobody else holds it.
+ */
+static inline void dlc_buf_charge(struct dlc_buf *b, uint64_t *budget)
+{
+	b->budget = budget;
+	__atomic_add_fetch(budget, b->cap, __ATOMIC_RELAXED);
+}
 
 /* @len bytes in one plain allocation, sized exactly (not pooled). */
 struct dlc_buf *dlc_buf_alloc(size_t len);

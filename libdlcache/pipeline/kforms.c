@@ -33,6 +33,12 @@
 
 /* libdlcache's form 1: the whole image decoded to RGB at scale 1. */
 #define KFORM_RGB	1
+/*
+ * The forms copied out of the module and not yet decoded, in bytes: a
+ * use past it is served from the encoded set (a claim runs a window
+ * ahead of the decoders, and a form is 8-18x its encoded bytes).
+ */
+#define COPIES_MAX	(256ULL << 20)
 /* How often the module's free bytes are asked for (STATS). */
 #define ROOM_NS		100000000ULL
 /* user_data of a PUT: the buffer's address | KF_PUT; a GET: KF_GET. */
@@ -47,11 +53,18 @@ struct dlc_kforms {
 	struct dlc_loader *l;
 	struct dlc_kclient *kc;		/* NULL once closed */
 	struct dlc_forms forms;
-	uint32_t *size;			/* per sample: its form's bytes, 0: unknown */
+	/*
+	 * Per sample: its form's bytes as last PUT or found, 0: not known to
+	 * be held (a GET's miss clears it). Relaxed atomics: the read-ahead
+	 * asks under the loader's lock (dlc_kforms_known()).
+	 */
+	uint32_t *size;
 	uint64_t max_pixels;
 	uint64_t room;			/* the module's free bytes, as of room_ns */
 	uint64_t room_ns;
 	uint64_t held, held_bytes;	/* the form set's, as of room_ns */
+	/* Bytes of the copies out (buf.h's budget: atomic, put by decoders). */
+	uint64_t copies;
 	struct dlcache_cqe cqes[16];
 };
 
@@ -106,7 +119,8 @@ static void kforms_put_done(struct dlc_kforms *kf, const struct dlcache_cqe *c)
 {
 	if (c->res > 0 && (c->flags & DLCACHE_CQE_F_CACHED) &&
 	    c->sample < kf->l->n)
-		kf->size[c->sample] = (uint32_t)c->res;
+		__atomic_store_n(&kf->size[c->sample], (uint32_t)c->res,
+				 __ATOMIC_RELAXED);
 	dlc_buf_put((struct dlc_buf *)(uintptr_t)(c->user_data & ~3ULL));
 }
 
@@ -159,6 +173,16 @@ void dlc_kforms_free(struct dlc_kforms *kf)
 	if (!kf)
 		return;
 	dlc_kforms_close(kf);
+	/*
+	 * Every copy was put (the loader's queue goes first). Were one
+	 * still held, its last put would write kf: leaked then, not freed.
+	 */
+	if (__atomic_load_n(&kf->copies, __ATOMIC_ACQUIRE)) {
+		dlc_logf(&kf->l->log, DLC_LOG_ERROR,
+			 "forms: %llu bytes of form copies still held at close; not freeing their budget",
+			 (unsigned long long)kf->copies);
+		return;
+	}
 	if (kf->l->forms == &kf->forms)
 		kf->l->forms = NULL;
 	dlc_forms_fini(&kf->forms);
@@ -203,6 +227,19 @@ static int kforms_get_once(struct dlc_kforms *kf, uint32_t id,
 	return kforms_reap_get(kf, c) ? 0 : -EPROTO;
 }
 
+/* A buffer for a copy of @size bytes, within COPIES_MAX, or NULL. */
+static struct dlc_buf *kforms_copy_buf(struct dlc_kforms *kf, uint64_t size)
+{
+	struct dlc_buf *b;
+
+	if (__atomic_load_n(&kf->copies, __ATOMIC_ACQUIRE) + size > COPIES_MAX)
+		return NULL;
+	b = dlc_buf_alloc_io(size, 0);
+	if (b)
+		dlc_buf_charge(b, &kf->copies);
+	return b;
+}
+
 struct dlc_buf *dlc_kforms_get(struct dlc_kforms *kf, uint32_t id,
 			       uint32_t epoch, uint32_t index)
 {
@@ -215,22 +252,25 @@ struct dlc_buf *dlc_kforms_get(struct dlc_kforms *kf, uint32_t id,
 		return NULL;
 	/* A size seen before spares the round that asks for it. */
 	size = kf->size[id];
-	if (size && !(b = dlc_buf_alloc_io(size, 0)))
+	if (size && !(b = kforms_copy_buf(kf, size)))
 		return NULL;
 	if (kforms_get_once(kf, id, b, 1, epoch, index, &c))
 		goto put_b;
+	/* Gone (evicted): the next read-ahead reads its bytes again. */
+	if (c.res == -ENOENT)
+		__atomic_store_n(&kf->size[id], 0, __ATOMIC_RELAXED);
 	if (c.res == -EMSGSIZE && c.size) {
 		/* The module's size is checked before it is allocated. */
 		if (c.size > max || c.size > INT32_MAX || c.size < DLC_FORM_TRAILER)
 			goto put_b;
 		dlc_buf_put(b);
-		b = dlc_buf_alloc_io(c.size, 0);
+		b = kforms_copy_buf(kf, c.size);
 		if (!b || kforms_get_once(kf, id, b, 0, 0, 0, &c))
 			goto put_b;
 	}
 	if (c.res <= 0 || !b || dlc_form_unseal(b, (uint64_t)c.res, kf->max_pixels))
 		goto put_b;
-	kf->size[id] = (uint32_t)c.res;
+	__atomic_store_n(&kf->size[id], (uint32_t)c.res, __ATOMIC_RELAXED);
 	return b;
 put_b:
 	dlc_buf_put(b);
@@ -313,6 +353,12 @@ int dlc_kforms_want(struct dlc_kforms *kf, uint32_t id, uint64_t enc_bytes,
 	(void)id;
 	return kf->kc && dlc_forms_want_room(&kf->forms, kf->room, enc_bytes,
 					     est);
+}
+
+int dlc_kforms_known(const struct dlc_kforms *kf, uint32_t id)
+{
+	return id < kf->l->n &&
+	       __atomic_load_n(&kf->size[id], __ATOMIC_RELAXED) != 0;
 }
 
 void dlc_kforms_stats(struct dlc_kforms *kf, struct dlc_stats *st)

@@ -49,6 +49,11 @@ int dlc_kforms_round(struct dlc_kforms *kf, pthread_mutex_t *lock);
 /* Under the loader's lock: whether sample @id's decode makes its form. */
 int dlc_kforms_want(struct dlc_kforms *kf, uint32_t id, uint64_t enc_bytes,
 		    uint32_t *est);
+/*
+ * Whether sample @id's form is held, as far as this loader knows (it PUT
+ * or found it, and no GET missed it since): its bytes need no read ahead.
+ */
+int dlc_kforms_known(const struct dlc_kforms *kf, uint32_t id);
 /* Under the loader's lock: the forms' counters into @st. */
 void dlc_kforms_stats(struct dlc_kforms *kf, struct dlc_stats *st);
 

@@ -1267,12 +1267,18 @@ static int ktier_op_keeps(const struct dlc_cache_tier *t)
 	return kt->kc || dlc_ct_keeps(&kt->inproc.tier);
 }
 
-/* The module's holdings are asked for by look-ups ahead, not here. */
+/*
+ * The module's holdings are asked for by look-ups ahead, not here; but a
+ * sample whose form it holds, as far as we know, is not read ahead: its
+ * claim is served from the form (kforms.c), or read then.
+ */
 static int ktier_op_holds(const struct dlc_cache_tier *t, uint32_t id)
 {
 	const struct ktier *kt = to_ktier(t);
 
-	return !kt->kc && dlc_ct_holds(&kt->inproc.tier, id);
+	if (kt->kc)
+		return kt->kf && dlc_kforms_known(kt->kf, id);
+	return dlc_ct_holds(&kt->inproc.tier, id);
 }
 
 static int ktier_op_read_ahead(struct dlc_cache_tier *t, uint64_t gen,

@@ -438,6 +438,37 @@ static void test_cache_small(void)
 }
 
 /* The CRC-32C of a buffer is summed once; a reused block forgets it. */
+/*
+ * A budget (dlc_buf_charge()) counts a buffer's block from its charge to
+ * its last put, whoever puts it; a reused block starts uncharged.
+ */
+static void test_budget(void)
+{
+	uint64_t budget = 0;
+	struct dlc_buf *b = dlc_buf_alloc_io(100000, 0), *b2, *r;
+
+	if (!b) {
+		CHECK(0, "alloc");
+		return;
+	}
+	dlc_buf_charge(b, &budget);
+	CHECK(budget == b->cap && budget >= 100000, "charged %llu for a cap of %zu",
+	      (unsigned long long)budget, b->cap);
+	r = dlc_buf_get(b);
+	dlc_buf_put(b);
+	CHECK(budget == r->cap, "given back before the last put");
+	dlc_buf_put(r);
+	CHECK(budget == 0, "%llu left after the last put", (unsigned long long)budget);
+	b2 = dlc_buf_alloc_io(100000, 0);
+	if (!b2) {
+		CHECK(0, "alloc");
+		return;
+	}
+	CHECK(b2->budget == NULL, "a reused block came charged");
+	dlc_buf_put(b2);
+	CHECK(budget == 0, "an uncharged buffer's put took from the budget");
+}
+
 static void test_crc_memo(void)
 {
 	struct dlc_buf *b = dlc_buf_alloc_io(70001, 0), *b2;
@@ -525,6 +556,7 @@ int main(void)
 	T_RUN(test_cache_footprint);
 	T_RUN(test_cache_small);
 	T_RUN(test_crc_memo);
+	T_RUN(test_budget);
 	T_RUN(test_fork);
 	dlc_buf_pool_trim();
 	return t_done("test_bufpool");

@@ -150,13 +150,24 @@ static void print_counters(const struct dlcache_counters *c)
 	       (unsigned long long)c->fills_inflight);
 }
 
+/* The form a data set holds (DLCACHE_DS_F_FORM), 0 for encoded bytes. */
+static uint32_t ds_form(const struct dlcache_stats *d)
+{
+	return d->ds_flags & DLCACHE_DS_F_FORM ?
+	       (d->ds_flags >> DLCACHE_DS_FORM_SHIFT) & 0xff : 0;
+}
+
 static void print_ds_header(const struct dlcache_stats *d)
 {
 	char key[33], mode[8];
 
 	admin_key_str(d->ds_key, key);
 	mode_str(d->ds_mode, mode);
-	printf("data set %s\n", key);
+	if (ds_form(d))
+		printf("data set %s, form %u (decoded forms of its samples, its owner's alone)\n",
+		       key, ds_form(d));
+	else
+		printf("data set %s\n", key);
 	printf("  %u samples, mode %s, owner %u:%u, %u attached, %u jobs, policy cursor %llu of %llu\n",
 	       d->ds_nsamples, mode, d->ds_owner_uid, d->ds_owner_gid,
 	       d->ds_attached, d->ds_consumers,
@@ -167,10 +178,13 @@ static void print_ds_header(const struct dlcache_stats *d)
 		       d->ds_idle_s);
 }
 
-/* "idle": true/false and "idle_s" of a data set, for the JSON outputs. */
+/*
+ * "form" (0: encoded bytes), "idle": true/false and "idle_s" of a data
+ * set, for the JSON outputs.
+ */
 static void json_idle(const struct dlcache_stats *d)
 {
-	printf("\"idle\": %s, \"idle_s\": %u, ",
+	printf("\"form\": %u, \"idle\": %s, \"idle_s\": %u, ", ds_form(d),
 	       d->ds_flags & DLCACHE_DS_F_IDLE ? "true" : "false", d->ds_idle_s);
 }
 
@@ -256,7 +270,7 @@ static int shown_ds(const struct dlcache_stats *d, const char *keyarg,
 static int prom_stats(const struct admin_snap *s, const char *keyarg,
 		      const __u64 key[2])
 {
-	static const char *const names[] = { "dataset", "owner_uid" };
+	static const char *const names[] = { "dataset", "owner_uid", "form" };
 	char name[96], (*labels)[96] = calloc(s->n ? s->n : 1, sizeof(*labels));
 	const uint32_t nds = ARRAY_SIZE(dataset_fields);
 	uint32_t i, k;
@@ -264,12 +278,14 @@ static int prom_stats(const struct admin_snap *s, const char *keyarg,
 	if (!labels)
 		return -ENOMEM;
 	for (i = 0; i < s->n; i++) {
-		char kstr[33], uid[16];
-		const char *values[] = { kstr, uid };
+		char kstr[33], uid[16], form[8];
+		const char *values[] = { kstr, uid, form };
 
 		admin_key_str(s->ds[i].ds_key, kstr);
 		snprintf(uid, sizeof(uid), "%u", s->ds[i].ds_owner_uid);
-		prom_labels(labels[i], sizeof(labels[i]), 2, names, values);
+		/* An owner's form set has its encoded set's key and owner. */
+		snprintf(form, sizeof(form), "%u", ds_form(&s->ds[i]));
+		prom_labels(labels[i], sizeof(labels[i]), 3, names, values);
 	}
 	prom_head(stdout, "dlcache_capacity_bytes", "gauge",
 		  "the module's capacity (capacity_mb)");
@@ -403,8 +419,9 @@ int cmd_datasets(int argc, char **argv)
 	if (json)
 		printf("[");
 	else
-		printf("%-32s %9s %5s %6s %4s %12s %9s %6s %7s\n", "key", "samples",
-		       "mode", "owner", "att", "cached", "samples", "hits", "idle");
+		printf("%-32s %9s %5s %6s %4s %12s %9s %6s %7s %4s\n", "key", "samples",
+		       "mode", "owner", "att", "cached", "samples", "hits", "idle",
+		       "form");
 	for (i = 0; i < s.n; i++) {
 		const struct dlcache_stats *d = &s.ds[i];
 
@@ -423,12 +440,13 @@ int cmd_datasets(int argc, char **argv)
 			       admin_hit_ratio(&d->dataset),
 			       admin_byte_hit_ratio(&d->dataset));
 		} else {
-			printf("%-32s %9u %5s %6u %4u %12s %9llu %5.1f%% %7s\n", key,
+			printf("%-32s %9u %5s %6u %4u %12s %9llu %5.1f%% %7s %4s\n", key,
 			       d->ds_nsamples, mode, d->ds_owner_uid, d->ds_attached,
 			       admin_bytes(d->dataset.used_bytes, a, sizeof(a)),
 			       (unsigned long long)d->dataset.cached_samples,
 			       100.0 * admin_hit_ratio(&d->dataset),
-			       idle_str(d, idle, sizeof(idle)));
+			       idle_str(d, idle, sizeof(idle)),
+			       ds_form(d) ? (ds_form(d) == 1 ? "rgb" : "?") : "-");
 		}
 	}
 	if (json)

@@ -1019,6 +1019,11 @@ forms_jobs() {
 		--seed 22 --json --digest $BENCH --eval --size 48 > /tmp/fb.json 2> /tmp/fb.err
 	rcb=$?
 	$CTL stats > /tmp/fs.txt 2>&1
+	$CTL datasets > /tmp/fds.txt 2>&1
+	# The form set beside its encoded set: one series each (host side).
+	data f_stats "$($CTL stats --json)"
+	data f_prom "$($CTL stats --prometheus | base64 -w 0)"
+	data f_stats_after "$($CTL stats --json)"
 	$CTL bench $IDX --backend inprocess --cache 0 --forms decoded --epochs 1 \
 		--seed 22 --json --digest $BENCH --eval --size 48 > /tmp/fr.json 2> /tmp/fr.err
 	rcr=$?
@@ -1030,6 +1035,13 @@ forms_jobs() {
 	show /tmp/fb.err
 	show /tmp/fb.json
 	show /tmp/fs.txt
+	show /tmp/fds.txt
+	if awk -v k="$KEY" '$1 == k && $NF == "rgb" {f = 1} $1 == k && $NF == "-" {e = 1}
+	    END {exit !(f && e)}' /tmp/fds.txt; then
+		result ok kernel-forms-listed "(datasets: the key's encoded set and its form set, rgb)"
+	else
+		result FAIL kernel-forms-listed "(datasets does not list $KEY's encoded set and its form set)"
+	fi
 	made=$(grep -o '"forms_made": [0-9]*' /tmp/fa.json | sed -n 1p | awk '{print $2}')
 	ah=$(grep -o '"form_hits": [0-9]*' /tmp/fa.json | sed -n 2p | awk '{print $2}')
 	bh=$(grep -o '"form_hits": [0-9]*' /tmp/fb.json | sed -n 1p | awk '{print $2}')
@@ -1062,7 +1074,8 @@ forms_jobs() {
 if [ $KERNEL_OK -eq 1 ]; then
 	forms_jobs
 else
-	for t in kernel-forms-made kernel-forms-second-job kernel-forms-batches-match; do
+	for t in kernel-forms-made kernel-forms-second-job kernel-forms-batches-match \
+		 kernel-forms-listed; do
 		result skip $t "(no kernel bench)"
 	done
 fi

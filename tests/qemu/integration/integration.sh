@@ -347,6 +347,31 @@ if went_down:
 else:
     result("ok", "counters-grow")
 
+def prom_check(tag, name):
+    import base64, subprocess, tempfile
+    with tempfile.TemporaryDirectory() as td:
+        try:
+            prom = base64.b64decode(data[tag + "_prom"][0])
+        except (KeyError, IndexError, ValueError) as ex:
+            prom = None
+            result("FAIL", name, f"no stats --prometheus: {ex!r}")
+        if prom is not None:
+            open(os.path.join(td, "p"), "wb").write(prom)
+            open(os.path.join(td, "j"), "w").write(data[tag + "_stats"][0])
+            open(os.path.join(td, "j2"), "w").write(
+                data.get(tag + "_stats_after", ["no second stats --json"])[0])
+            r = subprocess.run([sys.executable, os.environ["PROM_CHECK"],
+                                "module", os.path.join(td, "p"), os.path.join(td, "j"),
+                                os.path.join(td, "j2")],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            out = " ".join(r.stdout.split("\n")[-4:]).strip()
+            if r.returncode == 77:
+                result("FAIL" if os.environ.get("CI") in ("true", "1") else "skip",
+                       name, out)
+            else:
+                result("ok" if r.returncode == 0 else "FAIL", name, out)
+
+
 def epoch_hits(e):
     """hits and misses of one bench epoch object (exact fields, else derived)."""
     if "hits" in e and "misses" in e:
@@ -423,29 +448,12 @@ else:
     # stats --prometheus, read by prometheus_client's parser
     # (tests/prom_check.py), holds the values stats --json has: each
     # between the JSON read before it and the JSON read after it.
-    import base64, subprocess, tempfile
-    with tempfile.TemporaryDirectory() as td:
-        try:
-            prom = base64.b64decode(data["k_prom"][0])
-        except (KeyError, IndexError, ValueError) as ex:
-            prom = None
-            result("FAIL", "kernel-stats-prometheus", f"no stats --prometheus: {ex!r}")
-        if prom is not None:
-            open(os.path.join(td, "p"), "wb").write(prom)
-            open(os.path.join(td, "j"), "w").write(data["k_stats"][0])
-            open(os.path.join(td, "j2"), "w").write(
-                data.get("k_stats_after", ["no second stats --json"])[0])
-            r = subprocess.run([sys.executable, os.environ["PROM_CHECK"],
-                                "module", os.path.join(td, "p"), os.path.join(td, "j"),
-                                os.path.join(td, "j2")],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            out = " ".join(r.stdout.split("\n")[-4:]).strip()
-            if r.returncode == 77:
-                result("FAIL" if os.environ.get("CI") in ("true", "1") else "skip",
-                       "kernel-stats-prometheus", out)
-            else:
-                result("ok" if r.returncode == 0 else "FAIL",
-                       "kernel-stats-prometheus", out)
+    prom_check("k", "kernel-stats-prometheus")
+
+
+# With forms: a form set beside its encoded set (same key and owner).
+if "f_prom" in data:
+    prom_check("f", "kernel-forms-prometheus")
 
 for src, name, extra in (
         ("held_bench", "killed-filler-counts",
