@@ -1108,7 +1108,9 @@ struct dlc_stats {
 	 * scale 1, for a sample the cache was expected to keep) and of those
 	 * the ones it did not take; the forms held now and their bytes (of
 	 * cache_used); the decode time the form hits saved (each sample's
-	 * last decode from its encoded bytes, less its time from the form);
+	 * last crop-first decode, less its time from the form; for a sample
+	 * only decoded whole, to make its form, the mean crop-first decode
+	 * of the others where any was measured, else its whole decode);
 	 * and the controller's choice now: 0 none (forms off, or the first
 	 * quarter second not yet measured), 1 decoded forms (decode limits the
 	 * loader), 2 encoded bytes (storage does).

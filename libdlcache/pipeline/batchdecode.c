@@ -298,7 +298,7 @@ static int make_form(struct dlc_loader *l, struct dlc_decoder *dec,
 	dlc_stat_add(l->stats.validated, 1);
 	if (l->validate == DLC_VALIDATE_ONCE)
 		mark_checked(l, id);
-	dlc_forms_note_decode(l->forms, id, dlc_now_ns() - t0);
+	dlc_forms_note_whole(l->forms, id, dlc_now_ns() - t0);
 	*out = form;
 	return 0;
 }

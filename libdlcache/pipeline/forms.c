@@ -245,25 +245,58 @@ void dlc_forms_stats(const struct dlc_forms *f, struct dlc_stats *st)
 			   __atomic_load_n(&f->regime, __ATOMIC_RELAXED);
 }
 
-void dlc_forms_note_decode(struct dlc_forms *f, uint32_t id, uint64_t ns)
+/*
+ * dec_us: a sample's decode the way a hit replaces it, in us; with
+ * DEC_WHOLE, only its whole decode (the form's making) is known, which
+ * costs more than the crop-first decode a hit replaces.
+ */
+#define DEC_WHOLE	(1U << 31)
+
+static uint32_t dec_us_of(uint64_t ns)
 {
 	uint64_t us = ns / 1000;
 
+	return us >= DEC_WHOLE ? DEC_WHOLE - 1 : (uint32_t)us;
+}
+
+void dlc_forms_note_decode(struct dlc_forms *f, uint32_t id, uint64_t ns)
+{
+	if (id >= f->n)
+		return;
+	__atomic_store_n(&f->dec_us[id], dec_us_of(ns), __ATOMIC_RELAXED);
+	__atomic_fetch_add(&f->dec_n, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&f->dec_ns, ns, __ATOMIC_RELAXED);
+}
+
+void dlc_forms_note_whole(struct dlc_forms *f, uint32_t id, uint64_t ns)
+{
+	uint32_t none = 0;
+
+	/* A decode measured the way a hit replaces it stays. */
 	if (id < f->n)
-		__atomic_store_n(&f->dec_us[id],
-				 us > UINT32_MAX ? UINT32_MAX : (uint32_t)us,
-				 __ATOMIC_RELAXED);
+		__atomic_compare_exchange_n(&f->dec_us[id], &none,
+					    dec_us_of(ns) | DEC_WHOLE, 0,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
 void dlc_forms_note_hit(struct dlc_forms *f, uint32_t id, uint64_t ns)
 {
-	uint64_t dec;
+	uint64_t dec, n;
+	uint32_t us;
 
 	__atomic_fetch_add(&f->hits, 1, __ATOMIC_RELAXED);
 	if (id >= f->n)
 		return;
-	dec = (uint64_t)__atomic_load_n(&f->dec_us[id], __ATOMIC_RELAXED) *
-	      1000;
+	us = __atomic_load_n(&f->dec_us[id], __ATOMIC_RELAXED);
+	dec = (uint64_t)(us & ~DEC_WHOLE) * 1000;
+	n = __atomic_load_n(&f->dec_n, __ATOMIC_RELAXED);
+	/*
+	 * Only its whole decode known: the mean of the decodes measured
+	 * the way a hit replaces them, where there are any, is the better
+	 * estimate (the whole decode overstates the saving).
+	 */
+	if ((us & DEC_WHOLE) && n)
+		dec = __atomic_load_n(&f->dec_ns, __ATOMIC_RELAXED) / n;
 	if (dec > ns)
 		__atomic_fetch_add(&f->saved_ns, dec - ns, __ATOMIC_RELAXED);
 }

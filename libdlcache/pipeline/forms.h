@@ -47,6 +47,8 @@ struct dlc_forms {
 	uint32_t run_storage, run_decode;	/* windows in a row */
 	/* counters, written by their owners, read relaxed by stats */
 	uint64_t made, refused, hits, saved_ns;
+	/* the decodes a hit replaces, measured: count and time (atomics) */
+	uint64_t dec_n, dec_ns;
 };
 
 /*
@@ -132,7 +134,16 @@ void dlc_forms_stats(const struct dlc_forms *f, struct dlc_stats *st);
 
 /* A decoder: sample @id's decode from its encoded bytes took @ns. */
 void dlc_forms_note_decode(struct dlc_forms *f, uint32_t id, uint64_t ns);
-/* A decoder: sample @id was served from its form in @ns. */
+/*
+ * A decoder: sample @id's whole decode, making its form, took @ns: kept
+ * for form_saved_ns only until its crop-first decode is measured.
+ */
+void dlc_forms_note_whole(struct dlc_forms *f, uint32_t id, uint64_t ns);
+/*
+ * A decoder: sample @id was served from its form in @ns. form_saved_ns
+ * gains its decode less @ns: its crop-first decode as last measured,
+ * else the mean of those measured, else its whole decode.
+ */
 void dlc_forms_note_hit(struct dlc_forms *f, uint32_t id, uint64_t ns);
 
 #endif

@@ -344,6 +344,36 @@ static void test_trailer(void)
 	dlc_buf_put(c);
 }
 
+/*
+ * form_saved_ns counts a hit's saving against the decode it replaces: a
+ * sample's crop-first decode, not the whole decode that made its form
+ * (which costs more), unless nothing else was measured.
+ */
+static void test_saved(void)
+{
+	struct dlc_forms f;
+	const uint64_t ms = 1000000;
+
+	if (dlc_forms_init(&f, DLC_FORMS_DECODED, 4, 4, 1 << 20)) {
+		CHECK(0, "init");
+		return;
+	}
+	dlc_forms_note_whole(&f, 0, 10 * ms);
+	dlc_forms_note_hit(&f, 0, 1 * ms);
+	CHECK_EQ(f.saved_ns, 9 * ms);	/* nothing else known: the whole decode */
+	dlc_forms_note_decode(&f, 1, 4 * ms);
+	dlc_forms_note_hit(&f, 0, 1 * ms);
+	CHECK_EQ(f.saved_ns, 12 * ms);	/* the mean crop-first decode, 4 ms */
+	dlc_forms_note_decode(&f, 0, 6 * ms);
+	dlc_forms_note_whole(&f, 0, 10 * ms);	/* its own stays */
+	dlc_forms_note_hit(&f, 0, 1 * ms);
+	CHECK_EQ(f.saved_ns, 17 * ms);
+	dlc_forms_note_hit(&f, 2, 1 * ms);	/* never decoded: nothing */
+	CHECK_EQ(f.saved_ns, 17 * ms);
+	CHECK_EQ(f.hits, 4);
+	dlc_forms_fini(&f);
+}
+
 int main(void)
 {
 	if (setup()) {
@@ -354,6 +384,8 @@ int main(void)
 	t_report("sample_rgb");
 	test_trailer();
 	t_report("trailer");
+	test_saved();
+	t_report("saved");
 	test_config();
 	t_report("config");
 	test_files();
