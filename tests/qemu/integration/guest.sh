@@ -1027,7 +1027,22 @@ forms_jobs() {
 	$CTL bench $IDX --backend inprocess --cache 0 --forms decoded --epochs 1 \
 		--seed 22 --json --digest $BENCH --eval --size 48 > /tmp/fr.json 2> /tmp/fr.err
 	rcr=$?
+	$CTL bench $IDX --backend inprocess --cache 0 --forms decoded --epochs 2 \
+		--seed 21 --json --digest $BENCH > /tmp/far.json 2> /tmp/far.err
+	rcar=$?
 	$CTL drop > /dev/null 2>&1
+	# A pack: its own key, so its own form set.
+	rcp=1
+	rcpr=1
+	if [ -f /mnt/ds.dlp ]; then
+		$CTL bench /mnt/ds.dlp --backend kernel --forms decoded --epochs 2 \
+			--seed 23 --json --digest $BENCH > /tmp/fp.json 2> /tmp/fp.err
+		rcp=$?
+		$CTL bench /mnt/ds.dlp --backend inprocess --cache 0 --forms decoded \
+			--epochs 2 --seed 23 --json --digest $BENCH > /tmp/fpr.json 2> /tmp/fpr.err
+		rcpr=$?
+		$CTL drop > /dev/null 2>&1
+	fi
 	$CTL capacity "${CAP_MB}M" > /dev/null 2>&1
 	info "forms: job A (exit $rca), job B (exit $rcb), B without the module (exit $rcr):"
 	show /tmp/fa.err
@@ -1062,12 +1077,31 @@ forms_jobs() {
 	else
 		result FAIL kernel-forms-second-job "(exit $rcb, ${bh:-no} form hits of ${bi:-no} images; want at least half)"
 	fi
-	d1=$(grep -o '"digest": "[0-9a-f]*"' /tmp/fb.json | tr '\n' ' ')
-	d2=$(grep -o '"digest": "[0-9a-f]*"' /tmp/fr.json | tr '\n' ' ')
-	if [ $rcb -eq 0 ] && [ $rcr -eq 0 ] && [ -n "$d1" ] && [ "$d1" = "$d2" ]; then
+	# Both jobs, each against itself without the module (A's first
+	# epoch made forms, its second and B's came from them).
+	d1=$(grep -o '"digest": "[0-9a-f]*"' /tmp/fb.json /tmp/fa.json | tr '\n' ' ')
+	d2=$(grep -o '"digest": "[0-9a-f]*"' /tmp/fr.json /tmp/far.json | tr '\n' ' ')
+	d1=$(echo "$d1" | sed 's|/tmp/f[a-z]*\.json:||g')
+	d2=$(echo "$d2" | sed 's|/tmp/f[a-z]*\.json:||g')
+	if [ $rca -eq 0 ] && [ $rcb -eq 0 ] && [ $rcr -eq 0 ] && [ $rcar -eq 0 ] &&
+	   [ -n "$d1" ] && [ "$d1" = "$d2" ]; then
 		result ok kernel-forms-batches-match
 	else
 		result FAIL kernel-forms-batches-match "(from forms: $d1; without the module: $d2)"
+	fi
+	if [ -f /mnt/ds.dlp ]; then
+		show /tmp/fp.err
+		ph=$(grep -o '"form_hits": [0-9]*' /tmp/fp.json | sed -n 2p | awk '{print $2}')
+		d1=$(grep -o '"digest": "[0-9a-f]*"' /tmp/fp.json | tr '\n' ' ')
+		d2=$(grep -o '"digest": "[0-9a-f]*"' /tmp/fpr.json | tr '\n' ' ')
+		if [ $rcp -eq 0 ] && [ $rcpr -eq 0 ] && [ -n "$d1" ] && [ "$d1" = "$d2" ] &&
+		   [ "${ph:-0}" -gt 0 ]; then
+			result ok kernel-forms-pack "(epoch 2: $ph samples from the pack's forms; the batches of the pack without the module)"
+		else
+			result FAIL kernel-forms-pack "(exit $rcp/$rcpr, ${ph:-no} form hits in epoch 2; from forms: $d1; without: $d2)"
+		fi
+	else
+		result skip kernel-forms-pack "(no /mnt/ds.dlp)"
 	fi
 }
 
@@ -1075,7 +1109,7 @@ if [ $KERNEL_OK -eq 1 ]; then
 	forms_jobs
 else
 	for t in kernel-forms-made kernel-forms-second-job kernel-forms-batches-match \
-		 kernel-forms-listed; do
+		 kernel-forms-listed kernel-forms-pack; do
 		result skip $t "(no kernel bench)"
 	done
 fi

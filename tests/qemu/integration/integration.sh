@@ -35,8 +35,10 @@
 #      bench finishes; then kills one of two benches that share fills (same
 #      rank and seed) in epoch 1: the other must finish every epoch;
 #   5b. (after the pack) decoded forms on dlcache.ko: job A makes them,
-#      job B (another transform) decodes at most half its samples itself
-#      and gets the batches of a run without the module;
+#      job B (another transform) decodes at most half its samples itself;
+#      both get the batches of a run without the module, and so does the
+#      pack from its own form set; datasets and --prometheus tell the form
+#      set from its encoded set;
 #   5. wrong bytes: int_client put-wrong PUTs other bytes for three samples
 #      into root's own data set of the library's key; a kernel-backend bench
 #      must count checksum_errors, name each path once in its log, and give
