@@ -221,8 +221,11 @@ static int kforms_get_once(struct dlc_kforms *kf, uint32_t id,
 		sqe->index = index;
 	}
 	ret = dlc_kclient_enter(kf->kc);
-	if (ret < 0)
+	if (ret < 0) {
+		/* The module failed or drains: no forms from it any more. */
+		dlc_kforms_close(kf);
 		return ret;
+	}
 	/* A form's GET never parks: its CQE is posted by this ENTER. */
 	return kforms_reap_get(kf, c) ? 0 : -EPROTO;
 }

@@ -213,11 +213,11 @@ static void ktier_prepare_epoch(struct ktier *kt, uint32_t epoch)
 		len = kt->own_line ? l->epoch_len : kt->glen;
 		ret = kt->own_line ? loader_fill_order(l, e, kt->gorder, len) :
 				      ktier_fill_global(kt, e);
+		/* The form set's time line is the encoded set's. */
+		if (!ret && kt->kf)
+			dlc_kforms_set_order(kt->kf, e, kt->gorder, len);
 		if (!ret)
 			ret = dlc_kclient_set_order(kt->kc, e, kt->gorder, len);
-		/* The form set's time line is the encoded set's. */
-		if (kt->kf && ret != -ENOMEM)
-			dlc_kforms_set_order(kt->kf, e, kt->gorder, len);
 		if (ret && ret != -EINVAL && ret != -EACCES)
 			dlc_logf(&l->log, DLC_LOG_WARN,
 				 "dlcache.ko: cannot upload the order of epoch %u: %s; eviction falls back to no known next use",

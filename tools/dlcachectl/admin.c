@@ -117,6 +117,21 @@ const struct dlcache_stats *admin_snap_find(const struct admin_snap *s,
 	return NULL;
 }
 
+const struct dlcache_stats *admin_snap_same(const struct admin_snap *s,
+					    const struct dlcache_stats *d)
+{
+	const uint32_t form = DLCACHE_DS_F_FORM | 0xffU << DLCACHE_DS_FORM_SHIFT;
+	uint32_t i;
+
+	for (i = 0; i < s->n; i++)
+		if (s->ds[i].ds_key[0] == d->ds_key[0] &&
+		    s->ds[i].ds_key[1] == d->ds_key[1] &&
+		    s->ds[i].ds_owner_uid == d->ds_owner_uid &&
+		    (s->ds[i].ds_flags & form) == (d->ds_flags & form))
+			return &s->ds[i];
+	return NULL;
+}
+
 void admin_key_str(const __u64 key[2], char out[33])
 {
 	snprintf(out, 33, "%016llx%016llx", (unsigned long long)key[0],

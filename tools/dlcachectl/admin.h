@@ -38,7 +38,13 @@ struct admin_snap {
 /* STATS, then STATS F_DATASET|F_INDEX 0, 1, ... until -ENOENT. 0 or -errno. */
 int admin_snap_take(int fd, struct admin_snap *s);
 void admin_snap_free(struct admin_snap *s);
-/* The data set with @key in @s, or NULL. */
+/*
+ * The same data set as @d in @s: its key, owner and form (a key alone
+ * names one per owner, and a form set shares its encoded set's), or NULL.
+ */
+const struct dlcache_stats *admin_snap_same(const struct admin_snap *s,
+					    const struct dlcache_stats *d);
+/* A data set with @key in @s, or NULL. */
 const struct dlcache_stats *admin_snap_find(const struct admin_snap *s,
 					    const __u64 key[2]);
 

@@ -111,7 +111,7 @@ static void print_screen(const struct admin_snap *prev, const struct admin_snap 
 			 const struct rates *g, double interval)
 {
 	static const struct dlcache_counters zero;
-	char a[32], b[32], key[33];
+	char a[32], b[32], key[36];
 	time_t now = time(NULL);
 	struct tm tm;
 	uint32_t i;
@@ -144,9 +144,12 @@ static void print_screen(const struct admin_snap *prev, const struct admin_snap 
 		double dt = (double)(s->t_ns - prev->t_ns) / 1e9;
 		struct rates r;
 
-		p = admin_snap_find(prev, d->ds_key);
+		p = admin_snap_same(prev, d);
 		rates_of(p ? &p->dataset : &zero, &d->dataset, dt, &r);
 		admin_key_str(d->ds_key, key);
+		/* A form set: its encoded set's key, marked. */
+		if (d->ds_flags & DLCACHE_DS_F_FORM)
+			strcat(key, " f");
 		printf("%-34s %10.1f %10.1f %6.1f%% %10.2f %10.2f %10.1f %10.1f %5llu\n",
 		       key, r.hits, r.misses, 100.0 * r.ratio, r.fill_mb, r.served_mb,
 		       r.evictions, (double)d->dataset.used_bytes / 1048576.0,
