@@ -271,14 +271,21 @@ static struct dlcache_sqe *ktier_sqe(struct ktier *kt)
 	return dlc_kclient_sqe(kt->kc);
 }
 
+/* The time line's index of our position @pos: our own line's, or the shared one's. */
+static uint32_t ktier_index(const struct ktier *kt, uint32_t pos)
+{
+	const struct dlc_loader *l = kt->tier.l;
+
+	return kt->own_line ? pos : l->cfg.rank + pos * l->cfg.world;
+}
+
 /* F_AT: the use is at @pos of @epoch, on our own time line or the shared one. */
 static void ktier_at(const struct ktier *kt, struct dlcache_sqe *sqe,
 		      uint32_t pos, uint32_t epoch)
 {
-	const struct dlc_loader *l = kt->tier.l;
 	sqe->flags = DLCACHE_SQE_F_AT;
 	sqe->epoch = epoch;
-	sqe->index = kt->own_line ? pos : l->cfg.rank + pos * l->cfg.world;
+	sqe->index = ktier_index(kt, pos);
 }
 
 static void ktier_get(struct ktier *kt, uint32_t pos, uint32_t epoch,
@@ -411,13 +418,37 @@ static void ktier_ahead_done(struct ktier *kt,
 static void ktier_ahead_switch(struct ktier *kt);
 
 
+/*
+ * A hit, @b (its reference passed), for claimed @pos: counted, and
+ * queued for decode, or dropped when the run has ended.
+ */
+static void ktier_serve(struct ktier *kt, uint32_t pos, struct dlc_buf *b)
+{
+	struct dlc_loader *l = kt->tier.l;
+	struct decode_item it;
+
+	dlc_stat_add(l->stats.hits, 1);
+	dlc_stat_add(l->stats.hit_bytes, b->len);
+	if (l->stage)
+		dlc_stage_hit_above(l->stage, b->len);
+	pthread_mutex_lock(&l->lock);
+	ktier_pos_done(kt, pos);
+	if (l->active) {
+		loader_item_at(l, pos, &it);
+		it.buf = b;
+		loader_push_item(l, &it);
+	} else {
+		loader_drop_sample(l, b);
+	}
+	pthread_mutex_unlock(&l->lock);
+}
+
 static void ktier_completion(struct ktier *kt, const struct dlcache_cqe *c,
 			      uint32_t epoch)
 {
 	struct dlc_loader *l = kt->tier.l;
 	uint32_t pos = (uint32_t)(c->user_data >> 2), slot;
 	struct dlc_buf *b;
-	struct decode_item it;
 
 	if (KTAG(c->user_data) == KTAG_PUT) {
 		dlc_buf_put((struct dlc_buf *)(uintptr_t)(c->user_data & ~3ULL));
@@ -454,20 +485,7 @@ static void ktier_completion(struct ktier *kt, const struct dlcache_cqe *c,
 			kt->rq[(kt->rq_head + kt->rq_len++) % l->cfg.window] = pos;
 			return;
 		}
-		dlc_stat_add(l->stats.hits, 1);
-		dlc_stat_add(l->stats.hit_bytes, b->len);
-		if (l->stage)
-			dlc_stage_hit_above(l->stage, b->len);
-		pthread_mutex_lock(&l->lock);
-		ktier_pos_done(kt, pos);
-		if (l->active) {
-			loader_item_at(l, pos, &it);
-			it.buf = b;
-			loader_push_item(l, &it);
-		} else {
-			loader_drop_sample(l, b);
-		}
-		pthread_mutex_unlock(&l->lock);
+		ktier_serve(kt, pos, b);
 		return;
 	}
 	dlc_buf_put(b);
@@ -550,28 +568,16 @@ static int ktier_read_queued(struct ktier *kt, char *path,
  * when held (kforms.c): decoded from it, and the encoded set told of
  * the use as for bytes read ahead. Whether it was.
  */
-static int ktier_form_hit(struct ktier *kt, struct decode_item *it,
+static int ktier_form_hit(struct ktier *kt, const struct decode_item *it,
 			  uint32_t epoch)
 {
-	struct dlc_loader *l = kt->tier.l;
-	uint32_t index = kt->own_line ? it->pos :
-			 l->cfg.rank + it->pos * l->cfg.world;
-	struct dlc_buf *b = dlc_kforms_get(kt->kf, it->sample, epoch, index);
+	struct dlc_buf *b = dlc_kforms_get(kt->kf, it->sample, epoch,
+					   ktier_index(kt, it->pos));
 
 	if (!b)
 		return 0;
 	ktier_use(kt, it->pos, epoch, NULL);
-	dlc_stat_add(l->stats.hits, 1);
-	dlc_stat_add(l->stats.hit_bytes, b->len);
-	pthread_mutex_lock(&l->lock);
-	ktier_pos_done(kt, it->pos);
-	if (l->active) {
-		it->buf = b;
-		loader_push_item(l, it);
-	} else {
-		loader_drop_sample(l, b);
-	}
-	pthread_mutex_unlock(&l->lock);
+	ktier_serve(kt, it->pos, b);
 	return 1;
 }
 
