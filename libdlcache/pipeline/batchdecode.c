@@ -286,7 +286,6 @@ static int make_form(struct dlc_loader *l, struct dlc_decoder *dec,
 	}
 	form->form_w = w;
 	form->form_h = h;
-	dlc_form_seal(form);
 	if (dlc_decoder_sample_rgb(dec, rgb, w, h, &l->cfg.transform,
 				   l->cfg.seed, epoch, id, l->cfg.layout, dst,
 				   NULL)) {

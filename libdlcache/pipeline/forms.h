@@ -117,7 +117,8 @@ void dlc_forms_observe(struct dlc_forms *f, struct dlc_cache *c, uint64_t now,
  * A form's bytes where they leave the process (dlcache.ko, kforms.c):
  * its form_w x form_h x 3 pixels, then DLC_FORM_TRAILER bytes that say
  * their shape (magic, width, height, 0), little-endian. Its maker
- * allocates the trailer's room past len (batchdecode.c).
+ * allocates the trailer's room past len (batchdecode.c); kforms.c seals
+ * it as the form leaves.
  */
 #define DLC_FORM_TRAILER	16
 /* Write @b's trailer at data + len. */

@@ -280,7 +280,11 @@ put_b:
 	return NULL;
 }
 
-/* dlc_forms_offer_to()'s taker: PUT form @b of sample @id, sealed. */
+/*
+ * dlc_forms_offer_to()'s taker: PUT form @b of sample @id, sealed here,
+ * where it leaves the process, into the trailer's room its maker left
+ * (batchdecode.c's form_alloc()).
+ */
 static int kforms_put(void *arg, uint32_t id, struct dlc_buf *b)
 {
 	struct dlc_kforms *kf = arg;
@@ -289,6 +293,7 @@ static int kforms_put(void *arg, uint32_t id, struct dlc_buf *b)
 
 	if (!kf->kc || len > dlc_kclient_max_sample(kf->kc))
 		return 0;
+	dlc_form_seal(b);
 	sqe = dlc_kclient_sqe(kf->kc);
 	if (!sqe) {
 		if (dlc_kclient_enter(kf->kc) < 0)
