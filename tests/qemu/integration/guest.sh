@@ -66,6 +66,9 @@ data() {	# name value...
 	shift
 	echo "DATA $n $*"
 }
+digests() {	# file...: the bench --digest values of the files, in order, one line
+	cat "$@" | grep -o '"digest": "[0-9a-f]*"' | tr '\n' ' '
+}
 show() {	# file [prefix]: a file's lines as "# " lines
 	sed "s/^/#   ${2:-}/" "$1"
 }
@@ -935,8 +938,8 @@ wrong_bytes() {
 	else
 		result FAIL kernel-wrong-bytes-logged-once
 	fi
-	d1=$(grep -o '"digest": "[0-9a-f]*"' /tmp/wb.json | tr '\n' ' ')
-	d2=$(grep -o '"digest": "[0-9a-f]*"' /tmp/wr.json | tr '\n' ' ')
+	d1=$(digests /tmp/wb.json)
+	d2=$(digests /tmp/wr.json)
 	if [ $rc -eq 0 ] && [ $rc2 -eq 0 ] && [ -n "$d1" ] && [ "$d1" = "$d2" ]; then
 		result ok kernel-wrong-bytes-batches-match
 	else
@@ -974,9 +977,9 @@ pack_kernel() {
 	show /tmp/pk.err
 	show /tmp/pk.json
 	show /tmp/pi.err
-	d1=$(grep -o '"digest": "[0-9a-f]*"' /tmp/pk.json | tr '\n' ' ')
-	d2=$(grep -o '"digest": "[0-9a-f]*"' /tmp/pi.json | tr '\n' ' ')
-	d3=$(grep -o '"digest": "[0-9a-f]*"' /tmp/pf.json | tr '\n' ' ')
+	d1=$(digests /tmp/pk.json)
+	d2=$(digests /tmp/pi.json)
+	d3=$(digests /tmp/pf.json)
 	if [ $rc -eq 0 ] && [ $rc2 -eq 0 ] && [ $rc3 -eq 0 ] && [ -n "$d1" ] &&
 	   [ "$d1" = "$d2" ] && [ "$d2" = "$d3" ]; then
 		result ok kernel-pack-batches-match
@@ -1079,10 +1082,8 @@ forms_jobs() {
 	fi
 	# Both jobs, each against itself without the module (A's first
 	# epoch made forms, its second and B's came from them).
-	d1=$(grep -o '"digest": "[0-9a-f]*"' /tmp/fb.json /tmp/fa.json | tr '\n' ' ')
-	d2=$(grep -o '"digest": "[0-9a-f]*"' /tmp/fr.json /tmp/far.json | tr '\n' ' ')
-	d1=$(echo "$d1" | sed 's|/tmp/f[a-z]*\.json:||g')
-	d2=$(echo "$d2" | sed 's|/tmp/f[a-z]*\.json:||g')
+	d1=$(digests /tmp/fb.json /tmp/fa.json)
+	d2=$(digests /tmp/fr.json /tmp/far.json)
 	if [ $rca -eq 0 ] && [ $rcb -eq 0 ] && [ $rcr -eq 0 ] && [ $rcar -eq 0 ] &&
 	   [ -n "$d1" ] && [ "$d1" = "$d2" ]; then
 		result ok kernel-forms-batches-match
@@ -1092,8 +1093,8 @@ forms_jobs() {
 	if [ -f /mnt/ds.dlp ]; then
 		show /tmp/fp.err
 		ph=$(grep -o '"form_hits": [0-9]*' /tmp/fp.json | sed -n 2p | awk '{print $2}')
-		d1=$(grep -o '"digest": "[0-9a-f]*"' /tmp/fp.json | tr '\n' ' ')
-		d2=$(grep -o '"digest": "[0-9a-f]*"' /tmp/fpr.json | tr '\n' ' ')
+		d1=$(digests /tmp/fp.json)
+		d2=$(digests /tmp/fpr.json)
 		if [ $rcp -eq 0 ] && [ $rcpr -eq 0 ] && [ -n "$d1" ] && [ "$d1" = "$d2" ] &&
 		   [ "${ph:-0}" -gt 0 ]; then
 			result ok kernel-forms-pack "(epoch 2: $ph samples from the pack's forms; the batches of the pack without the module)"
@@ -1164,8 +1165,8 @@ drain_test() {
 	rrc=$?
 	nfb=$(grep -c 'continuing on the in-process cache (kernel_fallback)' /tmp/dr-inprocess.err)
 	kfb=$(grep -o '"kernel_fallbacks": [0-9]*' /tmp/dr-inprocess.json | awk '{print $2}')
-	d1=$(grep -o '"digest": "[0-9a-f]*"' /tmp/dr-inprocess.json | tr '\n' ' ')
-	d2=$(grep -o '"digest": "[0-9a-f]*"' /tmp/dr-ref.json | tr '\n' ' ')
+	d1=$(digests /tmp/dr-inprocess.json)
+	d2=$(digests /tmp/dr-ref.json)
 	data drain_digests "kernel+fallback: $d1 in-process: $d2"
 	data drain_fallbacks "${kfb:-none}"
 	if [ $drc -eq 0 ] && [ "$nfb" = 1 ] && [ "$kfb" = 1 ] &&
