@@ -886,7 +886,9 @@ uint32_t dlc_loader_decode_threads(const struct dlc_loader *l);
 
 /*
  * The next batch of the epoch, in order. Blocks until it is ready.
- * Returns 0 with *@out set, -ENODATA after the last batch, or the error of
+ * Returns 0 with *@out set, -ENODATA after the last batch (once the
+ * decoded forms the run made are in their cache, waiting 2 s at most:
+ * library.md, "Decoded forms"), or the error of
  * a failed sample under DLC_ON_ERROR_FAIL (the batch is lost; the epoch
  * must be restarted). At most nbatches - 1 batches may be held at once,
  * and a held batch's buffer is the one of the batch nbatches later:

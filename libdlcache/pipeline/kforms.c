@@ -336,9 +336,10 @@ int dlc_kforms_round(struct dlc_kforms *kf, pthread_mutex_t *lock)
 	uint64_t now = dlc_now_ns(), busy;
 	int any;
 
-	if (!kf->kc)
-		return 0;
+	/* Closed: the forms still queued are refused, so none stays. */
 	any = dlc_forms_offer_to(&kf->forms, kforms_put, kf, lock);
+	if (!kf->kc)
+		return any;
 	if (dlc_kclient_unsubmitted(kf->kc) && dlc_kclient_enter(kf->kc) < 0)
 		dlc_kforms_close(kf);
 	if (!kf->kc)

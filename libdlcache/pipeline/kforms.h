@@ -42,8 +42,9 @@ int dlc_kforms_set_order(struct dlc_kforms *kf, uint32_t epoch,
 struct dlc_buf *dlc_kforms_get(struct dlc_kforms *kf, uint32_t id,
 			       uint32_t epoch, uint32_t index);
 /*
- * I/O thread, each round: PUT the forms the decoders made, and measure
- * the regime and the module's room. Whether anything was PUT.
+ * I/O thread, each round: PUT the forms the decoders made (refused once
+ * the form set is closed), and measure the regime and the module's room.
+ * Whether any queued form was taken off the queue.
  */
 int dlc_kforms_round(struct dlc_kforms *kf, pthread_mutex_t *lock);
 /* Under the loader's lock: whether sample @id's decode makes its form. */

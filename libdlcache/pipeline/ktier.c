@@ -19,6 +19,7 @@
 #include <linux/types.h>
 #include "../../uapi/dlcache.h"
 #include "cachetier.h"
+#include "forms.h"
 #include "inproc.h"
 #include "kclient.h"
 #include "kforms.h"
@@ -1228,6 +1229,9 @@ static int ktier_op_round(struct dlc_cache_tier *t, uint32_t epoch,
 			ktier_switch(kt);
 	} else {
 		progressed = dlc_ct_round(&kt->inproc.tier, epoch, path, len);
+		/* Forms made before the fallback: refused, and let go. */
+		if (kt->kf && dlc_kforms_round(kt->kf, &t->l->lock))
+			progressed = 1;
 	}
 	if (!kt->kc && kt->rq_len && ktier_read_queued(kt, path, len))
 		progressed = 1;
@@ -1242,6 +1246,9 @@ static int ktier_op_more(const struct dlc_cache_tier *t)
 	if (kt->kc ? loader_issuable(l) &&
 		     kt->gets + kt->rq_len < l->cfg.window :
 		     dlc_ct_more(&kt->inproc.tier))
+		return 1;
+	/* Forms made and queued for the module: the next round offers them. */
+	if (l->forms && l->forms->qlen)
 		return 1;
 	return (kt->rq_len || kt->aq_len) &&
 	       dlc_reader_inflight(l->reader) < l->cfg.queue_depth;

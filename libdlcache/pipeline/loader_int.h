@@ -114,6 +114,13 @@ struct dlc_loader {
 	 * the start, 1): the pipeline, not the consumer, sets the pace.
 	 */
 	int consumer_waited;
+	/*
+	 * The consumer waits at a run's end for the forms its decoders made
+	 * to reach their cache (next_batch(), under l->lock): the I/O
+	 * thread, which alone offers them, broadcasts ready_cv when none is
+	 * left queued.
+	 */
+	int settling;
 	uint32_t outstanding;		/* issued, not yet finished */
 	int io_idle;			/* the I/O thread sleeps in reap */
 
@@ -235,6 +242,11 @@ void loader_item_no_form(struct dlc_loader *l, struct decode_item *it);
 void loader_requeue_item(struct dlc_loader *l, const struct decode_item *it);
 /* Called with l->lock held: whether the next position may be claimed. */
 int loader_issuable(const struct dlc_loader *l);
+/*
+ * Called with l->lock held, or before the threads start: what
+ * dlc_loader_pinned() and dlc_loader_hugepages() say of the ring now.
+ */
+void loader_ring_summary(struct dlc_loader *l);
 /* The ring slot of this run's batch @local. Called with l->lock held. */
 uint32_t loader_slot_of(const struct dlc_loader *l, uint32_t local);
 /* The item of claimed position @pos (no bytes yet). */
