@@ -118,7 +118,7 @@ static int peer_queue(void *tier, struct dlc_reader *r, uint32_t id,
 
 	if (id >= p->n)
 		return 0;
-	owner = p->owner[id];
+	owner = peer_owner(p, id);
 	pthread_mutex_lock(&p->lock);
 	if (owner == p->rank) {
 		if (p->share[id])
@@ -256,7 +256,7 @@ static void peer_offer(void *tier, uint32_t id, struct dlc_buf *b)
 
 	if (id >= p->n)
 		return;
-	owner = p->owner[id];
+	owner = peer_owner(p, id);
 	/* Outside the lock: a CRC (memoised when the reader checked it). */
 	if (owner == p->rank)
 		ok = peer_sample_ok(p, id, b);
@@ -327,7 +327,7 @@ void dlc_peer_counters(struct dlc_peer *p, struct dlc_peer_counters *out)
 
 uint32_t dlc_peer_owner(const struct dlc_peer *p, uint32_t id)
 {
-	return id < p->n ? p->owner[id] : 0;
+	return id < p->n ? peer_owner(p, id) : 0;
 }
 
 /* ---- open and close ---- */
@@ -479,6 +479,10 @@ int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
 			1000000ULL;
 	p->comm = MPI_COMM_NULL;
 	p->owner = malloc(sizeof(*p->owner) * p->n);
+	p->home = malloc(sizeof(*p->home) * p->n);
+	p->placed = malloc(sizeof(*p->placed) * p->n);
+	p->home_bytes = calloc(p->world, sizeof(*p->home_bytes));
+	p->re_bytes = calloc(p->world, sizeof(*p->re_bytes));
 	p->share = calloc(p->n, sizeof(*p->share));
 	p->ours = calloc(p->n, 1);
 	p->dead = calloc(p->world, 1);
@@ -492,7 +496,8 @@ int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
 	p->max_owned = calloc(p->world, sizeof(*p->max_owned));
 	env = getenv("DLCACHE_CLUSTER_BALANCE");
 	p->balancing = !env || strcmp(env, "0");
-	if (!p->n || !p->owner || !p->share || !p->ours ||
+	if (!p->n || !p->owner || !p->home || !p->placed ||
+	    !p->home_bytes || !p->re_bytes || !p->share || !p->ours ||
 	    !p->dead || !p->peer_full || !p->bye || !p->rate || !p->to_origin ||
 	    !p->size || !p->crc || !p->has_crc || !p->max_owned) {
 		ret = p->n ? -ENOMEM : -EINVAL;
@@ -501,6 +506,8 @@ int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
 	/* Copies: the service thread may outlive the caller's index. */
 	for (i = 0; i < p->n; i++) {
 		p->size[i] = dlc_index_size(o->idx, i);
+		if (p->size[i] > p->max_size)
+			p->max_size = p->size[i];
 		p->has_crc[i] = !dlc_index_crc32c(o->idx, i, &p->crc[i]);
 	}
 	for (i = 0; i < p->nslots; i++) {

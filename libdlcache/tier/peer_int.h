@@ -149,12 +149,22 @@ struct dlc_peer {
 	int log_closed;
 	uint32_t rank, world, n;
 	uint64_t timeout_ns;
-	uint32_t *owner;	/* per sample, fixed at open */
+	/*
+	 * Per sample, its owner now: the placement's at open, written again
+	 * only by peer_replace_locked() when a rank is taken for dead (the
+	 * lock held); read with peer_owner(), from any thread.
+	 */
+	uint32_t *owner;
+	uint32_t *home;		/* per sample: the placement's owner */
+	uint32_t *placed;	/* the samples in the placement's order */
+	uint64_t *home_bytes;	/* per rank: the bytes the placement gave it */
+	uint64_t *re_bytes;	/* per rank: peer_replace_locked()'s sums */
 	/* The index's, copied at open: per sample. */
 	uint64_t *size;
 	uint32_t *crc;
 	uint8_t *has_crc;
 	uint64_t *max_owned;	/* per rank: its largest sample's bytes */
+	uint64_t max_size;	/* the index's largest sample's bytes */
 	MPI_Comm comm;
 	pthread_t thread;
 	int thread_started;
@@ -239,12 +249,19 @@ static inline int orphaned(struct dlc_peer *p)
 	return __atomic_load_n(&p->orphaned, __ATOMIC_ACQUIRE);
 }
 
+/* The rank that owns sample @id now (@id < p->n): any thread. */
+static inline uint32_t peer_owner(const struct dlc_peer *p, uint32_t id)
+{
+	return __atomic_load_n(&p->owner[id], __ATOMIC_RELAXED);
+}
+
 /* peer_state.c: the callers and the lock each needs are at the definitions. */
 void peer_log(struct dlc_peer *p, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 int peer_sample_ok(const struct dlc_peer *p, uint32_t id,
 		   const struct dlc_buf *b);
 int peer_place(struct dlc_peer *p);
+uint32_t peer_replace_locked(struct dlc_peer *p);
 void peer_admit_locked(struct dlc_peer *p, uint32_t id,
 		       const struct dlc_buf *b, int ok);
 void peer_drop_share_locked(struct dlc_peer *p, uint32_t id,

@@ -66,16 +66,18 @@ static void finish_slot(struct dlc_peer *p, struct request_slot *s, int err)
 /* Called with the lock held. */
 static void mark_dead(struct dlc_peer *p, uint32_t peer, const char *what)
 {
-	uint32_t i;
+	uint32_t i, mine;
 
 	if (peer >= p->world || p->dead[peer])
 		return;
 	p->dead[peer] = 1;
 	p->c.dead_peers++;
 	__atomic_store_n(&peer_mpi_died, 1, __ATOMIC_RELAXED);
+	mine = peer_replace_locked(p);
 	peer_log(p, DLC_LOG_WARN,
-		 "cluster: rank %u did not %s within %llu ms: taken for dead; its samples come from storage",
-		 peer, what, (unsigned long long)(p->timeout_ns / 1000000));
+		 "cluster: rank %u did not %s within %llu ms: taken for dead; its samples are re-placed over the ranks left (this rank owns %u of them, and keeps them as it reads them)",
+		 peer, what, (unsigned long long)(p->timeout_ns / 1000000),
+		 mine);
 	for (i = 0; i < p->nslots; i++) {
 		struct request_slot *s = &p->slot[i];
 
@@ -236,17 +238,22 @@ static void pushed_in(struct dlc_peer *p, uint32_t peer, struct dlc_buf *m)
 	memcpy(&h, m->data, sizeof(h));
 	m->data += sizeof(h);
 	m->len -= sizeof(h);
-	ok = peer_sample_ok(p, h.id, m) && p->owner[h.id] == p->rank;
+	ok = peer_sample_ok(p, h.id, m);
 	pthread_mutex_lock(&p->lock);
-	if (ok) {
+	if (ok && peer_owner(p, h.id) == p->rank) {
 		peer_admit_locked(p, h.id, m, 1);
-	} else {
+	} else if (!ok) {
 		p->c.bad_pushes++;
 		if (!p->said_bad_push++)
 			peer_log(p, DLC_LOG_WARN,
-				 "cluster: rank %u sent %zu bytes as sample %u, not the indexed file's (size, CRC-32C or owner): not kept (counted; not logged again)",
+				 "cluster: rank %u sent %zu bytes as sample %u, not the indexed file's (size or CRC-32C): not kept (counted; not logged again)",
 				 peer, m->len, h.id);
 	}
+	/*
+	 * The indexed bytes of a sample this rank does not own: the sender
+	 * took a rank for dead before this one did, and re-placed its share
+	 * (peer_replace_locked()). Not kept, and no fault of the sender's.
+	 */
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -276,8 +283,11 @@ static void received(struct dlc_peer *p, struct op *o)
 /*
  * The bytes a message from @src of @tag may have, by the protocol: a
  * request's and a goodbye's are fixed; an answer holds at most the
- * largest sample @src owns, a push the largest this rank owns (their
- * exact sizes are checked when their sample's ID is read).
+ * largest sample @src owns (asked only of a sample this rank takes it to
+ * own, whose size that counts, re-placements included), a push the
+ * index's largest sample (the sender may have re-placed a dead rank's
+ * share before this rank did). Their exact sizes are checked when their
+ * sample's ID is read.
  */
 static int size_allowed(const struct dlc_peer *p, int src, int tag,
 			int count)
@@ -295,7 +305,7 @@ static int size_allowed(const struct dlc_peer *p, int src, int tag,
 		       n - sizeof(struct rep_msg) <= p->max_owned[src];
 	case TAG_PUT:
 		return n >= sizeof(struct put_msg) &&
-		       n - sizeof(struct put_msg) <= p->max_owned[p->rank];
+		       n - sizeof(struct put_msg) <= p->max_size;
 	case TAG_BYE:
 		return n == 0;
 	}
@@ -551,7 +561,7 @@ static int outgoing(struct dlc_peer *p, uint64_t now)
 	pthread_mutex_unlock(&p->lock);
 	for (i = 0; i < npush; i++) {
 		struct dlc_buf *b = sending[i].b;
-		uint32_t to = p->owner[sending[i].id];
+		uint32_t to = peer_owner(p, sending[i].id);
 		struct put_msg h = { sending[i].id, 0 };
 		uint8_t *mem = malloc(sizeof(h) + b->len);
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The peer tier's bookkeeping (peer_int.h says how its files layer): each
- * sample's owner, fixed at open (placement); the samples this rank owns
+ * sample's owner, placed at open and re-placed when a rank dies; the samples this rank owns
  * and keeps (the share); the sources' measured rates and the requests
  * they divert from slow peers (Lobster's balancing); the log; the end of
  * the state. No MPI call and no thread of its own; it calls nothing in
@@ -95,13 +95,54 @@ int peer_place(struct dlc_peer *p)
 			if (bytes[r] < bytes[best])
 				best = r;
 		p->owner[h[i].id] = best;
+		p->home[h[i].id] = best;
+		p->placed[i] = h[i].id;
 		bytes[best] += p->size[h[i].id];
 		if (p->size[h[i].id] > p->max_owned[best])
 			p->max_owned[best] = p->size[h[i].id];
 	}
+	memcpy(p->home_bytes, bytes, sizeof(*bytes) * p->world);
 	free(h);
 	free(bytes);
 	return 0;
+}
+
+/*
+ * A dead rank's share, re-placed over the living: every sample the
+ * placement gave a rank now dead goes, in the placement's order, to the
+ * living rank that owns the fewest bytes, counting from what the
+ * placement gave each. So the owners are a function of the set of dead
+ * ranks alone: ranks that agree on who died agree on every owner, and
+ * only the dead ranks' samples move. A rank that has not yet taken the
+ * same rank for dead answers a request for a sample it does not own with
+ * a miss, and refuses a push of one: storage's bytes, never wrong ones.
+ * The new owners keep those samples as they read them or are sent them
+ * (peer_admit_locked()), within their capacity, so that they stop coming
+ * from storage from the next epoch on. Returns how many samples this
+ * rank now owns that it did not at open.
+ * Called with the lock held by mark_dead() (peer_service.c), the service
+ * thread's, which alone reads max_owned outside it.
+ */
+uint32_t peer_replace_locked(struct dlc_peer *p)
+{
+	uint32_t i, r, id, best, mine = 0;
+
+	memcpy(p->re_bytes, p->home_bytes, sizeof(*p->re_bytes) * p->world);
+	for (i = 0; i < p->n; i++) {
+		id = p->placed[i];
+		if (!p->dead[p->home[id]])
+			continue;
+		best = p->rank;		/* never dead in its own view */
+		for (r = 0; r < p->world; r++)
+			if (!p->dead[r] && p->re_bytes[r] < p->re_bytes[best])
+				best = r;
+		__atomic_store_n(&p->owner[id], best, __ATOMIC_RELAXED);
+		p->re_bytes[best] += p->size[id];
+		if (p->size[id] > p->max_owned[best])
+			p->max_owned[best] = p->size[id];
+		mine += best == p->rank;
+	}
+	return mine;
 }
 
 /* ---- the share ---- */
@@ -118,7 +159,7 @@ void peer_admit_locked(struct dlc_peer *p, uint32_t id,
 {
 	struct dlc_buf *keep;
 
-	if (!ok || id >= p->n || p->owner[id] != p->rank || p->share[id] ||
+	if (!ok || id >= p->n || peer_owner(p, id) != p->rank || p->share[id] ||
 	    b->len != p->size[id])
 		return;
 	if (p->used + b->len > p->c.capacity) {
@@ -284,6 +325,10 @@ void peer_free(struct dlc_peer *p)
 	free(p->share);
 	free(p->ours);
 	free(p->owner);
+	free(p->home);
+	free(p->placed);
+	free(p->home_bytes);
+	free(p->re_bytes);
 	free(p->dead);
 	free(p->peer_full);
 	free(p->bye);

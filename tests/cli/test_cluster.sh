@@ -24,6 +24,10 @@
 #     time, and say a peer died (or, where Open MPI blocked a survivor's
 #     service thread on the dead rank's socket, that its watchdog sent
 #     everything to storage).
+#   - cluster-dead-replaced: the same death with caches of 0.4 N a rank:
+#     rank 3's share is re-placed over the survivors, whose storage bytes
+#     an epoch are within 5 % of N of the optimum (0) from the second
+#     epoch after they saw the death; the batches are the same.
 #   - cluster-slow-link: rank 3's link at 8 Mbit/s: the balancing (storage
 #     takes the requests a slow peer would answer later) against it off
 #     (DLCACHE_CLUSTER_BALANCE=0), printed; the steady epochs are no
@@ -164,7 +168,7 @@ cluster() {
 
 # ---- batches of each rank alone: the reference ----
 for r in $(seq 0 $((world - 1))); do
-	"$ctl" bench "$tmp/data.idx" "${common[@]}" --epochs 5 --cache 0 --json \
+	"$ctl" bench "$tmp/data.idx" "${common[@]}" --epochs 10 --cache 0 --json \
 		--rank $r --world $world > "$tmp/alone.$r" 2> "$tmp/alone.$r.err" ||
 		fail "rank $r alone: $(tail -n 3 "$tmp/alone.$r.err")"
 done
@@ -253,6 +257,38 @@ for r in 0 1 2; do
 done
 same_batches killed 5 0 1 2
 [ "$t" -le 120 ] || fail "the ranks took $t s"
+end
+
+begin cluster-dead-replaced
+# Caches of 0.4 N a rank: the three left hold the whole set, so once rank
+# 3's share is re-placed over them its samples stop coming from storage.
+# From the second epoch after the last survivor saw the death on, the
+# survivors' storage bytes an epoch are within 5 % of N of the optimum,
+# 0 (without re-placement: N/4, rank 3's share, every epoch).
+TEXT_RANK=3 cluster replaced 180 --epochs 10 --cache $(( bytes * 2 / 5 )) \
+	--peer-timeout 1000 --step-ms 40 --window 16 --readahead off
+seen=0
+for r in 0 1 2; do
+	[ "$(field "$tmp/replaced.$r" "len(j['epochs'])")" = 10 ] ||
+		fail "rank $r did not finish its 10 epochs: $(tail -n 3 "$tmp/replaced.$r.err")"
+	e=$(field "$tmp/replaced.$r" "min([i for i, e in enumerate(j['epochs']) if e['cluster_dead_peers']] or [99])")
+	[ "${e:-99}" -gt "$seen" ] && seen=$e
+done
+if [ "$seen" -gt 7 ]; then
+	fail "the survivors saw rank 3's death only in epoch $seen of 10"
+else
+	echo "  every survivor saw the death by epoch $seen; storage bytes an epoch (all survivors), N $bytes:"
+	for e in $(seq 0 9); do
+		b=0
+		for r in 0 1 2; do
+			b=$(( b + $(field "$tmp/replaced.$r" "j['epochs'][$e]['bytes_read']") ))
+		done
+		echo "    epoch $e: $b"
+		[ "$e" -lt $(( seen + 2 )) ] || [ "$b" -le $(( bytes / 20 )) ] ||
+			fail "epoch $e, the death seen in epoch $seen: $b bytes from storage, optimum 0 (+5 % of $bytes)"
+	done
+fi
+same_batches replaced 10 0 1 2
 end
 
 }
