@@ -992,7 +992,7 @@ struct dlc_stats {
 	/* cache */
 	uint64_t hits;			/* samples served from the cache */
 	uint64_t misses;		/* samples read from storage */
-	uint64_t hit_bytes;
+	uint64_t hit_bytes;		/* their encoded bytes (a form's too) */
 	uint64_t miss_bytes;
 	uint64_t evictions;		/* samples dropped to make room */
 	uint64_t bypasses;		/* misses not admitted (next use too far) */

@@ -15,7 +15,6 @@
 #include "cache.h"
 #include "inproc.h"
 #include "loader_int.h"
-#include "stage.h"
 
 static struct dlc_inproc *to_inproc(const struct dlc_cache_tier *t)
 {
@@ -75,10 +74,7 @@ static int inproc_round(struct dlc_cache_tier *t, uint32_t cur_epoch,
 			hit = dlc_cache_lookup(ip->c, it.sample);
 		if (hit) {
 			it.buf = hit;
-			dlc_stat_add(l->stats.hits, 1);
-			dlc_stat_add(l->stats.hit_bytes, hit->len);
-			if (l->stage)
-				dlc_stage_hit_above(l->stage, hit->len);
+			loader_count_hit(l, it.sample, hit);
 		} else {
 			/* There is reader room, so this should queue. */
 			it.err = dlc_source_queue(l->src, l->reader, it.sample,

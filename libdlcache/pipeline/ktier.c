@@ -26,7 +26,6 @@
 #include "ktier.h"
 #include "loader_int.h"
 #include "readahead.h"
-#include "stage.h"
 
 /*
  * The dlcache.ko tier's state: all of it the I/O thread's, but kc's STATS
@@ -420,18 +419,16 @@ static void ktier_ahead_switch(struct ktier *kt);
 
 
 /*
- * A hit, @b (its reference passed), for claimed @pos: counted, and
- * queued for decode, or dropped when the run has ended.
+ * A hit of sample @id, @b (its reference passed), for claimed @pos:
+ * counted, and queued for decode, or dropped when the run has ended.
  */
-static void ktier_serve(struct ktier *kt, uint32_t pos, struct dlc_buf *b)
+static void ktier_serve(struct ktier *kt, uint32_t pos, uint32_t id,
+			struct dlc_buf *b)
 {
 	struct dlc_loader *l = kt->tier.l;
 	struct decode_item it;
 
-	dlc_stat_add(l->stats.hits, 1);
-	dlc_stat_add(l->stats.hit_bytes, b->len);
-	if (l->stage)
-		dlc_stage_hit_above(l->stage, b->len);
+	loader_count_hit(l, id, b);
 	pthread_mutex_lock(&l->lock);
 	ktier_pos_done(kt, pos);
 	if (l->active) {
@@ -486,7 +483,7 @@ static void ktier_completion(struct ktier *kt, const struct dlcache_cqe *c,
 			kt->rq[(kt->rq_head + kt->rq_len++) % l->cfg.window] = pos;
 			return;
 		}
-		ktier_serve(kt, pos, b);
+		ktier_serve(kt, pos, l->order[pos], b);
 		return;
 	}
 	dlc_buf_put(b);
@@ -578,7 +575,7 @@ static int ktier_form_hit(struct ktier *kt, const struct decode_item *it,
 	if (!b)
 		return 0;
 	ktier_use(kt, it->pos, epoch, NULL);
-	ktier_serve(kt, it->pos, b);
+	ktier_serve(kt, it->pos, it->sample, b);
 	return 1;
 }
 

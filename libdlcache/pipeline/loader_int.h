@@ -253,6 +253,13 @@ uint32_t loader_slot_of(const struct dlc_loader *l, uint32_t local);
 void loader_item_at(const struct dlc_loader *l, uint32_t pos, struct decode_item *it);
 /* Called with l->lock held, when loader_issuable(): claim the next position. */
 void loader_claim_next(struct dlc_loader *l, struct decode_item *it);
+/*
+ * A cache's hit of sample @id, @b, counted (hits, hit_bytes, the staging
+ * tier's hits above it) as the storage bytes it saves: a decoded form's
+ * are the sample's encoded bytes, not its pixels.
+ */
+void loader_count_hit(struct dlc_loader *l, uint32_t id,
+		      const struct dlc_buf *b);
 /* Called with l->lock held: a sample of an abandoned epoch is dropped. */
 void loader_drop_sample(struct dlc_loader *l, struct dlc_buf *buf);
 /*

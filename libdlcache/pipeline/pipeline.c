@@ -226,6 +226,17 @@ void loader_item_at(const struct dlc_loader *l, uint32_t pos, struct decode_item
 	it->make_form = 0;
 }
 
+void loader_count_hit(struct dlc_loader *l, uint32_t id,
+		      const struct dlc_buf *b)
+{
+	uint64_t len = b->form_w ? dlc_index_size(l->idx, id) : b->len;
+
+	dlc_stat_add(l->stats.hits, 1);
+	dlc_stat_add(l->stats.hit_bytes, len);
+	if (l->stage)
+		dlc_stage_hit_above(l->stage, len);
+}
+
 /* Claim the next position. Called with l->lock held, when loader_issuable(). */
 void loader_claim_next(struct dlc_loader *l, struct decode_item *it)
 {

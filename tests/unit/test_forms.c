@@ -150,6 +150,11 @@ static void same_batches(const char *what, const struct dlc_index *idx,
 	      (unsigned long long)st->forms_bytes,
 	      (unsigned long long)st->cache_used,
 	      (unsigned long long)st->cache_capacity);
+	/* a hit counts the storage bytes it saves: a form's encoded ones */
+	CHECK(st->hit_bytes <= e * dlc_index_total_bytes(idx),
+	      "%s: %llu bytes of hits in %u epochs of %llu encoded bytes",
+	      what, (unsigned long long)st->hit_bytes, e,
+	      (unsigned long long)dlc_index_total_bytes(idx));
 	printf("%s: %llu of %u samples from forms, %llu made, %llu not kept, %llu held (%llu bytes)\n",
 	       what, (unsigned long long)st->form_hits, g_n * e,
 	       (unsigned long long)st->forms_made,
