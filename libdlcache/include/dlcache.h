@@ -653,10 +653,13 @@ struct dlc_config {
 	 * Read-ahead: bytes of samples read from storage before the pipeline
 	 * claims them, in the order's next positions and across the epoch's
 	 * end into the next epoch's, held outside the batch ring. 0 (the
-	 * default) is DLC_READAHEAD_DEFAULT, lowered to 1/32 of the memory
-	 * this process may use (its memory cgroup's limit, or the machine's
-	 * RAM); DLC_READAHEAD_OFF turns it off; otherwise at most
-	 * DLC_READAHEAD_MAX. With dlcache.ko (DLCACHE_FEAT_GET_AHEAD) the
+	 * default) is at most DLC_READAHEAD_DEFAULT, lowered to 1/32 of the
+	 * memory this process may use (its memory cgroup's limit, or the
+	 * machine's RAM), and sized online below that: the whole while
+	 * storage sets the pace, down to what a full queue of reads holds
+	 * while decode or the consumer does (library.md, "Read-ahead");
+	 * DLC_READAHEAD_OFF turns it off; otherwise a fixed budget of at
+	 * most DLC_READAHEAD_MAX. With dlcache.ko (DLCACHE_FEAT_GET_AHEAD) the
 	 * module is asked first, and only its misses are read (library.md).
 	 */
 	uint64_t readahead_bytes;
@@ -1037,7 +1040,7 @@ struct dlc_stats {
 	uint64_t readahead_used;	/* of those, claimed by the pipeline */
 	uint64_t readahead_dropped;	/* dropped unused (a start_epoch elsewhere) */
 	uint64_t readahead_held;	/* bytes read ahead or in flight now */
-	uint64_t readahead_budget;	/* the budget in bytes, 0 when off */
+	uint64_t readahead_budget;	/* the budget now, bytes; 0 when off */
 	/*
 	 * NVMe Read commands sent through io_uring passthrough and
 	 * completed (a pack on a namespace, dlc_config.nvme_passthru); a

@@ -458,6 +458,9 @@ static uint64_t readahead_budget(const struct dlc_config *c)
 	return lim && lim < DLC_READAHEAD_DEFAULT ? lim : DLC_READAHEAD_DEFAULT;
 }
 
+/* The least a read-ahead sized online may hold (rasize.h). */
+#define RASIZE_FLOOR	(4ULL << 20)
+
 /*
  * The read-ahead table spans what the read-ahead can reach: the rest of
  * this epoch and all of the next (2 x epoch_len), past the window of
@@ -481,8 +484,21 @@ static int readahead_setup(struct dlc_loader *l)
 			    &l->ra);
 	if (ret)
 		return ret;
-	dlc_logf(&l->log, DLC_LOG_INFO, "read-ahead: %llu MiB",
-		 (unsigned long long)(budget >> 20));
+	/* The library's budget is a ceiling, sized online; a set one is kept. */
+	l->rasize_on = !l->cfg.readahead_bytes;
+	if (l->rasize_on) {
+		uint64_t mean = (dlc_index_total_bytes(l->idx) / l->n + 4095) &
+				~4095ULL;
+
+		dlc_rasize_init(&l->rasize,
+				mean * l->cfg.queue_depth > RASIZE_FLOOR ?
+				mean * l->cfg.queue_depth : RASIZE_FLOOR,
+				budget);
+		l->rasize_said = budget;
+	}
+	dlc_logf(&l->log, DLC_LOG_INFO, "read-ahead: %llu MiB%s",
+		 (unsigned long long)(budget >> 20),
+		 l->rasize_on ? " at most, sized online" : "");
 	return 0;
 }
 

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "internal.h"
+#include "rasize.h"
 #include "decode.h"
 #include "reader.h"
 #include "source.h"
@@ -146,6 +147,10 @@ struct dlc_loader {
 	char *staging_dir;		/* cfg.staging_dir points here */
 	/* Read-ahead: all of it I/O thread only. */
 	struct dlc_ra *ra;		/* NULL when off */
+	/* The read-ahead's size online (rasize.h), when rasize_on. */
+	struct dlc_rasize rasize;
+	int rasize_on;
+	uint64_t rasize_said;	/* the budget last set (and logged) */
 	uint64_t ra_g;			/* next virtual position to look at */
 	uint32_t *ra_order;		/* the order of epoch ra_order_epoch */
 	int64_t ra_order_epoch;		/* -1: none yet */

@@ -590,6 +590,34 @@ int loader_read_ahead(struct dlc_loader *l, uint64_t my_gen, char *path,
 {
 	if (!l->ra)
 		return 0;
+	if (l->rasize_on) {
+		uint64_t now = dlc_now_ns(), b;
+		/* this thread's own: it opens and closes the busy spans */
+		uint64_t busy = __atomic_load_n(&l->stats.io_busy_ns,
+						__ATOMIC_RELAXED) +
+				(l->busy_since ? now - l->busy_since : 0);
+
+		b = dlc_rasize_observe(&l->rasize, now,
+				       __atomic_load_n(&l->stats.decode_starved_ns,
+						       __ATOMIC_RELAXED),
+				       busy, l->ndecode);
+		if (b != l->rasize_said) {
+			dlc_logf(&l->log, DLC_LOG_INFO,
+				 "read-ahead: %llu MiB now, was %llu (%s)",
+				 (unsigned long long)(b >> 20),
+				 (unsigned long long)(l->rasize_said >> 20),
+				 b > l->rasize_said ?
+				 "storage sets the pace" :
+				 "decode or the consumer sets the pace");
+			l->rasize_said = b;
+		}
+		/* Lowered, it comes down as the claims take what is held. */
+		if (b < dlc_ra_held(l->ra))
+			b = dlc_ra_held(l->ra);
+		dlc_ra_set_budget(l->ra, b);
+		__atomic_store_n(&l->stats.readahead_budget, b,
+				 __ATOMIC_RELAXED);
+	}
 	if (l->ct->ops->read_ahead)
 		return l->ct->ops->read_ahead(l->ct, my_gen, path, len);
 	return loader_read_ahead_reads(l, my_gen, path, len);

@@ -74,6 +74,16 @@ struct dlc_ra_entry *dlc_ra_find(struct dlc_ra *ra, uint64_t g)
 	return e;
 }
 
+void dlc_ra_set_budget(struct dlc_ra *ra, uint64_t budget)
+{
+	ra->c.budget = budget;
+}
+
+uint64_t dlc_ra_held(const struct dlc_ra *ra)
+{
+	return ra->c.held;
+}
+
 int dlc_ra_room(const struct dlc_ra *ra, uint64_t bytes)
 {
 	return ra->c.held + bytes <= ra->c.budget;

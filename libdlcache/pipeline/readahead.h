@@ -87,6 +87,10 @@ struct dlc_ra_entry *dlc_ra_slot(struct dlc_ra *ra, uint32_t i);
 struct dlc_ra_entry *dlc_ra_at(struct dlc_ra *ra, uint64_t g);
 /* The entry read for @g, READY or IN_FLIGHT and not abandoned, or NULL. */
 struct dlc_ra_entry *dlc_ra_find(struct dlc_ra *ra, uint64_t g);
+/* The budget is @budget bytes now (the caller keeps it >= held). */
+void dlc_ra_set_budget(struct dlc_ra *ra, uint64_t budget);
+/* The bytes charged now. */
+uint64_t dlc_ra_held(const struct dlc_ra *ra);
 /* Whether @bytes more fit in the budget. */
 int dlc_ra_room(const struct dlc_ra *ra, uint64_t bytes);
 /*

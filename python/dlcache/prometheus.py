@@ -92,7 +92,7 @@ GAUGES = {
     "cache_capacity": "the cache's capacity in bytes",
     "reads_inflight": "reads in flight now",
     "readahead_held": "bytes read ahead or in flight now",
-    "readahead_budget": "the read-ahead budget in bytes, 0 when off",
+    "readahead_budget": "the read-ahead budget now in bytes, 0 when off",
     "staging_used": "bytes the staged copies hold now",
     "staging_budget": "the staging budget in bytes",
     "cluster_used": "bytes this rank's share holds",

@@ -12,7 +12,9 @@
 # cgroup, starts with the page cache dropped, and runs EPOCHS epochs
 # (epoch 0 cold); at each bandwidth, interleaved per round:
 #   1. dlcache, in-process cache = half the set, O_DIRECT, read-ahead on
-#      (the library's default budget)
+#      (the library's default budget, sized online)
+#   1b. the same with the read-ahead a fixed 64 MiB (--readahead 64M:
+#      what it was before it was sized online)
 #   2. the same with --readahead off (what wave 1 did)
 #   2b. the same as 1 with the staging tier (--staging-dir on the host's
 #      own disk, empty at the start; budget: half its free space)
@@ -166,6 +168,8 @@ for bw in $bws; do
 		log "$bw MB/s, round $r/$rounds: dlcache, read-ahead on"
 		set_mem "$(nolimit)"
 		run "dl.$bw.$r" dl --cache-fraction 0.5
+		log "$bw MB/s, round $r/$rounds: dlcache, read-ahead a fixed 64 MiB"
+		run "dlra.$bw.$r" dl --cache-fraction 0.5 --readahead 64M
 		log "$bw MB/s, round $r/$rounds: dlcache + staging on local disk"
 		rm -rf "$work/stage"
 		run "stg.$bw.$r" dl --cache-fraction 0.5 --staging-dir "$work/stage"

@@ -51,6 +51,13 @@ def origin_bytes(e):
             e.get("staging_prefetch_bytes", 0))
 
 
+def footprint(prefix):
+    """The median over rounds of the largest memory footprint seen."""
+    fps = [num(os.path.basename(p)[:-5] + ".fp")
+           for p in glob.glob(os.path.join(raw, prefix + ".*.json"))]
+    return med(fps) if fps else None
+
+
 def dl_epochs(prefix):
     """Steady epochs of every round of a dlcachectl bench run: dicts with
     seconds, images/s, device bytes, loader busy."""
@@ -101,6 +108,8 @@ for bw in meta["bandwidths_mb_s"]:
     bps = bw * 1e6
     systems = [
         ("dlcache", "dlcache, in-process, read-ahead", dl_epochs("dl.%d" % bw)),
+        ("dlcache_ra_fixed", "dlcache, in-process, read-ahead a fixed 64 MiB",
+         dl_epochs("dlra.%d" % bw)),
         ("dlcache_staging", "dlcache, in-process + staging on local disk",
          dl_epochs("stg.%d" % bw)),
         ("dlcache_forms", "dlcache, in-process, --forms auto",
@@ -152,6 +161,15 @@ for bw in meta["bandwidths_mb_s"]:
                   "met" if busy >= TARGET else "missed",
                   rows["dlcache"]["images_per_s"] /
                   rows["dlcache_noreadahead"]["images_per_s"]), ""]
+    if "dlcache_ra_fixed" in rows:
+        rr = rows["dlcache"]["images_per_s"] / \
+            rows["dlcache_ra_fixed"]["images_per_s"]
+        fo, ff = footprint("dl.%d" % bw), footprint("dlra.%d" % bw)
+        lines += ["Read-ahead sized online against a fixed 64 MiB: %.3fx "
+                  "images/s (target >= 0.98: %s); largest footprint %.0f "
+                  "MB against %.0f MB." % (
+                      rr, "met" if rr >= 0.98 else "missed",
+                      (fo or 0) / 1e6, (ff or 0) / 1e6), ""]
     if "dlcache_forms" in rows:
         fr = rows["dlcache_forms"]["images_per_s"] / \
             rows["dlcache"]["images_per_s"]

@@ -713,7 +713,8 @@ static void print_epoch_json(const struct bench_args *a,
 	       "\"read_mb_per_s\": %.2f, \"io_busy_s\": %.4f, "
 	       "\"io_busy_fraction\": %.4f, \"readahead_reads\": %llu, "
 	       "\"readahead_used\": %llu, \"readahead_dropped\": %llu, "
-	       "\"readahead_budget\": %llu, \"reads\": %llu, "
+	       "\"readahead_budget\": %llu, \"readahead_held\": %llu, "
+	       "\"reads\": %llu, "
 	       "\"direct_reads\": %llu, \"passthru_reads\": %llu, "
 	       "\"read_ns\": %llu, \"staging_hits\": %llu, "
 	       "\"staging_hit_bytes\": %llu, \"staging_writes\": %llu, "
@@ -750,6 +751,7 @@ static void print_epoch_json(const struct bench_args *a,
 	       (unsigned long long)d->readahead_used,
 	       (unsigned long long)d->readahead_dropped,
 	       (unsigned long long)d->readahead_budget,
+	       (unsigned long long)d->readahead_held,
 	       (unsigned long long)d->reads,
 	       (unsigned long long)d->direct_reads,
 	       (unsigned long long)d->passthru_reads,

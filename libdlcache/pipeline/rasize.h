@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The read-ahead's size, online (rasize.c): with readahead_bytes left to
+ * the library, the bytes the read-ahead may hold follow what the loader
+ * measures, between a floor and the default's budget. Internal to
+ * libdlcache; the public face is dlc_stats.readahead_budget.
+ */
+#ifndef DLC_RASIZE_H
+#define DLC_RASIZE_H
+
+#include <stdint.h>
+
+/* The I/O thread's alone. */
+struct dlc_rasize {
+	uint64_t max, floor;	/* set at init */
+	uint64_t cur;		/* the budget now */
+	uint64_t win_t0, win_starved0, win_busy0;
+	uint32_t calm;		/* windows in a row with decode fed */
+	uint64_t grows;		/* times it doubled */
+};
+
+/* A controller between @floor and @max (>= @floor) bytes, at @max. */
+void dlc_rasize_init(struct dlc_rasize *z, uint64_t floor, uint64_t max);
+
+/*
+ * Each round of the I/O thread, at @now (dlc_now_ns()): @starved_ns, the
+ * loader's decode_starved_ns so far, over @threads decoders, and
+ * @busy_ns, its time with a read in flight so far. Returns the budget
+ * now.
+ */
+uint64_t dlc_rasize_observe(struct dlc_rasize *z, uint64_t now,
+			    uint64_t starved_ns, uint64_t busy_ns,
+			    uint32_t threads);
+
+#endif /* DLC_RASIZE_H */
