@@ -40,6 +40,8 @@
 enum { TAG_REQ = 1, TAG_REP, TAG_PUT, TAG_BYE };
 /* Not a tag: an op receiving a message refused by size or tag, into none. */
 #define OP_DROP		(-1)
+/* The bytes a refused message is received into, over and over. */
+#define SINK_BYTES	4096
 
 struct req_msg {
 	uint32_t seq;		/* the asker's slot and generation */
@@ -227,6 +229,8 @@ struct dlc_peer {
 	uint32_t pushing;	/* TAG_PUT sends in ops */
 	uint8_t *bye;		/* per peer: it said TAG_BYE */
 	uint64_t heard;		/* ns: the last message from a peer */
+	/* What a refused message is received into, whole (sink_type()). */
+	char sink[SINK_BYTES];
 };
 
 /*

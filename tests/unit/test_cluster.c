@@ -8,12 +8,14 @@
  * namespaces: tests/cli/test_cluster.sh.
  *
  * Built with MPI=1 and run under mpirun with two ranks (test_cluster.sh
- * does, release and ASan), rank 0 opens the peer tier and rank 1 is a
+ * does, release and ASan, and ASan over shared memory alone and over TCP
+ * alone), rank 0 opens the peer tier and rank 1 is a
  * hand-written peer speaking its wire protocol on the duplicated
  * communicator:
  *   - peer_messages: short, oversized (64 MiB announced) and foreign-tag
  *     messages are refused before any memory is taken for them (counted;
- *     rank 0's peak RSS does not grow by their size), a push of the right
+ *     rank 0's peak RSS does not grow by their size; received whole into
+ *     a sink, so no transport writes past it), a push of the right
  *     size and wrong CRC-32C is not kept nor served, a good one is.
  *   - stuck_clears: the service thread held in MPI_Test (this file's
  *     PMPI wrapper) past peer_timeout_ms is taken for stuck, and no longer
