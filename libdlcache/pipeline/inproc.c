@@ -101,11 +101,18 @@ static int inproc_more(const struct dlc_cache_tier *t)
 	       (loader_issuable(t->l) && loader_claim_room(t->l));
 }
 
+/*
+ * Under l->lock. A form kept in this process serves this loader's later
+ * epochs alone: in the job's last known epoch (cfg.epochs) none is made.
+ */
 static int inproc_form_wanted(struct dlc_cache_tier *t, uint32_t id,
 			      uint64_t enc_bytes, uint32_t *est)
 {
 	struct dlc_inproc *ip = to_inproc(t);
+	const struct dlc_loader *l = t->l;
 
+	if (l->cfg.epochs && l->epoch + 1 >= l->cfg.epochs)
+		return 0;
 	return ip->have_forms && dlc_forms_want(&ip->forms, ip->c, id,
 						enc_bytes, est);
 }

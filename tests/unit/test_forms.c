@@ -301,6 +301,50 @@ static void test_config(void)
 }
 
 /*
+ * In-process, no form is made in the job's last known epoch (cfg.epochs):
+ * it would serve no later one. Epochs 2: the first makes them and the
+ * second uses them, making none; epochs 1: none at all. The batches are
+ * the reference's either way.
+ */
+static void test_last_epoch(void)
+{
+	struct dlc_loader *a = NULL, *b = NULL;
+	struct dlc_stats st;
+	struct dlc_config cfg;
+	uint64_t made0;
+	uint32_t epochs;
+
+	for (epochs = 1; epochs <= 2; epochs++) {
+		config(&cfg, 0, 0, 0);
+		CHECK_EQ(dlc_loader_create(&cfg, g_src, &a), 0);
+		config(&cfg, DLC_FORMS_DECODED, forms_bytes() * 2, 0);
+		cfg.epochs = epochs;
+		CHECK_EQ(dlc_loader_create(&cfg, g_src, &b), 0);
+		if (!a || !b)
+			goto next;
+		t_same_epoch(a, b, 0, (size_t)3 * SIDE * SIDE, "last epoch");
+		CHECK_EQ(dlc_loader_stats(b, &st, sizeof(st)), 0);
+		made0 = st.forms_made;
+		if (epochs == 1) {
+			CHECK(made0 == 0, "epochs 1: %llu forms made",
+			      (unsigned long long)made0);
+			goto next;
+		}
+		CHECK(made0 > 0, "epochs 2: no form made in epoch 0");
+		t_same_epoch(a, b, 1, (size_t)3 * SIDE * SIDE, "last epoch");
+		CHECK_EQ(dlc_loader_stats(b, &st, sizeof(st)), 0);
+		CHECK(st.forms_made == made0 && st.form_hits > 0,
+		      "epochs 2: %llu made in the last epoch, %llu hits",
+		      (unsigned long long)(st.forms_made - made0),
+		      (unsigned long long)st.form_hits);
+next:
+		dlc_loader_destroy(a);
+		dlc_loader_destroy(b);
+		a = b = NULL;
+	}
+}
+
+/*
  * A form's trailer (forms.h), as it leaves for dlcache.ko and comes back:
  * what the module returns is believed only when its shape adds up.
  */
@@ -393,6 +437,8 @@ int main(void)
 	t_report("saved");
 	test_config();
 	t_report("config");
+	test_last_epoch();
+	t_report("last_epoch");
 	test_files();
 	t_report("files");
 	test_pack();
