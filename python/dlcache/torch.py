@@ -128,7 +128,7 @@ class DataLoader:
                    MPI=1 (DLCACHE_LIB). rank and world_size default to the
                    MPI job's. Every rank creates its DataLoader together.
       peer_timeout seconds a peer may stay silent before it is taken for
-                   dead (its samples then come from storage); None: 2
+                   dead (its samples re-placed over the ranks left); None: 2
       read_timeout seconds one sample's read from storage may take (a hung
                    NFS mount): past it the sample fails as an I/O error,
                    handled as on_error says; None: 30
