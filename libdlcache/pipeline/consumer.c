@@ -24,11 +24,6 @@ static void wake_io(struct dlc_loader *l)
 	}
 }
 
-/*
- * dlc_next_batch() and dlc_next_batch_timeout(): wait for the batch until
- * @until (CLOCK_MONOTONIC; NULL: for as long as it takes), then
- * -ETIMEDOUT with nothing consumed.
- */
 /* Called with l->lock held: whether @s holds the consumer's next batch. */
 static int batch_ready(const struct dlc_loader *l, const struct batch_slot *s)
 {
@@ -64,6 +59,11 @@ static void settle_forms(struct dlc_loader *l, const struct timespec *until)
 	l->settling = 0;
 }
 
+/*
+ * dlc_next_batch() and dlc_next_batch_timeout(): wait for the batch until
+ * @until (CLOCK_MONOTONIC; NULL: for as long as it takes), then
+ * -ETIMEDOUT with nothing consumed.
+ */
 static int next_batch(struct dlc_loader *l, struct dlc_batch **out,
 		      const struct timespec *until)
 {
