@@ -43,18 +43,15 @@ static int inproc_round(struct dlc_cache_tier *t, uint32_t cur_epoch,
 
 	(void)cur_epoch;	/* a claim's epoch is read with it, below */
 	if (ip->have_forms) {
-		uint64_t now = dlc_now_ns(), busy;
+		uint64_t now = dlc_now_ns();
 
 		/* Before the claims: a form made may be the next hit. */
 		if (dlc_forms_offer(&ip->forms, ip->c, &l->lock))
 			inproc_publish(t);
-		/* this thread's own: it opens and closes the busy spans */
-		busy = __atomic_load_n(&l->stats.io_busy_ns, __ATOMIC_RELAXED) +
-		       (l->busy_since ? now - l->busy_since : 0);
 		dlc_forms_observe(&ip->forms, ip->c, now,
 				  __atomic_load_n(&l->stats.decode_starved_ns,
 						  __ATOMIC_RELAXED),
-				  busy, l->ndecode);
+				  loader_io_busy_ns(l, now), l->ndecode);
 	}
 	pthread_mutex_lock(&l->lock);
 	while (loader_issuable(l) && loader_claim_room(l)) {

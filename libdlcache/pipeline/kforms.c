@@ -333,7 +333,7 @@ static void kforms_measure(struct dlc_kforms *kf, uint64_t now)
 int dlc_kforms_round(struct dlc_kforms *kf, pthread_mutex_t *lock)
 {
 	struct dlc_loader *l = kf->l;
-	uint64_t now = dlc_now_ns(), busy;
+	uint64_t now = dlc_now_ns();
 	int any;
 
 	/* Closed: the forms still queued are refused, so none stays. */
@@ -346,13 +346,10 @@ int dlc_kforms_round(struct dlc_kforms *kf, pthread_mutex_t *lock)
 		return any;
 	kforms_reap(kf);
 	kforms_measure(kf, now);
-	/* this thread's own: it opens and closes the busy spans */
-	busy = __atomic_load_n(&l->stats.io_busy_ns, __ATOMIC_RELAXED) +
-	       (l->busy_since ? now - l->busy_since : 0);
 	dlc_forms_observe(&kf->forms, NULL, now,
 			  __atomic_load_n(&l->stats.decode_starved_ns,
 					  __ATOMIC_RELAXED),
-			  busy, l->ndecode);
+			  loader_io_busy_ns(l, now), l->ndecode);
 	return any;
 }
 

@@ -265,6 +265,18 @@ void loader_claim_next(struct dlc_loader *l, struct decode_item *it);
  */
 void loader_count_hit(struct dlc_loader *l, uint32_t id,
 		      const struct dlc_buf *b);
+/*
+ * The I/O thread's, at @now: the storage's busy time so far, the open
+ * span included. That thread alone opens and closes the spans, so it
+ * reads busy_since without the lock.
+ */
+static inline uint64_t loader_io_busy_ns(const struct dlc_loader *l,
+					 uint64_t now)
+{
+	return __atomic_load_n(&l->stats.io_busy_ns, __ATOMIC_RELAXED) +
+	       (l->busy_since ? now - l->busy_since : 0);
+}
+
 /* Called with l->lock held: a sample of an abandoned epoch is dropped. */
 void loader_drop_sample(struct dlc_loader *l, struct dlc_buf *buf);
 /*

@@ -592,15 +592,11 @@ int loader_read_ahead(struct dlc_loader *l, uint64_t my_gen, char *path,
 		return 0;
 	if (l->rasize_on) {
 		uint64_t now = dlc_now_ns(), b;
-		/* this thread's own: it opens and closes the busy spans */
-		uint64_t busy = __atomic_load_n(&l->stats.io_busy_ns,
-						__ATOMIC_RELAXED) +
-				(l->busy_since ? now - l->busy_since : 0);
 
 		b = dlc_rasize_observe(&l->rasize, now,
 				       __atomic_load_n(&l->stats.decode_starved_ns,
 						       __ATOMIC_RELAXED),
-				       busy, l->ndecode);
+				       loader_io_busy_ns(l, now), l->ndecode);
 		if (b != l->rasize_said) {
 			dlc_logf(&l->log, DLC_LOG_INFO,
 				 "read-ahead: %llu MiB now, was %llu (%s)",
