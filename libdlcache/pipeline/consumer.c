@@ -46,10 +46,13 @@ static void settle_forms(struct dlc_loader *l, const struct timespec *until)
 	if (!l->forms || !l->forms->qlen)
 		return;
 	by = dlc_now_ns() + SETTLE_NS;
-	if (until && (uint64_t)until->tv_sec * 1000000000ULL +
-		     (uint64_t)until->tv_nsec < by)
-		by = (uint64_t)until->tv_sec * 1000000000ULL +
-		     (uint64_t)until->tv_nsec;
+	if (until) {
+		uint64_t u = (uint64_t)until->tv_sec * 1000000000ULL +
+			     (uint64_t)until->tv_nsec;
+
+		if (u < by)
+			by = u;
+	}
 	l->settling = 1;
 	wake_io(l);
 	while (l->forms && l->forms->qlen && !l->stop && !l->failed)
