@@ -24,10 +24,10 @@
 #     time, and say a peer died (or, where Open MPI blocked a survivor's
 #     service thread on the dead rank's socket, that its watchdog sent
 #     everything to storage).
-#   - cluster-dead-replaced: the same death with caches of 0.4 N a rank:
-#     rank 3's share is re-placed over the survivors, whose storage bytes
-#     an epoch are within 5 % of N of the optimum (0) from the second
-#     epoch after they saw the death; the batches are the same.
+#   - cluster-dead-replaced: rank 3 hung (SIGSTOP) in epoch 2, caches of
+#     0.4 N a rank: rank 3's share is re-placed over the survivors, whose
+#     storage bytes an epoch are within 5 % of N of the optimum (0) from
+#     the third epoch after they saw the death; the batches are the same.
 #   - cluster-slow-link: rank 3's link at 8 Mbit/s: the balancing (storage
 #     takes the requests a slow peer would answer later) against it off
 #     (DLCACHE_CLUSTER_BALANCE=0), printed; the steady epochs are no
@@ -165,7 +165,7 @@ cluster() {
 		"$tmp/rank.sh" "$tmp/$name" "${TEXT_RANK:--}" bench "$tmp/data.idx" --cluster \
 		"${common[@]}" "$@" > "$tmp/$name.mpirun" 2>&1 &
 	mpipid=$!
-	[ -n "${TEXT_RANK:-}" ] && kill_rank "$name"
+	[ -n "${TEXT_RANK:-}" ] && "${stop_how:-kill_rank}" "$name"
 	wait "$mpipid"
 	rc=$?
 	mpipid=""
@@ -228,7 +228,7 @@ end
 
 begin cluster-peer-killed
 # Rank 3 (text: a line as each epoch ends) dies in the middle of epoch 2.
-kill_rank() {
+in_epoch2() {	# NAME: until rank 3 of run NAME is 0.3 s into epoch 2
 	local i n
 	for i in $(seq 1 600); do
 		n=$(grep -c '^[0-9]' "$tmp/$1.3" 2> /dev/null)
@@ -236,6 +236,9 @@ kill_rank() {
 		sleep 0.1
 	done
 	sleep 0.3
+}
+kill_rank() {
+	in_epoch2 "$1"
 	kill -9 "$(cat "$tmp/pid.3")" && echo "  killed rank 3 (pid $(cat "$tmp/pid.3")) in epoch 2"
 }
 t0=$(date +%s)
@@ -267,31 +270,60 @@ same_batches killed 5 0 1 2
 end
 
 begin cluster-dead-replaced
+# Rank 3 stops (SIGSTOP: a hung node) in the middle of epoch 2 and is
+# killed once the others are done. Stopped, not killed: its connections
+# stay open, and no survivor writes into one the kernel reset, where Open
+# MPI 4.1's TCP transport loops in mca_btl_tcp_endpoint_send_handler
+# ("invalid connection state", in the service thread's MPI_Improbe, for
+# good: gdb on cluster-peer-killed's survivors, about 1 kill in 16),
+# which cluster-peer-killed accepts and this check could not judge.
+stop_rank() {
+	local i n r
+	in_epoch2 "$1"
+	kill -STOP "$(cat "$tmp/pid.3")" && echo "  stopped rank 3 (pid $(cat "$tmp/pid.3")) in epoch 2"
+	# The survivors' JSON, complete, once they are done.
+	for i in $(seq 1 600); do
+		n=0
+		for r in 0 1 2; do
+			[ -n "$(field "$tmp/$1.$r" "len(j['epochs'])")" ] && n=$((n + 1))
+		done
+		[ $n = 3 ] && break
+		sleep 0.2
+	done
+	kill -9 "$(cat "$tmp/pid.3")"
+}
 # Caches of 0.4 N a rank: the three left hold the whole set, so once rank
 # 3's share is re-placed over them its samples stop coming from storage.
-# From the second epoch after the last survivor saw the death on, the
-# survivors' storage bytes an epoch are within 5 % of N of the optimum,
-# 0 (without re-placement: N/4, rank 3's share, every epoch).
-TEXT_RANK=3 cluster replaced 180 --epochs 10 --cache $(( bytes * 2 / 5 )) \
-	--peer-timeout 1000 --step-ms 40 --window 16 --readahead off
-seen=0
+# A re-placed sample is fetched (by its new owner, or pushed to it) the
+# first time a survivor reads it; in an epoch nobody reads the quarter of
+# the order that was rank 3's. So after k whole epochs past the death, a
+# fraction 1/4^k of rank 3's share is still not held, and the survivors
+# read 3/4 of that: 4.7 % of N in the second epoch after the one where
+# the death was seen, 1.2 % in the third. From the third on, an epoch's
+# storage bytes (all survivors) are within 5 % of N of the optimum, 0;
+# without re-placement they are 3/4 x N/4, 19 % of N, every epoch.
+stop_how=stop_rank TEXT_RANK=3 cluster replaced 180 --epochs 10 \
+	--cache $(( bytes * 2 / 5 )) --peer-timeout 1000 --step-ms 40 \
+	--window 16 --readahead off
+seen=0 when=""
 for r in 0 1 2; do
 	[ "$(field "$tmp/replaced.$r" "len(j['epochs'])")" = 10 ] ||
 		fail "rank $r did not finish its 10 epochs: $(tail -n 3 "$tmp/replaced.$r.err")"
 	e=$(field "$tmp/replaced.$r" "min([i for i, e in enumerate(j['epochs']) if e['cluster_dead_peers']] or [99])")
+	when+=", rank $r in epoch ${e:-?} ($(sed -n 's/.*rank 3 did not \(.*\) within.*/did not \1/p' "$tmp/replaced.$r.err" | head -n 1))"
 	[ "${e:-99}" -gt "$seen" ] && seen=$e
 done
-if [ "$seen" -gt 7 ]; then
-	fail "the survivors saw rank 3's death only in epoch $seen of 10"
+if [ "$seen" -gt 6 ]; then
+	fail "the survivors saw rank 3's death only in epoch $seen of 10 (${when#, })"
 else
-	echo "  every survivor saw the death by epoch $seen; storage bytes an epoch (all survivors), N $bytes:"
+	echo "  every survivor saw the death by epoch $seen (${when#, }); storage bytes an epoch (all survivors), N $bytes:"
 	for e in $(seq 0 9); do
 		b=0
 		for r in 0 1 2; do
 			b=$(( b + $(field "$tmp/replaced.$r" "j['epochs'][$e]['bytes_read']") ))
 		done
-		echo "    epoch $e: $b"
-		[ "$e" -lt $(( seen + 2 )) ] || [ "$b" -le $(( bytes / 20 )) ] ||
+		echo "    epoch $e: $b ($(( b * 1000 / bytes )) per mille of N)"
+		[ "$e" -lt $(( seen + 3 )) ] || [ "$b" -le $(( bytes / 20 )) ] ||
 			fail "epoch $e, the death seen in epoch $seen: $b bytes from storage, optimum 0 (+5 % of $bytes)"
 	done
 fi
