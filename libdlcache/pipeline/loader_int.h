@@ -151,6 +151,7 @@ struct dlc_loader {
 	struct dlc_rasize rasize;
 	int rasize_on;
 	uint64_t rasize_said;	/* the budget last set (and logged) */
+	uint64_t rasize_gen;	/* the run (l->gen) it was set in */
 	uint64_t ra_g;			/* next virtual position to look at */
 	uint32_t *ra_order;		/* the order of epoch ra_order_epoch */
 	int64_t ra_order_epoch;		/* -1: none yet */

@@ -597,6 +597,19 @@ int loader_read_ahead(struct dlc_loader *l, uint64_t my_gen, char *path,
 				       __atomic_load_n(&l->stats.decode_starved_ns,
 						       __ATOMIC_RELAXED),
 				       loader_io_busy_ns(l, now), l->ndecode);
+		/*
+		 * A tier that looks ahead itself (dlcache.ko's, ktier.c)
+		 * takes a new budget at a run's start only. The module
+		 * predicts each rank's next uses from a straight time line
+		 * anchored at its epoch's first use; a look-ahead that
+		 * deepens or shortens mid-epoch bursts or pauses the rank's
+		 * look-ups and bends it. Two drifting ranks sized every
+		 * 250 ms ran up to 6.9 s off their lines, 0.66 s at a fixed
+		 * budget (Documentation/benchmarks.md, 2026-12-07).
+		 */
+		if (l->ct->ops->read_ahead && my_gen == l->rasize_gen)
+			b = l->rasize_said;
+		l->rasize_gen = my_gen;
 		if (b != l->rasize_said) {
 			dlc_logf(&l->log, DLC_LOG_INFO,
 				 "read-ahead: %llu MiB now, was %llu (%s)",
