@@ -604,8 +604,8 @@ int loader_read_ahead(struct dlc_loader *l, uint64_t my_gen, char *path,
 		 * anchored at its epoch's first use; a look-ahead that
 		 * deepens or shortens mid-epoch bursts or pauses the rank's
 		 * look-ups and bends it. Two drifting ranks sized every
-		 * 250 ms ran up to 6.9 s off their lines, 0.66 s at a fixed
-		 * budget (Documentation/benchmarks.md, 2026-12-07).
+		 * 250 ms ran up to 6.9 s off their lines, 1.5 s sized at an
+		 * epoch's start (Documentation/benchmarks.md, 2026-12-07).
 		 */
 		if (l->ct->ops->read_ahead && my_gen == l->rasize_gen)
 			b = l->rasize_said;
