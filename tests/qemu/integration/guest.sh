@@ -26,6 +26,7 @@ NOKERNEL=0
 STORAGE_KBPS=0
 STARTS_ONLY=0
 DRIFT_ONLY=0
+JOBS_ONLY=0
 DRIFT_DELAY_MS=0
 TIMING=1
 LIMIT_S=0
@@ -38,6 +39,7 @@ for arg in $(cat /proc/cmdline); do
 	dlcint.starts_only=*) STARTS_ONLY=${arg#*=} ;;
 	dlcint.starts_rounds=*) STARTS_ROUNDS=${arg#*=} ;;
 	dlcint.drift_only=*) DRIFT_ONLY=${arg#*=} ;;
+	dlcint.jobs_only=*) JOBS_ONLY=${arg#*=} ;;
 	dlcint.drift_delay_ms=*) DRIFT_DELAY_MS=${arg#*=} ;;
 	dlcint.timing=*) TIMING=${arg#*=} ;;
 	dlcint.limit_s=*) LIMIT_S=${arg#*=} ;;
@@ -176,6 +178,21 @@ module_loaded() {
 	grep -q '^dlcache ' /proc/modules
 }
 
+# trace_consumers TAG N PID0 PID1: every 0.5 s, up to N times, while
+# either process runs, the module's consumers (cursor, cost, late_ms,
+# stalled) as TRACE lines with the guest's uptime (drift_late.py and
+# the jobs study read them).
+trace_consumers() {
+	local _i=0 _up
+	while [ $_i -lt "$2" ] && { kill -0 "$3" 2>/dev/null || kill -0 "$4" 2>/dev/null; }; do
+		_i=$((_i + 1))
+		read -r _up _ < /proc/uptime
+		grep '\.job[0-9]' /sys/kernel/debug/dlcache/stats 2>/dev/null |
+			sed "s/^/TRACE $1 $_up /"
+		usleep 500000
+	done
+}
+
 # drift_run tag, DLCACHE_JOB, then options for both ranks: one run of two
 # ranks of one job, the module's cache dropped first.
 drift_run() {
@@ -190,17 +207,7 @@ drift_run() {
 			--json --world 2 --rank $r $* $BENCH" > /tmp/d$r.json 2> /tmp/d$r.err &
 		eval dpid$r=$!
 	done
-	if [ "$DRIFT_TRACE" = 1 ]; then
-		# The consumers' lines (cursor, cost, stalled) with the time.
-		_i=0
-		while [ $_i -lt 480 ] && { kill -0 $dpid0 2>/dev/null || kill -0 $dpid1 2>/dev/null; }; do
-			_i=$((_i + 1))
-			read -r _up _ < /proc/uptime
-			grep '\.job[0-9]' /sys/kernel/debug/dlcache/stats 2>/dev/null |
-				sed "s/^/TRACE $_t $_up /"
-			usleep 500000
-		done
-	fi
+	[ "$DRIFT_TRACE" != 1 ] || trace_consumers $_t 480 $dpid0 $dpid1
 	wait_pid $dpid0 240
 	_r0=$?
 	wait_pid $dpid1 240
@@ -1419,6 +1426,7 @@ jobs_pair() {	# tag, then bench options for both jobs
 		--json --seed 12 --step-ms $JOB_STEP_B $* $BENCH" > /tmp/j${_t}B.json 2> /tmp/j${_t}B.err &
 	_pb=$!
 	[ $_t != "$JOBS_ATTACHED" ] || jobs_attached
+	[ "$JOBS_TRACE" != 1 ] || trace_consumers $_t 600 $_pa $_pb
 	wait_pid $_pa 300
 	_ra=$?
 	wait_pid $_pb 300
@@ -1435,6 +1443,25 @@ jobs_pair() {	# tag, then bench options for both jobs
 	data jobs_${_t}_A "$(cat /tmp/j${_t}A.json)"
 	data jobs_${_t}_B "$(cat /tmp/j${_t}B.json)"
 }
+
+# dlcint.jobs_only=N: the calibration, then N runs of the k pair alone,
+# each on a fresh module with the module's view of its consumers every
+# 0.5 s (TRACE lines), to study jobs-disk-vs-optimum over many runs
+# (jobs.py judges every run, k0 .. kN-1).
+if [ "$JOBS_ONLY" -gt 0 ]; then
+	JOBS_ATTACHED=none
+	JOBS_TRACE=1
+	load_dlcache || { result FAIL insmod; finish; }
+	jobs_calibrate --backend kernel
+	i=0
+	while [ $i -lt "$JOBS_ONLY" ]; do
+		unload_dlcache && load_dlcache || { result FAIL jobs-insmod; finish; }
+		jobs_pair k$i --backend kernel
+		i=$((i + 1))
+	done
+	unload_dlcache || result FAIL jobs-rmmod
+	finish
+fi
 
 if [ "$NOKERNEL" = 1 ]; then
 	result skip jobs-run-k "(no kernel backend)"

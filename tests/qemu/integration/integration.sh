@@ -113,7 +113,10 @@
 #   qemu-int), INT_APPEND (more guest command line: dlcint.starts_only=1
 #   runs step 0 alone, dlcint.starts_rounds=N its rounds,
 #   dlcint.drift_only=N the drift runs alone, N drifting, with TRACE
-#   lines of the module's consumers in the log), INT_MODDIR (where the guest's disk modules come from,
+#   lines of the module's consumers in the log; dlcint.jobs_only=N the
+#   jobs' k run alone, N times, each judged by jobs.py (jobs-study-kI:
+#   the bound, each job's waits, each epoch's reads over Belady's), with
+#   TRACE lines), INT_MODDIR (where the guest's disk modules come from,
 #   /lib/modules/<release>; "none" for a kernel that has them built in, as
 #   the debug kernel of tests/qemu/debug-kernel does).
 set -euo pipefail

@@ -43,6 +43,10 @@ cache of half the data set (s), and on the page cache alone (p). Checks:
                          in integration.sh prints the module's consumers
                          every 0.5 s.
 
+With dlcint.jobs_only=N (guest.sh) the k run alone, N times: each is
+judged as jobs-disk-vs-optimum (jobs-study-kI), with what each job
+waited per epoch and each epoch's reads over Belady's on the same trace.
+
 The optimum is computed here, from the data set's files and the orders
 libdlcache gives for the seeds (dlc_order_fill through ctypes), and
 shares no code with libdlcache's policy (policy.c). Each request's time
@@ -104,29 +108,34 @@ def order(lib, n, seed, epoch, rank=0, world=1):
     return list(out)
 
 
-def trace(lib, n, jobs):
+def trace(lib, n, jobs, tags=None):
     """[sample] of every process, each request at its place in time: the
     epoch's start (bench's start_s, a clock the processes share; else
     the end of the one before, from 0) plus its share of the epoch's
-    measured duration. jobs: (seed, rank, world, bench JSON)."""
+    measured duration. jobs: (seed, rank, world, bench JSON). With a
+    list @tags, each request's (job's index, epoch) is appended to it."""
     reqs = []
-    for seed, rank, world, bench in jobs:
+    for j, (seed, rank, world, bench) in enumerate(jobs):
         t = 0.0
         for e, ep in enumerate(bench["epochs"]):
             ids = order(lib, n, seed, e, rank, world)
             t = ep.get("start_s", t)
             dur = ep["seconds"]
             for i, s in enumerate(ids):
-                reqs.append((t + (i + 0.5) / len(ids) * dur, s))
+                reqs.append((t + (i + 0.5) / len(ids) * dur, s, j, e))
             t += dur
     reqs.sort()
-    return [s for _, s in reqs]
+    if tags is not None:
+        tags.extend((j, e) for _, _, j, e in reqs)
+    return [r[1] for r in reqs]
 
 
-def belady_bytes(reqs, size, cap):
+def belady_bytes(reqs, size, cap, tags=None, by_tag=None, raw=None):
     """Bytes read by Belady's MIN with bypass: on a miss, of the cached
     samples and the requested one, those used farthest in the future (never:
-    infinitely far) give way until the rest fits."""
+    infinitely far) give way until the rest fits. With @tags (one per
+    request, from trace()) the bytes of each tag's misses (@raw[s], the
+    file's bytes as bench counts them) are added up in the dict @by_tag."""
     inf = len(reqs)
     nxt = [inf] * len(reqs)
     last = {}
@@ -142,6 +151,8 @@ def belady_bytes(reqs, size, cap):
             heapq.heappush(heap, (-nxt[t], s))
             continue
         read += size[s]
+        if tags is not None:
+            by_tag[tags[t]] = by_tag.get(tags[t], 0) + raw[s]
         if nxt[t] == inf or size[s] > cap:
             continue
         while used + size[s] > cap:
@@ -295,6 +306,40 @@ def whatif_attached(data, lib, sizes, result):
            f"LRU {half['lru']['steady_hit_ratio']:.3f}")
 
 
+def jobs_study(data, tags, lib, sizes, size, cap, result):
+    """dlcint.jobs_only=N: the k pair run N times, each judged as
+    jobs-disk-vs-optimum is, with what each job waited per epoch and B's
+    time over A's (2 when both kept their steps)."""
+    bad = 0
+    for t in tags:
+        try:
+            disk = int(data[f"jobs_{t}_disk"][0])
+            a = json.loads(data[f"jobs_{t}_A"][0])
+            b = json.loads(data[f"jobs_{t}_B"][0])
+        except (KeyError, ValueError, IndexError):
+            result("FAIL", f"jobs-study-{t}", "no run")
+            bad += 1
+            continue
+        tags, by_tag = [], {}
+        reqs = trace(lib, len(sizes), ((11, 0, 1, a), (12, 0, 1, b)), tags)
+        opt = bound_bytes(reqs, size, cap)
+        bel = belady_bytes(reqs, size, cap, tags, by_tag, sizes)
+        # Each epoch's reads over Belady's, in kB.
+        over = " / ".join(" ".join(
+            f"{(e['bytes_read'] - by_tag.get((j, i), 0)) / 1024:+.0f}"
+            for i, e in enumerate(x["epochs"])) for j, x in enumerate((a, b)))
+        pace = sum(e["seconds"] for e in b["epochs"]) / \
+            max(sum(e["seconds"] for e in a["epochs"]), 1e-9)
+        waits = " ".join(f"{e['wait_s']:.2f}" for e in a["epochs"]) + " / " + \
+            " ".join(f"{e['wait_s']:.2f}" for e in b["epochs"])
+        st = "ok" if disk <= 1.10 * opt else "FAIL"
+        bad += st == "FAIL"
+        result(st, f"jobs-study-{t}", f"{disk / opt:.3f}x the bound, Belady "
+               f"{bel / opt:.3f}x; B took {pace:.2f}x A's time; waits A / B "
+               f"{waits} s; kB read per epoch over Belady's A / B {over}")
+    return 1 if bad else 0
+
+
 def main():
     tag, log, root, libpath = sys.argv[1:5]
     cap, epochs = int(sys.argv[5]), int(sys.argv[6])
@@ -318,6 +363,12 @@ def main():
         result("FAIL", "jobs-index", f"host index key {key} is not the guest's "
                f"{data.get('key', ['?'])[0]}: the sample IDs would not match")
         return 1
+
+    study = sorted((n[len("jobs_"):-len("_disk")] for n in data
+                    if n.startswith("jobs_k") and n.endswith("_disk") and n != "jobs_k_disk"),
+                   key=lambda t: int(t[1:]))
+    if study:
+        return jobs_study(data, study, lib, sizes, size, cap, result)
 
     runs = {}
     for r in "ksp":
