@@ -667,7 +667,9 @@ struct dlc_config {
 	 * The epochs the job runs, 0 .. epochs - 1, when known; 0 (the
 	 * default): not known. The read-ahead reads nothing for epoch
 	 * @epochs or later, so that the last epoch's end reads no epoch that
-	 * never comes. Nothing else changes: later epochs still run.
+	 * never comes, and dlcache.ko is not given the order of epoch
+	 * @epochs, so that it holds no sample for uses that never come.
+	 * Nothing else changes: later epochs still run.
 	 */
 	uint32_t epochs;
 	/*

@@ -210,6 +210,9 @@ static void ktier_prepare_epoch(struct ktier *kt, uint32_t epoch)
 	for (e = epoch; e <= epoch + 1; e++) {
 		if ((int64_t)e <= kt->last_epoch)
 			continue;
+		/* Past the job's last known epoch (cfg.epochs): no use. */
+		if (l->cfg.epochs && e >= l->cfg.epochs && e > epoch)
+			break;
 		len = kt->own_line ? l->epoch_len : kt->glen;
 		ret = kt->own_line ? loader_fill_order(l, e, kt->gorder, len) :
 				      ktier_fill_global(kt, e);

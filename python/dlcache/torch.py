@@ -110,7 +110,8 @@ class DataLoader:
                    epoch ends: None: 64M, less in a small memory cgroup;
                    "off"; or a size (int or "256M")
       epochs       the epochs the job runs (epochs 0 .. epochs - 1), when
-                   known: the read-ahead reads nothing past the last one;
+                   known: the read-ahead reads nothing past the last one,
+                   and dlcache.ko holds nothing for an epoch after it;
                    None: not known
       nvme_passthru  a pack on an NVMe namespace: True (the default) reads
                    it with NVMe commands through io_uring passthrough where

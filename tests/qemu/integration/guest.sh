@@ -1471,9 +1471,11 @@ elif ! load_dlcache; then
 else
 	if [ "$TIMING" = 1 ]; then
 		jobs_calibrate --backend kernel
-		# The attached checks on a pair of their own, one epoch at
-		# the steps (the module knows two epochs of each order).
-		jobs_pair w --backend kernel --epochs 1
+		# The attached checks on a pair of their own, two epochs at
+		# the steps: whatif --attached reads two whole epochs of each
+		# order while both jobs are in their first (a job's loader
+		# uploads no order past its last epoch).
+		jobs_pair w --backend kernel --epochs 2
 		# A fresh module for the run: the calibration's counters would
 		# end jobs_pair's wait for misses at once (before both jobs
 		# attached), and its data set would stay cached, idle.
