@@ -47,6 +47,10 @@ LIB_SRCS := $(filter-out $(PEER_SRCS),$(LIB_SRCS))
 endif
 TOOL_SRCS := $(sort $(wildcard tools/dlcachectl/*.c))
 TEST_SRCS := $(sort $(wildcard tests/unit/test_*.c))
+ifneq ($(MPI),1)
+# The peer tier's own: MPI=1 builds only, which tests/cli/test_cluster.sh runs.
+TEST_SRCS := $(filter-out tests/unit/test_balance.c,$(TEST_SRCS))
+endif
 TEST_HELPER_SRCS := $(sort $(wildcard tests/unit/helpers/*.c))
 
 # One tree of objects per flavour: normal and sanitized.
@@ -238,7 +242,8 @@ check:
 	$(MAKE) --no-print-directory deps && \
 	$(MAKE) --no-print-directory lib tools tests python module && \
 	$(MAKE) --no-print-directory MPI=1 BUILD=$(BUILD)/mpi lib tools \
-		$(BUILD)/mpi/release/tests/test_cluster $(BUILD)/mpi/asan/tests/test_cluster && \
+		$(BUILD)/mpi/release/tests/test_cluster $(BUILD)/mpi/asan/tests/test_cluster \
+		$(BUILD)/mpi/release/tests/test_balance $(BUILD)/mpi/asan/tests/test_balance && \
 	DLC_CHECK_T0=$$t0 tests/run-checks.sh $(BUILD)
 
 -include kmod/kmod.mk

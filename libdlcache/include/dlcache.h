@@ -1083,8 +1083,9 @@ struct dlc_stats {
 	uint64_t cluster_capacity;	/* dlc_config.cache_bytes */
 	uint64_t cluster_dead_peers;	/* peers given up on */
 	/*
-	 * Not asked: the owner's answers were measured slower than storage's
-	 * reads, and the balancing sent this one to storage.
+	 * Not asked: the owner was measured a straggler (4x slower than
+	 * storage, or than the other peers), and storage would complete this
+	 * read sooner, by bytes queued over rate (Documentation/cluster.md).
 	 */
 	uint64_t cluster_peer_diverted;
 	/*

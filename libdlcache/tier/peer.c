@@ -133,9 +133,7 @@ static int peer_queue(void *tier, struct dlc_reader *r, uint32_t id,
 		pthread_mutex_unlock(&p->lock);
 		return 0;
 	}
-	if (p->rate[owner].divert &&
-	    (p->rate[owner].turn++ & 15) < p->rate[owner].divert) {
-		p->c.peer_diverted++;
+	if (peer_divert_locked(p, owner, id)) {
 		peer_to_storage(p, id);
 		pthread_mutex_unlock(&p->lock);
 		return 0;
@@ -170,7 +168,7 @@ static int peer_queue(void *tier, struct dlc_reader *r, uint32_t id,
 	}
 	pthread_mutex_lock(&p->lock);
 	s->state = REQ_NEW;
-	peer_rate_start(&p->rate[owner], dlc_now_ns());
+	peer_rate_start(&p->rate[owner], dlc_now_ns(), p->size[id]);
 	p->kick = 1;
 	pthread_cond_signal(&p->cv);
 	pthread_mutex_unlock(&p->lock);
@@ -263,7 +261,8 @@ static void peer_offer(void *tier, uint32_t id, struct dlc_buf *b)
 	pthread_mutex_lock(&p->lock);
 	if (p->to_origin[id]) {
 		p->to_origin[id] = 0;
-		peer_rate_end(p, &p->rate[p->world], dlc_now_ns(), b->len);
+		peer_rate_end(&p->rate[p->world], dlc_now_ns(), p->size[id],
+			      b->len);
 	}
 	if (p->ours[id]) {
 		/* The bytes came from this tier, not storage. */
@@ -271,7 +270,7 @@ static void peer_offer(void *tier, uint32_t id, struct dlc_buf *b)
 	} else if (owner == p->rank) {
 		peer_admit_locked(p, id, b, ok);
 	} else if (!p->dead[owner] && !p->peer_full[owner] &&
-		   !p->rate[owner].divert && !p->stopping && !p->stuck &&
+		   !peer_slow_locked(p, owner) && !p->stopping && !p->stuck &&
 		   p->plen < PUSHES &&
 		   p->pbytes + b->len <= PUSH_BYTES &&
 		   b->len == p->size[id]) {

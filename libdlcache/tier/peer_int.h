@@ -100,38 +100,56 @@ struct push {
 /*
  * Lobster's balancing. Each source of bytes, every peer and storage, has
  * its rate measured as this rank sees it: the bytes it delivered over the
- * time it had a request of ours outstanding, in windows of at least
- * RATE_WINDOW_NS, averaged (EWMA 1/4). A peer BAL_SLOWER times slower than
- * storage sends the share 1 - BAL_SLOWER x its rate / storage's of its
- * requests to storage, in
- * sixteenths and at most BAL_MAX of them (the rest keep its rate
- * measured), and storage's bytes of its samples are not sent to it (it
- * reads them sooner itself): a slow node or link so stops being every
- * rank's straggler, and storage serves what it serves sooner. Where storage is the slow
- * shared thing it usually is, no peer is slower, nothing is diverted and
- * storage's bytes stay at the optimum.
+ * time it had a request of ours outstanding (so at the concurrency this
+ * rank keeps it at, not one request's latency), in windows of at least
+ * RATE_WINDOW_NS, averaged (EWMA 1/4).
+ *
+ * A peer measured BAL_SLOWER times slower than storage, or than the mean
+ * of the other live peers (measured as it is, so free of storage's bias:
+ * the rate a rank measured for storage in its cold epoch, against the
+ * other ranks' reads, is stale in steady epochs that leave storage idle),
+ * is a straggler. A read of a sample a straggler owns goes to whichever
+ * source would complete it sooner, by their expected completion times:
+ * their outstanding bytes with this sample's, over their rates. So
+ * storage takes none while it is busy with this rank's own reads (the
+ * cold epoch), and the straggler keeps what it can answer in time. It is
+ * always asked while it has fewer than BAL_PROBES reads of ours
+ * outstanding: its rate stays measured, and a rank that hangs is still
+ * asked, times out and is taken for dead (its share re-placed), however
+ * fast storage is. It is sent no storage reads (it reads them sooner
+ * itself).
+ *
+ * A peer that is not a straggler is always asked, however deep its
+ * queue: a rank pulling as fast as it can would otherwise find storage
+ * idle and spend its bytes, which every rank (and every other job)
+ * shares. Where storage is the slow shared thing it usually is, no peer
+ * is slower, nothing is diverted and storage's bytes stay at the optimum.
  */
 struct rate {
 	uint32_t inflight;	/* requests outstanding */
+	uint64_t out;		/* their bytes, by the index */
 	uint64_t since;		/* ns: busy since (inflight > 0), or window start */
 	uint64_t busy;		/* ns busy in this window, before @since */
 	uint64_t bytes;		/* delivered in this window */
 	uint64_t last;		/* ns: the last request's end */
 	uint64_t bps;		/* bytes/s; 0: not measured yet */
-	uint32_t divert;	/* peers: of 16 requests, sent to storage */
-	uint32_t turn;		/* peers: which of the 16 this one is */
+	uint64_t diverted;	/* peers: reads sent to storage instead */
 };
 #define RATE_WINDOW_NS	(50ULL * 1000000)
 /* Storage reads we lost track of (failed, abandoned) age out after this. */
 #define RATE_STALE_NS	(2ULL * 1000000000)
-#define BAL_MAX		12
 /*
- * Slower than storage by this factor before any request is diverted: a
- * peer's reads cost storage nothing, so a peer somewhat slower than
- * storage alone (which the other ranks share) still pays; only a
- * straggler is worth storage's bytes.
+ * Slower than storage by this factor before a peer counts as a
+ * straggler: a peer's reads cost storage nothing, so a peer somewhat
+ * slower than storage alone (which the other ranks share) still pays.
+ * The rates are noisy at the ranks' small concurrency (test_cluster.sh:
+ * storage 1-4.6 MB/s as each rank measured it, healthy peers 3-8, a peer
+ * behind an 8 Mbit/s link 0.3-0.7); with 2, healthy peers were taken for
+ * stragglers and their reads cost storage 11-17 % of N an epoch.
  */
 #define BAL_SLOWER	4
+/* A straggler's reads always asked of it: at least this many in flight. */
+#define BAL_PROBES	2
 
 /*
  * Lifetimes. The watchdog is joined by dlc_peer_close(), always. The
@@ -270,9 +288,11 @@ void peer_admit_locked(struct dlc_peer *p, uint32_t id,
 		       const struct dlc_buf *b, int ok);
 void peer_drop_share_locked(struct dlc_peer *p, uint32_t id,
 			    const struct dlc_buf *b);
-void peer_rate_start(struct rate *r, uint64_t now);
-void peer_rate_end(struct dlc_peer *p, struct rate *r, uint64_t now,
+void peer_rate_start(struct rate *r, uint64_t now, uint64_t len);
+void peer_rate_end(struct rate *r, uint64_t now, uint64_t len,
 		   uint64_t bytes);
+int peer_divert_locked(struct dlc_peer *p, uint32_t owner, uint32_t id);
+int peer_slow_locked(const struct dlc_peer *p, uint32_t owner);
 void peer_to_storage(struct dlc_peer *p, uint32_t id);
 void peer_log_rates(struct dlc_peer *p);
 void peer_free(struct dlc_peer *p);

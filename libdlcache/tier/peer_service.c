@@ -48,7 +48,7 @@ void peer_wake_slot(struct request_slot *s)
 /* Called with the lock held: @s ends with @err (its bytes in s->buf). */
 static void finish_slot(struct dlc_peer *p, struct request_slot *s, int err)
 {
-	peer_rate_end(p, &p->rate[s->peer], dlc_now_ns(),
+	peer_rate_end(&p->rate[s->peer], dlc_now_ns(), p->size[s->id],
 		      s->buf ? s->buf->len : 0);
 	s->err = err;
 	if (s->abandoned) {

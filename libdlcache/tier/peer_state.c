@@ -2,7 +2,7 @@
 /*
  * The peer tier's bookkeeping (peer_int.h says how its files layer): each
  * sample's owner, placed at open and re-placed when a rank dies; the samples this rank owns
- * and keeps (the share); the sources' measured rates and the requests
+ * and keeps (the share); the sources' measured rates and the reads
  * they divert from slow peers (Lobster's balancing); the log; the end of
  * the state. No MPI call and no thread of its own; it calls nothing in
  * peer.c or peer_service.c, whose threads call in under the lock each
@@ -201,44 +201,31 @@ void peer_drop_share_locked(struct dlc_peer *p, uint32_t id,
 /* ---- the rates ---- */
 
 /*
- * Called with the lock held: a request to source @r is out.
- * Called by peer_queue() (peer.c) and peer_to_storage().
+ * Called with the lock held: a request to source @r for @len bytes (the
+ * index's size) is out. Called by peer_queue() (peer.c) and
+ * peer_to_storage().
  */
-void peer_rate_start(struct rate *r, uint64_t now)
+void peer_rate_start(struct rate *r, uint64_t now, uint64_t len)
 {
 	if (r->inflight && now - r->last > RATE_STALE_NS) {
 		/* Requests that never ended (a failed storage read). */
 		r->inflight = 0;
+		r->out = 0;
 		r->busy = r->bytes = 0;
 	}
 	if (!r->inflight++)
 		r->since = now;
+	r->out += len;
 	if (!r->last)
 		r->last = now;
 }
 
-/* Called with the lock held: the peers' diversions from the rates. */
-static void rebalance(struct dlc_peer *p)
-{
-	uint64_t s = p->rate[p->world].bps;
-	uint32_t i;
-
-	for (i = 0; i < p->world; i++) {
-		struct rate *r = &p->rate[i];
-
-		r->divert = 0;
-		if (p->balancing && s && r->bps && BAL_SLOWER * r->bps < s)
-			r->divert = (uint32_t)(16 - 16 * BAL_SLOWER * r->bps / s);
-		if (r->divert > BAL_MAX)
-			r->divert = BAL_MAX;
-	}
-}
-
 /*
- * Called with the lock held: a request to source @r ended with @bytes.
- * Called by finish_slot() (peer_service.c) and peer_offer() (peer.c).
+ * Called with the lock held: a request to source @r for @len bytes ended
+ * with @bytes delivered. Called by finish_slot() (peer_service.c) and
+ * peer_offer() (peer.c).
  */
-void peer_rate_end(struct dlc_peer *p, struct rate *r, uint64_t now,
+void peer_rate_end(struct rate *r, uint64_t now, uint64_t len,
 		   uint64_t bytes)
 {
 	uint64_t busy;
@@ -247,9 +234,11 @@ void peer_rate_end(struct dlc_peer *p, struct rate *r, uint64_t now,
 		return;
 	r->last = now;
 	r->bytes += bytes;
+	r->out -= len < r->out ? len : r->out;
 	if (!--r->inflight) {
 		r->busy += now - r->since;
 		r->since = now;
+		r->out = 0;
 	}
 	busy = r->busy + (r->inflight ? now - r->since : 0);
 	if (busy < RATE_WINDOW_NS)
@@ -258,7 +247,52 @@ void peer_rate_end(struct dlc_peer *p, struct rate *r, uint64_t now,
 	r->bps = r->bps ? r->bps - r->bps / 4 + bytes / 4 : bytes;
 	r->busy = r->bytes = 0;
 	r->since = now;
-	rebalance(p);
+}
+
+/*
+ * Called with the lock held: whether peer @owner is a straggler, measured
+ * BAL_SLOWER times slower than storage or than the mean of the other live
+ * peers measured (peer_int.h, "Lobster's balancing"); O(world). Called
+ * by peer_divert_locked() and peer_offer() (peer.c).
+ */
+int peer_slow_locked(const struct dlc_peer *p, uint32_t owner)
+{
+	uint64_t s = p->rate[p->world].bps, r = p->rate[owner].bps, sum = 0;
+	uint32_t i, n = 0;
+
+	if (!p->balancing || !r)
+		return 0;
+	if (s && BAL_SLOWER * r < s)
+		return 1;
+	for (i = 0; i < p->world; i++)
+		if (i != owner && i != p->rank && !p->dead[i] &&
+		    p->rate[i].bps) {
+			sum += p->rate[i].bps;
+			n++;
+		}
+	return n && BAL_SLOWER * r * n < sum;
+}
+
+/*
+ * Called with the lock held: whether sample @id, which peer @owner owns,
+ * is read from storage instead, by the sources' expected completion
+ * times (peer_int.h, "Lobster's balancing"); counted when it is. Called
+ * by peer_queue() (peer.c).
+ */
+int peer_divert_locked(struct dlc_peer *p, uint32_t owner, uint32_t id)
+{
+	struct rate *r = &p->rate[owner];
+	const struct rate *s = &p->rate[p->world];
+	double len = (double)p->size[id];
+
+	if (!s->bps || !peer_slow_locked(p, owner) ||
+	    r->inflight < BAL_PROBES ||
+	    ((double)s->out + len) / (double)s->bps >=
+	    ((double)r->out + len) / (double)r->bps)
+		return 0;
+	r->diverted++;
+	p->c.peer_diverted++;
+	return 1;
 }
 
 /*
@@ -270,7 +304,7 @@ void peer_to_storage(struct dlc_peer *p, uint32_t id)
 	if (p->to_origin[id])
 		return;
 	p->to_origin[id] = 1;
-	peer_rate_start(&p->rate[p->world], dlc_now_ns());
+	peer_rate_start(&p->rate[p->world], dlc_now_ns(), p->size[id]);
 }
 
 /*
@@ -286,9 +320,9 @@ void peer_log_rates(struct dlc_peer *p)
 	for (i = 0; i < p->world && n < sizeof(line) - 40; i++)
 		if (i != p->rank)
 			n += (size_t)snprintf(line + n, sizeof(line) - n,
-					      " %u: %.1f (%u/16 to storage)", i,
-					      (double)p->rate[i].bps / 1e6,
-					      p->rate[i].divert);
+					      " %u: %.1f (%llu reads to storage)",
+					      i, (double)p->rate[i].bps / 1e6,
+					      (unsigned long long)p->rate[i].diverted);
 	peer_log(p, DLC_LOG_INFO,
 		 "cluster: rates measured, MB/s: storage %.1f; peers%s",
 		 (double)p->rate[p->world].bps / 1e6, n ? line : " none");

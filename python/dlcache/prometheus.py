@@ -71,7 +71,7 @@ COUNTERS = {
     "cluster_pushed": "storage reads sent to their owner",
     "cluster_pushed_bytes": "bytes of storage reads sent to their owner",
     "cluster_admitted": "samples this rank's share took in",
-    "cluster_peer_diverted": "samples sent to storage: the owner measured slower",
+    "cluster_peer_diverted": "samples sent to storage: the owner a straggler, storage sooner",
     "node_guest_decodes": "samples guest threads decoded on the node group's other CPUs",
     "node_guest_reclaimed": "samples a starved guest held that the loader's own threads took back",
     "decode_starved_s": "seconds decoders waited for samples still being read, summed",

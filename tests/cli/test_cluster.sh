@@ -16,7 +16,8 @@
 #     (DLCACHE_CLUSTER_BALANCE=0): on a loaded machine a starved peer
 #     measures slower than storage and the balancing rightly sends its
 #     requests to storage (up to 12 of 80 a rank in an epoch under
-#     `taskset -c 1`), bytes that cluster-slow-link prints.
+#     `taskset -c 1`, with the fixed-share rule before the completion
+#     times), bytes that cluster-slow-link prints.
 #   - cluster-batches: each rank's batches are those of the same rank run
 #     alone without cluster mode (digests).
 #   - cluster-peer-killed: rank 3 killed (SIGKILL) in the middle of epoch
@@ -29,13 +30,15 @@
 #     storage bytes an epoch are within 5 % of N of the optimum (0) from
 #     the third epoch after they saw the death; the batches are the same.
 #   - cluster-slow-link: rank 3's link at 8 Mbit/s: the balancing (storage
-#     takes the requests a slow peer would answer later) against it off
+#     takes the reads a straggler would complete later) against it off
 #     (DLCACHE_CLUSTER_BALANCE=0), printed; the steady epochs are no
 #     longer with it (at most 1.1x), no slow peer is taken for dead, and
 #     the batches are the same.
 #   - mpi-release/*, mpi-asan/*: the peer protocol's boundaries, two ranks
 #     on this host, no root needed (tests/unit/test_cluster.c built with
-#     MPI=1, next to $DLCACHECTL_MPI); ONLY_MPI=1 runs these alone.
+#     MPI=1, next to $DLCACHECTL_MPI); mpi-balance-*/*: the balancing's
+#     rule (tests/unit/test_balance.c, the same builds); ONLY_MPI=1 runs
+#     these alone.
 # Root only (namespaces, loop device, cgroups). Needs dlcachectl built with
 # MPI=1 ($DLCACHECTL_MPI; make check builds it as BUILD/mpi/dlcachectl).
 #
@@ -56,6 +59,17 @@ if ! command -v mpirun > /dev/null; then
 	skip test_cluster "no mpirun (Debian's openmpi-bin)"
 	finish
 fi
+
+# judge NAME RC LOG: a unit test program's lines as NAME/SUB, and a
+# failure when it failed or exited non-zero; LOG removed.
+judge() {
+	sed -nE "s#^(ok|FAIL|skip) +#\1 $1/#p" "$3"
+	if [ "$2" -ne 0 ] || grep -q '^FAIL' "$3"; then
+		fail "$1: exit $2"
+		grep -E '^(FAIL: |==[0-9]+==ERROR|    #[0-9] )' "$3" | head -n 30 | sed 's/^/  | /'
+	fi
+	rm -f "$3"
+}
 
 # ---- the peer protocol's boundaries: two ranks on this host ----
 # test_cluster built with MPI=1 (release and ASan; make check builds both
@@ -80,13 +94,19 @@ for flavour in release asan asan-vader asan-tcp; do
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 timeout -k 5 110 \
 		mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 \
 		"${btl[@]}" "$t" > "$log" 2>&1
-	rc=$?
-	sed -nE "s#^(ok|FAIL|skip) #\1 mpi-$flavour/#p" "$log"
-	if [ $rc -ne 0 ] || grep -q '^FAIL' "$log"; then
-		fail "mpi-$flavour: exit $rc"
-		grep -E '^(FAIL: |==[0-9]+==ERROR|    #[0-9] )' "$log" | head -n 30 | sed 's/^/  | /'
+	judge "mpi-$flavour" $? "$log"
+done
+# The balancing's rule, fed rates and queues (tests/unit/test_balance.c,
+# MPI=1 builds), as mpi-balance-FLAVOUR/NAME.
+for flavour in release asan; do
+	t=$(dirname "$mctl")/$flavour/tests/test_balance
+	if [ ! -x "$t" ]; then
+		fail "mpi-balance-$flavour: no $t (make MPI=1 BUILD=$(dirname "$mctl") $t)"
+		continue
 	fi
-	rm -f "$log"
+	log=$(mktemp)
+	ASAN_OPTIONS=detect_leaks=1 timeout -k 5 60 "$t" > "$log" 2>&1
+	judge "mpi-balance-$flavour" $? "$log"
 done
 [ -n "${ONLY_MPI:-}" ] && finish
 
