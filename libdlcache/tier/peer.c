@@ -332,6 +332,33 @@ uint32_t dlc_peer_owner(const struct dlc_peer *p, uint32_t id)
 /* ---- open and close ---- */
 
 /*
+ * p->sink_block (peer_int.h): made once here, so that dropping a message
+ * never allocates, nor waits. Its entries overlap, which is outside what
+ * MPI defines for a receive; Open MPI unpacks a type that is not
+ * contiguous through its convertor, entry by entry, on every transport
+ * (test_cluster.sh sends oversized messages over vader and over tcp).
+ */
+static int sink_block(struct dlc_peer *p)
+{
+	MPI_Datatype block;
+	int ret;
+
+	if (MPI_Type_contiguous(SINK_BYTES, MPI_BYTE, &block) != MPI_SUCCESS)
+		return -ENOMEM;
+	ret = MPI_Type_create_resized(block, 0, 0, &p->sink_block);
+	MPI_Type_free(&block);
+	if (ret != MPI_SUCCESS) {
+		p->sink_block = MPI_DATATYPE_NULL;
+		return -ENOMEM;
+	}
+	if (MPI_Type_commit(&p->sink_block) != MPI_SUCCESS) {
+		MPI_Type_free(&p->sink_block);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
  * The job's communicator, duplicated: collective, so a rank that never
  * comes (it failed before, or died) would hang the others in
  * MPI_Comm_dup(). MPI_Comm_idup() with a deadline instead; the request of
@@ -367,6 +394,10 @@ static int dup_world(struct dlc_peer *p)
 	p->comm = *comm;
 	free(comm);
 	MPI_Comm_set_errhandler(p->comm, MPI_ERRORS_RETURN);
+	if (sink_block(p)) {
+		MPI_Comm_free(&p->comm);
+		return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -428,6 +459,9 @@ static void free_comm(struct dlc_peer *p)
 
 	sigpipe_block(&g);
 	MPI_Comm_free(&p->comm);
+	/* A receive still posted keeps its own reference to the type. */
+	if (p->sink_block != MPI_DATATYPE_NULL)
+		MPI_Type_free(&p->sink_block);
 	sigpipe_unblock(&g);
 }
 
@@ -477,6 +511,7 @@ int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
 	p->timeout_ns = (uint64_t)(o->timeout_ms ? o->timeout_ms : 2000) *
 			1000000ULL;
 	p->comm = MPI_COMM_NULL;
+	p->sink_block = MPI_DATATYPE_NULL;
 	p->owner = malloc(sizeof(*p->owner) * p->n);
 	p->home = malloc(sizeof(*p->home) * p->n);
 	p->placed = malloc(sizeof(*p->placed) * p->n);

@@ -186,6 +186,12 @@ struct dlc_peer {
 	uint64_t *max_owned;	/* per rank: its largest sample's bytes */
 	uint64_t max_size;	/* the index's largest sample's bytes */
 	MPI_Comm comm;
+	/*
+	 * SINK_BYTES of MPI_BYTE with an extent of 0, made with the comm: a
+	 * message of any length is received into the sink as a count of
+	 * these, each at the sink's start (sink_recv(), peer_service.c).
+	 */
+	MPI_Datatype sink_block;
 	pthread_t thread;
 	int thread_started;
 	/*
@@ -247,7 +253,7 @@ struct dlc_peer {
 	uint32_t pushing;	/* TAG_PUT sends in ops */
 	uint8_t *bye;		/* per peer: it said TAG_BYE */
 	uint64_t heard;		/* ns: the last message from a peer */
-	/* What a refused message is received into, whole (sink_type()). */
+	/* What a dropped message is received into, whole (sink_recv()). */
 	char sink[SINK_BYTES];
 };
 

@@ -312,65 +312,60 @@ static int size_allowed(const struct dlc_peer *p, int src, int tag,
 }
 
 /*
- * A message received whole into @p->sink, whatever its length: @count
- * bytes as blocks of SINK_BYTES and the rest, every one at the sink's
- * start. A message must never be received into a buffer smaller than it:
- * Open MPI 4.1's TCP transport writes a fragment's whole length into the
- * posted buffer whatever count was posted (a heap overflow past a small
- * buffer, SIGSEGV on a guard page), and its shared-memory transport
- * (vader, single copy) reads it all. Entries that overlap are outside
- * what MPI defines for a receive; Open MPI unpacks a type that is not
- * contiguous through its convertor, entry by entry, on every transport,
- * and test_cluster.sh sends the oversized messages over vader and over
- * tcp. The type is freed once the receive is posted (MPI keeps it).
+ * Room for one more op, growing the array if it must: 0 when there is
+ * none (no memory). Called before a message is matched, so that a
+ * matched message always has an op to be received by.
  */
-static int sink_type(int count, MPI_Datatype *out)
+static int op_room(struct dlc_peer *p)
 {
-	MPI_Datatype blocks, types[2];
-	int lens[2] = { 1, count % SINK_BYTES };
-	MPI_Aint at[2] = { 0, 0 };
-	int ret;
+	struct op *o;
+	uint32_t cap;
 
-	if (MPI_Type_create_hvector(count / SINK_BYTES, SINK_BYTES, 0,
-				    MPI_BYTE, &blocks) != MPI_SUCCESS)
-		return -ENOMEM;
-	types[0] = blocks;
-	types[1] = MPI_BYTE;
-	ret = MPI_Type_create_struct(2, lens, at, types, out);
-	MPI_Type_free(&blocks);
-	if (ret != MPI_SUCCESS)
-		return -ENOMEM;
-	if (MPI_Type_commit(out) != MPI_SUCCESS) {
-		MPI_Type_free(out);
-		return -ENOMEM;
-	}
-	return 0;
+	if (p->nops < p->ops_cap)
+		return 1;
+	cap = p->ops_cap ? 2 * p->ops_cap : 64;
+	o = realloc(p->ops, sizeof(*o) * cap);
+	if (!o)
+		return 0;
+	p->ops = o;
+	p->ops_cap = cap;
+	return 1;
 }
 
-/* Consume the message @msg of @count bytes into the sink, waiting: a last resort. */
-static void drain(struct dlc_peer *p, MPI_Message *msg, int count)
+/*
+ * The matched message @msg of @count bytes from @src, received whole into
+ * @p->sink and dropped, as op @o (OP_DROP, under the usual deadline): a
+ * count of p->sink_block covering @count, every block at the sink's
+ * start. A message must never be received into a buffer smaller than it:
+ * Open MPI 4.1's TCP transport writes a fragment's whole length into a
+ * contiguous buffer posted, whatever count was posted (a heap overflow
+ * past a small buffer, SIGSEGV on a guard page), and its shared-memory
+ * transport (vader, single copy) reads it all. Nothing here allocates or
+ * waits.
+ */
+static void sink_recv(struct dlc_peer *p, struct op *o, MPI_Message *msg,
+		      int src, int count)
 {
-	MPI_Datatype t;
+	int blocks = count > 0 ?
+		     (int)(((int64_t)count + SINK_BYTES - 1) / SINK_BYTES) : 0;
 
-	if (count <= 0) {
-		MPI_Mrecv(p->sink, 0, MPI_BYTE, msg, MPI_STATUS_IGNORE);
-	} else if (!sink_type(count, &t)) {
-		MPI_Mrecv(p->sink, 1, t, msg, MPI_STATUS_IGNORE);
-		MPI_Type_free(&t);
-	}
+	o->tag = OP_DROP;
+	o->peer = src >= 0 && (uint32_t)src < p->world ? (uint32_t)src :
+		  p->rank;
+	o->deadline = p->heard + p->timeout_ns;
+	if (MPI_Imrecv(p->sink, blocks, p->sink_block, msg, &o->req) !=
+	    MPI_SUCCESS)
+		p->nops--;
 }
 
 /*
  * A message the protocol has no room for: received whole into the sink
- * (sink_type()), never allocated at its size; counted, logged once.
+ * (sink_recv()), never allocated at its size; counted, logged once.
+ * Called with room for an op (op_room()).
  */
 static void refuse(struct dlc_peer *p, MPI_Message *msg, int src, int tag,
 		   int count)
 {
-	struct op *o = op_add(p);
-	MPI_Datatype t;
-	int ret;
-
 	pthread_mutex_lock(&p->lock);
 	p->c.rejected++;
 	if (!p->said_rejected++)
@@ -378,24 +373,7 @@ static void refuse(struct dlc_peer *p, MPI_Message *msg, int src, int tag,
 			 "cluster: a message from rank %d of tag %d announced %d bytes, not what the protocol allows for it: dropped unread (counted; not logged again)",
 			 src, tag, count);
 	pthread_mutex_unlock(&p->lock);
-	if (!o || (count > 0 && sink_type(count, &t))) {
-		if (o)
-			p->nops--;
-		drain(p, msg, count);
-		return;
-	}
-	o->tag = OP_DROP;
-	o->peer = src >= 0 && (uint32_t)src < p->world ? (uint32_t)src :
-		  p->rank;
-	o->deadline = p->heard + p->timeout_ns;
-	if (count > 0) {
-		ret = MPI_Imrecv(p->sink, 1, t, msg, &o->req);
-		MPI_Type_free(&t);
-	} else {
-		ret = MPI_Imrecv(p->sink, 0, MPI_BYTE, msg, &o->req);
-	}
-	if (ret != MPI_SUCCESS)
-		p->nops--;
+	sink_recv(p, op_add(p), msg, src, count);
 }
 
 /* Take what arrived off the wire: 1 when something did. */
@@ -409,6 +387,9 @@ static int receive(struct dlc_peer *p)
 		struct op *o;
 		int flag = 0, count = -1;
 
+		/* No memory for an op: the messages wait in MPI meanwhile. */
+		if (!op_room(p))
+			break;
 		if (MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, p->comm, &flag,
 				&msg, &st) != MPI_SUCCESS || !flag) {
 			beat(p);
@@ -426,14 +407,11 @@ static int receive(struct dlc_peer *p)
 			beat(p);
 			continue;
 		}
-		o = op_add(p);
-		if (o)
-			o->b = dlc_buf_alloc(count > 0 ? (size_t)count : 1);
-		if (!o || !o->b) {
-			/* Consume it anyway, into the sink. */
-			if (o)
-				p->nops--;
-			drain(p, &msg, count);
+		o = op_add(p);	/* op_room() above: never NULL */
+		o->b = dlc_buf_alloc(count > 0 ? (size_t)count : 1);
+		if (!o->b) {
+			/* No memory for its bytes: consumed anyway, dropped. */
+			sink_recv(p, o, &msg, st.MPI_SOURCE, count);
 			beat(p);
 			continue;
 		}
