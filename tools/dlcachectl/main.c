@@ -2,6 +2,7 @@
 /*
  * dlcachectl: generate, index, benchmark and inspect dlcache data sets.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -41,6 +42,21 @@ static void usage(FILE *f)
 		"'dlcachectl --version' prints the version.\n");
 }
 
+/*
+ * The command's output written out before exit() runs the library's exit
+ * handlers (cluster mode's MPI_Finalize() waits for every rank, a hung one
+ * too), and a failed write (a full disk) an error, not a lost report.
+ */
+static int flushed(int rc)
+{
+	if (fflush(stdout)) {
+		fprintf(stderr, "dlcachectl: writing the output: %s\n",
+			strerror(errno));
+		return rc ? rc : 1;
+	}
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	size_t i;
@@ -58,7 +74,7 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(argv[1], commands[i].name))
-			return commands[i].fn(argc - 1, argv + 1);
+			return flushed(commands[i].fn(argc - 1, argv + 1));
 	fprintf(stderr, "dlcachectl: unknown command '%s' (try --help)\n", argv[1]);
 	return EXIT_USAGE;
 }
