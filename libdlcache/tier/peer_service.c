@@ -88,19 +88,34 @@ static void mark_dead(struct dlc_peer *p, uint32_t peer, const char *what)
 	}
 }
 
+/*
+ * Room for one more op, growing the array if it must: 0 when there is
+ * none (no memory). Called before a message is matched, so that a
+ * matched message always has an op to be received by.
+ */
+static int op_room(struct dlc_peer *p)
+{
+	struct op *o;
+	uint32_t cap;
+
+	if (p->nops < p->ops_cap)
+		return 1;
+	cap = p->ops_cap ? 2 * p->ops_cap : 64;
+	o = realloc(p->ops, sizeof(*o) * cap);
+	if (!o)
+		return 0;
+	p->ops = o;
+	p->ops_cap = cap;
+	return 1;
+}
+
+/* A new op, zeroed; NULL when there is no room for one (no memory). */
 static struct op *op_add(struct dlc_peer *p)
 {
 	struct op *o;
 
-	if (p->nops == p->ops_cap) {
-		uint32_t cap = p->ops_cap ? 2 * p->ops_cap : 64;
-
-		o = realloc(p->ops, sizeof(*o) * cap);
-		if (!o)
-			return NULL;
-		p->ops = o;
-		p->ops_cap = cap;
-	}
+	if (!op_room(p))
+		return NULL;
 	o = &p->ops[p->nops++];
 	memset(o, 0, sizeof(*o));
 	o->req = MPI_REQUEST_NULL;
@@ -309,27 +324,6 @@ static int size_allowed(const struct dlc_peer *p, int src, int tag,
 		return n == 0;
 	}
 	return 0;
-}
-
-/*
- * Room for one more op, growing the array if it must: 0 when there is
- * none (no memory). Called before a message is matched, so that a
- * matched message always has an op to be received by.
- */
-static int op_room(struct dlc_peer *p)
-{
-	struct op *o;
-	uint32_t cap;
-
-	if (p->nops < p->ops_cap)
-		return 1;
-	cap = p->ops_cap ? 2 * p->ops_cap : 64;
-	o = realloc(p->ops, sizeof(*o) * cap);
-	if (!o)
-		return 0;
-	p->ops = o;
-	p->ops_cap = cap;
-	return 1;
 }
 
 /*

@@ -285,8 +285,9 @@ int peer_divert_locked(struct dlc_peer *p, uint32_t owner, uint32_t id)
 	const struct rate *s = &p->rate[p->world];
 	double len = (double)p->size[id];
 
-	if (!s->bps || !peer_slow_locked(p, owner) ||
-	    r->inflight < BAL_PROBES ||
+	/* The straggler test, O(world), after the cheap ones. */
+	if (!s->bps || r->inflight < BAL_PROBES ||
+	    !peer_slow_locked(p, owner) ||
 	    ((double)s->out + len) / (double)s->bps >=
 	    ((double)r->out + len) / (double)r->bps)
 		return 0;
