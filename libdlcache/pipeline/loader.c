@@ -48,7 +48,9 @@
 #include "loader_int.h"
 #include "readahead.h"
 #include "peer.h"
+#include "proc.h"
 #include "stage.h"
+#include "status.h"
 #include "tier.h"
 
 struct worker_arg {
@@ -136,6 +138,18 @@ static void track_busy(struct dlc_loader *l)
 	pthread_mutex_unlock(&l->lock);
 }
 
+/* The I/O thread, not holding l->lock: the status file, when due. */
+static void loader_status_tick(struct dlc_loader *l)
+{
+	uint64_t now = dlc_now_ns();
+	struct dlc_stats st;
+
+	if (!dlc_status_due(l->status, now))
+		return;
+	dlc_loader_stats(l, &st, sizeof(st));
+	dlc_status_write(l->status, &st, dlc_loader_backend(l), now);
+}
+
 static void *io_main(void *arg)
 {
 	struct dlc_loader *l = arg;
@@ -204,6 +218,7 @@ static void *io_main(void *arg)
 			progressed = 1;
 		}
 
+		loader_status_tick(l);
 		pthread_mutex_lock(&l->lock);
 		/* This cycle's round offered the forms a run's end waits on. */
 		if (l->settling && (!l->forms || !l->forms->qlen))
@@ -571,6 +586,8 @@ void dlc_loader_destroy(struct dlc_loader *l)
 	/* No blocking read of a thread waits on the storage any more. */
 	dlc_source_cancel(l->src);
 	stop_threads(l);
+	/* After the I/O thread, its writer. */
+	dlc_status_close(l->status);
 	loader_node_leave(l);
 	/* Samples still queued hold buffer references. */
 	for (i = 0; i < l->qlen; i++)
@@ -611,6 +628,30 @@ void dlc_loader_destroy(struct dlc_loader *l)
 	pthread_cond_destroy(&l->ready_cv);
 	pthread_cond_destroy(&l->idle_cv);
 	free(l);
+}
+
+/* This loader's status file (status.h), best effort: l->status or NULL. */
+static void status_setup(struct dlc_loader *l)
+{
+	struct dlc_status_info *info = calloc(1, sizeof(*info));
+
+	if (!info)
+		return;
+	info->uid = (uint32_t)geteuid();
+	info->pid = (uint32_t)getpid();
+	info->start = dlc_proc_start(info->pid);
+	info->created_ns = dlc_now_ns();
+	info->backend = dlc_loader_backend(l);
+	info->decode_threads = l->ndecode;
+	info->queue_depth = l->cfg.queue_depth;
+	info->batch_size = l->cfg.batch_size;
+	info->rank = l->cfg.rank;
+	info->world = l->cfg.world;
+	info->cluster = !!l->peer;
+	snprintf(info->source, sizeof(info->source), "%s",
+		 dlc_index_root(l->idx));
+	l->status = dlc_status_open(info, &l->log);
+	free(info);
 }
 
 /* The batch slots' per-sample arrays and their shape. 0 or -ENOMEM. */
@@ -844,6 +885,7 @@ int dlc_loader_create(const struct dlc_config *ucfg,
 		dlc_logf(&l->log, DLC_LOG_INFO,
 			 "forms: this cache keeps no decoded forms (cluster mode, or dlcache.ko without DLCACHE_FEAT_FORMS); encoded bytes only, the exact pixels all the same");
 
+	status_setup(l);
 	ret = threads_start(l);
 	if (ret)
 		goto err;

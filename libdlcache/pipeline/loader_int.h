@@ -161,6 +161,8 @@ struct dlc_loader {
 	uint32_t ndecode;
 	/* Node sharing (guest.c): the group, NULL without; guests to start. */
 	struct dlc_node_share *node;
+	/* Made by create, closed by destroy; written by the I/O thread. */
+	struct dlc_status *status;
 	uint32_t nguest;
 	/* Node sharing: each guest's place, nguest of them (guest.c). */
 	struct guest_seat *seats;

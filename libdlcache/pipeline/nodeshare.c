@@ -19,6 +19,7 @@
 
 #include "internal.h"
 #include "nodeshare.h"
+#include "proc.h"
 
 #define NODE_MAGIC	0x6e636c64U	/* "dlcn" */
 #define NODE_VERSION	1U
@@ -69,48 +70,15 @@ int dlc_node_name_check(const char *name)
 	return 0;
 }
 
-/* Process @pid's start time (field 22 of /proc/PID/stat), 0 if gone. */
-static uint64_t proc_start(uint32_t pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long start;
-	ssize_t n;
-	int fd, i;
-
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	/* The command name may hold anything: fields count from its ')'. */
-	p = strrchr(buf, ')');
-	if (!p)
-		return 0;
-	/* p + 2 is field 3 (state); field 22 is 19 fields on. */
-	p += 2;
-	for (i = 0; i < 19 && p; i++) {
-		p = strchr(p, ' ');
-		if (p)
-			p++;
-	}
-	if (!p || sscanf(p, "%llu", &start) != 1)
-		return 0;
-	return start;
-}
-
 /* Whether the loader of slot @s (pid @pid) is still there. */
 static int slot_live(struct node_slot *s, uint32_t pid)
 {
 	uint64_t start = __atomic_load_n(&s->start, __ATOMIC_ACQUIRE);
 
-	if (kill((pid_t)pid, 0) && errno == ESRCH)
-		return 0;
 	/* A start of 0 is a slot being filled in: live. */
-	return !start || proc_start(pid) == start;
+	if (!start)
+		return pid <= INT32_MAX && !(kill((pid_t)pid, 0) && errno == ESRCH);
+	return dlc_proc_live(pid, start);
 }
 
 /* Free slot @s if it still holds @pid. */
@@ -256,7 +224,7 @@ static int seg_map(struct dlc_node_share *ns, int fd)
 static int slot_take(struct dlc_node_share *ns, const cpu_set_t *cpus)
 {
 	struct node_seg *seg = ns->seg;
-	uint64_t start = proc_start(ns->pid);
+	uint64_t start = dlc_proc_start(ns->pid);
 	uint32_t i, w, c;
 
 	memset(ns->cpus, 0, sizeof(ns->cpus));

@@ -319,4 +319,45 @@ err=$("$ctl" bench "$tmp/ds.idx" --root "$tmp/nope" 2>&1 >/dev/null); rc=$?
 mv "$tmp/ds-moved" "$tmp/ds" || fail "mv back"
 end
 
+begin watch-loaders
+# Each loader publishes its status (libdlcache/pipeline/status.h); watch
+# --loaders lists it without dlcache.ko: its pid, its data set, images
+# handed out. A finished loader leaves no file; a killed one's is removed
+# by the next watch of its user; DLCACHE_STATUS=0 publishes nothing.
+shm_of() { ls /dev/shm/dlcache-loader-"$(id -u)"-"$1"-* 2> /dev/null; }
+"$ctl" bench "$tmp/ds.idx" --epochs 1000 --batch-size 8 --size 32 \
+	--step-ms 5 > /dev/null 2>&1 &
+bpid=$!
+for i in $(seq 1 100); do [ -n "$(shm_of $bpid)" ] && break; sleep 0.05; done
+[ -n "$(shm_of $bpid)" ] || fail "no status file for bench (pid $bpid)"
+out=$(DLCACHE_DEVICE=/nonexistent/dlcache "$ctl" watch --loaders --interval 0.6 --count 2); rc=$?
+[ $rc -eq 0 ] || fail "watch --loaders: exit $rc"
+line=$(echo "$out" | awk -v p=$bpid '$2 == p' | tail -n 1)
+echo "  $(echo "$out" | head -n 1)"
+echo "  $line"
+[ "$(echo "$out" | head -n 1 | awk '{print $1, $2, $5, $NF}')" = "time_s pid img/s source" ] ||
+	fail "watch --loaders: a header of time_s pid ... img/s ... source, got: $(echo "$out" | head -n 1)"
+[ "$(echo "$line" | awk '{print $NF}')" = "$tmp/ds" ] ||
+	fail "watch --loaders: no line for bench's pid $bpid on $tmp/ds: $out"
+/usr/bin/python3 -c 'import sys; assert float(sys.argv[1]) > 0' "$(echo "$line" | awk '{print $5}')" ||
+	fail "watch --loaders: bench handing out batches shows no img/s: $line"
+kill -9 $bpid; wait $bpid 2> /dev/null
+f=$(shm_of $bpid)
+[ -n "$f" ] || fail "a killed loader's file is gone before any watch"
+out=$("$ctl" watch --loaders --interval 0.1 --count 1)
+echo "$out" | awk -v p=$bpid '$2 == p' | grep -q . && fail "watch lists the killed loader $bpid"
+[ -z "$(shm_of $bpid)" ] || fail "watch left the killed loader's $f"
+"$ctl" bench "$tmp/ds.idx" --epochs 1 --batch-size 8 --size 32 > /dev/null 2>&1 &
+bpid=$!
+wait $bpid || fail "bench"
+[ -z "$(shm_of $bpid)" ] || fail "a finished bench left $(shm_of $bpid)"
+DLCACHE_STATUS=0 "$ctl" bench "$tmp/ds.idx" --epochs 1000 --batch-size 8 \
+	--size 32 --step-ms 5 > /dev/null 2>&1 &
+bpid=$!
+sleep 1
+[ -z "$(shm_of $bpid)" ] || fail "DLCACHE_STATUS=0: bench published $(shm_of $bpid)"
+kill -9 $bpid; wait $bpid 2> /dev/null
+expect_usage "watch --loaders with an argument" watch --loaders now
+end
+
 finish

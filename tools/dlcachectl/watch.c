@@ -10,6 +10,11 @@
  *
  * The device is opened for each snapshot and closed again at once, so a
  * running watch never keeps the module from being removed.
+ *
+ * The terminal view also shows the node's loaders, from their status
+ * files (watchloaders.h): what each one's controllers chose. --loaders
+ * shows only those, one line per loader per interval, and needs no
+ * module: loaders on the in-process cache publish theirs too.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -22,6 +27,7 @@
 
 #include "admin.h"
 #include "cli.h"
+#include "watchloaders.h"
 
 static volatile sig_atomic_t stop;
 
@@ -33,7 +39,7 @@ static void on_signal(int sig)
 
 static void help(void)
 {
-	printf("usage: dlcachectl watch [--interval S] [--count N]\n"
+	printf("usage: dlcachectl watch [--interval S] [--count N] [--loaders]\n"
 	       "\n"
 	       "A live view of the node's cache (/dev/dlcache), refreshed every\n"
 	       "interval until interrupted (Ctrl-C or SIGTERM: exit 0): hits/s,\n"
@@ -41,9 +47,15 @@ static void help(void)
 	       "from storage (the bytes of fills), MB/s served from the cache,\n"
 	       "evictions/s, cache use, globally and per data set. On a terminal\n"
 	       "the view is redrawn in place; otherwise one line per interval.\n"
+	       "The terminal view also lists this node's loaders (yours; root sees\n"
+	       "everyone's) with what their controllers chose: decode threads and\n"
+	       "guests, the I/O thread's decodes, the read-ahead budget, the forms\n"
+	       "regime, cluster reads sent to storage; and their rates.\n"
 	       "\n"
 	       "  --interval S   seconds between refreshes, 0.1..3600 (default 1)\n"
 	       "  --count N      stop after N refreshes (default: run until interrupted)\n"
+	       "  --loaders      the loaders only, one line each per refresh; needs no\n"
+	       "                 dlcache.ko (in-process loaders are listed too)\n"
 	       "  -h, --help     show this help\n");
 }
 
@@ -158,20 +170,73 @@ static void print_screen(const struct admin_snap *prev, const struct admin_snap 
 	fflush(stdout);
 }
 
+/* The view: its settings and the last two snapshots of each kind. */
+struct view {
+	int tty, loaders_only;
+	double interval;
+	uint64_t t0;
+	struct admin_snap prev, cur;
+	struct loader_snap lprev, lcur;
+};
+
+/* A snapshot of each kind the view shows: 0, or 1 after a failure (said). */
+static int view_take(struct view *v, struct admin_snap *s, struct loader_snap *ls)
+{
+	if (!v->loaders_only && snap(s))
+		return 1;
+	/* The loaders are extra: a /dev/shm we cannot read shows none. */
+	if (loader_snap_take(NULL, ls) && v->loaders_only) {
+		fail("watch", "cannot read the loaders' status files in /dev/shm");
+		return 1;
+	}
+	return 0;
+}
+
+/* What changed from v->prev to v->cur, in the view's form. */
+static void view_show(struct view *v)
+{
+	uint64_t now = v->loaders_only ? v->lcur.t_ns : v->cur.t_ns;
+	struct rates g;
+	double dt;
+
+	if (v->loaders_only) {
+		if (v->tty) {
+			printf("\033[H\033[J");
+			printf("dlcachectl watch --loaders, every %.1f s    (Ctrl-C quits)\n",
+			       v->interval);
+			loader_print_screen(&v->lprev, &v->lcur);
+		} else {
+			loader_print_lines(&v->lprev, &v->lcur,
+					   (double)(now - v->t0) / 1e9);
+		}
+		return;
+	}
+	dt = (double)(v->cur.t_ns - v->prev.t_ns) / 1e9;
+	if (dt <= 0)
+		dt = 1e-9;
+	rates_of(&v->prev.global, &v->cur.global, dt, &g);
+	if (v->tty) {
+		print_screen(&v->prev, &v->cur, &g, v->interval);
+		loader_print_screen(&v->lprev, &v->lcur);
+	} else {
+		print_line(&v->cur, &g, (double)(now - v->t0) / 1e9);
+	}
+}
+
 int cmd_watch(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "interval", required_argument, NULL, 'i' },
 		{ "count", required_argument, NULL, 'n' },
+		{ "loaders", no_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	struct admin_snap prev, cur;
+	int c, tty, rc = 0, loaders_only = 0;
 	struct sigaction sa;
 	double interval = 1.0;
 	uint64_t count = 0, n;
-	int c, tty, rc = 0;
-	uint64_t t0;
+	struct view v;
 	char *end;
 
 	optind = 1;
@@ -190,6 +255,9 @@ int cmd_watch(int argc, char **argv)
 				return usage_error("watch", "--count: want a number >= 1, got '%s'",
 						   optarg);
 			break;
+		case 'l':
+			loaders_only = 1;
+			break;
 		case 'h':
 			help();
 			return 0;
@@ -201,9 +269,12 @@ int cmd_watch(int argc, char **argv)
 	if (optind < argc)
 		return usage_error("watch", "unexpected argument '%s' (try --help)", argv[optind]);
 
-	if (snap(&prev))
+	memset(&v, 0, sizeof(v));
+	v.interval = interval;
+	v.loaders_only = loaders_only;
+	if (view_take(&v, &v.prev, &v.lprev))
 		return 1;
-	t0 = prev.t_ns;
+	v.t0 = loaders_only ? v.lprev.t_ns : v.prev.t_ns;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;	/* no SA_RESTART: the sleep ends */
@@ -212,40 +283,44 @@ int cmd_watch(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 
-	tty = isatty(STDOUT_FILENO);
+	tty = v.tty = isatty(STDOUT_FILENO);
 	if (tty) {
 		/* Alternate screen, cursor hidden: both undone below. */
 		printf("\033[?1049h\033[?25l\033[H\033[J");
 		printf("dlcachectl watch: first rates in %.1f s (Ctrl-C quits)\n", interval);
+	} else if (loaders_only) {
+		loader_print_header();
 	} else {
 		print_line_header();
 	}
 	fflush(stdout);
 
 	for (n = 0; !count || n < count; n++) {
-		struct rates g;
-		double dt;
+		struct loader_snap lt;
 
 		if (!nap(interval))
 			break;
-		if (snap(&cur)) {
+		if (view_take(&v, &v.cur, &v.lcur)) {
 			rc = 1;
 			break;
 		}
-		dt = (double)(cur.t_ns - prev.t_ns) / 1e9;
-		if (dt <= 0)
-			dt = 1e-9;
-		rates_of(&prev.global, &cur.global, dt, &g);
-		if (tty)
-			print_screen(&prev, &cur, &g, interval);
-		else
-			print_line(&cur, &g, (double)(cur.t_ns - t0) / 1e9);
+		view_show(&v);
 		if (fflush(stdout) && errno == EPIPE)
 			stop = 1;
-		admin_snap_free(&prev);
-		prev = cur;
+		if (!loaders_only) {
+			admin_snap_free(&v.prev);
+			v.prev = v.cur;
+			memset(&v.cur, 0, sizeof(v.cur));
+		}
+		/* Swapped: each keeps its array for the next snapshot. */
+		lt = v.lprev;
+		v.lprev = v.lcur;
+		v.lcur = lt;
 	}
-	admin_snap_free(&prev);
+	if (!loaders_only)
+		admin_snap_free(&v.prev);
+	loader_snap_free(&v.lprev);
+	loader_snap_free(&v.lcur);
 	if (tty) {
 		printf("\033[?25h\033[?1049l");
 		fflush(stdout);

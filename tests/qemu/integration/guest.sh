@@ -17,6 +17,9 @@ exec </dev/console >/dev/console 2>&1
 mount -t proc none /proc
 mount -t sysfs none /sys
 mount -t tmpfs none /tmp
+# Where loaders publish their status (dlcachectl watch --loaders), as on
+# a node.
+mkdir -p /dev/shm && mount -t tmpfs -o mode=1777 none /dev/shm
 mount -t debugfs none /sys/kernel/debug 2>/dev/null
 echo 20 > /proc/sys/kernel/hung_task_timeout_secs 2>/dev/null
 
@@ -443,8 +446,21 @@ kernel_run() {
 		else
 			result FAIL admin-watch "(exit $rc, want a header and 3 lines)"
 		fi
+
+		# The benches' loaders, from their status files: on the kernel
+		# backend, handing out images.
+		$CTL watch --loaders --interval 0.5 --count 2 > /tmp/wl.out 2> /tmp/wl.err
+		rc=$?
+		show /tmp/wl.out
+		show /tmp/wl.err
+		n=$(awk '$4 == "kernel" && $5 > 0' /tmp/wl.out | grep -c '')
+		if [ $rc -eq 0 ] && [ "$n" -ge 1 ]; then
+			result ok admin-watch-loaders
+		else
+			result FAIL admin-watch-loaders "(exit $rc, $n lines of a kernel loader handing out images)"
+		fi
 	else
-		for t in admin-datasets admin-stats-key rmmod-busy attach-wrong-count admin-watch; do
+		for t in admin-datasets admin-stats-key rmmod-busy attach-wrong-count admin-watch admin-watch-loaders; do
 			result skip $t "(the benches ended before the checks could run)"
 		done
 	fi
@@ -477,7 +493,7 @@ kernel_run() {
 
 data nokernel $NOKERNEL
 if [ "$NOKERNEL" = 1 ]; then
-	for t in kernel-bench admin-datasets admin-stats-key rmmod-busy attach-wrong-count admin-watch; do
+	for t in kernel-bench admin-datasets admin-stats-key rmmod-busy attach-wrong-count admin-watch admin-watch-loaders; do
 		result skip $t "(kernel backend not available)"
 	done
 else
