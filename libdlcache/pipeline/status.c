@@ -82,9 +82,18 @@ struct dlc_status *dlc_status_open(const struct dlc_status_info *info,
 			  0600);
 	if (fd < 0)
 		goto fail;
-	/* The umask may have taken bits of 0600 away; none may be added. */
-	if (fchmod(fd, 0600) || ftruncate(fd, sizeof(*f)))
+	/*
+	 * The umask may have taken bits of 0600 away; none may be added.
+	 * The pages are taken now: a store into a hole of a full tmpfs
+	 * would raise SIGBUS in the I/O thread, in the user's job.
+	 */
+	if (fchmod(fd, 0600))
 		goto fail_unlink;
+	err = posix_fallocate(fd, 0, sizeof(*f));
+	if (err) {
+		errno = err;
+		goto fail_unlink;
+	}
 	f = mmap(NULL, sizeof(*f), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (f == MAP_FAILED)
 		goto fail_unlink;
