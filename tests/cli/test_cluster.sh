@@ -390,7 +390,7 @@ balance_pair() {
 # steady_pct NAME: the storage bytes of an epoch, all ranks (the loaders'
 # count), in % of N, over epochs 2-3; the optimum is 0 (sum of caches N).
 # Not epoch 1: the ranks run apart, so there a sample is still asked of
-# its owner before the owner has read it (12-25 % of N, balanced or not).
+# its owner before the owner has read it (28-94 % of N in one run's four).
 steady_pct() {
 	$py -c 'import json, sys
 b = sum(sum(json.load(open("%s.%d" % (sys.argv[1], r)))["epochs"][e]["bytes_read"]
