@@ -11,6 +11,8 @@
 export PATH=/bin
 mount -t devtmpfs none /dev 2>/dev/null
 exec </dev/console >/dev/console 2>&1
+# QEMU_INIT_MARK (tests/qemu/lib.sh): the kernel got this far.
+echo "# init: started"
 mount -t proc none /proc
 mount -t sysfs none /sys
 mount -t debugfs none /sys/kernel/debug 2>/dev/null

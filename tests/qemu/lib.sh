@@ -11,6 +11,24 @@
 # them (stop 37: qemu-debug-int never reached /init in 1500 s).
 QEMU_APPEND_BASE="console=ttyS0 panic=-1 quiet loglevel=3 log_buf_len=4M rdinit=/init acpi=noirq"
 
+# The line the guests' /init prints first (tests/qemu/init.sh,
+# tests/qemu/nvme/guest.sh).
+QEMU_INIT_MARK="# init: started"
+
+# qemu_died_before_init LOG: whether the guest's kernel oopsed or panicked
+# before its /init printed QEMU_INIT_MARK, that is before any code of
+# dlcache's was loaded: the platform failed, and the suite boots once
+# more, saying so. Seen at stop 60 in 2 of 3 fresh checks on a loaded
+# host: an int3 Oops at a sched_clock static branch site being patched
+# (sched_clock_cpu+0x9, sched_clock_idle_wakeup_event+0x5), 6.12 under
+# TCG with 2 vCPUs, 1.3-1.8 s into boot. The first such line goes to
+# $QEMU_EARLY_WHY.
+qemu_died_before_init() {
+	grep -qxF "$QEMU_INIT_MARK" "$1" && return 1
+	QEMU_EARLY_WHY=$(grep -m1 -E 'Oops|Kernel panic|BUG:|general protection' "$1")
+	[ -n "$QEMU_EARLY_WHY" ]
+}
+
 # qemu_console LOG: the guest's serial console (stdin) without its
 # carriage returns, to LOG and stdout, a line at a time, so that the log
 # shows a run as it goes rather than in 4 KiB steps.

@@ -17,6 +17,8 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs dev /dev
 exec < /dev/console > /dev/console 2>&1
+# QEMU_INIT_MARK (tests/qemu/lib.sh): the kernel got this far.
+echo "# init: started"
 mount -t tmpfs tmp /tmp
 CTL=/bin/dlcachectl
 arg() { tr ' ' '\n' < /proc/cmdline | sed -n "s/^dlcnv\.$1=//p"; }
