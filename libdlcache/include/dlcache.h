@@ -1130,6 +1130,16 @@ struct dlc_stats {
 	uint64_t forms_bytes;
 	uint64_t form_saved_ns;
 	uint64_t forms_regime;
+	/*
+	 * Cluster mode's backups (Documentation/cluster.md): reads of a
+	 * straggler's samples asked of the sample's backup rank instead, those
+	 * it answered with the bytes, and the bytes this rank holds as the
+	 * backup of others' samples (a level, in the room its cache_bytes has
+	 * beyond the share it owns).
+	 */
+	uint64_t cluster_backup_asked;
+	uint64_t cluster_backup_hits;
+	uint64_t cluster_backup_used;
 };
 
 /*

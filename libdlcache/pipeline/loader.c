@@ -219,6 +219,11 @@ static void *io_main(void *arg)
 		}
 
 		loader_status_tick(l);
+		if (l->peer)
+			dlc_peer_observe(l->peer, dlc_now_ns(),
+					 __atomic_load_n(&l->stats.decode_starved_ns,
+							 __ATOMIC_RELAXED),
+					 l->ndecode);
 		pthread_mutex_lock(&l->lock);
 		/* This cycle's round offered the forms a run's end waits on. */
 		if (l->settling && (!l->forms || !l->forms->qlen))
@@ -1105,6 +1110,9 @@ int dlc_loader_stats(struct dlc_loader *l, struct dlc_stats *out, size_t size)
 		st.cluster_capacity = pc.capacity;
 		st.cluster_dead_peers = pc.dead_peers;
 		st.cluster_peer_diverted = pc.peer_diverted;
+		st.cluster_backup_asked = pc.backup_asked;
+		st.cluster_backup_hits = pc.backup_hits;
+		st.cluster_backup_used = pc.backup_used;
 	}
 	/* A newer caller's counters we do not know read as zero. */
 	memcpy(out, &st, size < sizeof(st) ? size : sizeof(st));

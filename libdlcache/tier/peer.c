@@ -114,13 +114,17 @@ static int peer_queue(void *tier, struct dlc_reader *r, uint32_t id,
 	struct dlc_peer *p = tier;
 	struct dlc_buf *b = NULL;
 	struct request_slot *s = NULL;
-	uint32_t owner, i;
+	uint32_t owner, to, i;
 
 	if (id >= p->n)
 		return 0;
 	owner = peer_owner(p, id);
 	pthread_mutex_lock(&p->lock);
-	if (owner == p->rank) {
+	to = owner;
+	if (owner != p->rank && !p->dead[owner] && !p->stopping && !p->stuck)
+		to = peer_route_locked(p, owner, id);
+	if (to == p->rank) {
+		/* Ours, or our backup copy (the route takes it only held). */
 		if (p->share[id])
 			b = dlc_buf_get(p->share[id]);
 		else
@@ -128,12 +132,7 @@ static int peer_queue(void *tier, struct dlc_reader *r, uint32_t id,
 		pthread_mutex_unlock(&p->lock);
 		return b && !dlc_reader_queue_buf(r, b, tag);
 	}
-	if (p->dead[owner] || p->stopping || p->stuck) {
-		peer_to_storage(p, id);
-		pthread_mutex_unlock(&p->lock);
-		return 0;
-	}
-	if (peer_divert_locked(p, owner, id)) {
+	if (to == NO_RANK || p->dead[owner] || p->stopping || p->stuck) {
 		peer_to_storage(p, id);
 		pthread_mutex_unlock(&p->lock);
 		return 0;
@@ -151,7 +150,7 @@ static int peer_queue(void *tier, struct dlc_reader *r, uint32_t id,
 	}
 	s->state = REQ_TAKEN;
 	s->id = id;
-	s->peer = owner;
+	s->peer = to;
 	s->tag = tag & ~DLC_TIER_TAG_MASK;
 	s->seq = (++p->gen * p->nslots) + (uint32_t)(s - p->slot);
 	s->buf = NULL;
@@ -168,7 +167,7 @@ static int peer_queue(void *tier, struct dlc_reader *r, uint32_t id,
 	}
 	pthread_mutex_lock(&p->lock);
 	s->state = REQ_NEW;
-	peer_rate_start(&p->rate[owner], dlc_now_ns(), p->size[id]);
+	peer_rate_start(&p->rate[to], dlc_now_ns(), p->size[id]);
 	p->kick = 1;
 	pthread_cond_signal(&p->cv);
 	pthread_mutex_unlock(&p->lock);
@@ -225,10 +224,13 @@ static int peer_served(void *tier, uint32_t id, struct dlc_read_done *d)
 	if (err == -EBADMSG && !s)
 		peer_drop_share_locked(p, id, d->buf);
 	if (!err) {
-		p->ours[id] = 1;
+		p->ours[id] = s && from == peer_owner(p, id) ? OURS_OWNER :
+							       OURS_TIER;
 		if (s) {
 			p->c.peer_hits++;
 			p->c.peer_bytes += d->buf->len;
+			if (from != peer_owner(p, id))
+				p->c.backup_hits++;
 		} else {
 			p->c.local_hits++;
 			p->c.local_bytes += d->buf->len;
@@ -246,39 +248,78 @@ static int peer_served(void *tier, uint32_t id, struct dlc_read_done *d)
 	return err;
 }
 
+/*
+ * Called with the lock held: queue storage's bytes @b of sample @id to
+ * rank @to (its owner, or its backup), when the queue has room.
+ */
+static void push_locked(struct dlc_peer *p, uint32_t id, uint32_t to,
+			struct dlc_buf *b)
+{
+	if (p->stopping || p->stuck || p->plen >= PUSHES ||
+	    p->pbytes + b->len > PUSH_BYTES || b->len != p->size[id])
+		return;
+	p->push[(p->phead + p->plen++) % PUSHES] =
+		(struct push){ id, to, dlc_buf_get(b) };
+	p->pbytes += b->len;
+	p->kick = 1;
+	pthread_cond_signal(&p->cv);
+}
+
+/*
+ * Called with the lock held: a straggler's bytes @b of sample @id, for
+ * its backup @backup: kept here when this rank is it (@ok: checked),
+ * else sent, when the backup has room and is measured faster than
+ * @owner (peer_backup_faster_locked()).
+ */
+static void to_backup_locked(struct dlc_peer *p, uint32_t id, uint32_t owner,
+			     uint32_t backup, struct dlc_buf *b, int ok)
+{
+	if (backup == p->rank)
+		peer_admit_locked(p, id, b, ok);
+	else if (peer_backup_faster_locked(p, owner, backup) &&
+		 !p->peer_no_spare[backup])
+		push_locked(p, id, backup, b);
+}
+
 static void peer_offer(void *tier, uint32_t id, struct dlc_buf *b)
 {
 	struct dlc_peer *p = tier;
-	uint32_t owner;
+	uint32_t owner, backup;
 	int ok = 0;
 
 	if (id >= p->n)
 		return;
 	owner = peer_owner(p, id);
+	backup = peer_backup(p, id, owner);
 	/* Outside the lock: a CRC (memoised when the reader checked it). */
-	if (owner == p->rank)
+	if (owner == p->rank || backup == p->rank)
 		ok = peer_sample_ok(p, id, b);
 	pthread_mutex_lock(&p->lock);
+	/* Under the lock: a rank may have died since. */
+	backup = peer_backup(p, id, owner);
 	if (p->to_origin[id]) {
 		p->to_origin[id] = 0;
 		peer_rate_end(&p->rate[p->world], dlc_now_ns(), p->size[id],
 			      b->len);
 	}
-	if (p->ours[id]) {
+	if (p->ours[id] == OURS_TIER) {
 		/* The bytes came from this tier, not storage. */
 		p->ours[id] = 0;
+	} else if (p->ours[id] == OURS_OWNER) {
+		/* From the owner: its backup may want them, if it straggles. */
+		p->ours[id] = 0;
+		if (owner != p->rank && !p->dead[owner] &&
+		    peer_slow_locked(p, owner))
+			to_backup_locked(p, id, owner, backup, b, ok);
 	} else if (owner == p->rank) {
 		peer_admit_locked(p, id, b, ok);
-	} else if (!p->dead[owner] && !p->peer_full[owner] &&
-		   !peer_slow_locked(p, owner) && !p->stopping && !p->stuck &&
-		   p->plen < PUSHES &&
-		   p->pbytes + b->len <= PUSH_BYTES &&
-		   b->len == p->size[id]) {
-		p->push[(p->phead + p->plen++) % PUSHES] =
-			(struct push){ id, dlc_buf_get(b) };
-		p->pbytes += b->len;
-		p->kick = 1;
-		pthread_cond_signal(&p->cv);
+	} else if (p->dead[owner]) {
+		/* Re-placed since this read was queued: nobody to send it. */
+	} else if (!peer_slow_locked(p, owner)) {
+		if (!p->peer_full[owner])
+			push_locked(p, id, owner, b);
+	} else {
+		to_backup_locked(p, id, owner, backup, b, ok);
 	}
 	pthread_mutex_unlock(&p->lock);
 }
@@ -320,8 +361,27 @@ void dlc_peer_counters(struct dlc_peer *p, struct dlc_peer_counters *out)
 	pthread_mutex_lock(&p->lock);
 	*out = p->c;
 	out->used = p->used;
+	out->backup_used = p->backup_used;
 	out->stuck = (uint64_t)p->stuck;
 	pthread_mutex_unlock(&p->lock);
+}
+
+void dlc_peer_observe(struct dlc_peer *p, uint64_t now, uint64_t starved_ns,
+		      uint32_t threads)
+{
+	uint64_t dt = now - p->obs_t0;
+
+	if (!p->obs_t0 || starved_ns < p->obs_starved0 || !threads) {
+		p->obs_t0 = now;
+		p->obs_starved0 = starved_ns;
+		return;
+	}
+	if (dt < STARVED_WINDOW_NS)
+		return;
+	p->reads_bound = (starved_ns - p->obs_starved0) * 1000 >
+			 STARVED_PERMILLE * dt * threads;
+	p->obs_t0 = now;
+	p->obs_starved0 = starved_ns;
 }
 
 uint32_t dlc_peer_owner(const struct dlc_peer *p, uint32_t id)
@@ -518,9 +578,11 @@ int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
 	p->home_bytes = calloc(p->world, sizeof(*p->home_bytes));
 	p->re_bytes = calloc(p->world, sizeof(*p->re_bytes));
 	p->share = calloc(p->n, sizeof(*p->share));
+	p->backup = calloc(p->n, 1);
 	p->ours = calloc(p->n, 1);
 	p->dead = calloc(p->world, 1);
 	p->peer_full = calloc(p->world, 1);
+	p->peer_no_spare = calloc(p->world, 1);
 	p->bye = calloc(p->world, 1);
 	p->rate = calloc(p->world + 1, sizeof(*p->rate));
 	p->to_origin = calloc(p->n, 1);
@@ -530,9 +592,11 @@ int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
 	p->max_owned = calloc(p->world, sizeof(*p->max_owned));
 	env = getenv("DLCACHE_CLUSTER_BALANCE");
 	p->balancing = !env || strcmp(env, "0");
+	p->reads_bound = 1;
 	if (!p->n || !p->owner || !p->home || !p->placed ||
-	    !p->home_bytes || !p->re_bytes || !p->share || !p->ours ||
-	    !p->dead || !p->peer_full || !p->bye || !p->rate || !p->to_origin ||
+	    !p->home_bytes || !p->re_bytes || !p->share || !p->backup ||
+	    !p->ours || !p->dead || !p->peer_full || !p->peer_no_spare ||
+	    !p->bye || !p->rate || !p->to_origin ||
 	    !p->size || !p->crc || !p->has_crc || !p->max_owned) {
 		ret = p->n ? -ENOMEM : -EINVAL;
 		goto err_free;

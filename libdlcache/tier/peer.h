@@ -73,6 +73,9 @@ struct dlc_peer_counters {
 	uint64_t peer_failures;			/* timed out, or bad bytes */
 	uint64_t peer_busy;			/* not asked: no request slot free */
 	uint64_t peer_diverted;			/* not asked: storage was faster */
+	uint64_t backup_asked;	/* asked the backup: the owner a straggler */
+	uint64_t backup_hits;	/* of those, with the bytes */
+	uint64_t backup_used;	/* bytes this rank holds as a backup */
 	uint64_t served, served_hits, served_bytes; /* peers' requests */
 	uint64_t pushed, pushed_bytes;		/* storage reads sent on */
 	uint64_t admitted, used, capacity;	/* the share */
@@ -107,6 +110,15 @@ void dlc_peer_cancel(struct dlc_peer *p);
  */
 void dlc_peer_close(struct dlc_peer *p);
 void dlc_peer_counters(struct dlc_peer *p, struct dlc_peer_counters *out);
+/*
+ * The loader's decoders' starved time (dlc_stats.decode_starved_ns,
+ * summed over its @threads decode threads) at @now, each turn of the I/O
+ * thread: the balancing sends a straggler's reads to storage only while
+ * reads set this rank's pace (peer_int.h, "Lobster's balancing"). The
+ * I/O thread's.
+ */
+void dlc_peer_observe(struct dlc_peer *p, uint64_t now, uint64_t starved_ns,
+		      uint32_t threads);
 /* The rank that owns sample @id (tests); 0 without MPI. */
 uint32_t dlc_peer_owner(const struct dlc_peer *p, uint32_t id);
 

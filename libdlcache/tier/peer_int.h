@@ -56,6 +56,8 @@ struct rep_msg {
 };
 /* The owner's share refused a sample for room: send it none. */
 #define REP_FULL	1U
+/* Its room for backups (above its own share's) is full: send it none. */
+#define REP_NO_SPARE	2U
 
 struct put_msg {
 	uint32_t id;
@@ -94,8 +96,14 @@ struct op {
 
 struct push {
 	uint32_t id;
+	uint32_t to;		/* the owner, or the backup (peer_backup()) */
 	struct dlc_buf *b;
 };
+
+enum { OURS_TIER = 1, OURS_OWNER };
+
+/* peer_backup() and peer_route_locked(): no rank. */
+#define NO_RANK		UINT32_MAX
 
 /*
  * Lobster's balancing. Each source of bytes, every peer and storage, has
@@ -112,7 +120,12 @@ struct push {
  * source would complete it sooner, by their expected completion times:
  * their outstanding bytes with this sample's, over their rates. So
  * storage takes none while it is busy with this rank's own reads (the
- * cold epoch), and the straggler keeps what it can answer in time. It is
+ * cold epoch), and the straggler keeps what it can answer in time. And
+ * only while reads set this rank's pace: its decoders starved for over
+ * STARVED_PERMILLE of their time in the last window. A rank whose decode
+ * sets it (a slow CPU, whose own service thread makes every peer look
+ * slow) gains nothing from a sooner source, and storage's bytes are
+ * everyone's. It is
  * always asked while it has fewer than BAL_PROBES reads of ours
  * outstanding: its rate stays measured, and a rank that hangs is still
  * asked, times out and is taken for dead (its share re-placed), however
@@ -124,6 +137,23 @@ struct push {
  * idle and spend its bytes, which every rank (and every other job)
  * shares. Where storage is the slow shared thing it usually is, no peer
  * is slower, nothing is diverted and storage's bytes stay at the optimum.
+ *
+ * Backups. Diverting a straggler's reads to storage costs storage bytes
+ * every epoch. So each sample has a backup: a rank other than its owner,
+ * a pure function of the sample, the owner and the dead ranks
+ * (peer_backup()), the same on every rank. A read of a sample whose owner
+ * is a straggler (past its probes) goes to its backup instead, while this
+ * rank measures the backup BAL_SLOWER times faster than the owner (a rank
+ * behind a slow link of its own sees all its peers alike, and asks no
+ * backup: they hold only what other ranks pushed them, and a miss there
+ * is a storage read); when the backup does not hold it,
+ * storage reads it and this rank pushes the bytes to the backup, as it
+ * pushes an owner's. A backup keeps such samples only in the room its
+ * capacity has beyond the bytes it owns (so its own share never loses
+ * room to them), and says REP_NO_SPARE once that is full. With the
+ * caches' sum at N there is no such room, and the straggler's reads cost
+ * storage bytes as before; with more, they stop coming from storage once
+ * the backups hold them.
  */
 struct rate {
 	uint32_t inflight;	/* requests outstanding */
@@ -150,6 +180,15 @@ struct rate {
 #define BAL_SLOWER	4
 /* A straggler's reads always asked of it: at least this many in flight. */
 #define BAL_PROBES	2
+/*
+ * Reads set this rank's pace when its decoders waited for samples still
+ * being read over this share of their time, in a window of
+ * STARVED_WINDOW_NS (dlc_peer_observe()). Measured in test_cluster.sh:
+ * a rank on 3 % of a CPU starved 0-16 % of its decoders' time, every rank
+ * waiting on a slow link 63-112 %.
+ */
+#define STARVED_PERMILLE	300
+#define STARVED_WINDOW_NS	(250ULL * 1000000)
 
 /*
  * Lifetimes. The watchdog is joined by dlc_peer_close(), always. The
@@ -183,7 +222,11 @@ struct dlc_peer {
 	uint64_t *size;
 	uint32_t *crc;
 	uint8_t *has_crc;
-	uint64_t *max_owned;	/* per rank: its largest sample's bytes */
+	/*
+	 * Per rank: the largest sample it may answer with, owned or as the
+	 * backup (peer_place(), peer_replace_locked()).
+	 */
+	uint64_t *max_owned;
 	uint64_t max_size;	/* the index's largest sample's bytes */
 	MPI_Comm comm;
 	/*
@@ -229,15 +272,32 @@ struct dlc_peer {
 	struct req_msg *reqs;
 	uint32_t *req_peer;
 	uint32_t gen;		/* seq's generation */
-	struct dlc_buf **share;	/* per sample this rank owns and holds */
-	uint8_t *ours;		/* per sample: served from this tier, not storage */
-	uint64_t used;		/* bytes in share */
+	/* Per sample this rank holds: one it owns, or one it backs up. */
+	struct dlc_buf **share;
+	uint8_t *backup;	/* per sample: held in share as the backup */
+	/*
+	 * Per sample: served from this tier, not storage (OURS_TIER), by its
+	 * owner, a peer (OURS_OWNER: peer_offer() hands a straggler's bytes
+	 * to the backup).
+	 */
+	uint8_t *ours;
+	uint64_t used;		/* bytes in share it owns */
+	uint64_t backup_used;	/* bytes in share it backs up */
+	uint64_t owned_bytes;	/* the bytes this rank owns now */
 	int full;		/* the share refused a sample for room */
-	uint8_t *dead;		/* per peer */
+	int no_spare;		/* the backups' room refused a sample */
+	uint8_t *dead;		/* per peer: written under the lock, atomically */
 	uint8_t *peer_full;	/* per peer: it said REP_FULL */
+	uint8_t *peer_no_spare;	/* per peer: it said REP_NO_SPARE */
 	/* The sources' rates: per peer, and storage's at [world]. */
 	struct rate *rate;
 	int balancing;		/* DLCACHE_CLUSTER_BALANCE is not 0 */
+	/*
+	 * The I/O thread's (dlc_peer_observe()): reads set this rank's pace
+	 * (1 until measured), and the window's start.
+	 */
+	int reads_bound;
+	uint64_t obs_t0, obs_starved0;
 	/* Per sample: a read of it this tier passed on to storage is out. */
 	uint8_t *to_origin;
 	struct push push[PUSHES];
@@ -298,6 +358,10 @@ void peer_rate_start(struct rate *r, uint64_t now, uint64_t len);
 void peer_rate_end(struct rate *r, uint64_t now, uint64_t len,
 		   uint64_t bytes);
 int peer_divert_locked(struct dlc_peer *p, uint32_t owner, uint32_t id);
+uint32_t peer_backup(const struct dlc_peer *p, uint32_t id, uint32_t owner);
+int peer_backup_faster_locked(const struct dlc_peer *p, uint32_t owner,
+			      uint32_t b);
+uint32_t peer_route_locked(struct dlc_peer *p, uint32_t owner, uint32_t id);
 int peer_slow_locked(const struct dlc_peer *p, uint32_t owner);
 void peer_to_storage(struct dlc_peer *p, uint32_t id);
 void peer_log_rates(struct dlc_peer *p);

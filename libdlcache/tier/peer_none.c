@@ -34,6 +34,11 @@ void dlc_peer_counters(struct dlc_peer *p, struct dlc_peer_counters *out)
 	*out = (struct dlc_peer_counters){ 0 };
 }
 
+void dlc_peer_observe(struct dlc_peer *p, uint64_t now, uint64_t starved_ns,
+		      uint32_t threads)
+{
+}
+
 uint32_t dlc_peer_owner(const struct dlc_peer *p, uint32_t id)
 {
 	return 0;

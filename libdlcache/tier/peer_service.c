@@ -69,7 +69,8 @@ static void mark_dead(struct dlc_peer *p, uint32_t peer, const char *what)
 
 	if (peer >= p->world || p->dead[peer])
 		return;
-	p->dead[peer] = 1;
+	/* Read without the lock by peer_backup(), from peer_offer(). */
+	__atomic_store_n(&p->dead[peer], 1, __ATOMIC_RELAXED);
 	p->c.dead_peers++;
 	__atomic_store_n(&peer_mpi_died, 1, __ATOMIC_RELAXED);
 	mine = peer_replace_locked(p);
@@ -181,7 +182,7 @@ static void answer(struct dlc_peer *p, uint32_t peer, const struct dlc_buf *m)
 	}
 	pthread_mutex_lock(&p->lock);
 	a.err = b ? 0 : -ENOENT;
-	a.flags = p->full ? REP_FULL : 0;
+	a.flags = (p->full ? REP_FULL : 0) | (p->no_spare ? REP_NO_SPARE : 0);
 	p->c.served++;
 	if (b) {
 		p->c.served_hits++;
@@ -228,6 +229,8 @@ static void answered(struct dlc_peer *p, uint32_t peer, struct dlc_buf *m)
 	s = slot_waiting(p, a.seq);
 	if (a.flags & REP_FULL)
 		p->peer_full[peer] = 1;
+	if (a.flags & REP_NO_SPARE)
+		p->peer_no_spare[peer] = 1;
 	if (s && s->peer == peer && s->id == a.id) {
 		if (a.err == 0) {
 			s->buf = m;
@@ -241,7 +244,7 @@ static void answered(struct dlc_peer *p, uint32_t peer, struct dlc_buf *m)
 	dlc_buf_put(m);	/* a late answer, to a request that timed out */
 }
 
-/* A peer's storage read of a sample this rank owns: checked, then kept. */
+/* A peer's storage read of a sample this rank owns or backs up: checked. */
 static void pushed_in(struct dlc_peer *p, uint32_t peer, struct dlc_buf *m)
 {
 	struct put_msg h;
@@ -254,20 +257,21 @@ static void pushed_in(struct dlc_peer *p, uint32_t peer, struct dlc_buf *m)
 	m->len -= sizeof(h);
 	ok = peer_sample_ok(p, h.id, m);
 	pthread_mutex_lock(&p->lock);
-	if (ok && peer_owner(p, h.id) == p->rank) {
+	/*
+	 * Kept when this rank owns the sample, or is its backup, and has
+	 * room. Indexed bytes of one it neither owns nor backs up are not
+	 * kept, and no fault of the sender's: it took a rank for dead before
+	 * this one did, and re-placed its share (peer_replace_locked()).
+	 */
+	if (ok) {
 		peer_admit_locked(p, h.id, m, 1);
-	} else if (!ok) {
+	} else {
 		p->c.bad_pushes++;
 		if (!p->said_bad_push++)
 			peer_log(p, DLC_LOG_WARN,
 				 "cluster: rank %u sent %zu bytes as sample %u, not the indexed file's (size or CRC-32C): not kept (counted; not logged again)",
 				 peer, m->len, h.id);
 	}
-	/*
-	 * The indexed bytes of a sample this rank does not own: the sender
-	 * took a rank for dead before this one did, and re-placed its share
-	 * (peer_replace_locked()). Not kept, and no fault of the sender's.
-	 */
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -557,7 +561,7 @@ static int outgoing(struct dlc_peer *p, uint64_t now)
 	pthread_mutex_unlock(&p->lock);
 	for (i = 0; i < npush; i++) {
 		struct dlc_buf *b = sending[i].b;
-		uint32_t to = peer_owner(p, sending[i].id);
+		uint32_t to = sending[i].to;
 		struct put_msg h = { sending[i].id, 0 };
 		uint8_t *mem = malloc(sizeof(h) + b->len);
 

@@ -74,6 +74,49 @@ static int by_key(const void *a, const void *b)
 	return x->key < y->key ? -1 : x->key > y->key;
 }
 
+/*
+ * Sample @id's backup when @owner is a straggler (peer_int.h, "Backups"):
+ * a rank other than @owner picked by the sample's hash, the next one on
+ * when it is dead; NO_RANK when every other rank is. A function of @id,
+ * @owner and the dead ranks alone, so ranks that agree on who died agree
+ * on every backup. Any thread: without the lock, a death may come after.
+ */
+uint32_t peer_backup(const struct dlc_peer *p, uint32_t id, uint32_t owner)
+{
+	uint32_t k, b, i, others = p->world - 1;
+
+	if (!others || owner >= p->world)
+		return NO_RANK;
+	/* Salted: not the placement's order, so a share's backups spread. */
+	k = (uint32_t)(mix64((uint64_t)id ^ 0x6261636b7570ULL) % others);
+	for (i = 0; i < others; i++) {
+		b = (owner + 1 + (k + i) % others) % p->world;
+		if (!__atomic_load_n(&p->dead[b], __ATOMIC_RELAXED))
+			return b;
+	}
+	return NO_RANK;
+}
+
+/*
+ * Per rank, the largest sample it may answer with: one it owns, or one
+ * it is the backup of. Only grows, so that an answer to a request sent
+ * before a re-placement still fits. Called by peer_place() and
+ * peer_replace_locked().
+ */
+static void max_answer(struct dlc_peer *p)
+{
+	uint32_t id, o, b;
+
+	for (id = 0; id < p->n; id++) {
+		o = p->owner[id];
+		b = peer_backup(p, id, o);
+		if (p->size[id] > p->max_owned[o])
+			p->max_owned[o] = p->size[id];
+		if (b != NO_RANK && p->size[id] > p->max_owned[b])
+			p->max_owned[b] = p->size[id];
+	}
+}
+
 /* Called by dlc_peer_open() (peer.c) before any thread starts. */
 int peer_place(struct dlc_peer *p)
 {
@@ -98,13 +141,25 @@ int peer_place(struct dlc_peer *p)
 		p->home[h[i].id] = best;
 		p->placed[i] = h[i].id;
 		bytes[best] += p->size[h[i].id];
-		if (p->size[h[i].id] > p->max_owned[best])
-			p->max_owned[best] = p->size[h[i].id];
 	}
 	memcpy(p->home_bytes, bytes, sizeof(*bytes) * p->world);
+	p->owned_bytes = bytes[p->rank];
+	max_answer(p);
 	free(h);
 	free(bytes);
 	return 0;
+}
+
+/* Called with the lock held: sample @id's bytes held are let go. */
+static void drop_held_locked(struct dlc_peer *p, uint32_t id)
+{
+	if (p->backup[id])
+		p->backup_used -= p->share[id]->len;
+	else
+		p->used -= p->share[id]->len;
+	p->backup[id] = 0;
+	dlc_buf_put(p->share[id]);
+	p->share[id] = NULL;
 }
 
 /*
@@ -138,10 +193,20 @@ uint32_t peer_replace_locked(struct dlc_peer *p)
 				best = r;
 		__atomic_store_n(&p->owner[id], best, __ATOMIC_RELAXED);
 		p->re_bytes[best] += p->size[id];
-		if (p->size[id] > p->max_owned[best])
-			p->max_owned[best] = p->size[id];
 		mine += best == p->rank;
 	}
+	p->owned_bytes = p->re_bytes[p->rank];
+	max_answer(p);
+	/*
+	 * The backups moved with the dead, and this rank's room for them
+	 * shrank with what it now owns: they are dropped, and taken in again
+	 * as the reads of stragglers' samples come by.
+	 */
+	for (id = 0; id < p->n; id++)
+		if (p->backup[id])
+			drop_held_locked(p, id);
+	p->no_spare = 0;
+	memset(p->peer_no_spare, 0, p->world);
 	return mine;
 }
 
@@ -158,11 +223,25 @@ void peer_admit_locked(struct dlc_peer *p, uint32_t id,
 		       const struct dlc_buf *b, int ok)
 {
 	struct dlc_buf *keep;
+	uint64_t spare;
+	uint32_t owner;
+	int backup;
 
-	if (!ok || id >= p->n || peer_owner(p, id) != p->rank || p->share[id] ||
-	    b->len != p->size[id])
+	if (!ok || id >= p->n || p->share[id] || b->len != p->size[id])
 		return;
-	if (p->used + b->len > p->c.capacity) {
+	owner = peer_owner(p, id);
+	backup = owner != p->rank;
+	if (backup) {
+		/* peer_int.h, "Backups": the room above what this rank owns. */
+		if (!p->balancing || peer_backup(p, id, owner) != p->rank)
+			return;
+		spare = p->c.capacity > p->owned_bytes ?
+			p->c.capacity - p->owned_bytes : 0;
+		if (p->backup_used + b->len > spare) {
+			p->no_spare = 1;
+			return;
+		}
+	} else if (p->used + b->len > p->c.capacity) {
 		p->full = 1;
 		return;
 	}
@@ -174,8 +253,13 @@ void peer_admit_locked(struct dlc_peer *p, uint32_t id,
 	/* The CRC checked is the copy's too: answers need not redo it. */
 	keep->crc_memo = __atomic_load_n(&b->crc_memo, __ATOMIC_RELAXED);
 	p->share[id] = keep;
-	p->used += b->len;
-	p->c.admitted++;
+	if (backup) {
+		p->backup[id] = 1;
+		p->backup_used += b->len;
+	} else {
+		p->used += b->len;
+		p->c.admitted++;
+	}
 }
 
 /*
@@ -188,9 +272,7 @@ void peer_drop_share_locked(struct dlc_peer *p, uint32_t id,
 {
 	if (id >= p->n || !p->share[id] || p->share[id] != b)
 		return;
-	p->used -= p->share[id]->len;
-	dlc_buf_put(p->share[id]);
-	p->share[id] = NULL;
+	drop_held_locked(p, id);
 	p->c.share_dropped++;
 	if (!p->said_dropped++)
 		peer_log(p, DLC_LOG_WARN,
@@ -253,7 +335,7 @@ void peer_rate_end(struct rate *r, uint64_t now, uint64_t len,
  * Called with the lock held: whether peer @owner is a straggler, measured
  * BAL_SLOWER times slower than storage or than the mean of the other live
  * peers measured (peer_int.h, "Lobster's balancing"); O(world). Called
- * by peer_divert_locked() and peer_offer() (peer.c).
+ * by peer_divert_locked(), peer_route_locked() and peer_offer() (peer.c).
  */
 int peer_slow_locked(const struct dlc_peer *p, uint32_t owner)
 {
@@ -276,8 +358,8 @@ int peer_slow_locked(const struct dlc_peer *p, uint32_t owner)
 /*
  * Called with the lock held: whether sample @id, which peer @owner owns,
  * is read from storage instead, by the sources' expected completion
- * times (peer_int.h, "Lobster's balancing"); counted when it is. Called
- * by peer_queue() (peer.c).
+ * times, while reads set this rank's pace (peer_int.h, "Lobster's
+ * balancing"); counted when it is. Called by peer_route_locked().
  */
 int peer_divert_locked(struct dlc_peer *p, uint32_t owner, uint32_t id)
 {
@@ -286,7 +368,7 @@ int peer_divert_locked(struct dlc_peer *p, uint32_t owner, uint32_t id)
 	double len = (double)p->size[id];
 
 	/* The straggler test, O(world), after the cheap ones. */
-	if (!s->bps || r->inflight < BAL_PROBES ||
+	if (!s->bps || !p->reads_bound || r->inflight < BAL_PROBES ||
 	    !peer_slow_locked(p, owner) ||
 	    ((double)s->out + len) / (double)s->bps >=
 	    ((double)r->out + len) / (double)r->bps)
@@ -294,6 +376,50 @@ int peer_divert_locked(struct dlc_peer *p, uint32_t owner, uint32_t id)
 	r->diverted++;
 	p->c.peer_diverted++;
 	return 1;
+}
+
+/*
+ * Called with the lock held: whether @b, a backup of straggler @owner's
+ * samples, is another rank this one measured BAL_SLOWER times faster
+ * than @owner. Measured against the owner, not as "no straggler": a rank
+ * behind a slow link of its own sees every peer alike, a backup no
+ * sooner than the owner, and the backups hold only the samples of owners
+ * the other ranks find slow (a miss there is a storage read). Called by
+ * peer_route_locked() and peer_offer() (peer.c).
+ */
+int peer_backup_faster_locked(const struct dlc_peer *p, uint32_t owner,
+			      uint32_t b)
+{
+	return b != NO_RANK && b != p->rank && !p->dead[b] &&
+	       p->rate[b].bps > BAL_SLOWER * p->rate[owner].bps;
+}
+
+/*
+ * Called with the lock held: where a read of sample @id, which peer
+ * @owner owns, goes (peer_int.h, "Lobster's balancing" and "Backups"):
+ * @owner; its backup, when @owner is a straggler past its probes and the
+ * backup is measured faster (this rank only when it holds the bytes); or
+ * NO_RANK, storage, by peer_divert_locked(). Counted. Called by
+ * peer_queue() (peer.c).
+ */
+uint32_t peer_route_locked(struct dlc_peer *p, uint32_t owner, uint32_t id)
+{
+	uint32_t b;
+
+	if (!p->balancing || p->rate[owner].inflight < BAL_PROBES ||
+	    !peer_slow_locked(p, owner))
+		return owner;
+	b = peer_backup(p, id, owner);
+	if (b == p->rank && p->share[id]) {
+		p->c.backup_asked++;
+		p->c.backup_hits++;
+		return b;
+	}
+	if (peer_backup_faster_locked(p, owner, b)) {
+		p->c.backup_asked++;
+		return b;
+	}
+	return peer_divert_locked(p, owner, id) ? NO_RANK : owner;
 }
 
 /*
@@ -358,6 +484,7 @@ void peer_free(struct dlc_peer *p)
 	free(p->ops);
 	free(p->grave);
 	free(p->share);
+	free(p->backup);
 	free(p->ours);
 	free(p->owner);
 	free(p->home);
@@ -366,6 +493,7 @@ void peer_free(struct dlc_peer *p)
 	free(p->re_bytes);
 	free(p->dead);
 	free(p->peer_full);
+	free(p->peer_no_spare);
 	free(p->bye);
 	free(p->rate);
 	free(p->to_origin);

@@ -143,6 +143,7 @@ STATS_FIELDS = [
     "node_guest_reclaimed", "decode_starved_ns",
     "form_hits", "forms_made", "forms_refused", "forms_held", "forms_bytes",
     "form_saved_ns", "forms_regime",
+    "cluster_backup_asked", "cluster_backup_hits", "cluster_backup_used",
 ]
 
 

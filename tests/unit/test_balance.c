@@ -13,7 +13,15 @@
  *   - past that, a straggler's read goes to storage exactly when storage
  *     would complete it sooner: (queued + 100 kB) / rate, each side;
  *   - no read is diverted while the balancing is off, or before both
- *     rates are measured.
+ *     rates are measured, nor while this rank's decoders are fed (its
+ *     decode sets its pace: dlc_peer_observe(), over 250 ms windows);
+ *   - backups: each sample's backup is a rank other than its owner and
+ *     not dead, the same whichever rank computes it, spread over the
+ *     others; a straggler's read goes to the backup when the backup is
+ *     measured BAL_SLOWER times faster than the owner (else to storage
+ *     by the rule above), to this rank only when it holds the bytes; a backup keeps samples only in the
+ *     room above the bytes it owns, its own share never loses room to
+ *     them, and a death drops them.
  * The expected choices are computed here from that rule, with the rates
  * this test set, not by the code under test. Only an MPI=1 build has the
  * peer tier (make MPI=1 BUILD=build/mpi build/mpi/release/tests/test_balance);
@@ -48,6 +56,7 @@ static struct dlc_peer *peer_new(void)
 	p->n = 8;
 	p->size = size;
 	p->balancing = 1;
+	p->reads_bound = 1;
 	p->rate = calloc(WORLD + 1, sizeof(*p->rate));
 	p->dead = calloc(WORLD, 1);
 	if (!p->rate || !p->dead) {
@@ -230,6 +239,265 @@ static void test_off_or_unmeasured(void)
 	peer_del(p);
 }
 
+static void test_decode_bound(void)
+{
+	struct dlc_peer *p = peer_new();
+	uint64_t t = 1000 * MS;
+
+	CHECK(p, "calloc");
+	if (!p)
+		return;
+	source(&p->rate[WORLD], 16 * MB, 0);
+	source(&p->rate[3], MB / 10, 20);
+	/* Two decoders, starved 20 % of 250 ms: decode sets the pace. */
+	dlc_peer_observe(p, t, 0, 2);
+	dlc_peer_observe(p, t + 249 * MS, 90 * MS, 2);
+	CHECK_EQ(p->reads_bound, 1);	/* the window not over yet */
+	dlc_peer_observe(p, t + 250 * MS, 100 * MS, 2);
+	CHECK_EQ(p->reads_bound, 0);
+	CHECK(!peer_divert_locked(p, 3, 0), "decode-bound: no storage read");
+	/* Starved 40 % in the next: reads set it. */
+	dlc_peer_observe(p, t + 500 * MS, 300 * MS, 2);
+	CHECK_EQ(p->reads_bound, 1);
+	CHECK(peer_divert_locked(p, 3, 0), "reads-bound: storage sooner");
+	/* A counter gone back (a new loader's): a new window, no verdict. */
+	dlc_peer_observe(p, t + 750 * MS, 0, 2);
+	CHECK_EQ(p->reads_bound, 1);
+	peer_del(p);
+}
+
+#define NB	1200	/* samples in the backup tests */
+
+/* Rank @rank of WORLD over NB samples of LEN bytes, placed; @cap bytes. */
+static struct dlc_peer *peer_placed(uint32_t rank, uint64_t cap)
+{
+	struct dlc_peer *p = calloc(1, sizeof(*p));
+	uint32_t i;
+
+	if (!p)
+		return NULL;
+	p->world = WORLD;
+	p->rank = rank;
+	p->n = NB;
+	p->balancing = 1;
+	p->reads_bound = 1;
+	p->c.capacity = cap;
+	p->size = calloc(NB, sizeof(*p->size));
+	p->owner = calloc(NB, sizeof(*p->owner));
+	p->home = calloc(NB, sizeof(*p->home));
+	p->placed = calloc(NB, sizeof(*p->placed));
+	p->share = calloc(NB, sizeof(*p->share));
+	p->backup = calloc(NB, 1);
+	p->has_crc = calloc(NB, 1);
+	p->crc = calloc(NB, sizeof(*p->crc));
+	p->home_bytes = calloc(WORLD, sizeof(*p->home_bytes));
+	p->re_bytes = calloc(WORLD, sizeof(*p->re_bytes));
+	p->max_owned = calloc(WORLD, sizeof(*p->max_owned));
+	p->dead = calloc(WORLD, 1);
+	p->peer_no_spare = calloc(WORLD, 1);
+	p->rate = calloc(WORLD + 1, sizeof(*p->rate));
+	if (!p->size || !p->owner || !p->home || !p->placed || !p->share ||
+	    !p->backup || !p->has_crc || !p->crc || !p->home_bytes ||
+	    !p->re_bytes || !p->max_owned || !p->dead || !p->peer_no_spare ||
+	    !p->rate)
+		return NULL;	/* the test fails on it; leaked */
+	for (i = 0; i < NB; i++)
+		p->size[i] = LEN;
+	return peer_place(p) ? NULL : p;
+}
+
+static void peer_placed_del(struct dlc_peer *p)
+{
+	uint32_t i;
+
+	for (i = 0; i < NB; i++)
+		dlc_buf_put(p->share[i]);
+	free(p->size);
+	free(p->owner);
+	free(p->home);
+	free(p->placed);
+	free(p->share);
+	free(p->backup);
+	free(p->has_crc);
+	free(p->crc);
+	free(p->home_bytes);
+	free(p->re_bytes);
+	free(p->max_owned);
+	free(p->dead);
+	free(p->peer_no_spare);
+	free(p->rate);
+	free(p);
+}
+
+static void test_backup_choice(void)
+{
+	struct dlc_peer *p = peer_placed(0, 0), *q = peer_placed(2, 0);
+	uint32_t id, o, b, per[WORLD] = { 0 };
+
+	CHECK(p && q, "calloc");
+	if (!p || !q)
+		return;
+	for (id = 0; id < NB; id++)
+		for (o = 0; o < WORLD; o++) {
+			b = peer_backup(p, id, o);
+			CHECK(b < WORLD && b != o, "sample %u, owner %u: backup %u",
+			      id, o, b);
+			CHECK_EQ(b, peer_backup(q, id, o));
+			if (o == 3 && b < WORLD)
+				per[b]++;
+		}
+	/* A third each, give or take: 400 expected, 5 sigma is about 80. */
+	for (o = 0; o < 3; o++)
+		CHECK(per[o] > 320 && per[o] < 480,
+		      "rank %u backs up %u of rank 3's %u", o, per[o], NB);
+	/* A dead rank is never a backup; only the owner left: none. */
+	p->dead[1] = 1;
+	for (id = 0; id < NB; id++) {
+		b = peer_backup(p, id, 3);
+		CHECK(b == 0 || b == 2, "sample %u: backup %u, rank 1 dead",
+		      id, b);
+	}
+	p->dead[0] = p->dead[2] = 1;
+	CHECK_EQ(peer_backup(p, 7, 3), NO_RANK);
+	/* Every rank may answer with a sample of LEN, owned or backed up. */
+	for (o = 0; o < WORLD; o++)
+		CHECK_EQ(q->max_owned[o], LEN);
+	peer_placed_del(p);
+	peer_placed_del(q);
+}
+
+/* The first sample rank 3 owns whose backup is @b. */
+static uint32_t backed_by(struct dlc_peer *p, uint32_t b)
+{
+	uint32_t id;
+
+	for (id = 0; id < NB; id++)
+		if (p->owner[id] == 3 && peer_backup(p, id, 3) == b)
+			return id;
+	return NB;
+}
+
+static void test_backup_route(void)
+{
+	struct dlc_peer *p = peer_placed(0, 0);
+	uint32_t mine, other, own;
+	struct dlc_buf *b;
+
+	CHECK(p, "calloc");
+	if (!p)
+		return;
+	mine = backed_by(p, 0);
+	other = backed_by(p, 1);
+	for (own = 0; own < NB && p->owner[own] != 2; own++)
+		;
+	CHECK(mine < NB && other < NB && own < NB, "samples");
+	if (mine >= NB || other >= NB || own >= NB)
+		goto out;
+	/* Rank 3 a straggler past its probes; storage and 1, 2 healthy. */
+	source(&p->rate[WORLD], 16 * MB, 0);
+	source(&p->rate[1], 8 * MB, 2);
+	source(&p->rate[2], 8 * MB, 2);
+	source(&p->rate[3], MB / 10, BAL_PROBES);
+	CHECK_EQ(peer_route_locked(p, 3, other), 1);
+	CHECK_EQ(p->c.backup_asked, 1);
+	CHECK_EQ(peer_route_locked(p, 2, own), 2);
+	/* This rank the backup, without the bytes: storage (sooner). */
+	CHECK_EQ(peer_route_locked(p, 3, mine), NO_RANK);
+	CHECK_EQ(p->c.peer_diverted, 1);
+	b = dlc_buf_alloc(LEN);
+	CHECK(b, "alloc");
+	if (!b)
+		goto out;
+	p->c.capacity = p->owned_bytes + LEN;
+	peer_admit_locked(p, mine, b, 1);
+	CHECK(p->share[mine] && p->backup[mine], "kept as the backup");
+	CHECK_EQ(peer_route_locked(p, 3, mine), 0);
+	CHECK_EQ(p->c.backup_hits, 1);
+	/* Decode-bound: backups still asked (they cost storage nothing). */
+	p->reads_bound = 0;
+	CHECK_EQ(peer_route_locked(p, 3, other), 1);
+	p->reads_bound = 1;
+	/* Under its probes the straggler is asked itself. */
+	source(&p->rate[3], MB / 10, BAL_PROBES - 1);
+	CHECK_EQ(peer_route_locked(p, 3, other), 3);
+	/* The backup no faster than the owner: storage, as without backups. */
+	source(&p->rate[3], MB / 10, BAL_PROBES);
+	source(&p->rate[1], MB / 10 * BAL_SLOWER, 2);
+	CHECK(peer_slow_locked(p, 1), "0.4 MB/s against storage at 16");
+	CHECK_EQ(peer_route_locked(p, 3, other), NO_RANK);
+	/* Nor when it is not measured yet. */
+	source(&p->rate[1], 0, 0);
+	CHECK_EQ(peer_route_locked(p, 3, other), NO_RANK);
+	/* A rank behind a slow link of its own: every peer alike, slow. */
+	source(&p->rate[1], MB / 2, 2);
+	source(&p->rate[2], MB / 2, 2);
+	source(&p->rate[3], MB / 4, BAL_PROBES);
+	source(&p->rate[WORLD], 4 * MB, 0);
+	CHECK(peer_slow_locked(p, 3), "0.25 MB/s against storage at 4");
+	CHECK_EQ(peer_route_locked(p, 3, other), NO_RANK);
+	source(&p->rate[1], 8 * MB, 2);
+	/* Balancing off: the owner. */
+	p->balancing = 0;
+	CHECK_EQ(peer_route_locked(p, 3, other), 3);
+	dlc_buf_put(b);
+out:
+	peer_placed_del(p);
+}
+
+static void test_backup_room(void)
+{
+	/* Rank 1: owns about NB / 4 samples, capacity that plus 3 samples. */
+	struct dlc_peer *p = peer_placed(1, 0);
+	uint32_t id, kept = 0, own = 0, mine = 0;
+	struct dlc_buf *b = dlc_buf_alloc(LEN);
+
+	CHECK(p && b, "calloc");
+	if (!p || !b)
+		goto out;
+	CHECK_EQ(p->owned_bytes, p->home_bytes[1]);
+	p->c.capacity = p->owned_bytes + 3 * LEN;
+	/* Backups first: only 3 fit, above the owned bytes. */
+	for (id = 0; id < NB; id++)
+		if (p->owner[id] != 1 && peer_backup(p, id, p->owner[id]) == 1)
+			peer_admit_locked(p, id, b, 1);
+	for (id = 0; id < NB; id++)
+		kept += p->backup[id];
+	CHECK_EQ(kept, 3);
+	CHECK_EQ(p->backup_used, 3 * LEN);
+	CHECK(p->no_spare, "said no spare room");
+	/* A sample neither owned nor backed up here is never kept. */
+	for (id = 0; id < NB; id++)
+		if (p->owner[id] != 1 && peer_backup(p, id, p->owner[id]) != 1)
+			break;
+	peer_admit_locked(p, id, b, 1);
+	CHECK(!p->share[id], "sample %u, not ours to keep", id);
+	/* Every owned sample still fits: the share never lost room. */
+	for (id = 0; id < NB; id++)
+		if (p->owner[id] == 1) {
+			mine++;
+			peer_admit_locked(p, id, b, 1);
+			own += p->share[id] && !p->backup[id];
+		}
+	CHECK_EQ(own, mine);
+	CHECK(!p->full, "the share said full");
+	CHECK(p->used + p->backup_used <= p->c.capacity, "%llu + %llu held",
+	      (unsigned long long)p->used, (unsigned long long)p->backup_used);
+	/* Rank 3 dies: backups dropped, the share kept. */
+	p->dead[3] = 1;
+	p->peer_no_spare[2] = 1;
+	peer_replace_locked(p);
+	CHECK_EQ(p->backup_used, 0);
+	CHECK_EQ(p->used, (uint64_t)mine * LEN);
+	CHECK(!p->no_spare && !p->peer_no_spare[2], "no-spare flags reset");
+	for (id = 0; id < NB; id++)
+		CHECK(!p->backup[id], "sample %u still a backup", id);
+	CHECK_EQ(p->owned_bytes, p->re_bytes[1]);
+out:
+	dlc_buf_put(b);
+	if (p)
+		peer_placed_del(p);
+}
+
 int main(void)
 {
 	T_RUN(test_rate_overlap);
@@ -237,5 +505,9 @@ int main(void)
 	T_RUN(test_straggler);
 	T_RUN(test_straggler_among_peers);
 	T_RUN(test_off_or_unmeasured);
+	T_RUN(test_decode_bound);
+	T_RUN(test_backup_choice);
+	T_RUN(test_backup_route);
+	T_RUN(test_backup_room);
 	return t_done("test_balance");
 }

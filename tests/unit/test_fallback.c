@@ -162,8 +162,10 @@ static void check_stats(void)
 		 offsetof(struct dlc_stats, decode_starved_ns) + 8);
 	CHECK_EQ(offsetof(struct dlc_stats, forms_regime),
 		 offsetof(struct dlc_stats, form_hits) + 6 * 8);
-	CHECK_EQ(sizeof(struct dlc_stats),
+	CHECK_EQ(offsetof(struct dlc_stats, cluster_backup_asked),
 		 offsetof(struct dlc_stats, forms_regime) + 8);
+	CHECK_EQ(sizeof(struct dlc_stats),
+		 offsetof(struct dlc_stats, cluster_backup_used) + 8);
 	config(&cfg);
 	cfg.cache_bytes = 1 << 20;
 	CHECK_EQ(dlc_loader_create(&cfg, g_idx, &l), 0);

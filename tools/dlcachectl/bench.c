@@ -135,6 +135,7 @@ static void stats_delta(const struct dlc_stats *a, const struct dlc_stats *b,
 	d->cluster_used = b->cluster_used;
 	d->cluster_capacity = b->cluster_capacity;
 	d->cluster_dead_peers = b->cluster_dead_peers;
+	d->cluster_backup_used = b->cluster_backup_used;
 	d->node_guest_threads = b->node_guest_threads;
 	d->node_borrowed_cpus = b->node_borrowed_cpus;
 	d->forms_held = b->forms_held;
@@ -571,15 +572,18 @@ static void print_epoch_row(const struct bench_args *a,
 		       (unsigned long long)d->staging_prefetched,
 		       (double)d->staging_used / 1e6);
 	if (a->o.cfg.cluster)
-		printf("      cluster: %llu of %llu misses from the own share, %llu from peers (%llu not held, %llu failed, %llu sent to storage as faster), %llu peer requests answered, %.1f MB held\n",
+		printf("      cluster: %llu of %llu misses from the own share, %llu from peers (%llu not held, %llu failed, %llu sent to storage as faster; %llu of %llu asked of a backup), %llu peer requests answered, %.1f MB held, %.1f MB as backups\n",
 		       (unsigned long long)d->cluster_local_hits,
 		       (unsigned long long)d->misses,
 		       (unsigned long long)d->cluster_peer_hits,
 		       (unsigned long long)d->cluster_peer_misses,
 		       (unsigned long long)d->cluster_peer_failures,
 		       (unsigned long long)d->cluster_peer_diverted,
+		       (unsigned long long)d->cluster_backup_hits,
+		       (unsigned long long)d->cluster_backup_asked,
 		       (unsigned long long)d->cluster_served,
-		       (double)d->cluster_used / 1e6);
+		       (double)d->cluster_used / 1e6,
+		       (double)d->cluster_backup_used / 1e6);
 	if (a->o.cfg.node_group)
 		printf("      node sharing: %llu of %llu samples decoded by %llu guest threads on %llu borrowed CPUs, %llu reclaimed\n",
 		       (unsigned long long)d->node_guest_decodes,
@@ -794,7 +798,10 @@ static void print_epoch_json(const struct bench_args *a,
 		       "\"cluster_used\": %llu, "
 		       "\"cluster_capacity\": %llu, "
 		       "\"cluster_dead_peers\": %llu, "
-		       "\"cluster_peer_diverted\": %llu",
+		       "\"cluster_peer_diverted\": %llu, "
+		       "\"cluster_backup_asked\": %llu, "
+		       "\"cluster_backup_hits\": %llu, "
+		       "\"cluster_backup_used\": %llu",
 		       (unsigned long long)d->cluster_local_hits,
 		       (unsigned long long)d->cluster_local_bytes,
 		       (unsigned long long)d->cluster_peer_hits,
@@ -811,7 +818,10 @@ static void print_epoch_json(const struct bench_args *a,
 		       (unsigned long long)d->cluster_used,
 		       (unsigned long long)d->cluster_capacity,
 		       (unsigned long long)d->cluster_dead_peers,
-		       (unsigned long long)d->cluster_peer_diverted);
+		       (unsigned long long)d->cluster_peer_diverted,
+		       (unsigned long long)d->cluster_backup_asked,
+		       (unsigned long long)d->cluster_backup_hits,
+		       (unsigned long long)d->cluster_backup_used);
 	if (a->digest)
 		printf(", \"digest\": \"%016llx\"",
 		       (unsigned long long)r->digest);
