@@ -116,12 +116,19 @@ static void shard(const struct dlc_status_info *c, char *buf, size_t len)
 	snprintf(buf, len, "%u/%u%s", c->rank, c->world, c->cluster ? "c" : "");
 }
 
+/* The columns' names, as line() prints their values. */
+static void columns(void)
+{
+	printf("%8s %7s %6s %9s %6s %7s %4s %5s %7s %7s %5s %5s %7s %6s %s\n",
+	       "pid", "rank", "cache", "img/s", "wait%", "decode", "thr",
+	       "guest", "ioDec/s", "raMiB", "reads", "forms", "divrt/s",
+	       "age_s", "source");
+}
+
 void loader_print_header(void)
 {
-	printf("%8s %8s %7s %6s %9s %6s %7s %4s %5s %7s %7s %5s %5s %7s %6s %s\n",
-	       "time_s", "pid", "rank", "cache", "img/s", "wait%", "decode",
-	       "thr", "guest", "ioDec/s", "raMiB", "reads", "forms", "divrt/s",
-	       "age_s", "source");
+	printf("%8s ", "time_s");
+	columns();
 }
 
 static void line(const struct dlc_status_info *c, const struct loader_rates *r)
@@ -161,10 +168,7 @@ void loader_print_screen(const struct loader_snap *prev,
 	       cur->n ? ":" : " (yours; root sees every user's)");
 	if (!cur->n)
 		return;
-	printf("%8s %7s %6s %9s %6s %7s %4s %5s %7s %7s %5s %5s %7s %6s %s\n",
-	       "pid", "rank", "cache", "img/s", "wait%", "decode", "thr",
-	       "guest", "ioDec/s", "raMiB", "reads", "forms", "divrt/s",
-	       "age_s", "source");
+	columns();
 	for (i = 0; i < cur->n; i++) {
 		struct loader_rates r;
 
