@@ -203,26 +203,16 @@ int dlc_forms_offer_to(struct dlc_forms *f,
 void dlc_forms_observe(struct dlc_forms *f, struct dlc_cache *c, uint64_t now,
 		       uint64_t starved_ns, uint64_t busy_ns, uint32_t threads)
 {
-	uint64_t dt = now - f->win_t0, starved, busy;
 	uint32_t was = f->regime, now_regime;
+	struct dlc_window_shares w;
+	uint64_t starved, busy;
 
-	if (f->mode != DLC_FORMS_AUTO)
+	if (f->mode != DLC_FORMS_AUTO ||
+	    !dlc_window_end(&f->win, now, WINDOW_NS, starved_ns, busy_ns,
+			    threads, &w))
 		return;
-	if (!f->win_t0 || starved_ns < f->win_starved0 ||
-	    busy_ns < f->win_busy0) {
-		f->win_t0 = now;
-		f->win_starved0 = starved_ns;
-		f->win_busy0 = busy_ns;
-		return;
-	}
-	if (dt < WINDOW_NS)
-		return;
-	/* per mille of the window */
-	starved = (starved_ns - f->win_starved0) * 1000 / (dt * threads);
-	busy = (busy_ns - f->win_busy0) * 1000 / dt;
-	f->win_t0 = now;
-	f->win_starved0 = starved_ns;
-	f->win_busy0 = busy_ns;
+	starved = w.starved;
+	busy = w.busy;
 	if (busy > 800 && starved > 150) {
 		f->run_storage++;
 		f->run_decode = 0;

@@ -12,6 +12,8 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "window.h"
+
 struct dlc_buf;
 struct dlc_cache;
 struct dlc_stats;
@@ -43,7 +45,7 @@ struct dlc_forms {
 	uint64_t promised;		/* estimated bytes of those being made */
 	uint64_t inflight_max;
 	uint32_t regime;		/* forms.c's FORMS_*: see above */
-	uint64_t win_t0, win_starved0, win_busy0;
+	struct dlc_window win;		/* the regime's */
 	uint32_t run_storage, run_decode;	/* windows in a row */
 	/* counters, written by their owners, read relaxed by stats */
 	uint64_t made, refused, hits, saved_ns;

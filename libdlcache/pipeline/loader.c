@@ -138,10 +138,9 @@ static void track_busy(struct dlc_loader *l)
 	pthread_mutex_unlock(&l->lock);
 }
 
-/* The I/O thread, not holding l->lock: the status file, when due. */
-static void loader_status_tick(struct dlc_loader *l)
+/* The I/O thread, not holding l->lock: the status file, when due at @now. */
+static void loader_status_tick(struct dlc_loader *l, uint64_t now)
 {
-	uint64_t now = dlc_now_ns();
 	struct dlc_stats st;
 
 	if (!dlc_status_due(l->status, now))
@@ -175,6 +174,7 @@ static void *io_main(void *arg)
 	pthread_mutex_lock(&l->lock);
 	while (!l->stop) {
 		int progressed = 0, ahead, n, lend, watch;
+		uint64_t now;
 		uint32_t cur_epoch;
 
 		if (l->active && l->gen != my_gen) {
@@ -218,9 +218,10 @@ static void *io_main(void *arg)
 			progressed = 1;
 		}
 
-		loader_status_tick(l);
+		now = dlc_now_ns();
+		loader_status_tick(l, now);
 		if (l->peer)
-			dlc_peer_observe(l->peer, dlc_now_ns(),
+			dlc_peer_observe(l->peer, now,
 					 __atomic_load_n(&l->stats.decode_starved_ns,
 							 __ATOMIC_RELAXED),
 					 l->ndecode);

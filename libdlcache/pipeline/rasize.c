@@ -23,6 +23,8 @@
  * starving, and comes back down only a quarter each CALM_WINDOWS calm
  * windows (from the default's 64 MiB to 8 MiB: 7 s).
  */
+#include <string.h>
+
 #include "rasize.h"
 
 #define WINDOW_NS	(250ULL * 1000000)
@@ -37,9 +39,7 @@ void dlc_rasize_init(struct dlc_rasize *z, uint64_t floor, uint64_t max)
 	z->max = max;
 	z->floor = floor < max ? floor : max;
 	z->cur = max;
-	z->win_t0 = 0;
-	z->win_starved0 = 0;
-	z->win_busy0 = 0;
+	memset(&z->win, 0, sizeof(z->win));
 	z->calm = 0;
 	z->grows = 0;
 }
@@ -48,23 +48,14 @@ uint64_t dlc_rasize_observe(struct dlc_rasize *z, uint64_t now,
 			    uint64_t starved_ns, uint64_t busy_ns,
 			    uint32_t threads)
 {
-	uint64_t dt = now - z->win_t0, starved, busy;
+	struct dlc_window_shares w;
+	uint64_t starved, busy;
 
-	if (!z->win_t0 || starved_ns < z->win_starved0 ||
-	    busy_ns < z->win_busy0) {
-		z->win_t0 = now;
-		z->win_starved0 = starved_ns;
-		z->win_busy0 = busy_ns;
+	if (!dlc_window_end(&z->win, now, WINDOW_NS, starved_ns, busy_ns,
+			    threads, &w))
 		return z->cur;
-	}
-	if (dt < WINDOW_NS)
-		return z->cur;
-	starved = (starved_ns - z->win_starved0) * 1000 /
-		  (dt * (threads ? threads : 1));
-	busy = (busy_ns - z->win_busy0) * 1000 / dt;
-	z->win_t0 = now;
-	z->win_starved0 = starved_ns;
-	z->win_busy0 = busy_ns;
+	starved = w.starved;
+	busy = w.busy;
 	if (starved > GROW_PERMILLE && busy > BUSY_PERMILLE) {
 		z->cur = z->cur > z->max / 2 ? z->max : z->cur * 2;
 		z->calm = 0;

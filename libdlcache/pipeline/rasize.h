@@ -10,11 +10,13 @@
 
 #include <stdint.h>
 
+#include "window.h"
+
 /* The I/O thread's alone. */
 struct dlc_rasize {
 	uint64_t max, floor;	/* set at init */
 	uint64_t cur;		/* the budget now */
-	uint64_t win_t0, win_starved0, win_busy0;
+	struct dlc_window win;
 	uint32_t calm;		/* windows in a row with decode fed */
 	uint64_t grows;		/* times it doubled */
 };

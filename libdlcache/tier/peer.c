@@ -369,19 +369,11 @@ void dlc_peer_counters(struct dlc_peer *p, struct dlc_peer_counters *out)
 void dlc_peer_observe(struct dlc_peer *p, uint64_t now, uint64_t starved_ns,
 		      uint32_t threads)
 {
-	uint64_t dt = now - p->obs_t0;
+	struct dlc_window_shares w;
 
-	if (!p->obs_t0 || starved_ns < p->obs_starved0 || !threads) {
-		p->obs_t0 = now;
-		p->obs_starved0 = starved_ns;
-		return;
-	}
-	if (dt < STARVED_WINDOW_NS)
-		return;
-	p->reads_bound = (starved_ns - p->obs_starved0) * 1000 >
-			 STARVED_PERMILLE * dt * threads;
-	p->obs_t0 = now;
-	p->obs_starved0 = starved_ns;
+	if (dlc_window_end(&p->obs, now, STARVED_WINDOW_NS, starved_ns, 0,
+			   threads, &w))
+		p->reads_bound = w.starved > STARVED_PERMILLE;
 }
 
 uint32_t dlc_peer_owner(const struct dlc_peer *p, uint32_t id)

@@ -32,6 +32,7 @@
 
 #include "internal.h"
 #include "peer.h"
+#include "window.h"
 
 /* Storage reads waiting to go to their owner, and their bytes at most. */
 #define PUSHES		256
@@ -294,10 +295,10 @@ struct dlc_peer {
 	int balancing;		/* DLCACHE_CLUSTER_BALANCE is not 0 */
 	/*
 	 * The I/O thread's (dlc_peer_observe()): reads set this rank's pace
-	 * (1 until measured), and the window's start.
+	 * (1 until measured), over windows of STARVED_WINDOW_NS.
 	 */
 	int reads_bound;
-	uint64_t obs_t0, obs_starved0;
+	struct dlc_window obs;
 	/* Per sample: a read of it this tier passed on to storage is out. */
 	uint8_t *to_origin;
 	struct push push[PUSHES];

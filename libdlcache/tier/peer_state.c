@@ -356,26 +356,42 @@ int peer_slow_locked(const struct dlc_peer *p, uint32_t owner)
 }
 
 /*
- * Called with the lock held: whether sample @id, which peer @owner owns,
- * is read from storage instead, by the sources' expected completion
- * times, while reads set this rank's pace (peer_int.h, "Lobster's
- * balancing"); counted when it is. Called by peer_route_locked().
+ * Called with the lock held: whether storage would complete sample @id
+ * sooner than peer @owner, a straggler past its probes, by their
+ * expected completion times, while reads set this rank's pace;
+ * counted as a divert when it would. Called by peer_divert_locked() and
+ * peer_route_locked(), after their straggler test.
  */
-int peer_divert_locked(struct dlc_peer *p, uint32_t owner, uint32_t id)
+static int storage_sooner_locked(struct dlc_peer *p, uint32_t owner,
+				 uint32_t id)
 {
 	struct rate *r = &p->rate[owner];
 	const struct rate *s = &p->rate[p->world];
 	double len = (double)p->size[id];
 
-	/* The straggler test, O(world), after the cheap ones. */
-	if (!s->bps || !p->reads_bound || r->inflight < BAL_PROBES ||
-	    !peer_slow_locked(p, owner) ||
+	if (!s->bps || !p->reads_bound || !r->bps ||
 	    ((double)s->out + len) / (double)s->bps >=
 	    ((double)r->out + len) / (double)r->bps)
 		return 0;
 	r->diverted++;
 	p->c.peer_diverted++;
 	return 1;
+}
+
+/*
+ * Called with the lock held: whether sample @id, which peer @owner owns,
+ * is read from storage instead: @owner is a straggler past its probes
+ * and storage would be sooner (peer_int.h, "Lobster's balancing");
+ * counted when it is. Called by test_balance.c; the tier goes through
+ * peer_route_locked().
+ */
+int peer_divert_locked(struct dlc_peer *p, uint32_t owner, uint32_t id)
+{
+	/* The straggler test, O(world), after the cheap ones. */
+	return p->rate[p->world].bps && p->reads_bound &&
+	       p->rate[owner].inflight >= BAL_PROBES &&
+	       peer_slow_locked(p, owner) &&
+	       storage_sooner_locked(p, owner, id);
 }
 
 /*
@@ -399,7 +415,8 @@ int peer_backup_faster_locked(const struct dlc_peer *p, uint32_t owner,
  * @owner owns, goes (peer_int.h, "Lobster's balancing" and "Backups"):
  * @owner; its backup, when @owner is a straggler past its probes and the
  * backup is measured faster (this rank only when it holds the bytes); or
- * NO_RANK, storage, by peer_divert_locked(). Counted. Called by
+ * NO_RANK, storage, when it would be sooner (peer_divert_locked()'s
+ * rule, its straggler test made once). Counted. Called by
  * peer_queue() (peer.c).
  */
 uint32_t peer_route_locked(struct dlc_peer *p, uint32_t owner, uint32_t id)
@@ -419,7 +436,7 @@ uint32_t peer_route_locked(struct dlc_peer *p, uint32_t owner, uint32_t id)
 		p->c.backup_asked++;
 		return b;
 	}
-	return peer_divert_locked(p, owner, id) ? NO_RANK : owner;
+	return storage_sooner_locked(p, owner, id) ? NO_RANK : owner;
 }
 
 /*
