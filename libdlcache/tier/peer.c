@@ -411,6 +411,32 @@ static int sink_block(struct dlc_peer *p)
 }
 
 /*
+ * Wait for the collective @req that every rank of the job makes at open,
+ * for JOIN_TIMEOUT_NS at most: 0, -EIO, or -ETIMEDOUT with the ranks said
+ * not to have done @what (what MPI writes into is then left to it).
+ */
+static int wait_all(struct dlc_peer *p, MPI_Request *req, const char *what)
+{
+	uint64_t deadline = dlc_now_ns() + JOIN_TIMEOUT_NS;
+	int done = 0;
+
+	for (;;) {
+		if (MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+			return -EIO;
+		if (done)
+			return 0;
+		if (dlc_now_ns() > deadline) {
+			peer_log(p, DLC_LOG_ERROR,
+				 "cluster: not every one of the %u ranks %s within %llu s",
+				 p->world, what,
+				 (unsigned long long)(JOIN_TIMEOUT_NS / 1000000000));
+			return -ETIMEDOUT;
+		}
+		usleep(1000);
+	}
+}
+
+/*
  * The job's communicator, duplicated: collective, so a rank that never
  * comes (it failed before, or died) would hang the others in
  * MPI_Comm_dup(). MPI_Comm_idup() with a deadline instead; the request of
@@ -418,11 +444,10 @@ static int sink_block(struct dlc_peer *p)
  */
 static int dup_world(struct dlc_peer *p)
 {
-	uint64_t deadline = dlc_now_ns() + JOIN_TIMEOUT_NS;
 	/* Where MPI writes the new communicator: leaked when it is late. */
 	MPI_Comm *comm = malloc(sizeof(*comm));
 	MPI_Request req;
-	int done = 0;
+	int ret;
 
 	if (!comm)
 		return -ENOMEM;
@@ -430,19 +455,9 @@ static int dup_world(struct dlc_peer *p)
 		free(comm);
 		return -EIO;
 	}
-	while (!done) {
-		if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-			return -EIO;
-		if (!done && dlc_now_ns() > deadline) {
-			peer_log(p, DLC_LOG_ERROR,
-				 "cluster: not every one of the %u ranks created its loader within %llu s",
-				 p->world,
-				 (unsigned long long)(JOIN_TIMEOUT_NS / 1000000000));
-			return -ETIMEDOUT;
-		}
-		if (!done)
-			usleep(1000);
-	}
+	ret = wait_all(p, &req, "created its loader");
+	if (ret)
+		return ret;
 	p->comm = *comm;
 	free(comm);
 	MPI_Comm_set_errhandler(p->comm, MPI_ERRORS_RETURN);
@@ -453,7 +468,36 @@ static int dup_world(struct dlc_peer *p)
 	return 0;
 }
 
-static int join_mpi(struct dlc_peer *p)
+/*
+ * Every rank's capacity into p->cap (collective), so that each knows
+ * which ranks have room for backups (peer_backup()). Under the same
+ * deadline as the join: a rank that never calls leaves the buffer to MPI
+ * (leaked) and this one fails.
+ */
+static int gather_capacity(struct dlc_peer *p, uint64_t capacity)
+{
+	/* The ranks' and, at [world], what this one sends: both MPI's. */
+	uint64_t *all = malloc(sizeof(*all) * (p->world + 1));
+	MPI_Request req;
+	int ret;
+
+	if (!all)
+		return -ENOMEM;
+	all[p->world] = capacity;
+	if (MPI_Iallgather(&all[p->world], 1, MPI_UINT64_T, all, 1,
+			   MPI_UINT64_T, p->comm, &req) != MPI_SUCCESS) {
+		free(all);
+		return -EIO;
+	}
+	ret = wait_all(p, &req, "sent its capacity");
+	if (ret)
+		return ret;
+	memcpy(p->cap, all, sizeof(*all) * p->world);
+	free(all);
+	return 0;
+}
+
+static int join_mpi(struct dlc_peer *p, uint64_t capacity)
 {
 	int init = 0, fin = 0, level = 0, rank = -1, size = 0;
 	struct sigpipe_guard g;
@@ -499,6 +543,9 @@ static int join_mpi(struct dlc_peer *p)
 		goto out;
 	}
 	ret = dup_world(p);
+	/* A failure leaves the comm to MPI, which may still use it. */
+	if (!ret)
+		ret = gather_capacity(p, capacity);
 out:
 	sigpipe_unblock(&g);
 	pthread_mutex_unlock(&mpi_lock);
@@ -582,6 +629,8 @@ int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
 	p->crc = calloc(p->n, sizeof(*p->crc));
 	p->has_crc = calloc(p->n, 1);
 	p->max_owned = calloc(p->world, sizeof(*p->max_owned));
+	p->cap = calloc(p->world, sizeof(*p->cap));
+	p->spare = calloc(p->world, sizeof(*p->spare));
 	env = getenv("DLCACHE_CLUSTER_BALANCE");
 	p->balancing = !env || strcmp(env, "0");
 	p->reads_bound = 1;
@@ -589,7 +638,8 @@ int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
 	    !p->home_bytes || !p->re_bytes || !p->share || !p->backup ||
 	    !p->ours || !p->dead || !p->peer_full || !p->peer_no_spare ||
 	    !p->bye || !p->rate || !p->to_origin ||
-	    !p->size || !p->crc || !p->has_crc || !p->max_owned) {
+	    !p->size || !p->crc || !p->has_crc || !p->max_owned ||
+	    !p->cap || !p->spare) {
 		ret = p->n ? -ENOMEM : -EINVAL;
 		goto err_free;
 	}
@@ -609,12 +659,12 @@ int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
 			goto err_free;
 		}
 	}
+	ret = join_mpi(p, o->capacity);
+	if (ret)
+		goto err_free;
 	ret = peer_place(p);
 	if (ret)
-		goto err_free;
-	ret = join_mpi(p);
-	if (ret)
-		goto err_free;
+		goto err_free_comm;
 	p->beat = dlc_now_ns();
 	p->refs = 2;	/* the service thread's */
 	ret = start_thread(&p->thread, peer_service_main, p);
@@ -631,8 +681,9 @@ int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
 	}
 	p->watchdog_started = 1;
 	peer_log(p, DLC_LOG_INFO,
-		 "cluster: rank %u of %u over MPI; this rank's share %llu MiB, peers time out after %llu ms%s",
+		 "cluster: rank %u of %u over MPI; this rank's share %llu MiB (%llu MiB of it room for backups), peers time out after %llu ms%s",
 		 p->rank, p->world, (unsigned long long)(o->capacity >> 20),
+		 (unsigned long long)(p->spare[p->rank] >> 20),
 		 (unsigned long long)(p->timeout_ns / 1000000),
 		 p->balancing ? "" : "; balancing off (DLCACHE_CLUSTER_BALANCE=0)");
 	*out = p;

@@ -142,7 +142,10 @@ enum { OURS_TIER = 1, OURS_OWNER };
  * Backups. Diverting a straggler's reads to storage costs storage bytes
  * every epoch. So each sample has a backup: a rank other than its owner,
  * a pure function of the sample, the owner and the dead ranks
- * (peer_backup()), the same on every rank. A read of a sample whose owner
+ * (peer_backup()), the same on every rank: only a rank with room for it
+ * above the bytes it owns (its capacity, which every rank sent every
+ * other at open, less those bytes) is one, so a rank asks no backup
+ * that could never hold it. A read of a sample whose owner
  * is a straggler (past its probes) goes to its backup instead, while this
  * rank measures the backup BAL_SLOWER times faster than the owner (a rank
  * behind a slow link of its own sees all its peers alike, and asks no
@@ -152,9 +155,9 @@ enum { OURS_TIER = 1, OURS_OWNER };
  * pushes an owner's. A backup keeps such samples only in the room its
  * capacity has beyond the bytes it owns (so its own share never loses
  * room to them), and says REP_NO_SPARE once that is full. With the
- * caches' sum at N there is no such room, and the straggler's reads cost
- * storage bytes as before; with more, they stop coming from storage once
- * the backups hold them.
+ * caches' sum at N there is no such room: the straggler's reads cost
+ * storage bytes as before, and no backup is asked (there is none). With
+ * more, they stop coming from storage once the backups hold them.
  */
 struct rate {
 	uint32_t inflight;	/* requests outstanding */
@@ -229,6 +232,13 @@ struct dlc_peer {
 	 */
 	uint64_t *max_owned;
 	uint64_t max_size;	/* the index's largest sample's bytes */
+	uint64_t *cap;		/* per rank: its capacity, sent at open */
+	/*
+	 * Per rank: its capacity less the bytes it owns now, the room it
+	 * has for backups; written by peer_place() and peer_replace_locked()
+	 * (the lock held), atomically: peer_backup() reads it without.
+	 */
+	uint64_t *spare;
 	MPI_Comm comm;
 	/*
 	 * SINK_BYTES of MPI_BYTE with an extent of 0, made with the comm: a

@@ -77,24 +77,42 @@ static int by_key(const void *a, const void *b)
 /*
  * Sample @id's backup when @owner is a straggler (peer_int.h, "Backups"):
  * a rank other than @owner picked by the sample's hash, the next one on
- * when it is dead; NO_RANK when every other rank is. A function of @id,
- * @owner and the dead ranks alone, so ranks that agree on who died agree
- * on every backup. Any thread: without the lock, a death may come after.
+ * when it is dead or has no room for the sample above the bytes it owns;
+ * NO_RANK when no other rank may be. A function of @id, @owner, the dead
+ * ranks and the capacities sent at open alone, so ranks that agree on
+ * who died agree on every backup. Any thread: without the lock, a death
+ * may come after.
  */
 uint32_t peer_backup(const struct dlc_peer *p, uint32_t id, uint32_t owner)
 {
 	uint32_t k, b, i, others = p->world - 1;
 
-	if (!others || owner >= p->world)
+	if (!others || owner >= p->world || id >= p->n)
 		return NO_RANK;
 	/* Salted: not the placement's order, so a share's backups spread. */
 	k = (uint32_t)(mix64((uint64_t)id ^ 0x6261636b7570ULL) % others);
 	for (i = 0; i < others; i++) {
 		b = (owner + 1 + (k + i) % others) % p->world;
-		if (!__atomic_load_n(&p->dead[b], __ATOMIC_RELAXED))
+		if (!__atomic_load_n(&p->dead[b], __ATOMIC_RELAXED) &&
+		    __atomic_load_n(&p->spare[b], __ATOMIC_RELAXED) >=
+		    p->size[id])
 			return b;
 	}
 	return NO_RANK;
+}
+
+/*
+ * Each rank's room for backups: its capacity less @owned[rank], the bytes
+ * it owns. Called by peer_place() and peer_replace_locked(), before
+ * max_answer().
+ */
+static void spare_room(struct dlc_peer *p, const uint64_t *owned)
+{
+	uint32_t r;
+
+	for (r = 0; r < p->world; r++)
+		__atomic_store_n(&p->spare[r], p->cap[r] > owned[r] ?
+				 p->cap[r] - owned[r] : 0, __ATOMIC_RELAXED);
 }
 
 /*
@@ -117,7 +135,10 @@ static void max_answer(struct dlc_peer *p)
 	}
 }
 
-/* Called by dlc_peer_open() (peer.c) before any thread starts. */
+/*
+ * Called by dlc_peer_open() (peer.c) before any thread starts, once
+ * p->cap holds every rank's capacity.
+ */
 int peer_place(struct dlc_peer *p)
 {
 	struct hashed *h = malloc(sizeof(*h) * p->n);
@@ -144,6 +165,7 @@ int peer_place(struct dlc_peer *p)
 	}
 	memcpy(p->home_bytes, bytes, sizeof(*bytes) * p->world);
 	p->owned_bytes = bytes[p->rank];
+	spare_room(p, bytes);
 	max_answer(p);
 	free(h);
 	free(bytes);
@@ -196,6 +218,7 @@ uint32_t peer_replace_locked(struct dlc_peer *p)
 		mine += best == p->rank;
 	}
 	p->owned_bytes = p->re_bytes[p->rank];
+	spare_room(p, p->re_bytes);
 	max_answer(p);
 	/*
 	 * The backups moved with the dead, and this rank's room for them
@@ -223,7 +246,6 @@ void peer_admit_locked(struct dlc_peer *p, uint32_t id,
 		       const struct dlc_buf *b, int ok)
 {
 	struct dlc_buf *keep;
-	uint64_t spare;
 	uint32_t owner;
 	int backup;
 
@@ -235,9 +257,7 @@ void peer_admit_locked(struct dlc_peer *p, uint32_t id,
 		/* peer_int.h, "Backups": the room above what this rank owns. */
 		if (!p->balancing || peer_backup(p, id, owner) != p->rank)
 			return;
-		spare = p->c.capacity > p->owned_bytes ?
-			p->c.capacity - p->owned_bytes : 0;
-		if (p->backup_used + b->len > spare) {
+		if (p->backup_used + b->len > p->spare[p->rank]) {
 			p->no_spare = 1;
 			return;
 		}
@@ -518,6 +538,8 @@ void peer_free(struct dlc_peer *p)
 	free(p->crc);
 	free(p->has_crc);
 	free(p->max_owned);
+	free(p->cap);
+	free(p->spare);
 	pthread_cond_destroy(&p->done_cv);
 	pthread_cond_destroy(&p->wd_cv);
 	pthread_cond_destroy(&p->cv);

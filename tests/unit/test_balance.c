@@ -268,11 +268,17 @@ static void test_decode_bound(void)
 
 #define NB	1200	/* samples in the backup tests */
 
-/* Rank @rank of WORLD over NB samples of LEN bytes, placed; @cap bytes. */
+/*
+ * Rank @rank of WORLD over NB samples of LEN bytes, placed; every rank's
+ * capacity @cap bytes (0: room for all NB).
+ */
 static struct dlc_peer *peer_placed(uint32_t rank, uint64_t cap)
 {
 	struct dlc_peer *p = calloc(1, sizeof(*p));
 	uint32_t i;
+
+	if (!cap)
+		cap = (uint64_t)NB * LEN;
 
 	if (!p)
 		return NULL;
@@ -296,13 +302,17 @@ static struct dlc_peer *peer_placed(uint32_t rank, uint64_t cap)
 	p->dead = calloc(WORLD, 1);
 	p->peer_no_spare = calloc(WORLD, 1);
 	p->rate = calloc(WORLD + 1, sizeof(*p->rate));
+	p->cap = calloc(WORLD, sizeof(*p->cap));
+	p->spare = calloc(WORLD, sizeof(*p->spare));
 	if (!p->size || !p->owner || !p->home || !p->placed || !p->share ||
 	    !p->backup || !p->has_crc || !p->crc || !p->home_bytes ||
 	    !p->re_bytes || !p->max_owned || !p->dead || !p->peer_no_spare ||
-	    !p->rate)
+	    !p->rate || !p->cap || !p->spare)
 		return NULL;	/* the test fails on it; leaked */
 	for (i = 0; i < NB; i++)
 		p->size[i] = LEN;
+	for (i = 0; i < WORLD; i++)
+		p->cap[i] = cap;
 	return peer_place(p) ? NULL : p;
 }
 
@@ -326,6 +336,8 @@ static void peer_placed_del(struct dlc_peer *p)
 	free(p->dead);
 	free(p->peer_no_spare);
 	free(p->rate);
+	free(p->cap);
+	free(p->spare);
 	free(p);
 }
 
@@ -364,6 +376,58 @@ static void test_backup_choice(void)
 		CHECK_EQ(q->max_owned[o], LEN);
 	peer_placed_del(p);
 	peer_placed_del(q);
+}
+
+/*
+ * Only a rank with room above the bytes it owns is a backup: with the
+ * caches' sum at N there is none, and no backup is asked.
+ */
+static void test_backup_spare(void)
+{
+	/* NB / WORLD samples each: capacities of exactly their shares. */
+	struct dlc_peer *p = peer_placed(0, (uint64_t)NB / WORLD * LEN);
+	uint32_t id, o, b, own3 = 0;
+
+	CHECK(p, "calloc");
+	if (!p)
+		return;
+	for (o = 0; o < WORLD; o++)
+		CHECK_EQ(p->spare[o], 0);
+	for (id = 0; id < NB; id++)
+		CHECK_EQ(peer_backup(p, id, p->owner[id]), NO_RANK);
+	for (own3 = 0; own3 < NB && p->owner[own3] != 3; own3++)
+		;
+	CHECK(own3 < NB, "a sample of rank 3's");
+	if (own3 >= NB)
+		goto out;
+	source(&p->rate[WORLD], 16 * MB, 0);
+	source(&p->rate[1], 8 * MB, 2);
+	source(&p->rate[2], 8 * MB, 2);
+	source(&p->rate[3], MB / 10, BAL_PROBES);
+	CHECK_EQ(peer_route_locked(p, 3, own3), NO_RANK);
+	CHECK_EQ(p->c.backup_asked, 0);
+	CHECK_EQ(p->c.peer_diverted, 1);
+	/* Half a sample of room is not room for one. */
+	p->cap[1] += LEN / 2;
+	CHECK_EQ(peer_place(p), 0);
+	CHECK_EQ(peer_backup(p, own3, 3), NO_RANK);
+	/* Room for two on rank 1: it backs up every other rank's samples. */
+	p->cap[1] += LEN + LEN / 2;
+	CHECK_EQ(peer_place(p), 0);
+	CHECK_EQ(p->spare[1], 2 * LEN);
+	for (id = 0; id < NB; id++) {
+		b = peer_backup(p, id, p->owner[id]);
+		CHECK_EQ(b, p->owner[id] == 1 ? NO_RANK : 1);
+	}
+	CHECK_EQ(peer_route_locked(p, 3, own3), 1);
+	CHECK_EQ(p->c.backup_asked, 1);
+	/* Rank 2 dies: rank 1 owns more than its capacity, and has no room. */
+	p->dead[2] = 1;
+	peer_replace_locked(p);
+	CHECK_EQ(p->spare[1], 0);
+	CHECK_EQ(peer_backup(p, own3, 3), NO_RANK);
+out:
+	peer_placed_del(p);
 }
 
 /* The first sample rank 3 owns whose backup is @b. */
@@ -408,7 +472,7 @@ static void test_backup_route(void)
 	CHECK(b, "alloc");
 	if (!b)
 		goto out;
-	p->c.capacity = p->owned_bytes + LEN;
+	p->spare[0] = LEN;
 	peer_admit_locked(p, mine, b, 1);
 	CHECK(p->share[mine] && p->backup[mine], "kept as the backup");
 	CHECK_EQ(peer_route_locked(p, 3, mine), 0);
@@ -456,6 +520,7 @@ static void test_backup_room(void)
 		goto out;
 	CHECK_EQ(p->owned_bytes, p->home_bytes[1]);
 	p->c.capacity = p->owned_bytes + 3 * LEN;
+	p->spare[1] = 3 * LEN;
 	/* Backups first: only 3 fit, above the owned bytes. */
 	for (id = 0; id < NB; id++)
 		if (p->owner[id] != 1 && peer_backup(p, id, p->owner[id]) == 1)
@@ -508,6 +573,7 @@ int main(void)
 	T_RUN(test_decode_bound);
 	T_RUN(test_backup_choice);
 	T_RUN(test_backup_route);
+	T_RUN(test_backup_spare);
 	T_RUN(test_backup_room);
 	return t_done("test_balance");
 }

@@ -321,13 +321,20 @@ static struct dlc_peer *tier_open(const struct dlc_index *idx,
 	return p;
 }
 
-/* Rank 1: the other half of dlc_peer_open()'s MPI_Comm_idup. */
+/*
+ * Rank 1: the other half of dlc_peer_open()'s MPI_Comm_idup and of its
+ * gather of the ranks' capacities.
+ */
 static MPI_Comm fake_open(struct picks *pk)
 {
+	uint64_t cap = 64 << 20, caps[2];
 	MPI_Comm comm;
 	MPI_Request req;
 
 	MPI_Comm_idup(MPI_COMM_WORLD, &comm, &req);
+	MPI_Wait(&req, MPI_STATUS_IGNORE);
+	MPI_Iallgather(&cap, 1, MPI_UINT64_T, caps, 1, MPI_UINT64_T, comm,
+		       &req);
 	MPI_Wait(&req, MPI_STATUS_IGNORE);
 	MPI_Recv(pk, sizeof(*pk), MPI_BYTE, 0, 0, MPI_COMM_WORLD,
 		 MPI_STATUS_IGNORE);
