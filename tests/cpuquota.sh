@@ -5,37 +5,25 @@
 # limited. Root only.
 #   cpuquota_up QUOTA PERIOD  0, or 1 with the reason in $cpuquota_why
 #   cpuquota_down             moves its tasks out, removes the cgroup
+. "$(dirname "${BASH_SOURCE[0]}")/cglimit.sh"
 cpuquota_cg="" cpuquota_procs="" cpuquota_why=""
 
 cpuquota_up() {
 	local quota=$1 period=$2
-	if [ -e /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]; then
-		cpuquota_cg=/sys/fs/cgroup/cpu/dlcslowcpu.$$
-		mkdir "$cpuquota_cg" &&
+	cglimit_make dlcslowcpu /sys/fs/cgroup/cpu/cpu.cfs_quota_us cpu ||
+		{ cpuquota_why=$cglimit_why; return 1; }
+	cpuquota_cg=$cglimit_dir cpuquota_procs=$cglimit_procs
+	if [ "$cglimit_v" = 1 ]; then
 		echo "$period" > "$cpuquota_cg/cpu.cfs_period_us" &&
-		echo "$quota" > "$cpuquota_cg/cpu.cfs_quota_us" ||
-			{ cpuquota_why="cpu cgroup (v1) at $cpuquota_cg"; return 1; }
-	elif grep -qw cpu /sys/fs/cgroup/cgroup.controllers 2> /dev/null; then
-		echo +cpu > /sys/fs/cgroup/cgroup.subtree_control 2> /dev/null
-		cpuquota_cg=/sys/fs/cgroup/dlcslowcpu.$$
-		mkdir "$cpuquota_cg" && echo "$quota $period" > "$cpuquota_cg/cpu.max" ||
-			{ cpuquota_why="cpu cgroup (v2) at $cpuquota_cg"; return 1; }
+		echo "$quota" > "$cpuquota_cg/cpu.cfs_quota_us"
 	else
-		cpuquota_why="no cpu cgroup controller to set a quota with"
-		return 1
-	fi
-	cpuquota_procs=$cpuquota_cg/cgroup.procs
-	[ -e "$cpuquota_procs" ] || cpuquota_procs=$cpuquota_cg/tasks
+		echo "$quota $period" > "$cpuquota_cg/cpu.max"
+	fi || { cpuquota_why="a quota in $cpuquota_cg"; return 1; }
 }
 
 cpuquota_down() {
-	local p
 	[ -n "$cpuquota_cg" ] || return 0
-	# A task left in it (a rank that outlived its kill) goes back to the root.
-	for p in $(cat "$cpuquota_procs" 2> /dev/null); do
-		echo "$p" > "$(dirname "$cpuquota_cg")/cgroup.procs" 2> /dev/null
-	done
-	rmdir "$cpuquota_cg" 2> /dev/null
+	cglimit_remove "$cpuquota_cg"
 	cpuquota_cg=""
 	return 0
 }

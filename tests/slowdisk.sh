@@ -7,6 +7,7 @@
 #   slowdisk_up IMG SIZE MNT BPS  0, or 1 with the reason in $slowdisk_why
 #   slowdisk_read                 bytes the device has read so far
 #   slowdisk_down                 unmounts, detaches, removes the cgroup
+. "$(dirname "${BASH_SOURCE[0]}")/cglimit.sh"
 slowdisk_loop="" slowdisk_dev="" slowdisk_mnt="" slowdisk_cg=""
 slowdisk_procs="" slowdisk_why=""
 
@@ -22,22 +23,14 @@ slowdisk_up() {
 	slowdisk_mnt=$mnt
 	slowdisk_dev=$(basename "$slowdisk_loop")
 	majmin=$(cat "/sys/block/$slowdisk_dev/dev")
-	if [ -e /sys/fs/cgroup/blkio/blkio.throttle.read_bps_device ]; then
-		slowdisk_cg=/sys/fs/cgroup/blkio/dlcslow.$$
-		mkdir "$slowdisk_cg" &&
-		echo "$majmin $bps" > "$slowdisk_cg/blkio.throttle.read_bps_device" ||
-			{ slowdisk_why="blkio cgroup"; return 1; }
-	elif grep -qw io /sys/fs/cgroup/cgroup.controllers 2> /dev/null; then
-		echo +io > /sys/fs/cgroup/cgroup.subtree_control 2> /dev/null
-		slowdisk_cg=/sys/fs/cgroup/dlcslow.$$
-		mkdir "$slowdisk_cg" && echo "$majmin rbps=$bps" > "$slowdisk_cg/io.max" ||
-			{ slowdisk_why="io cgroup"; return 1; }
+	cglimit_make dlcslow /sys/fs/cgroup/blkio/blkio.throttle.read_bps_device io ||
+		{ slowdisk_why=$cglimit_why; return 1; }
+	slowdisk_cg=$cglimit_dir slowdisk_procs=$cglimit_procs
+	if [ "$cglimit_v" = 1 ]; then
+		echo "$majmin $bps" > "$slowdisk_cg/blkio.throttle.read_bps_device"
 	else
-		slowdisk_why="no block cgroup controller to throttle reads with"
-		return 1
-	fi
-	slowdisk_procs=$slowdisk_cg/cgroup.procs
-	[ -e "$slowdisk_procs" ] || slowdisk_procs=$slowdisk_cg/tasks
+		echo "$majmin rbps=$bps" > "$slowdisk_cg/io.max"
+	fi || { slowdisk_why="a read limit in $slowdisk_cg"; return 1; }
 }
 
 slowdisk_read() {
@@ -47,7 +40,7 @@ slowdisk_read() {
 slowdisk_down() {
 	[ -n "$slowdisk_mnt" ] && mountpoint -q "$slowdisk_mnt" && umount "$slowdisk_mnt"
 	[ -n "$slowdisk_loop" ] && losetup -d "$slowdisk_loop"
-	[ -n "$slowdisk_cg" ] && rmdir "$slowdisk_cg" 2> /dev/null
+	[ -n "$slowdisk_cg" ] && cglimit_remove "$slowdisk_cg"
 	slowdisk_loop="" slowdisk_mnt="" slowdisk_cg=""
 	return 0
 }

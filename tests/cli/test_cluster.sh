@@ -421,6 +421,22 @@ all_sum() {	# NAME KEY: KEY over the run's ranks and epochs
 		field "$tmp/$1.$r" "sum(e['$2'] for e in j['epochs'])"
 	done | paste -sd+ | bc
 }
+# epoch_table NAME: each rank's seconds and storage bytes (% of N) per
+# epoch, balanced and not, and the rates each balanced rank measured,
+# after a bound failed: what a failure in CI leaves to find its cause by
+# (make check keeps no run's files).
+epoch_table() {
+	$py -c 'import json, sys
+name, n = sys.argv[1], int(sys.argv[2])
+for side in ("off", "on"):
+    for r in range(4):
+        es = json.load(open("%s-%s.%d" % (name, side, r)))["epochs"]
+        print("  | %-3s rank %d: %s" % (side, r, " ".join(
+            "%.2fs/%.1f%%" % (e["seconds"], 100.0 * e["bytes_read"] / n)
+            for e in es)))' "$tmp/$1" "$bytes"
+	grep -H "rates measured" "$tmp/$1-on".[0-3].err |
+		sed -E 's#^.*-on\.([0-3])\.err:#  | on  rank \1: #'
+}
 balance_report() {
 	local name=$1 what=$2 off on
 	shift 2
@@ -448,8 +464,10 @@ balance_pair slow
 netns_rate 3 200mbit
 balance_report slow "rank 3's link at 8 Mbit/s" 0 1 2 3
 # A measurement, but never worse: the rates are noisy at this scale.
-[ "$($py -c "print(int($ratio >= 1 / 1.1))")" = 1 ] ||
+[ "$($py -c "print(int($ratio >= 1 / 1.1))")" = 1 ] || {
 	fail "the balanced epochs took more than 1.1x the unbalanced ones"
+	epoch_table slow
+}
 end
 }
 
@@ -478,8 +496,10 @@ if cpuquota_up 3000 100000; then
 	cpuquota_down
 	balance_report node "rank 3 at 3 % of a CPU, the job" 0 1 2 3
 	balance_report node "rank 3 at 3 % of a CPU, the others" 0 1 2
-	[ "$($py -c "print(int($pct_on <= 5))")" = 1 ] ||
+	[ "$($py -c "print(int($pct_on <= 5))")" = 1 ] || {
 		fail "balanced, $pct_on % of N an epoch from storage, optimum 0 (+5 %)"
+		epoch_table node
+	}
 else
 	fail "$cpuquota_why"
 fi
