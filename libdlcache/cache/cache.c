@@ -9,8 +9,8 @@
  * An entry is a sample's encoded bytes or its decoded form (buf.h's
  * form_w; dlc_config.forms, chosen by pipeline/forms.c), accounted by the
  * memory it holds. Forms are pinned while decode limits the loader (out
- * of the policy's heap, never evicted), else ranked by next use with the
- * encoded bytes.
+ * of the policy's heap, evicted only by a form worth DISPLACE times more
+ * per byte), else ranked by next use with the encoded bytes.
  *
  * It keeps the very buffers reads landed in (pooled blocks, buf.c): a hit
  * is a new reference, never a copy. What it accounts against its
@@ -33,7 +33,18 @@
 
 #include "cache.h"
 #include "internal.h"
+#include "pinheap.h"
 #include "policy.h"
+
+/*
+ * A form takes pinned forms' room only when it is worth this many times
+ * more per byte than each of them (the decode time a hit saves, over the
+ * bytes). A displaced form's making is lost, and the values are single
+ * measurements of noisy decodes: with forms of one kind (a data set of
+ * like images) nothing churns, and a form far costlier to decode than
+ * its bytes suggest still wins its room.
+ */
+#define DISPLACE	2
 
 struct dlc_cache {
 	struct dlc_policy pol;
@@ -52,10 +63,16 @@ struct dlc_cache {
 	uint64_t forms_held;	/* entries that are decoded forms */
 	uint64_t forms_bytes;	/* their bytes, of used */
 	/*
-	 * Forms are pinned: out of the policy's heap, never a victim, and
-	 * admitted while they fit, over encoded bytes (pipeline/forms.c).
+	 * Forms are pinned: out of the policy's heap, admitted while they
+	 * fit, over encoded bytes (pipeline/forms.c), and then in the room
+	 * of those worth DISPLACE times less per byte, least first (pins:
+	 * made at the first pin, freed with the cache; without it, none is
+	 * displaced).
 	 */
 	int pin_forms;
+	struct dlc_pinheap pins;
+	uint32_t *form_us;	/* per sample: its form's value, us a hit saves */
+	uint32_t *popped;	/* displace()'s scratch: pinned forms taken out */
 };
 
 /* Whether entry @id is one the policy ranks (not a pinned form). */
@@ -105,6 +122,9 @@ void dlc_cache_destroy(struct dlc_cache *c)
 	free(c->entry);
 	free(c->scratch);
 	free(c->pol_mem);
+	dlc_pinheap_fini(&c->pins);
+	free(c->form_us);
+	free(c->popped);
 	free(c);
 }
 
@@ -191,6 +211,8 @@ static void drop_entry(struct dlc_cache *c, uint32_t id)
 	if (b->form_w) {
 		c->forms_held--;
 		c->forms_bytes -= bytes;
+		if (c->pins.heap)
+			dlc_pinheap_remove(&c->pins, id);
 	}
 	dlc_buf_put(b);
 	c->entry[id] = NULL;
@@ -246,11 +268,82 @@ int dlc_cache_offer(struct dlc_cache *c, uint32_t id, struct dlc_buf *b)
 	return 1;
 }
 
-int dlc_cache_would_keep(const struct dlc_cache *c, uint32_t id,
-			 uint64_t bytes)
+/*
+ * Form @id's value per byte, as pinned forms are ranked: over its pixels'
+ * bytes, as forms.c estimates a form before it is made (the memory it
+ * holds is at most 1/16 more for a form of any size, buf.c).
+ */
+static double density(const struct dlc_cache *c, uint32_t id)
 {
-	return c->pin_forms && id < c->nsamples &&
-	       c->forms_bytes + bytes <= c->capacity;
+	return c->form_us && c->entry[id]->len ?
+	       (double)c->form_us[id] / (double)c->entry[id]->len : 0;
+}
+
+/*
+ * The forms' values and ranking, made with the first form or pin: 1 when
+ * they are there (without memory for them, no form is displaced).
+ */
+static int have_pins(struct dlc_cache *c)
+{
+	if (c->pins.heap)
+		return 1;
+	c->popped = malloc(sizeof(*c->popped) * c->nsamples);
+	c->form_us = calloc(c->nsamples, sizeof(*c->form_us));
+	if (!c->popped || !c->form_us ||
+	    dlc_pinheap_init(&c->pins, c->nsamples)) {
+		free(c->popped);
+		free(c->form_us);
+		c->popped = NULL;
+		c->form_us = NULL;
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * Whether the pinned forms worth DISPLACE times less per byte than
+ * @key, least first, hold @need bytes; with @evict, they are evicted,
+ * else (and when they do not) all are kept. O(k log n) for the k forms
+ * looked at.
+ */
+static int displace(struct dlc_cache *c, uint64_t need, double key, int evict)
+{
+	uint64_t got = 0;
+	uint32_t k = 0, i, id;
+	double least;
+	int ok;
+
+	if (!c->pins.heap || key <= 0)
+		return 0;
+	while (got < need &&
+	       (id = dlc_pinheap_min(&c->pins, &least)) != DLC_PINHEAP_NIL &&
+	       least * DISPLACE < key) {
+		dlc_pinheap_remove(&c->pins, id);
+		c->popped[k++] = id;
+		got += dlc_buf_footprint(c->entry[id]);
+	}
+	ok = got >= need;
+	for (i = 0; i < k; i++) {
+		id = c->popped[i];
+		if (ok && evict) {
+			drop_entry(c, id);
+			c->evictions++;
+		} else {
+			dlc_pinheap_insert(&c->pins, id, density(c, id));
+		}
+	}
+	return ok;
+}
+
+int dlc_cache_would_keep(struct dlc_cache *c, uint32_t id, uint64_t bytes,
+			 double key)
+{
+	if (!c->pin_forms || id >= c->nsamples)
+		return 0;
+	if (c->forms_bytes + bytes <= c->capacity)
+		return 1;
+	return bytes <= c->capacity &&
+	       displace(c, c->forms_bytes + bytes - c->capacity, key, 0);
 }
 
 void dlc_cache_pin_forms(struct dlc_cache *c, int pin)
@@ -260,19 +353,28 @@ void dlc_cache_pin_forms(struct dlc_cache *c, int pin)
 	if (c->pin_forms == !!pin)
 		return;
 	c->pin_forms = !!pin;
+	if (pin)
+		have_pins(c);
+	else if (c->pins.heap)
+		dlc_pinheap_clear(&c->pins);
 	for (i = 0; i < c->nsamples; i++) {
 		if (!c->entry[i] || !c->entry[i]->form_w)
 			continue;
-		if (pin)
+		if (pin) {
 			dlc_policy_remove(&c->pol, i);
-		else
+			if (c->pins.heap)
+				dlc_pinheap_insert(&c->pins, i, density(c, i));
+		} else {
 			dlc_policy_insert(&c->pol, i);
+		}
 	}
 }
 
-int dlc_cache_offer_form(struct dlc_cache *c, uint32_t id, struct dlc_buf *b)
+int dlc_cache_offer_form(struct dlc_cache *c, uint32_t id, struct dlc_buf *b,
+			 uint32_t value_us)
 {
 	size_t bytes = dlc_buf_footprint(b), had;
+	double key = b->len ? (double)value_us / (double)b->len : 0;
 	struct dlc_buf *old;
 
 	if (id >= c->nsamples || !b->form_w)
@@ -282,7 +384,8 @@ int dlc_cache_offer_form(struct dlc_cache *c, uint32_t id, struct dlc_buf *b)
 		return 0;
 	had = old ? dlc_buf_footprint(old) : 0;
 	if (bytes > c->capacity ||
-	    (c->pin_forms && c->forms_bytes + bytes > c->capacity)) {
+	    (c->pin_forms && c->forms_bytes + bytes > c->capacity &&
+	     !displace(c, c->forms_bytes + bytes - c->capacity, key, 1))) {
 		c->bypasses++;
 		return 0;
 	}
@@ -307,12 +410,16 @@ int dlc_cache_offer_form(struct dlc_cache *c, uint32_t id, struct dlc_buf *b)
 	}
 	if (old)
 		drop_entry(c, id);
-	if (!c->pin_forms)
-		dlc_policy_insert(&c->pol, id);
 	c->entry[id] = dlc_buf_get(b);
 	c->used += bytes;
 	c->forms_held++;
 	c->forms_bytes += bytes;
+	if (have_pins(c))
+		c->form_us[id] = value_us;
+	if (!c->pin_forms)
+		dlc_policy_insert(&c->pol, id);
+	else if (c->pins.heap)
+		dlc_pinheap_insert(&c->pins, id, key);
 	return 1;
 }
 

@@ -49,26 +49,33 @@ int dlc_cache_contains(const struct dlc_cache *c, uint32_t id);
 int dlc_cache_offer(struct dlc_cache *c, uint32_t id, struct dlc_buf *b);
 
 /*
- * Whether a decoded form of @bytes for @id would be kept now: forms are
- * pinned, and the forms held fit with it. (Unpinned, forms.c makes none.)
+ * Whether a decoded form of @bytes for @id, worth @key per byte (the
+ * decode time a hit saves, us, over its bytes; 0: unknown), would be kept
+ * now: forms are pinned, and the forms held fit with it, or would with
+ * those worth DISPLACE (cache.c) times less per byte taken out. (Unpinned,
+ * forms.c makes none.)
  */
-int dlc_cache_would_keep(const struct dlc_cache *c, uint32_t id,
-			 uint64_t bytes);
+int dlc_cache_would_keep(struct dlc_cache *c, uint32_t id, uint64_t bytes,
+			 double key);
 
 /*
  * Pin the decoded forms (@pin 1) or rank them by next use with the rest
- * (0). Pinned, a form is never evicted, and is admitted while the forms
- * fit, evicting encoded bytes by next use.
+ * (0). Pinned, a form is evicted only by a form worth DISPLACE times more
+ * per byte (least worth first), and is admitted while the forms fit,
+ * evicting encoded bytes by next use.
  */
 void dlc_cache_pin_forms(struct dlc_cache *c, int pin);
 
 /*
- * Offer @b, a decoded form of @id (form_w set), in place of the encoded
- * bytes cached for it, if any. Room is made by next use (among encoded
- * entries when pinned), never by evicting @id: 1 when cached (its own
- * reference taken), 0 when not.
+ * Offer @b, a decoded form of @id (form_w set) whose hit saves @value_us
+ * of decode (0: unknown), in place of the encoded bytes cached for it, if
+ * any. Room is made by next use (among encoded entries when pinned, after
+ * the forms worth DISPLACE times less per byte when the pinned forms are
+ * full), never by evicting @id: 1 when cached (its own reference taken),
+ * 0 when not.
  */
-int dlc_cache_offer_form(struct dlc_cache *c, uint32_t id, struct dlc_buf *b);
+int dlc_cache_offer_form(struct dlc_cache *c, uint32_t id, struct dlc_buf *b,
+			 uint32_t value_us);
 
 struct dlc_cache_counters {
 	uint64_t evictions;

@@ -33,10 +33,13 @@
  * and forth where read-ahead buffers slow storage: measured, that cost a
  * quarter of the throughput at 40 MB/s.)
  *
- * Which samples: decode-bound, forms are pinned in cache.c (never
- * evicted, so a form made once is hit every later epoch) and a form is
- * made only while the forms held, queued and promised fit the cache with
- * it; it then evicts encoded bytes by next use. Storage-bound, no form
+ * Which samples: decode-bound, forms are pinned in cache.c (evicted only
+ * by a form worth twice as much per byte, so a form made once is hit
+ * every later epoch) and a form is made only while the forms held,
+ * queued and promised fit the cache with it, or would with forms worth
+ * half as much per byte taken out (by the decode time last measured for
+ * its sample, value_us()); it then evicts encoded bytes by next use.
+ * Storage-bound, no form
  * is made, and those held are ranked by next use with the rest. How far
  * this is from the best choice is in library.md (test_forms_opt).
  */
@@ -96,6 +99,25 @@ void dlc_forms_fini(struct dlc_forms *f)
 }
 
 /*
+ * dec_us: a sample's decode the way a hit replaces it, in us; with
+ * DEC_WHOLE, only its whole decode (the form's making) is known, which
+ * costs more than the crop-first decode a hit replaces.
+ */
+#define DEC_WHOLE	(1U << 31)
+
+/*
+ * The decode a hit on sample @id's form saves, us, as last measured (a
+ * whole decode when that is all that was: it overstates the crop-first
+ * decode a hit replaces, so forms made are ranked a little above the
+ * samples that would displace them); 0: never decoded. Any thread.
+ */
+static uint32_t value_us(struct dlc_forms *f, uint32_t id)
+{
+	return id < f->n ? __atomic_load_n(&f->dec_us[id], __ATOMIC_RELAXED) &
+			   ~DEC_WHOLE : 0;
+}
+
+/*
  * Whether a form of @enc_bytes encoded may be wanted now, but for the
  * cache's say: decode-bound, room in the queue. Its estimate in *@e.
  */
@@ -107,13 +129,14 @@ static int forms_may_want(const struct dlc_forms *f, uint64_t enc_bytes,
 	       *e <= UINT32_MAX && f->inflight + *e <= f->inflight_max;
 }
 
-int dlc_forms_want(struct dlc_forms *f, const struct dlc_cache *c,
+int dlc_forms_want(struct dlc_forms *f, struct dlc_cache *c,
 		   uint32_t id, uint64_t enc_bytes, uint32_t *est)
 {
 	uint64_t e;
 
 	if (!forms_may_want(f, enc_bytes, &e) ||
-	    !dlc_cache_would_keep(c, id, e + f->inflight + f->promised))
+	    !dlc_cache_would_keep(c, id, e + f->inflight + f->promised,
+				  e ? (double)value_us(f, id) / (double)e : 0))
 		return 0;
 	f->promised += e;
 	*est = (uint32_t)e;
@@ -165,9 +188,10 @@ void dlc_forms_made(struct dlc_forms *f, uint32_t id, uint32_t est,
 	f->qlen++;
 }
 
-static int offer_to_cache(void *c, uint32_t id, struct dlc_buf *b)
+static int offer_to_cache(void *c, uint32_t id, struct dlc_buf *b,
+			  uint32_t us)
 {
-	return dlc_cache_offer_form(c, id, b);
+	return dlc_cache_offer_form(c, id, b, us);
 }
 
 int dlc_forms_offer(struct dlc_forms *f, struct dlc_cache *c,
@@ -177,7 +201,8 @@ int dlc_forms_offer(struct dlc_forms *f, struct dlc_cache *c,
 }
 
 int dlc_forms_offer_to(struct dlc_forms *f,
-		       int (*take)(void *arg, uint32_t id, struct dlc_buf *b),
+		       int (*take)(void *arg, uint32_t id, struct dlc_buf *b,
+				   uint32_t value_us),
 		       void *arg, pthread_mutex_t *lock)
 {
 	struct dlc_form_made m;
@@ -189,7 +214,7 @@ int dlc_forms_offer_to(struct dlc_forms *f,
 		f->qhead = (f->qhead + 1) % f->qcap;
 		f->qlen--;
 		pthread_mutex_unlock(lock);
-		if (!take(arg, m.id, m.b))
+		if (!take(arg, m.id, m.b, value_us(f, m.id)))
 			__atomic_fetch_add(&f->refused, 1, __ATOMIC_RELAXED);
 		dlc_buf_put(m.b);
 		any = 1;
@@ -240,12 +265,6 @@ void dlc_forms_stats(const struct dlc_forms *f, struct dlc_stats *st)
 			   __atomic_load_n(&f->regime, __ATOMIC_RELAXED);
 }
 
-/*
- * dec_us: a sample's decode the way a hit replaces it, in us; with
- * DEC_WHOLE, only its whole decode (the form's making) is known, which
- * costs more than the crop-first decode a hit replaces.
- */
-#define DEC_WHOLE	(1U << 31)
 
 static uint32_t dec_us_of(uint64_t ns)
 {

@@ -66,10 +66,12 @@ void dlc_forms_fini(struct dlc_forms *f);
  * I/O thread, under the loader's lock: whether to make the decoded form
  * of sample @id (@enc_bytes encoded) at its decode: the regime says
  * forms, the queue has room, and cache @c would keep it with the forms
- * queued and promised. If so, *@est is its estimated bytes, promised
- * until dlc_forms_made() or dlc_forms_unwant() gives them back.
+ * queued and promised (in the room of pinned forms worth less per byte,
+ * by the decode of @id last measured: dlc_cache_would_keep()). If so,
+ * *@est is its estimated bytes, promised until dlc_forms_made() or
+ * dlc_forms_unwant() gives them back.
  */
-int dlc_forms_want(struct dlc_forms *f, const struct dlc_cache *c,
+int dlc_forms_want(struct dlc_forms *f, struct dlc_cache *c,
 		   uint32_t id, uint64_t enc_bytes, uint32_t *est);
 
 /*
@@ -98,11 +100,13 @@ void dlc_forms_made(struct dlc_forms *f, uint32_t id, uint32_t est,
 int dlc_forms_offer(struct dlc_forms *f, struct dlc_cache *c,
 		    pthread_mutex_t *lock);
 /*
- * dlc_forms_offer() to @take (@arg, the sample, the form: whether it was
- * kept), which must take its own reference to keep the form.
+ * dlc_forms_offer() to @take (@arg, the sample, the form, the decode a hit
+ * on it saves in us or 0: whether it was kept), which must take its own
+ * reference to keep the form.
  */
 int dlc_forms_offer_to(struct dlc_forms *f,
-		       int (*take)(void *arg, uint32_t id, struct dlc_buf *b),
+		       int (*take)(void *arg, uint32_t id, struct dlc_buf *b,
+				   uint32_t value_us),
 		       void *arg, pthread_mutex_t *lock);
 
 /*

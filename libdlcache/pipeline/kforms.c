@@ -283,13 +283,17 @@ put_b:
 /*
  * dlc_forms_offer_to()'s taker: PUT form @b of sample @id, sealed here,
  * where it leaves the process, into the trailer's room its maker left
- * (batchdecode.c's form_alloc()).
+ * (batchdecode.c's form_alloc()). Its value is the module's to rank
+ * (by next use, as any sample's): unused.
  */
-static int kforms_put(void *arg, uint32_t id, struct dlc_buf *b)
+static int kforms_put(void *arg, uint32_t id, struct dlc_buf *b,
+		      uint32_t value_us)
 {
 	struct dlc_kforms *kf = arg;
 	uint64_t len = b->len + DLC_FORM_TRAILER;
 	struct dlcache_sqe *sqe;
+
+	(void)value_us;
 
 	if (!kf->kc || len > dlc_kclient_max_sample(kf->kc))
 		return 0;
