@@ -73,6 +73,7 @@ struct dlc_cache {
 	struct dlc_pinheap pins;
 	uint32_t *form_us;	/* per sample: its form's value, us a hit saves */
 	uint32_t *popped;	/* displace()'s scratch: pinned forms taken out */
+	int no_displace;	/* dlc_cache_forms_may_displace(0) */
 };
 
 /* Whether entry @id is one the policy ranks (not a pinned form). */
@@ -313,7 +314,7 @@ static int displace(struct dlc_cache *c, uint64_t need, double key, int evict)
 	double least;
 	int ok;
 
-	if (!c->pins.heap || key <= 0)
+	if (!c->pins.heap || key <= 0 || c->no_displace)
 		return 0;
 	while (got < need &&
 	       (id = dlc_pinheap_min(&c->pins, &least)) != DLC_PINHEAP_NIL &&
@@ -344,6 +345,11 @@ int dlc_cache_would_keep(struct dlc_cache *c, uint32_t id, uint64_t bytes,
 		return 1;
 	return bytes <= c->capacity &&
 	       displace(c, c->forms_bytes + bytes - c->capacity, key, 0);
+}
+
+void dlc_cache_forms_may_displace(struct dlc_cache *c, int may)
+{
+	c->no_displace = !may;
 }
 
 void dlc_cache_pin_forms(struct dlc_cache *c, int pin)

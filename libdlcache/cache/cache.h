@@ -67,6 +67,21 @@ int dlc_cache_would_keep(struct dlc_cache *c, uint32_t id, uint64_t bytes,
 void dlc_cache_pin_forms(struct dlc_cache *c, int pin);
 
 /*
+ * Whether a form may take pinned forms' room from now on (1, as created)
+ * or only free room and encoded bytes' (0): its making is paid again by
+ * a form displaced, and a job's last epochs leave too few uses to pay it
+ * back (the loader passes whether DLC_FORMS_PAYBACK epochs are left).
+ */
+void dlc_cache_forms_may_displace(struct dlc_cache *c, int may);
+/*
+ * Epochs that must be left after the current one for a displacement to
+ * pay: one at twice the value per byte saves at least half the new
+ * form's decode a use, and its making costs up to 1.4 decodes
+ * (test_forms_opt's model).
+ */
+#define DLC_FORMS_PAYBACK	3
+
+/*
  * Offer @b, a decoded form of @id (form_w set) whose hit saves @value_us
  * of decode (0: unknown), in place of the encoded bytes cached for it, if
  * any. Room is made by next use (among encoded entries when pinned, after

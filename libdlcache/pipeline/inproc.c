@@ -25,8 +25,18 @@ static int inproc_prepare_epoch(struct dlc_cache_tier *t, uint32_t epoch)
 {
 	struct dlc_inproc *ip = to_inproc(t);
 
+	const struct dlc_loader *l = t->l;
+
 	if (!ip->c)
 		return 0;
+	/*
+	 * A displaced form is made again: only with DLC_FORMS_PAYBACK
+	 * epochs left after this one (or no known end) do the uses left
+	 * pay for it (cache.c).
+	 */
+	dlc_cache_forms_may_displace(ip->c, !l->cfg.epochs ||
+				     (uint64_t)epoch + 1 + DLC_FORMS_PAYBACK <=
+				     l->cfg.epochs);
 	return dlc_cache_prepare_epoch(ip->c, epoch, loader_fill_order, t->l);
 }
 
