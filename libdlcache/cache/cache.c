@@ -62,6 +62,7 @@ struct dlc_cache {
 	uint64_t bypasses;
 	uint64_t forms_held;	/* entries that are decoded forms */
 	uint64_t forms_bytes;	/* their bytes, of used */
+	uint64_t forms_displaced;	/* pinned forms displace() let go */
 	/*
 	 * Forms are pinned: out of the policy's heap, admitted while they
 	 * fit, over encoded bytes (pipeline/forms.c), and then in the room
@@ -329,6 +330,7 @@ static int displace(struct dlc_cache *c, uint64_t need, double key, int evict)
 		if (ok && evict) {
 			drop_entry(c, id);
 			c->evictions++;
+			c->forms_displaced++;
 		} else {
 			dlc_pinheap_insert(&c->pins, id, density(c, id));
 		}
@@ -438,4 +440,5 @@ void dlc_cache_counters(const struct dlc_cache *c,
 	out->capacity = c->capacity;
 	out->forms_held = c->forms_held;
 	out->forms_bytes = c->forms_bytes;
+	out->forms_displaced = c->forms_displaced;
 }

@@ -99,6 +99,7 @@ struct dlc_cache_counters {
 	uint64_t capacity;
 	uint64_t forms_held;
 	uint64_t forms_bytes;
+	uint64_t forms_displaced;	/* pinned forms let go for a denser one */
 };
 void dlc_cache_counters(const struct dlc_cache *c,
 			struct dlc_cache_counters *out);

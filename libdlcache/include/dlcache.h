@@ -1140,6 +1140,13 @@ struct dlc_stats {
 	uint64_t cluster_backup_asked;
 	uint64_t cluster_backup_hits;
 	uint64_t cluster_backup_used;
+	/*
+	 * Decoded forms the in-process cache let go for a form worth at least
+	 * twice as much decode per byte (decode-bound, its forms full;
+	 * library.md, "Decoded forms"): each is made again if it comes back.
+	 * Also counted in evictions.
+	 */
+	uint64_t forms_displaced;
 };
 
 /*

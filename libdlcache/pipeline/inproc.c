@@ -161,6 +161,8 @@ static void inproc_publish(struct dlc_cache_tier *t)
 	__atomic_store_n(&l->stats.forms_held, cc.forms_held, __ATOMIC_RELAXED);
 	__atomic_store_n(&l->stats.forms_bytes, cc.forms_bytes,
 			 __ATOMIC_RELAXED);
+	__atomic_store_n(&l->stats.forms_displaced, cc.forms_displaced,
+			 __ATOMIC_RELAXED);
 }
 
 /* Under l->lock: the forms' counters, which decoders keep. */

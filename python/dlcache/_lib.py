@@ -144,6 +144,7 @@ STATS_FIELDS = [
     "form_hits", "forms_made", "forms_refused", "forms_held", "forms_bytes",
     "form_saved_ns", "forms_regime",
     "cluster_backup_asked", "cluster_backup_hits", "cluster_backup_used",
+    "forms_displaced",
 ]
 
 

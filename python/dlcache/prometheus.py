@@ -80,6 +80,7 @@ COUNTERS = {
     "form_hits": "samples served from a decoded form (a resize, no decode)",
     "forms_made": "decoded forms made (a whole decode at scale 1)",
     "forms_refused": "decoded forms made that the cache did not take",
+    "forms_displaced": "pinned decoded forms let go for a form worth twice the decode per byte",
     "form_saved_s": "seconds of decode the decoded forms saved",
     "kept_batches": "batches the consumer kept past the next one",
     "read_s": "seconds from submit to completion of reads, summed",

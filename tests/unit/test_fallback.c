@@ -165,7 +165,7 @@ static void check_stats(void)
 	CHECK_EQ(offsetof(struct dlc_stats, cluster_backup_asked),
 		 offsetof(struct dlc_stats, forms_regime) + 8);
 	CHECK_EQ(sizeof(struct dlc_stats),
-		 offsetof(struct dlc_stats, cluster_backup_used) + 8);
+		 offsetof(struct dlc_stats, forms_displaced) + 8);
 	config(&cfg);
 	cfg.cache_bytes = 1 << 20;
 	CHECK_EQ(dlc_loader_create(&cfg, g_idx, &l), 0);

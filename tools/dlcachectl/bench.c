@@ -592,12 +592,13 @@ static void print_epoch_row(const struct bench_args *a,
 		       (unsigned long long)d->node_borrowed_cpus,
 		       (unsigned long long)d->node_guest_reclaimed);
 	if (a->o.cfg.forms)
-		printf("      forms: %llu of %llu samples from decoded forms (%.1f s of decode saved), %llu made, %llu not kept; %llu held, %.1f MB; keeping %s\n",
+		printf("      forms: %llu of %llu samples from decoded forms (%.1f s of decode saved), %llu made, %llu not kept, %llu displaced by denser ones; %llu held, %.1f MB; keeping %s\n",
 		       (unsigned long long)d->form_hits,
 		       (unsigned long long)r->images,
 		       (double)d->form_saved_ns / 1e9,
 		       (unsigned long long)d->forms_made,
 		       (unsigned long long)d->forms_refused,
+		       (unsigned long long)d->forms_displaced,
 		       (unsigned long long)d->forms_held,
 		       (double)d->forms_bytes / 1e6,
 		       d->forms_regime == 2 ? "encoded bytes (storage-bound)" :
@@ -731,7 +732,8 @@ static void print_epoch_json(const struct bench_args *a,
 	       "\"decode_starved_ns\": %llu, \"form_hits\": %llu, "
 	       "\"forms_made\": %llu, \"forms_refused\": %llu, "
 	       "\"forms_held\": %llu, \"forms_bytes\": %llu, "
-	       "\"form_saved_ns\": %llu, \"forms_regime\": %llu",
+	       "\"form_saved_ns\": %llu, \"forms_regime\": %llu, "
+	       "\"forms_displaced\": %llu",
 	       first ? "" : ", ", r->epoch,
 	       (double)r->images / r->seconds, hit_ratio(d),
 	       (double)d->wait_ns / 1e9,
@@ -780,7 +782,8 @@ static void print_epoch_json(const struct bench_args *a,
 	       (unsigned long long)d->forms_held,
 	       (unsigned long long)d->forms_bytes,
 	       (unsigned long long)d->form_saved_ns,
-	       (unsigned long long)d->forms_regime);
+	       (unsigned long long)d->forms_regime,
+	       (unsigned long long)d->forms_displaced);
 	if (a->o.cfg.cluster)
 		printf(", \"cluster_local_hits\": %llu, "
 		       "\"cluster_local_bytes\": %llu, "
