@@ -39,9 +39,9 @@
  * queued and promised fit the cache with it, or would with forms worth
  * half as much per byte taken out (by the decode time last measured for
  * its sample, value_us()); it then evicts encoded bytes by next use.
- * Storage-bound, no form
- * is made, and those held are ranked by next use with the rest. How far
- * this is from the best choice is in library.md (test_forms_opt).
+ * Storage-bound, no form is made, and those held are ranked by next use
+ * with the rest. How far this is from the best choice is in library.md
+ * (test_forms_opt).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -264,7 +264,6 @@ void dlc_forms_stats(const struct dlc_forms *f, struct dlc_stats *st)
 	st->forms_regime = f->mode != DLC_FORMS_AUTO ? 1 :
 			   __atomic_load_n(&f->regime, __ATOMIC_RELAXED);
 }
-
 
 static uint32_t dec_us_of(uint64_t ns)
 {
