@@ -4,14 +4,21 @@
  * decoders' starved time (dlc_stats.decode_starved_ns, summed over its
  * decode threads) and its I/O thread's time with a read in flight. What
  * sets a loader's pace (storage, decode or the consumer) is read from
- * their shares of a window: forms.c's regime, rasize.c's read-ahead and
- * the peer tier's decode-bound gate (peer.c) each keep a window of their
- * own length and act on each one that ends.
+ * their shares of a window. The loader's I/O thread keeps one window of
+ * DLC_PACE_WINDOW_NS (loader.c, l->pace) and hands the shares of each
+ * that ends to the controllers that act on them: forms.c's regime,
+ * rasize.c's read-ahead and the peer tier's decode-bound gate (peer.c).
  */
 #ifndef DLC_WINDOW_H
 #define DLC_WINDOW_H
 
 #include <stdint.h>
+
+/*
+ * Long enough that a window holds many decodes (2-20 ms each) and reads,
+ * short enough that a change of regime shows within a second.
+ */
+#define DLC_PACE_WINDOW_NS	(250ULL * 1000000)
 
 struct dlc_window {
 	uint64_t t0;		/* ns: this window's start; 0: none yet */

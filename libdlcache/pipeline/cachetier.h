@@ -21,6 +21,7 @@
 struct dlc_buf;
 struct dlc_loader;
 struct dlc_stats;
+struct dlc_window_shares;
 struct dlc_cache_tier;
 
 struct dlc_cache_tier_ops {
@@ -76,6 +77,12 @@ struct dlc_cache_tier_ops {
 	 */
 	int (*form_wanted)(struct dlc_cache_tier *t, uint32_t id,
 			   uint64_t enc_bytes, uint32_t *est);
+	/*
+	 * The shares of the loader's pace window (window.h) that just
+	 * ended: what sets the pace now, for its choice of forms.
+	 */
+	void (*pace)(struct dlc_cache_tier *t,
+		     const struct dlc_window_shares *w);
 	/* Its counters into the loader's stats, after reads were handed over. */
 	void (*publish)(struct dlc_cache_tier *t);
 	/* Under l->lock: its view of the cache into @st (dlc_loader_stats()). */
@@ -177,6 +184,13 @@ static inline int dlc_ct_form_wanted(struct dlc_cache_tier *t, uint32_t id,
 {
 	return t->ops->form_wanted &&
 	       t->ops->form_wanted(t, id, enc_bytes, est);
+}
+
+static inline void dlc_ct_pace(struct dlc_cache_tier *t,
+			       const struct dlc_window_shares *w)
+{
+	if (t->ops->pace)
+		t->ops->pace(t, w);
 }
 
 static inline void dlc_ct_publish(struct dlc_cache_tier *t)

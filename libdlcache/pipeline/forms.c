@@ -15,11 +15,12 @@
  *   storage-bound: both save the same read; the encoded bytes do it in
  *                  1/8 to 1/18 of the bytes. Encoded wins, every sample.
  *
- * So the choice is per regime, and the regime is measured over 250 ms
- * windows: the decoders' time idle while samples they would decode are
- * still being read (decode_starved_ns), and the storage's busy time
- * (io_busy_ns: a read in flight). A window where the storage was busy
- * over 80 % of the time and the decoders starved over 15 % of theirs is
+ * So the choice is per regime, and the regime is measured over the
+ * loader's pace windows (window.h, 250 ms): the decoders' time idle
+ * while samples they would decode are still being read
+ * (decode_starved_ns), and the storage's busy time (io_busy_ns: a read
+ * in flight). A window where the storage was busy over 80 % of the time
+ * and the decoders starved over 15 % of theirs is
  * storage-bound; one where the storage was busy under 50 %, or under 80 %
  * with the decoders starved under 3 %, decode-bound. Storage busy over
  * 80 % with the decoders fed is the knee, where both limit the loader:
@@ -51,8 +52,6 @@
 #include "cache.h"
 #include "dlcache.h"
 #include "forms.h"
-
-#define WINDOW_NS	250000000ULL
 
 enum { FORMS_UNDECIDED, FORMS_DECODE_BOUND, FORMS_STORAGE_BOUND };
 
@@ -225,23 +224,17 @@ int dlc_forms_offer_to(struct dlc_forms *f,
 	return any;
 }
 
-void dlc_forms_observe(struct dlc_forms *f, struct dlc_cache *c, uint64_t now,
-		       uint64_t starved_ns, uint64_t busy_ns, uint32_t threads)
+void dlc_forms_window(struct dlc_forms *f, struct dlc_cache *c,
+		      const struct dlc_window_shares *w)
 {
 	uint32_t was = f->regime, now_regime;
-	struct dlc_window_shares w;
-	uint64_t starved, busy;
 
-	if (f->mode != DLC_FORMS_AUTO ||
-	    !dlc_window_end(&f->win, now, WINDOW_NS, starved_ns, busy_ns,
-			    threads, &w))
+	if (f->mode != DLC_FORMS_AUTO)
 		return;
-	starved = w.starved;
-	busy = w.busy;
-	if (busy > 800 && starved > 150) {
+	if (w->busy > 800 && w->starved > 150) {
 		f->run_storage++;
 		f->run_decode = 0;
-	} else if (busy < 500 || (starved < 30 && busy < 800)) {
+	} else if (w->busy < 500 || (w->starved < 30 && w->busy < 800)) {
 		f->run_decode++;
 		f->run_storage = 0;
 	}

@@ -26,8 +26,8 @@ struct dlc_form_made {
 /*
  * Who owns what: mode, n and the arrays are set at init and read by all;
  * dec_us is written by decoders (relaxed atomics); the queue, inflight,
- * promised and ratio16 are under the loader's lock; the regime's window
- * is the I/O thread's, the regime itself written by it and read by all
+ * promised and ratio16 are under the loader's lock; the regime's runs
+ * are the I/O thread's, the regime itself written by it and read by all
  * (relaxed).
  * The forms a decoder is making are its own until dlc_forms_made(): at
  * most one a decoder, of at most max_pixels each, their estimated bytes
@@ -45,7 +45,6 @@ struct dlc_forms {
 	uint64_t promised;		/* estimated bytes of those being made */
 	uint64_t inflight_max;
 	uint32_t regime;		/* forms.c's FORMS_*: see above */
-	struct dlc_window win;		/* the regime's */
 	uint32_t run_storage, run_decode;	/* windows in a row */
 	/* counters, written by their owners, read relaxed by stats */
 	uint64_t made, refused, hits, saved_ns;
@@ -110,14 +109,13 @@ int dlc_forms_offer_to(struct dlc_forms *f,
 		       void *arg, pthread_mutex_t *lock);
 
 /*
- * I/O thread: the decoders' starved time so far (@starved_ns, over
- * @threads threads) and the storage's busy time (@busy_ns) at @now; at
- * the end of each 250 ms window the regime is chosen again (forms.c);
- * @c's forms are pinned while decode-bound (dlc_cache_pin_forms()); @c
- * NULL: no cache to pin (dlcache.ko).
+ * I/O thread, at the end of each of the loader's pace windows
+ * (window.h): its shares @w choose the regime again (forms.c); @c's
+ * forms are pinned while decode-bound (dlc_cache_pin_forms()); @c NULL:
+ * no cache to pin (dlcache.ko).
  */
-void dlc_forms_observe(struct dlc_forms *f, struct dlc_cache *c, uint64_t now,
-		       uint64_t starved_ns, uint64_t busy_ns, uint32_t threads);
+void dlc_forms_window(struct dlc_forms *f, struct dlc_cache *c,
+		      const struct dlc_window_shares *w);
 
 /*
  * A form's bytes where they leave the process (dlcache.ko, kforms.c):

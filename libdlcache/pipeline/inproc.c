@@ -52,17 +52,9 @@ static int inproc_round(struct dlc_cache_tier *t, uint32_t cur_epoch,
 	struct decode_item it;
 
 	(void)cur_epoch;	/* a claim's epoch is read with it, below */
-	if (ip->have_forms) {
-		uint64_t now = dlc_now_ns();
-
-		/* Before the claims: a form made may be the next hit. */
-		if (dlc_forms_offer(&ip->forms, ip->c, &l->lock))
-			inproc_publish(t);
-		dlc_forms_observe(&ip->forms, ip->c, now,
-				  __atomic_load_n(&l->stats.decode_starved_ns,
-						  __ATOMIC_RELAXED),
-				  loader_io_busy_ns(l, now), l->ndecode);
-	}
+	/* Before the claims: a form made may be the next hit. */
+	if (ip->have_forms && dlc_forms_offer(&ip->forms, ip->c, &l->lock))
+		inproc_publish(t);
 	pthread_mutex_lock(&l->lock);
 	while (loader_issuable(l) && loader_claim_room(l)) {
 		struct dlc_buf *hit = NULL;
@@ -106,6 +98,16 @@ static int inproc_more(const struct dlc_cache_tier *t)
 
 	return (ip->have_forms && ip->forms.qlen) ||
 	       (loader_issuable(t->l) && loader_claim_room(t->l));
+}
+
+/* The pace window that ended chooses the forms' regime (forms.c). */
+static void inproc_pace(struct dlc_cache_tier *t,
+			const struct dlc_window_shares *w)
+{
+	struct dlc_inproc *ip = to_inproc(t);
+
+	if (ip->have_forms)
+		dlc_forms_window(&ip->forms, ip->c, w);
 }
 
 /*
@@ -204,6 +206,7 @@ static const struct dlc_cache_tier_ops inproc_ops = {
 	.keeps = inproc_keeps,
 	.holds = inproc_holds,
 	.form_wanted = inproc_form_wanted,
+	.pace = inproc_pace,
 	.publish = inproc_publish,
 	.stats = inproc_stats,
 	.describe = inproc_describe,

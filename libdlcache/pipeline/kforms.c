@@ -336,8 +336,6 @@ static void kforms_measure(struct dlc_kforms *kf, uint64_t now)
 
 int dlc_kforms_round(struct dlc_kforms *kf, pthread_mutex_t *lock)
 {
-	struct dlc_loader *l = kf->l;
-	uint64_t now = dlc_now_ns();
 	int any;
 
 	/* Closed: the forms still queued are refused, so none stays. */
@@ -349,12 +347,14 @@ int dlc_kforms_round(struct dlc_kforms *kf, pthread_mutex_t *lock)
 	if (!kf->kc)
 		return any;
 	kforms_reap(kf);
-	kforms_measure(kf, now);
-	dlc_forms_observe(&kf->forms, NULL, now,
-			  __atomic_load_n(&l->stats.decode_starved_ns,
-					  __ATOMIC_RELAXED),
-			  loader_io_busy_ns(l, now), l->ndecode);
+	kforms_measure(kf, dlc_now_ns());
 	return any;
+}
+
+void dlc_kforms_window(struct dlc_kforms *kf,
+		       const struct dlc_window_shares *w)
+{
+	dlc_forms_window(&kf->forms, NULL, w);
 }
 
 int dlc_kforms_want(struct dlc_kforms *kf, uint32_t id, uint64_t enc_bytes,

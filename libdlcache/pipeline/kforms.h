@@ -14,6 +14,7 @@
 struct dlc_buf;
 struct dlc_loader;
 struct dlc_stats;
+struct dlc_window_shares;
 struct dlc_kforms;
 
 /*
@@ -43,10 +44,13 @@ struct dlc_buf *dlc_kforms_get(struct dlc_kforms *kf, uint32_t id,
 			       uint32_t epoch, uint32_t index);
 /*
  * I/O thread, each round: PUT the forms the decoders made (refused once
- * the form set is closed), and measure the regime and the module's room.
- * Whether any queued form was taken off the queue.
+ * the form set is closed), and measure the module's room. Whether any
+ * queued form was taken off the queue.
  */
 int dlc_kforms_round(struct dlc_kforms *kf, pthread_mutex_t *lock);
+/* I/O thread: the loader's pace window @w ended (dlc_forms_window()). */
+void dlc_kforms_window(struct dlc_kforms *kf,
+		       const struct dlc_window_shares *w);
 /* Under the loader's lock: whether sample @id's decode makes its form. */
 int dlc_kforms_want(struct dlc_kforms *kf, uint32_t id, uint64_t enc_bytes,
 		    uint32_t *est);

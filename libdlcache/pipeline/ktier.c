@@ -1343,6 +1343,17 @@ static int ktier_op_last_uses(struct dlc_cache_tier *t, uint32_t epoch,
 	return 0;
 }
 
+static void ktier_op_pace(struct dlc_cache_tier *t,
+			  const struct dlc_window_shares *w)
+{
+	struct ktier *kt = to_ktier(t);
+
+	if (!kt->kc)
+		dlc_ct_pace(&kt->inproc.tier, w);
+	else if (kt->kf)
+		dlc_kforms_window(kt->kf, w);
+}
+
 static void ktier_op_publish(struct dlc_cache_tier *t)
 {
 	struct ktier *kt = to_ktier(t);
@@ -1417,6 +1428,7 @@ static const struct dlc_cache_tier_ops ktier_ops = {
 	.fill_abort = ktier_op_fill_abort,
 	.last_uses = ktier_op_last_uses,
 	.form_wanted = ktier_op_form_wanted,
+	.pace = ktier_op_pace,
 	.publish = ktier_op_publish,
 	.stats = ktier_op_stats,
 	.watch_fd = ktier_op_watch_fd,

@@ -74,6 +74,27 @@ static void thread_up(struct dlc_loader *l, int err, const char *what)
 	pthread_mutex_unlock(&l->lock);
 }
 
+/*
+ * Each turn, at @now: at the end of each pace window (window.h) its
+ * shares go to every controller that reads what sets the pace, so that
+ * all of them judge the same 250 ms. I/O thread.
+ */
+static void pace_tick(struct dlc_loader *l, uint64_t now)
+{
+	struct dlc_window_shares w;
+
+	if (!dlc_window_end(&l->pace, now, DLC_PACE_WINDOW_NS,
+			    __atomic_load_n(&l->stats.decode_starved_ns,
+					    __ATOMIC_RELAXED),
+			    loader_io_busy_ns(l, now), l->ndecode, &w))
+		return;
+	if (l->rasize_on)
+		dlc_rasize_window(&l->rasize, &w);
+	dlc_ct_pace(l->ct, &w);
+	if (l->peer)
+		dlc_peer_window(l->peer, &w);
+}
+
 /* A decoding thread's setup: its decoder, said with thread_up(). */
 static int decoder_up(struct dlc_loader *l, struct dlc_decoder **dec,
 		      const char *what)
@@ -220,11 +241,7 @@ static void *io_main(void *arg)
 
 		now = dlc_now_ns();
 		loader_status_tick(l, now);
-		if (l->peer)
-			dlc_peer_observe(l->peer, now,
-					 __atomic_load_n(&l->stats.decode_starved_ns,
-							 __ATOMIC_RELAXED),
-					 l->ndecode);
+		pace_tick(l, now);
 		pthread_mutex_lock(&l->lock);
 		/* This cycle's round offered the forms a run's end waits on. */
 		if (l->settling && (!l->forms || !l->forms->qlen))

@@ -147,6 +147,8 @@ struct dlc_loader {
 	char *staging_dir;		/* cfg.staging_dir points here */
 	/* Read-ahead: all of it I/O thread only. */
 	struct dlc_ra *ra;		/* NULL when off */
+	/* I/O thread: the pace window every controller reads (window.h). */
+	struct dlc_window pace;
 	/* The read-ahead's size online (rasize.h), when rasize_on. */
 	struct dlc_rasize rasize;
 	int rasize_on;

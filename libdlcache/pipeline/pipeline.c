@@ -591,12 +591,9 @@ int loader_read_ahead(struct dlc_loader *l, uint64_t my_gen, char *path,
 	if (!l->ra)
 		return 0;
 	if (l->rasize_on) {
-		uint64_t now = dlc_now_ns(), b;
+		/* As the last pace window left it (loader.c, pace_tick()). */
+		uint64_t b = l->rasize.cur;
 
-		b = dlc_rasize_observe(&l->rasize, now,
-				       __atomic_load_n(&l->stats.decode_starved_ns,
-						       __ATOMIC_RELAXED),
-				       loader_io_busy_ns(l, now), l->ndecode);
 		/*
 		 * A tier that looks ahead itself (dlcache.ko's, ktier.c)
 		 * takes a new budget at a run's start only. The module

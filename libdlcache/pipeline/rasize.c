@@ -12,7 +12,7 @@
  * a decoder waits too while the I/O thread decodes the sample it would
  * have taken (the controller lends it when the window is full).
  *
- * So, over windows of WINDOW_NS: decoders starved for more than
+ * So, over the loader's pace windows (window.h, 250 ms): decoders starved for more than
  * GROW_PERMILLE of their time while storage was busy for more than
  * BUSY_PERMILLE double the budget (up to the default's), and
  * CALM_WINDOWS windows in a row with either under its CALM_ share take
@@ -23,11 +23,8 @@
  * starving, and comes back down only a quarter each CALM_WINDOWS calm
  * windows (from the default's 64 MiB to 8 MiB: 7 s).
  */
-#include <string.h>
-
 #include "rasize.h"
 
-#define WINDOW_NS	(250ULL * 1000000)
 #define GROW_PERMILLE	20
 #define CALM_PERMILLE	5
 #define BUSY_PERMILLE	500
@@ -39,28 +36,19 @@ void dlc_rasize_init(struct dlc_rasize *z, uint64_t floor, uint64_t max)
 	z->max = max;
 	z->floor = floor < max ? floor : max;
 	z->cur = max;
-	memset(&z->win, 0, sizeof(z->win));
 	z->calm = 0;
 	z->grows = 0;
 }
 
-uint64_t dlc_rasize_observe(struct dlc_rasize *z, uint64_t now,
-			    uint64_t starved_ns, uint64_t busy_ns,
-			    uint32_t threads)
+uint64_t dlc_rasize_window(struct dlc_rasize *z,
+			   const struct dlc_window_shares *w)
 {
-	struct dlc_window_shares w;
-	uint64_t starved, busy;
-
-	if (!dlc_window_end(&z->win, now, WINDOW_NS, starved_ns, busy_ns,
-			    threads, &w))
-		return z->cur;
-	starved = w.starved;
-	busy = w.busy;
-	if (starved > GROW_PERMILLE && busy > BUSY_PERMILLE) {
+	if (w->starved > GROW_PERMILLE && w->busy > BUSY_PERMILLE) {
 		z->cur = z->cur > z->max / 2 ? z->max : z->cur * 2;
 		z->calm = 0;
 		z->grows++;
-	} else if (starved < CALM_PERMILLE || busy < CALM_BUSY_PERMILLE) {
+	} else if (w->starved < CALM_PERMILLE ||
+		   w->busy < CALM_BUSY_PERMILLE) {
 		if (++z->calm >= CALM_WINDOWS) {
 			z->cur -= z->cur / 4;
 			if (z->cur < z->floor)

@@ -16,7 +16,6 @@
 struct dlc_rasize {
 	uint64_t max, floor;	/* set at init */
 	uint64_t cur;		/* the budget now */
-	struct dlc_window win;
 	uint32_t calm;		/* windows in a row with decode fed */
 	uint64_t grows;		/* times it doubled */
 };
@@ -25,13 +24,10 @@ struct dlc_rasize {
 void dlc_rasize_init(struct dlc_rasize *z, uint64_t floor, uint64_t max);
 
 /*
- * Each round of the I/O thread, at @now (dlc_now_ns()): @starved_ns, the
- * loader's decode_starved_ns so far, over @threads decoders, and
- * @busy_ns, its time with a read in flight so far. Returns the budget
- * now.
+ * At the end of each of the loader's pace windows (window.h): its
+ * shares @w. Returns the budget now.
  */
-uint64_t dlc_rasize_observe(struct dlc_rasize *z, uint64_t now,
-			    uint64_t starved_ns, uint64_t busy_ns,
-			    uint32_t threads);
+uint64_t dlc_rasize_window(struct dlc_rasize *z,
+			   const struct dlc_window_shares *w);
 
 #endif /* DLC_RASIZE_H */

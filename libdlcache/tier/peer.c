@@ -366,14 +366,9 @@ void dlc_peer_counters(struct dlc_peer *p, struct dlc_peer_counters *out)
 	pthread_mutex_unlock(&p->lock);
 }
 
-void dlc_peer_observe(struct dlc_peer *p, uint64_t now, uint64_t starved_ns,
-		      uint32_t threads)
+void dlc_peer_window(struct dlc_peer *p, const struct dlc_window_shares *w)
 {
-	struct dlc_window_shares w;
-
-	if (dlc_window_end(&p->obs, now, STARVED_WINDOW_NS, starved_ns, 0,
-			   threads, &w))
-		p->reads_bound = w.starved > STARVED_PERMILLE;
+	p->reads_bound = w->starved > STARVED_PERMILLE;
 }
 
 uint32_t dlc_peer_owner(const struct dlc_peer *p, uint32_t id)

@@ -53,6 +53,7 @@
 
 #include "internal.h"
 #include "tier.h"
+#include "window.h"
 
 struct dlc_peer;
 
@@ -111,14 +112,12 @@ void dlc_peer_cancel(struct dlc_peer *p);
 void dlc_peer_close(struct dlc_peer *p);
 void dlc_peer_counters(struct dlc_peer *p, struct dlc_peer_counters *out);
 /*
- * The loader's decoders' starved time (dlc_stats.decode_starved_ns,
- * summed over its @threads decode threads) at @now, each turn of the I/O
- * thread: the balancing sends a straggler's reads to storage only while
- * reads set this rank's pace (peer_int.h, "Lobster's balancing"). The
- * I/O thread's.
+ * The shares of each of the loader's pace windows (window.h) as it ends:
+ * the balancing sends a straggler's reads to storage only while reads
+ * set this rank's pace, by its decoders' starved share (peer_int.h,
+ * "Lobster's balancing"). The I/O thread's.
  */
-void dlc_peer_observe(struct dlc_peer *p, uint64_t now, uint64_t starved_ns,
-		      uint32_t threads);
+void dlc_peer_window(struct dlc_peer *p, const struct dlc_window_shares *w);
 /* The rank that owns sample @id (tests); 0 without MPI. */
 uint32_t dlc_peer_owner(const struct dlc_peer *p, uint32_t id);
 

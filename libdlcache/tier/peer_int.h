@@ -32,7 +32,6 @@
 
 #include "internal.h"
 #include "peer.h"
-#include "window.h"
 
 /* Storage reads waiting to go to their owner, and their bytes at most. */
 #define PUSHES		256
@@ -186,13 +185,12 @@ struct rate {
 #define BAL_PROBES	2
 /*
  * Reads set this rank's pace when its decoders waited for samples still
- * being read over this share of their time, in a window of
- * STARVED_WINDOW_NS (dlc_peer_observe()). Measured in test_cluster.sh:
+ * being read over this share of their time, in one of the loader's pace
+ * windows (window.h, dlc_peer_window()). Measured in test_cluster.sh:
  * a rank on 3 % of a CPU starved 0-16 % of its decoders' time, every rank
  * waiting on a slow link 63-112 %.
  */
 #define STARVED_PERMILLE	300
-#define STARVED_WINDOW_NS	(250ULL * 1000000)
 
 /*
  * Lifetimes. The watchdog is joined by dlc_peer_close(), always. The
@@ -304,11 +302,10 @@ struct dlc_peer {
 	struct rate *rate;
 	int balancing;		/* DLCACHE_CLUSTER_BALANCE is not 0 */
 	/*
-	 * The I/O thread's (dlc_peer_observe()): reads set this rank's pace
-	 * (1 until measured), over windows of STARVED_WINDOW_NS.
+	 * The I/O thread's (dlc_peer_window()): reads set this rank's pace
+	 * (1 until measured).
 	 */
 	int reads_bound;
-	struct dlc_window obs;
 	/* Per sample: a read of it this tier passed on to storage is out. */
 	uint8_t *to_origin;
 	struct push push[PUSHES];

@@ -34,8 +34,7 @@ void dlc_peer_counters(struct dlc_peer *p, struct dlc_peer_counters *out)
 	*out = (struct dlc_peer_counters){ 0 };
 }
 
-void dlc_peer_observe(struct dlc_peer *p, uint64_t now, uint64_t starved_ns,
-		      uint32_t threads)
+void dlc_peer_window(struct dlc_peer *p, const struct dlc_window_shares *w)
 {
 }
 

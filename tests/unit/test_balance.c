@@ -14,7 +14,7 @@
  *     would complete it sooner: (queued + 100 kB) / rate, each side;
  *   - no read is diverted while the balancing is off, or before both
  *     rates are measured, nor while this rank's decoders are fed (its
- *     decode sets its pace: dlc_peer_observe(), over 250 ms windows);
+ *     decode sets its pace: dlc_peer_window(), the pace window's shares);
  *   - backups: each sample's backup is a rank other than its owner and
  *     not dead, the same whichever rank computes it, spread over the
  *     others; a straggler's read goes to the backup when the backup is
@@ -242,27 +242,23 @@ static void test_off_or_unmeasured(void)
 static void test_decode_bound(void)
 {
 	struct dlc_peer *p = peer_new();
-	uint64_t t = 1000 * MS;
 
 	CHECK(p, "calloc");
 	if (!p)
 		return;
 	source(&p->rate[WORLD], 16 * MB, 0);
 	source(&p->rate[3], MB / 10, 20);
-	/* Two decoders, starved 20 % of 250 ms: decode sets the pace. */
-	dlc_peer_observe(p, t, 0, 2);
-	dlc_peer_observe(p, t + 249 * MS, 90 * MS, 2);
-	CHECK_EQ(p->reads_bound, 1);	/* the window not over yet */
-	dlc_peer_observe(p, t + 250 * MS, 100 * MS, 2);
+	/* Decoders starved 20 % of a window: decode sets the pace. */
+	dlc_peer_window(p, &(struct dlc_window_shares){ .starved = 200 });
 	CHECK_EQ(p->reads_bound, 0);
 	CHECK(!peer_divert_locked(p, 3, 0), "decode-bound: no storage read");
 	/* Starved 40 % in the next: reads set it. */
-	dlc_peer_observe(p, t + 500 * MS, 300 * MS, 2);
+	dlc_peer_window(p, &(struct dlc_window_shares){ .starved = 400 });
 	CHECK_EQ(p->reads_bound, 1);
 	CHECK(peer_divert_locked(p, 3, 0), "reads-bound: storage sooner");
-	/* A counter gone back (a new loader's): a new window, no verdict. */
-	dlc_peer_observe(p, t + 750 * MS, 0, 2);
-	CHECK_EQ(p->reads_bound, 1);
+	/* At 30 % itself: decode (reads set it over STARVED_PERMILLE). */
+	dlc_peer_window(p, &(struct dlc_window_shares){ .starved = 300 });
+	CHECK_EQ(p->reads_bound, 0);
 	peer_del(p);
 }
 
