@@ -339,6 +339,11 @@ echo "  $(echo "$out" | head -n 1)"
 echo "  $line"
 [ "$(echo "$out" | head -n 1 | awk '{print $1, $2, $5, $NF}')" = "time_s pid img/s source" ] ||
 	fail "watch --loaders: a header of time_s pid ... img/s ... source, got: $(echo "$out" | head -n 1)"
+# Every column named has a value: the forms let go (displ) among them.
+echo "$out" | head -n 1 | grep -qw displ ||
+	fail "watch --loaders: no displ column: $(echo "$out" | head -n 1)"
+[ "$(echo "$out" | head -n 1 | awk '{print NF}')" = "$(echo "$line" | awk '{print NF}')" ] ||
+	fail "watch --loaders: $(echo "$out" | head -n 1 | awk '{print NF}') names for $(echo "$line" | awk '{print NF}') values: $line"
 [ "$(echo "$line" | awk '{print $NF}')" = "$tmp/ds" ] ||
 	fail "watch --loaders: no line for bench's pid $bpid on $tmp/ds: $out"
 /usr/bin/python3 -c 'import sys; assert float(sys.argv[1]) > 0' "$(echo "$line" | awk '{print $5}')" ||

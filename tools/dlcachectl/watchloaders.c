@@ -119,10 +119,10 @@ static void shard(const struct dlc_status_info *c, char *buf, size_t len)
 /* The columns' names, as line() prints their values. */
 static void columns(void)
 {
-	printf("%8s %7s %6s %9s %6s %7s %4s %5s %7s %7s %5s %5s %7s %6s %s\n",
+	printf("%8s %7s %6s %9s %6s %7s %4s %5s %7s %7s %5s %5s %6s %7s %6s %s\n",
 	       "pid", "rank", "cache", "img/s", "wait%", "decode", "thr",
-	       "guest", "ioDec/s", "raMiB", "reads", "forms", "divrt/s",
-	       "age_s", "source");
+	       "guest", "ioDec/s", "raMiB", "reads", "forms", "displ",
+	       "divrt/s", "age_s", "source");
 }
 
 void loader_print_header(void)
@@ -136,13 +136,15 @@ static void line(const struct dlc_status_info *c, const struct loader_rates *r)
 	char sh[24];
 
 	shard(c, sh, sizeof(sh));
-	printf("%8u %7s %6s %9.1f %5.1f%% %7.2f %4u %5llu %7.1f %7.1f %5llu %5s %7.1f %6.1f %s\n",
+	printf("%8u %7s %6s %9.1f %5.1f%% %7.2f %4u %5llu %7.1f %7.1f %5llu %5s %6llu %7.1f %6.1f %s\n",
 	       c->pid, sh, backend(c->backend), r->img, r->wait, r->decode,
 	       c->decode_threads,
 	       (unsigned long long)c->stats.node_guest_threads, r->io_decodes,
 	       (double)c->stats.readahead_budget / 1048576.0,
 	       (unsigned long long)c->stats.reads_inflight,
-	       regime(c->stats.forms_regime), r->diverted, r->age, c->source);
+	       regime(c->stats.forms_regime),
+	       (unsigned long long)c->stats.forms_displaced, r->diverted,
+	       r->age, c->source);
 }
 
 void loader_print_lines(const struct loader_snap *prev,
