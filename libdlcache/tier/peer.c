@@ -464,12 +464,12 @@ static int dup_world(struct dlc_peer *p)
 }
 
 /*
- * Every rank's capacity into p->cap (collective), so that each knows
- * which ranks have room for backups (peer_backup()). Under the same
- * deadline as the join: a rank that never calls leaves the buffer to MPI
- * (leaked) and this one fails.
+ * Every rank's capacity (this one's: p->c.capacity) into p->cap
+ * (collective), so that each knows which ranks have room for backups
+ * (peer_backup()). Under the same deadline as the join: a rank that
+ * never calls leaves the buffer to MPI (leaked) and this one fails.
  */
-static int gather_capacity(struct dlc_peer *p, uint64_t capacity)
+static int gather_capacity(struct dlc_peer *p)
 {
 	/* The ranks' and, at [world], what this one sends: both MPI's. */
 	uint64_t *all = malloc(sizeof(*all) * (p->world + 1));
@@ -478,7 +478,7 @@ static int gather_capacity(struct dlc_peer *p, uint64_t capacity)
 
 	if (!all)
 		return -ENOMEM;
-	all[p->world] = capacity;
+	all[p->world] = p->c.capacity;
 	if (MPI_Iallgather(&all[p->world], 1, MPI_UINT64_T, all, 1,
 			   MPI_UINT64_T, p->comm, &req) != MPI_SUCCESS) {
 		free(all);
@@ -492,7 +492,7 @@ static int gather_capacity(struct dlc_peer *p, uint64_t capacity)
 	return 0;
 }
 
-static int join_mpi(struct dlc_peer *p, uint64_t capacity)
+static int join_mpi(struct dlc_peer *p)
 {
 	int init = 0, fin = 0, level = 0, rank = -1, size = 0;
 	struct sigpipe_guard g;
@@ -540,7 +540,7 @@ static int join_mpi(struct dlc_peer *p, uint64_t capacity)
 	ret = dup_world(p);
 	/* A failure leaves the comm to MPI, which may still use it. */
 	if (!ret)
-		ret = gather_capacity(p, capacity);
+		ret = gather_capacity(p);
 out:
 	sigpipe_unblock(&g);
 	pthread_mutex_unlock(&mpi_lock);
@@ -654,7 +654,7 @@ int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
 			goto err_free;
 		}
 	}
-	ret = join_mpi(p, o->capacity);
+	ret = join_mpi(p);
 	if (ret)
 		goto err_free;
 	ret = peer_place(p);

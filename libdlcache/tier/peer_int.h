@@ -230,7 +230,11 @@ struct dlc_peer {
 	 */
 	uint64_t *max_owned;
 	uint64_t max_size;	/* the index's largest sample's bytes */
-	uint64_t *cap;		/* per rank: its capacity, sent at open */
+	/*
+	 * Per rank: its capacity, sent at open; this rank's own is the
+	 * c.capacity it sent, which its share's admission reads.
+	 */
+	uint64_t *cap;
 	/*
 	 * Per rank: its capacity less the bytes it owns now, the room it
 	 * has for backups; written by peer_place() and peer_replace_locked()
