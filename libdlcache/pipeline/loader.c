@@ -586,6 +586,9 @@ static int cluster_setup(struct dlc_loader *l)
 		.world = l->cfg.world, .capacity = l->cfg.cache_bytes,
 		.timeout_ms = l->cfg.peer_timeout_ms,
 		.queue_depth = l->cfg.queue_depth,
+		.seed = l->cfg.seed, .shuffle = l->cfg.shuffle,
+		.drop_last = l->cfg.drop_last,
+		.shard_drop_last = l->cfg.shard_drop_last,
 	};
 	struct dlc_tier t;
 	int ret;

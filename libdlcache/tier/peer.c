@@ -464,35 +464,82 @@ static int dup_world(struct dlc_peer *p)
 }
 
 /*
- * Every rank's capacity (this one's: p->c.capacity) into p->cap
- * (collective), so that each knows which ranks have room for backups
- * (peer_backup()). Under the same deadline as the join: a rank that
- * never calls leaves the buffer to MPI (leaked) and this one fails.
+ * Every rank's join_msg (this one's: @mine) into @all (collective): each
+ * knows which ranks have room for backups (p->cap, peer_backup()), and
+ * whether every rank has its index and order settings. Under the same
+ * deadline as the join: a rank that never calls leaves the buffer to MPI
+ * (leaked) and this one fails.
  */
-static int gather_capacity(struct dlc_peer *p)
+static int gather_join(struct dlc_peer *p, const struct join_msg *mine,
+		       struct join_msg *all)
 {
 	/* The ranks' and, at [world], what this one sends: both MPI's. */
-	uint64_t *all = malloc(sizeof(*all) * (p->world + 1));
+	struct join_msg *buf = malloc(sizeof(*buf) * (p->world + 1));
 	MPI_Request req;
+	uint32_t r;
 	int ret;
 
-	if (!all)
+	if (!buf)
 		return -ENOMEM;
-	all[p->world] = p->c.capacity;
-	if (MPI_Iallgather(&all[p->world], 1, MPI_UINT64_T, all, 1,
-			   MPI_UINT64_T, p->comm, &req) != MPI_SUCCESS) {
-		free(all);
+	buf[p->world] = *mine;
+	if (MPI_Iallgather(&buf[p->world], sizeof(*buf), MPI_BYTE, buf,
+			   sizeof(*buf), MPI_BYTE, p->comm, &req) !=
+	    MPI_SUCCESS) {
+		free(buf);
 		return -EIO;
 	}
-	ret = wait_all(p, &req, "sent its capacity");
+	ret = wait_all(p, &req, "sent its index and settings");
 	if (ret)
 		return ret;
-	memcpy(p->cap, all, sizeof(*all) * p->world);
-	free(all);
+	memcpy(all, buf, sizeof(*buf) * p->world);
+	free(buf);
+	for (r = 0; r < p->world; r++)
+		p->cap[r] = all[r].capacity;
 	return 0;
 }
 
-static int join_mpi(struct dlc_peer *p)
+/*
+ * Whether every rank's index and order settings in @all are @mine: if
+ * not, the first rank that differs is logged with what differs, and
+ * -EINVAL. Every rank sees the same @all, so every one fails alike.
+ */
+static int check_join(struct dlc_peer *p, const struct join_msg *mine,
+		      const struct join_msg *all)
+{
+	const struct join_msg *o;
+	uint32_t r;
+
+	for (r = 0; r < p->world; r++) {
+		o = &all[r];
+		if (o->key[0] != mine->key[0] || o->key[1] != mine->key[1]) {
+			peer_log(p, DLC_LOG_ERROR,
+				 "cluster: rank %u's index (key %016llx%016llx, %u samples) is not rank %u's (key %016llx%016llx, %u samples): every rank needs the same index, which places the samples",
+				 r, (unsigned long long)o->key[0],
+				 (unsigned long long)o->key[1],
+				 (uint32_t)o->key[1], p->rank,
+				 (unsigned long long)mine->key[0],
+				 (unsigned long long)mine->key[1],
+				 (uint32_t)mine->key[1]);
+			return -EINVAL;
+		}
+		if (o->seed != mine->seed || o->shuffle != mine->shuffle ||
+		    o->drop_last != mine->drop_last ||
+		    o->shard_drop_last != mine->shard_drop_last) {
+			peer_log(p, DLC_LOG_ERROR,
+				 "cluster: rank %u has seed %llu, shuffle %u, drop_last %u, shard_drop_last %u; rank %u has %llu, %u, %u, %u: every rank needs the same, or their shares of an epoch overlap",
+				 r, (unsigned long long)o->seed, o->shuffle,
+				 o->drop_last, o->shard_drop_last, p->rank,
+				 (unsigned long long)mine->seed,
+				 mine->shuffle, mine->drop_last,
+				 mine->shard_drop_last);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int join_mpi(struct dlc_peer *p, const struct join_msg *mine,
+		    struct join_msg *all)
 {
 	int init = 0, fin = 0, level = 0, rank = -1, size = 0;
 	struct sigpipe_guard g;
@@ -540,7 +587,7 @@ static int join_mpi(struct dlc_peer *p)
 	ret = dup_world(p);
 	/* A failure leaves the comm to MPI, which may still use it. */
 	if (!ret)
-		ret = gather_capacity(p);
+		ret = gather_join(p, mine, all);
 out:
 	sigpipe_unblock(&g);
 	pthread_mutex_unlock(&mpi_lock);
@@ -562,6 +609,7 @@ static void free_comm(struct dlc_peer *p)
 int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
 {
 	struct dlc_peer *p = calloc(1, sizeof(*p));
+	struct join_msg mine = { 0 }, *all;
 	const char *env;
 	uint32_t i;
 	int ret;
@@ -654,9 +702,23 @@ int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
 			goto err_free;
 		}
 	}
-	ret = join_mpi(p);
-	if (ret)
+	dlc_index_key(o->idx, mine.key);
+	mine.capacity = o->capacity;
+	mine.seed = o->seed;
+	mine.shuffle = o->shuffle;
+	mine.drop_last = o->drop_last;
+	mine.shard_drop_last = o->shard_drop_last;
+	all = malloc(sizeof(*all) * p->world);
+	ret = all ? join_mpi(p, &mine, all) : -ENOMEM;
+	if (ret) {
+		free(all);
 		goto err_free;
+	}
+	/* Done with the comm: no operation of it is in flight. */
+	ret = check_join(p, &mine, all);
+	free(all);
+	if (ret)
+		goto err_free_comm;
 	ret = peer_place(p);
 	if (ret)
 		goto err_free_comm;

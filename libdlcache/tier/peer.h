@@ -65,6 +65,13 @@ struct dlc_peer_opts {
 	uint64_t capacity;	/* this rank's share: dlc_config.cache_bytes */
 	uint32_t timeout_ms;	/* dlc_config.peer_timeout_ms, 0: 2000; >= 100 */
 	uint32_t queue_depth;	/* the reader's: requests in flight at most */
+	/*
+	 * What shapes this rank's order (dlc_config's): every rank's, and
+	 * its index, must be the same (checked at open: -EINVAL, logged
+	 * with the rank and the setting that differs).
+	 */
+	uint64_t seed;
+	uint32_t shuffle, drop_last, shard_drop_last;
 };
 
 struct dlc_peer_counters {
@@ -92,7 +99,8 @@ struct dlc_peer_counters {
  * Join the job's other ranks (collective: every rank opens at the same
  * time) and start the service thread. 0, or -errno with the reason
  * logged: -EOPNOTSUPP without MPI, -EINVAL when the rank or world is not
- * MPI's.
+ * MPI's, or when another rank's index or order settings are not this
+ * one's (every rank then fails alike).
  */
 int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out);
 void dlc_peer_tier(struct dlc_peer *p, struct dlc_tier *out);

@@ -65,6 +65,20 @@ struct put_msg {
 };
 
 /*
+ * What each rank sends every other at open (one MPI_Iallgather, as
+ * bytes): its share's capacity, and what every rank must have the same
+ * for the shares and the orders to agree: the index (its key, which
+ * holds the sample count) and the settings that shape the order
+ * (dlc_peer_opts). Written by its rank before the gather.
+ */
+struct join_msg {
+	uint64_t capacity;
+	uint64_t key[2];
+	uint64_t seed;
+	uint32_t shuffle, drop_last, shard_drop_last, pad;
+};
+
+/*
  * A request's slot. Who may touch it goes with its state, all under the
  * peer's lock: FREE and TAKEN are the I/O thread's; NEW is the service
  * thread's to send; SENT waits for the answer, which the service thread

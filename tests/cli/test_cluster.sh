@@ -20,6 +20,8 @@
 #     times), bytes that cluster-slow-link prints.
 #   - cluster-batches: each rank's batches are those of the same rank run
 #     alone without cluster mode (digests).
+#   - cluster-mismatch: rank 3 with another seed: every rank refuses to
+#     start, naming the rank and the settings.
 #   - cluster-peer-killed: rank 3 killed (SIGKILL) in the middle of epoch
 #     2; ranks 0-2 finish every epoch with the same batches, in bounded
 #     time, and say a peer died (or, where Open MPI blocked a survivor's
@@ -176,6 +178,8 @@ echo \$\$ > "$procs"
 [ "\$r" = 3 ] && [ -s "$tmp/slowcpu" ] && echo \$\$ > "\$(cat "$tmp/slowcpu")"
 out=\$1 text=\$2; shift 2
 args=("\$@")
+# Options for rank 3 alone (a rank set up unlike the others).
+[ "\$r" = 3 ] && [ -n "\${RANK3_ARGS:-}" ] && args+=(\$RANK3_ARGS)
 [ "\$text" = "\$r" ] || args+=(--json)
 exec ip netns exec "dlc$$-\$r" "$mctl" "\${args[@]}" > "\$out.\$r" 2> "\$out.\$r.err"
 EOF
@@ -256,6 +260,23 @@ end
 begin cluster-batches
 same_batches six1 5 0 1 2 3
 same_batches six2 5 0 1 2 3
+end
+
+begin cluster-mismatch
+# Rank 3 with another seed: its share of each epoch would overlap the
+# others'. Every rank refuses to start, saying which rank and setting.
+# (mpirun --enable-recovery exits 0 all the same: each rank is judged.)
+mpi_extra=(-x RANK3_ARGS="--seed 4")
+cluster mismatch 60 --epochs 1 --cache $(( bytes / world ))
+mpi_extra=()
+for r in 0 1 2 3; do
+	grep -q "every rank needs the same" "$tmp/mismatch.$r.err" ||
+		fail "rank $r did not say the seeds differ: $(tail -n 3 "$tmp/mismatch.$r.err")"
+	grep -q "cannot start the loader" "$tmp/mismatch.$r.err" ||
+		fail "rank $r started: $(tail -n 3 "$tmp/mismatch.$r.err")"
+	[ -s "$tmp/mismatch.$r" ] && fail "rank $r wrote results: $(head -c 200 "$tmp/mismatch.$r")"
+done
+echo "  rank 0: $(grep -m1 "every rank needs" "$tmp/mismatch.0.err")"
 end
 
 begin cluster-peer-killed

@@ -12,6 +12,8 @@
  * alone), rank 0 opens the peer tier and rank 1 is a
  * hand-written peer speaking its wire protocol on the duplicated
  * communicator:
+ *   - mismatch: a rank with another seed, or another index, fails every
+ *     rank's open with -EINVAL and a log line naming it and what differs.
  *   - peer_messages: short, oversized (64 MiB announced) and foreign-tag
  *     messages are refused before any memory is taken for them (counted;
  *     rank 0's peak RSS does not grow by their size; received whole into
@@ -129,6 +131,10 @@ enum { TAG_REQ = 1, TAG_REP, TAG_PUT, TAG_BYE };
 struct req_msg { uint32_t seq, id; };
 struct rep_msg { uint32_t seq, id; int32_t err; uint32_t flags; };
 struct put_msg { uint32_t id, pad; };
+struct join_msg {
+	uint64_t capacity, key[2], seed;
+	uint32_t shuffle, drop_last, shard_drop_last, pad;
+};
 
 #define BIG		(64U << 20)	/* an oversized message's bytes */
 #define WAIT_MS		10000		/* any wait of this test, at most */
@@ -303,9 +309,14 @@ static struct dlc_peer *tier_open(const struct dlc_index *idx,
 		.queue_depth = 16,
 	};
 	struct dlc_peer *p = NULL;
+	uint64_t key[2];
 	uint32_t i;
-	int ret = dlc_peer_open(&o, &p);
+	int ret;
 
+	/* What rank 1 needs to send as this rank's index. */
+	dlc_index_key(idx, key);
+	MPI_Send(key, 2, MPI_UINT64_T, 1, 0, MPI_COMM_WORLD);
+	ret = dlc_peer_open(&o, &p);
 	CHECK_EQ(ret, 0);
 	memset(pk, 0, sizeof(*pk));
 	for (i = 0; p && i < dlc_index_count(idx) && pk->n < NPICK; i++)
@@ -323,22 +334,86 @@ static struct dlc_peer *tier_open(const struct dlc_index *idx,
 
 /*
  * Rank 1: the other half of dlc_peer_open()'s MPI_Comm_idup and of its
- * gather of the ranks' capacities.
+ * gather of the ranks' join messages: rank 0's index key (sent first),
+ * order settings of zeros as tier_open()'s, changed by @change (NULL:
+ * none).
  */
-static MPI_Comm fake_open(struct picks *pk)
+static MPI_Comm fake_join(void (*change)(struct join_msg *))
 {
-	uint64_t cap = 64 << 20, caps[2];
+	struct join_msg me = { .capacity = 64 << 20 }, all[2];
 	MPI_Comm comm;
 	MPI_Request req;
 
+	MPI_Recv(me.key, 2, MPI_UINT64_T, 0, 0, MPI_COMM_WORLD,
+		 MPI_STATUS_IGNORE);
+	if (change)
+		change(&me);
 	MPI_Comm_idup(MPI_COMM_WORLD, &comm, &req);
 	MPI_Wait(&req, MPI_STATUS_IGNORE);
-	MPI_Iallgather(&cap, 1, MPI_UINT64_T, caps, 1, MPI_UINT64_T, comm,
-		       &req);
+	MPI_Iallgather(&me, sizeof(me), MPI_BYTE, all, sizeof(me), MPI_BYTE,
+		       comm, &req);
 	MPI_Wait(&req, MPI_STATUS_IGNORE);
+	return comm;
+}
+
+static MPI_Comm fake_open(struct picks *pk)
+{
+	MPI_Comm comm = fake_join(NULL);
+
 	MPI_Recv(pk, sizeof(*pk), MPI_BYTE, 0, 0, MPI_COMM_WORLD,
 		 MPI_STATUS_IGNORE);
 	return comm;
+}
+
+/*
+ * Rank 1 joins with another seed, then with another index: rank 0's
+ * open fails with -EINVAL each time, its log naming rank 1 and what
+ * differs (rank 1 is the fake, so only rank 0 can be seen to fail; a
+ * real rank 1 finds the same).
+ */
+static void mismatch0(struct dlc_index *idx)
+{
+	static const char *const want[] = {
+		"rank 1 has seed 5, shuffle 0, drop_last 0, shard_drop_last 0; rank 0 has 0,",
+		"rank 1's index (key",
+	};
+	struct dlc_logger lg = { t_log_capture, NULL, DLC_LOG_INFO };
+	struct dlc_peer_opts o = {
+		.idx = idx, .log = &lg, .rank = 0, .world = 2,
+		.capacity = 64 << 20, .timeout_ms = 2000, .queue_depth = 16,
+	};
+	struct dlc_peer *p = NULL;
+	uint64_t key[2];
+	int k;
+
+	dlc_index_key(idx, key);
+	for (k = 0; k < 2; k++) {
+		t_log_clear();
+		MPI_Send(key, 2, MPI_UINT64_T, 1, 0, MPI_COMM_WORLD);
+		CHECK_EQ(dlc_peer_open(&o, &p), -EINVAL);
+		CHECK(!p, "a peer tier after a failed open");
+		CHECK(log_has(want[k]), "want \"%s\" in the log: %s", want[k],
+		      t_logbuf);
+	}
+}
+
+static void seed5(struct join_msg *m)
+{
+	m->seed = 5;
+}
+
+static void other_index(struct join_msg *m)
+{
+	m->key[0] ^= 1;
+}
+
+static void mismatch1(void)
+{
+	MPI_Comm comm = fake_join(seed5);
+
+	MPI_Comm_free(&comm);
+	comm = fake_join(other_index);
+	MPI_Comm_free(&comm);
 }
 
 /* Rank 1: goodbyes both ways, so that rank 0's close ends at once. */
@@ -716,6 +791,7 @@ static int mpi_main(const char *dir)
 		return 0;
 	}
 	if (g_rank == 1) {
+		mismatch1();
 		peer_messages1();
 		stuck1(1);
 		busy1();
@@ -726,6 +802,7 @@ static int mpi_main(const char *dir)
 		return t_failures ? 1 : 0;
 	}
 	T_RUN(bad_values);
+	T_RUN_AS("mismatch", mismatch0, g_idx);
 	T_RUN_AS("peer_messages", peer_messages0, g_idx);
 	T_RUN_AS("stuck_clears", stuck_clears0, g_idx);
 	T_RUN_AS("busy_not_stuck", busy_not_stuck0, g_idx);
