@@ -123,6 +123,7 @@ struct dlc_buf *dlc_buf_alloc(size_t len)
 	b->mtime_ns = 0;
 	b->form_w = 0;
 	b->form_h = 0;
+	b->prepared = 0;
 	b->budget = NULL;
 	b->len = len;
 	b->data = (uint8_t *)(b + 1);
@@ -178,6 +179,7 @@ struct dlc_buf *dlc_buf_alloc_io(uint64_t len, uint32_t lead)
 	b->mtime_ns = 0;
 	b->form_w = 0;
 	b->form_h = 0;
+	b->prepared = 0;
 	b->budget = NULL;
 	b->len = len;
 	b->data = b->mem + lead;

@@ -32,6 +32,13 @@ struct dlc_buf {
 	 */
 	uint32_t form_w, form_h;
 	/*
+	 * Cluster mode: 1 when the bytes are the sample prepared by its
+	 * owner for the use it was asked for (the loader's output pixels,
+	 * peer_prepare.c), not its file's; set by the peer tier before
+	 * anyone else holds it.
+	 */
+	uint32_t prepared;
+	/*
 	 * A budget the buffer is counted in, or NULL: its maker adds cap
 	 * to it (dlc_buf_charge()), and the last put takes it back, so that
 	 * the bytes a consumer holds after their maker let go stay counted.

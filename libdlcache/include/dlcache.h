@@ -1147,6 +1147,17 @@ struct dlc_stats {
 	 * Also counted in evictions.
 	 */
 	uint64_t forms_displaced;
+	/*
+	 * Cluster mode with prepared answers (DLCACHE_CLUSTER_PREPARE=1,
+	 * Documentation/cluster.md): samples that came from their owner
+	 * prepared (cropped and resized there: no decode here); answers this
+	 * rank prepared for peers; requests that welcomed one and were
+	 * answered with encoded bytes (no idle CPU in time, a full queue, or
+	 * a decode that failed).
+	 */
+	uint64_t cluster_prepared;
+	uint64_t cluster_prepared_served;
+	uint64_t cluster_prepare_late;
 };
 
 /*

@@ -47,6 +47,7 @@
 #include "jpegrst.h"
 #include "loader_int.h"
 #include "readahead.h"
+#include "siphash.h"
 #include "peer.h"
 #include "proc.h"
 #include "stage.h"
@@ -575,12 +576,88 @@ static int staging_setup(struct dlc_loader *l)
 	return dlc_source_add_tier(l->src, &t);
 }
 
+/* dlc_peer_prepare's: the epoch of the use a read tagged @tag is for. */
+static int prepare_epoch_of(void *arg, uint64_t tag, uint32_t *epoch)
+{
+	const struct dlc_loader *l = arg;
+	uint64_t e;
+
+	if (!(tag & DLC_RA_TAG_BIT)) {
+		/* A claim's: a run waits for its claims before the next. */
+		*epoch = __atomic_load_n(&l->epoch, __ATOMIC_RELAXED);
+		return 0;
+	}
+	e = DLC_RA_TAG_G(tag) / l->epoch_len;
+	if (e > UINT32_MAX)
+		return -ENOENT;
+	*epoch = (uint32_t)e;
+	return 0;
+}
+
+/*
+ * What decides a sample's pixels, which every rank must have alike: the
+ * transform, layout and seed, and the limits that refuse a file (a
+ * sample one rank would skip is never prepared by another).
+ */
+static uint64_t prepare_fingerprint(const struct dlc_loader *l)
+{
+	const struct dlc_transform *t = &l->cfg.transform;
+	struct dlc_sip s;
+	uint64_t h[2];
+
+	dlc_sip_init(&s, DLC_SIP_K0, DLC_SIP_K1);
+	dlc_sip_update(&s, "dlcache-prepared-v1", 19);
+	dlc_sip_u32(&s, t->kind);
+	dlc_sip_u32(&s, t->out_w);
+	dlc_sip_u32(&s, t->out_h);
+	dlc_sip_u32(&s, t->resize);
+	dlc_sip_update(&s, &t->scale_min, sizeof(t->scale_min));
+	dlc_sip_update(&s, &t->scale_max, sizeof(t->scale_max));
+	dlc_sip_update(&s, &t->ratio_min, sizeof(t->ratio_min));
+	dlc_sip_update(&s, &t->ratio_max, sizeof(t->ratio_max));
+	dlc_sip_u32(&s, t->hflip);
+	dlc_sip_u32(&s, t->flags);
+	dlc_sip_u32(&s, l->cfg.layout);
+	dlc_sip_u64(&s, l->cfg.seed);
+	dlc_sip_u64(&s, l->cfg.max_pixels);
+	dlc_sip_u32(&s, l->cfg.max_scans);
+	dlc_sip_final(&s, h);
+	return h[0] | 1;
+}
+
+/*
+ * Prepared answers (tier/peer_prepare.c), with DLCACHE_CLUSTER_PREPARE=1:
+ * a decoder of their own for the tier's thread, which decodes as this
+ * loader's decoders do. 0, or -ENOMEM.
+ */
+static int prepare_setup(struct dlc_loader *l, struct dlc_peer_prepare *pp)
+{
+	const char *env = getenv("DLCACHE_CLUSTER_PREPARE");
+	int ret;
+
+	if (!env || strcmp(env, "1"))
+		return 0;
+	ret = dlc_decoder_create(l->cfg.max_pixels, &l->prepare_dec);
+	if (ret)
+		return ret;
+	dlc_decoder_set_budget(l->prepare_dec, l->cfg.max_scans,
+			       l->cfg.decode_budget_ms);
+	*pp = (struct dlc_peer_prepare){
+		.arg = l, .dec = l->prepare_dec,
+		.out_bytes = (uint32_t)l->sample_bytes,
+		.fingerprint = prepare_fingerprint(l),
+		.epoch_of = prepare_epoch_of, .prepare = loader_prepare_sample,
+	};
+	return 1;
+}
+
 /*
  * Cluster mode: the peer tier after the staging tier (local disk is
  * cheaper than a link), its share the in-process cache's bytes.
  */
 static int cluster_setup(struct dlc_loader *l)
 {
+	struct dlc_peer_prepare pp;
 	struct dlc_peer_opts o = {
 		.idx = l->idx, .log = &l->log, .rank = l->cfg.rank,
 		.world = l->cfg.world, .capacity = l->cfg.cache_bytes,
@@ -595,6 +672,11 @@ static int cluster_setup(struct dlc_loader *l)
 
 	if (!l->cfg.cluster)
 		return 0;
+	ret = prepare_setup(l, &pp);
+	if (ret < 0)
+		return ret;
+	if (ret)
+		o.prepare = &pp;
 	ret = dlc_peer_open(&o, &l->peer);
 	if (ret)
 		return ret;
@@ -631,6 +713,8 @@ void dlc_loader_destroy(struct dlc_loader *l)
 	free(l->staging_dir);
 	/* Says goodbye, and answers the peers until they said theirs. */
 	dlc_peer_close(l->peer);
+	/* Its prepare thread was joined: the decoder it used is free. */
+	dlc_decoder_destroy(l->prepare_dec);
 	dlc_source_close(l->src);
 	/* Nothing of ours is in flight now: give the idle blocks back. */
 	dlc_buf_pool_trim();
@@ -969,7 +1053,8 @@ static int loader_start_run(struct dlc_loader *l, uint32_t epoch,
 			l->slots[i].state = SLOT_FREE;
 	l->slot0 = loader_slot_of(l, l->next_local);
 	l->gen++;
-	l->epoch = epoch;
+	/* Atomic: the peer tier reads it without the lock (epoch_of). */
+	__atomic_store_n(&l->epoch, epoch, __ATOMIC_RELAXED);
 	l->start = start;
 	l->end = end;
 	l->next_pos = start;
@@ -1134,6 +1219,9 @@ int dlc_loader_stats(struct dlc_loader *l, struct dlc_stats *out, size_t size)
 		st.cluster_backup_asked = pc.backup_asked;
 		st.cluster_backup_hits = pc.backup_hits;
 		st.cluster_backup_used = pc.backup_used;
+		st.cluster_prepared = pc.prepared_in;
+		st.cluster_prepared_served = pc.prepared_out;
+		st.cluster_prepare_late = pc.prepare_late;
 	}
 	/* A newer caller's counters we do not know read as zero. */
 	memcpy(out, &st, size < sizeof(st) ? size : sizeof(st));

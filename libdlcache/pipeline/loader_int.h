@@ -144,6 +144,8 @@ struct dlc_loader {
 	/* The staging tier (stage.h), or NULL; its own lock. */
 	struct dlc_stage *stage;
 	struct dlc_peer *peer;		/* cluster mode: the peer tier */
+	/* Its prepare thread's decoder (loader.c, prepare_setup()), or NULL. */
+	struct dlc_decoder *prepare_dec;
 	char *staging_dir;		/* cfg.staging_dir points here */
 	/* Read-ahead: all of it I/O thread only. */
 	struct dlc_ra *ra;		/* NULL when off */
@@ -204,6 +206,15 @@ int loader_decode_next(struct dlc_loader *l, struct dlc_decoder *dec);
  */
 void loader_decode_item(struct dlc_loader *l, struct dlc_decoder *dec,
 			struct decode_item *it, uint32_t epoch, uint64_t gen);
+/*
+ * dlc_peer_prepare's (cluster mode), without l->lock: sample @id's bytes
+ * @b decoded for @epoch into @dst (sample_bytes) as this loader's
+ * decoders would, with @dec; @arg is the loader. 0, or the decoder's
+ * error.
+ */
+int loader_prepare_sample(void *arg, struct dlc_decoder *dec, uint32_t id,
+			  uint32_t epoch, const struct dlc_buf *b,
+			  uint8_t *dst);
 /*
  * A guest's decode, without l->lock: @it's bytes as its sample of @epoch
  * into @dst (sample_bytes), nothing recorded on failure. 0, or the

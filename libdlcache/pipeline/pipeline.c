@@ -129,7 +129,7 @@ void loader_push_item(struct dlc_loader *l, const struct decode_item *it)
 
 	*q = *it;
 	q->form_est = 0;
-	q->make_form = it->buf && !it->buf->form_w &&
+	q->make_form = it->buf && !it->buf->form_w && !it->buf->prepared &&
 		       dlc_ct_form_wanted(l->ct, it->sample, it->buf->len,
 					  &q->form_est);
 	l->qlen++;
@@ -315,6 +315,16 @@ static void finish_read(struct dlc_loader *l, uint32_t id, uint32_t pos,
 	struct decode_item it;
 
 	dlc_stat_add(l->stats.misses, 1);
+	/*
+	 * Prepared by a peer for this use (cluster mode): pixels, not the
+	 * file's bytes, so no check of them, and no tier or cache gets them.
+	 */
+	if (buf && buf->prepared) {
+		dlc_stat_add(l->stats.miss_bytes, buf->len);
+		pthread_mutex_lock(&l->lock);
+		dlc_ct_pos_done(l->ct, pos);
+		goto queue;
+	}
 	/* The file changed since it was indexed: no cache gets it. */
 	if (buf && l->verify == DLC_VERIFY_ALL &&
 	    !loader_sample_ok(l, id, buf->data, buf->len, NULL)) {
@@ -331,6 +341,7 @@ static void finish_read(struct dlc_loader *l, uint32_t id, uint32_t pos,
 	dlc_ct_read_done(l->ct, id, pos, buf);
 	pthread_mutex_lock(&l->lock);
 	dlc_ct_pos_done(l->ct, pos);
+queue:
 	if (!l->active) {
 		loader_drop_sample(l, buf);
 		pthread_mutex_unlock(&l->lock);

@@ -152,6 +152,13 @@ static int peer_queue(void *tier, struct dlc_reader *r, uint32_t id,
 	s->id = id;
 	s->peer = to;
 	s->tag = tag & ~DLC_TIER_TAG_MASK;
+	/*
+	 * A prepared answer saves this rank's decode; welcome when it is
+	 * also fewer bytes, or when decode, not reads, sets the pace.
+	 */
+	s->prepared_ok = p->prep_on &&
+			 (p->prep.out_bytes < p->size[id] || !p->reads_bound) &&
+			 !p->prep.epoch_of(p->prep.arg, s->tag, &s->epoch);
 	s->seq = (++p->gen * p->nslots) + (uint32_t)(s - p->slot);
 	s->buf = NULL;
 	s->err = 0;
@@ -213,7 +220,8 @@ static int peer_served(void *tier, uint32_t id, struct dlc_read_done *d)
 		b = NULL;
 	}
 	pthread_mutex_unlock(&p->lock);
-	if (!err && !peer_sample_ok(p, id, d->buf)) {
+	/* Prepared: no file's bytes to check (its size was, on arrival). */
+	if (!err && !d->buf->prepared && !peer_sample_ok(p, id, d->buf)) {
 		err = -EBADMSG;
 		if (s)
 			peer_log(p, DLC_LOG_WARN,
@@ -226,6 +234,11 @@ static int peer_served(void *tier, uint32_t id, struct dlc_read_done *d)
 	if (!err) {
 		p->ours[id] = s && from == peer_owner(p, id) ? OURS_OWNER :
 							       OURS_TIER;
+		/* Pixels: for this use alone, never pushed nor kept. */
+		if (d->buf->prepared) {
+			p->ours[id] = 0;
+			p->c.prepared_in++;
+		}
 		if (s) {
 			p->c.peer_hits++;
 			p->c.peer_bytes += d->buf->len;
@@ -354,6 +367,11 @@ void dlc_peer_cancel(struct dlc_peer *p)
 		}
 	}
 	pthread_mutex_unlock(&p->lock);
+	/*
+	 * The loader is winding down: its decode (the prepare thread's) is
+	 * no longer asked for; requests still coming get encoded bytes.
+	 */
+	peer_prepare_stop(p);
 }
 
 void dlc_peer_counters(struct dlc_peer *p, struct dlc_peer_counters *out)
@@ -535,6 +553,14 @@ static int check_join(struct dlc_peer *p, const struct join_msg *mine,
 			return -EINVAL;
 		}
 	}
+	/* Prepared answers: only where every rank makes the same pixels. */
+	p->prep_on = mine->prepare_fp != 0;
+	for (r = 0; r < p->world; r++)
+		if (all[r].prepare_fp != mine->prepare_fp)
+			p->prep_on = 0;
+	if (mine->prepare_fp && !p->prep_on)
+		peer_log(p, DLC_LOG_WARN,
+			 "cluster: prepared answers off: not every rank asks for them with the same transform and layout");
 	return 0;
 }
 
@@ -606,11 +632,45 @@ static void free_comm(struct dlc_peer *p)
 	sigpipe_unblock(&g);
 }
 
+/*
+ * Join the other ranks (join_mpi()) with what this rank sends them, and
+ * check what they sent (check_join()). 0; or -errno, with *@joined 1
+ * when the join itself completed (the comm is ours to free), 0 when it
+ * is left to MPI.
+ */
+static int join(struct dlc_peer *p, const struct dlc_peer_opts *o,
+		int *joined)
+{
+	struct join_msg mine = { 0 }, *all;
+	int ret;
+
+	*joined = 0;
+	dlc_index_key(o->idx, mine.key);
+	mine.capacity = o->capacity;
+	mine.seed = o->seed;
+	mine.shuffle = o->shuffle;
+	mine.drop_last = o->drop_last;
+	mine.shard_drop_last = o->shard_drop_last;
+	if (o->prepare) {
+		p->prep = *o->prepare;
+		mine.prepare_fp = o->prepare->fingerprint;
+	}
+	all = malloc(sizeof(*all) * p->world);
+	ret = all ? join_mpi(p, &mine, all) : -ENOMEM;
+	if (!ret) {
+		/* No operation of the comm is in flight now. */
+		*joined = 1;
+		ret = check_join(p, &mine, all);
+	}
+	free(all);
+	return ret;
+}
+
 int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
 {
 	struct dlc_peer *p = calloc(1, sizeof(*p));
-	struct join_msg mine = { 0 }, *all;
 	const char *env;
+	int joined;
 	uint32_t i;
 	int ret;
 
@@ -631,6 +691,7 @@ int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
 	pthread_cond_init(&p->cv, NULL);
 	pthread_cond_init(&p->wd_cv, NULL);
 	pthread_cond_init(&p->done_cv, NULL);
+	pthread_cond_init(&p->prep_cv, NULL);
 	p->nslots = o->queue_depth < SLOTS_MAX ? o->queue_depth : SLOTS_MAX;
 	if (!p->nslots)
 		p->nslots = 1;
@@ -702,23 +763,11 @@ int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
 			goto err_free;
 		}
 	}
-	dlc_index_key(o->idx, mine.key);
-	mine.capacity = o->capacity;
-	mine.seed = o->seed;
-	mine.shuffle = o->shuffle;
-	mine.drop_last = o->drop_last;
-	mine.shard_drop_last = o->shard_drop_last;
-	all = malloc(sizeof(*all) * p->world);
-	ret = all ? join_mpi(p, &mine, all) : -ENOMEM;
-	if (ret) {
-		free(all);
-		goto err_free;
-	}
-	/* Done with the comm: no operation of it is in flight. */
-	ret = check_join(p, &mine, all);
-	free(all);
-	if (ret)
+	ret = join(p, o, &joined);
+	if (ret && joined)
 		goto err_free_comm;
+	if (ret)
+		goto err_free;
 	ret = peer_place(p);
 	if (ret)
 		goto err_free_comm;
@@ -731,6 +780,13 @@ int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
 		goto err_free_comm;
 	}
 	p->thread_started = 1;
+	if (peer_prepare_start(p)) {
+		peer_log(p, DLC_LOG_WARN,
+			 "cluster: cannot start the thread that prepares answers: encoded bytes only");
+		pthread_mutex_lock(&p->lock);
+		p->prep_on = 0;
+		pthread_mutex_unlock(&p->lock);
+	}
 	ret = start_thread(&p->watchdog, peer_watchdog_main, p);
 	if (ret) {
 		dlc_peer_close(p);
@@ -738,11 +794,12 @@ int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
 	}
 	p->watchdog_started = 1;
 	peer_log(p, DLC_LOG_INFO,
-		 "cluster: rank %u of %u over MPI; this rank's share %llu MiB (%llu MiB of it room for backups), peers time out after %llu ms%s",
+		 "cluster: rank %u of %u over MPI; this rank's share %llu MiB (%llu MiB of it room for backups), peers time out after %llu ms%s%s",
 		 p->rank, p->world, (unsigned long long)(o->capacity >> 20),
 		 (unsigned long long)(p->spare[p->rank] >> 20),
 		 (unsigned long long)(p->timeout_ns / 1000000),
-		 p->balancing ? "" : "; balancing off (DLCACHE_CLUSTER_BALANCE=0)");
+		 p->balancing ? "" : "; balancing off (DLCACHE_CLUSTER_BALANCE=0)",
+		 p->prep_on ? "; prepared answers on" : "");
 	*out = p;
 	return 0;
 
@@ -793,6 +850,8 @@ void dlc_peer_close(struct dlc_peer *p)
 	pthread_mutex_unlock(&p->lock);
 	if (p->watchdog_started)
 		pthread_join(p->watchdog, NULL);
+	/* Never in MPI: joined always, so the loader's decoder is free. */
+	peer_prepare_stop(p);
 	if (c.rejected || c.bad_pushes || c.share_dropped)
 		peer_log(p, DLC_LOG_WARN,
 			 "cluster: peers sent %llu messages the protocol has no room for and %llu pushes of bytes not the indexed files'; %llu cached samples failed their check",

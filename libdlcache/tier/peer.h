@@ -56,6 +56,28 @@
 #include "window.h"
 
 struct dlc_peer;
+struct dlc_buf;
+struct dlc_decoder;
+
+/*
+ * Prepared samples (peer_prepare.c): an owner may answer a request with
+ * the sample as the asker's loader would decode it for that use, when
+ * every rank's loader gives the same pixels (the same @fingerprint). The
+ * loader says how; the tier calls @epoch_of on the I/O thread, and
+ * @prepare on a thread of its own with @dec, which is that thread's
+ * alone until dlc_peer_close() returns.
+ */
+struct dlc_peer_prepare {
+	void *arg;
+	struct dlc_decoder *dec;
+	uint32_t out_bytes;	/* a prepared sample's bytes */
+	uint64_t fingerprint;	/* of what decides the pixels; not 0 */
+	/* The epoch of the use a read tagged @tag is for: 0, or -ENOENT. */
+	int (*epoch_of)(void *arg, uint64_t tag, uint32_t *epoch);
+	/* Sample @id's bytes @b as the loader decodes them for @epoch. */
+	int (*prepare)(void *arg, struct dlc_decoder *dec, uint32_t id,
+		       uint32_t epoch, const struct dlc_buf *b, uint8_t *dst);
+};
 
 struct dlc_peer_opts {
 	const struct dlc_index *idx;
@@ -72,6 +94,8 @@ struct dlc_peer_opts {
 	 */
 	uint64_t seed;
 	uint32_t shuffle, drop_last, shard_drop_last;
+	/* NULL: no prepared samples, asked or answered. */
+	const struct dlc_peer_prepare *prepare;
 };
 
 struct dlc_peer_counters {
@@ -91,6 +115,9 @@ struct dlc_peer_counters {
 	uint64_t rejected;	/* messages of a size or tag not the protocol's */
 	uint64_t bad_pushes;	/* pushed bytes not the indexed file's */
 	uint64_t share_dropped;	/* cached bytes that failed their check */
+	uint64_t prepared_in;	/* answers of ours that came prepared */
+	uint64_t prepared_out;	/* answers this rank prepared for a peer */
+	uint64_t prepare_late;	/* ... or sent encoded, out of time or room */
 	uint64_t stalls;	/* the watchdog found the service thread stuck */
 	uint64_t stuck;		/* 1: it is stuck now */
 };
@@ -106,7 +133,9 @@ int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out);
 void dlc_peer_tier(struct dlc_peer *p, struct dlc_tier *out);
 /*
  * Fail every request still waiting, so that the reader's reads of their
- * eventfds end: before the reader is destroyed.
+ * eventfds end, and stop preparing answers (the prepare thread is
+ * joined: the loader's decode is not called again): before the reader
+ * is destroyed.
  */
 void dlc_peer_cancel(struct dlc_peer *p);
 /*

@@ -6,11 +6,13 @@
  *   peer_state.c    what this rank keeps track of without a message: each
  *                   sample's owner (placement), the share, the sources'
  *                   rates (balancing), the log, the state's end; calls
- *                   neither of the others
+ *                   none of the others but peer_prepare_free() there
  *   peer_service.c  the service thread, which makes every MPI call after
  *                   dlc_peer_open() (sends, receives, operations in flight
  *                   with deadlines, dead peers, the graveyard), and the
- *                   watchdog over it; calls peer_state.c
+ *                   watchdog over it; calls peer_state.c, peer_prepare.c
+ *   peer_prepare.c  the owner's prepared answers: their queue and the
+ *                   thread that prepares them; calls none of the others
  *   peer.c          the read tier the loader's I/O thread calls (queue,
  *                   served, offer), open and close; calls both
  * Not for anything else: the library's face of the tier is peer.h.
@@ -46,7 +48,11 @@ enum { TAG_REQ = 1, TAG_REP, TAG_PUT, TAG_BYE };
 struct req_msg {
 	uint32_t seq;		/* the asker's slot and generation */
 	uint32_t id;
+	uint32_t epoch;		/* of the use: a prepared answer's crop */
+	uint32_t flags;		/* REQ_PREPARED_OK */
 };
+/* A prepared answer is welcome (peer_prepare.c). */
+#define REQ_PREPARED_OK	1U
 
 struct rep_msg {
 	uint32_t seq;		/* the request's */
@@ -58,6 +64,8 @@ struct rep_msg {
 #define REP_FULL	1U
 /* Its room for backups (above its own share's) is full: send it none. */
 #define REP_NO_SPARE	2U
+/* The bytes are the sample prepared for the epoch asked (out_bytes). */
+#define REP_PREPARED	4U
 
 struct put_msg {
 	uint32_t id;
@@ -76,6 +84,7 @@ struct join_msg {
 	uint64_t key[2];
 	uint64_t seed;
 	uint32_t shuffle, drop_last, shard_drop_last, pad;
+	uint64_t prepare_fp;	/* dlc_peer_prepare's fingerprint; 0: none */
 };
 
 /*
@@ -92,6 +101,8 @@ struct request_slot {
 	enum request_state state;
 	int abandoned;		/* its eventfd read ended without it (cancel) */
 	uint32_t id, peer, seq;
+	uint32_t epoch;		/* of the use (a prepared answer's) */
+	int prepared_ok;	/* REQ_PREPARED_OK asked */
 	uint64_t tag;		/* the read's, without the tier's bits */
 	uint64_t deadline;	/* ns: the peer is dead after it */
 	struct dlc_buf *buf;	/* DONE: the peer's bytes, or NULL */
@@ -115,6 +126,32 @@ struct push {
 };
 
 enum { OURS_TIER = 1, OURS_OWNER };
+
+/*
+ * A prepared answer in the making (peer_prepare.c), under the lock:
+ * FREE; QUEUED by the service thread (a reference to the share's bytes
+ * in b); BUSY, the prepare thread's; DONE, mem holding the answer (a
+ * rep_msg's room, then out_bytes of pixels) or NULL if it failed; back
+ * to FREE when the service thread takes it to send.
+ */
+enum prep_state { PREP_FREE, PREP_QUEUED, PREP_BUSY, PREP_DONE };
+
+struct prep_job {
+	enum prep_state state;
+	uint32_t peer, seq, id, epoch;
+	uint64_t queued;	/* ns */
+	struct dlc_buf *b;
+	uint8_t *mem;
+};
+
+/* Prepared answers in the making at most. */
+#define PREP_JOBS	16
+/*
+ * A job the prepare thread has not begun this long after it was queued
+ * is answered with the encoded bytes: the node's own work leaves no CPU
+ * for it (the thread runs at SCHED_IDLE), and the asker waits.
+ */
+#define PREP_WAIT_NS	(20ULL * 1000000)
 
 /* peer_backup() and peer_route_locked(): no rank. */
 #define NO_RANK		UINT32_MAX
@@ -324,6 +361,17 @@ struct dlc_peer {
 	 * (1 until measured).
 	 */
 	int reads_bound;
+	/*
+	 * Prepared answers (peer_prepare.c): prep as the loader gave it,
+	 * prep_on when every rank's fingerprint is this one's (set at open);
+	 * the jobs and prep_stop under the lock.
+	 */
+	struct dlc_peer_prepare prep;
+	int prep_on;
+	struct prep_job prep_job[PREP_JOBS];
+	pthread_t prep_thread;
+	int prep_started, prep_stop;
+	pthread_cond_t prep_cv;
 	/* Per sample: a read of it this tier passed on to storage is out. */
 	uint8_t *to_origin;
 	struct push push[PUSHES];
@@ -396,6 +444,26 @@ void peer_put(struct dlc_peer *p);
 
 /* peer_service.c: the same. */
 void peer_wake_slot(struct request_slot *s);
+
+/* peer_prepare.c */
+int peer_prepare_start(struct dlc_peer *p);
+/* Join the prepare thread; jobs not begun are then answered encoded. */
+void peer_prepare_stop(struct dlc_peer *p);
+/* The state's end (peer_free()): the jobs left. */
+void peer_prepare_free(struct dlc_peer *p);
+/*
+ * The service thread: queue a prepared answer to @peer's request @q for
+ * the share's bytes @b (a reference is taken). 1: queued; 0: answer now.
+ */
+int peer_prepare_take(struct dlc_peer *p, uint32_t peer,
+		      const struct req_msg *q, struct dlc_buf *b);
+/*
+ * The service thread: a job to answer now, into *@out (taken off the
+ * queue: the caller puts out->b and frees out->mem), one DONE or one
+ * QUEUED past PREP_WAIT_NS at @now (mem NULL: answer encoded). 0: none.
+ */
+int peer_prepare_next(struct dlc_peer *p, uint64_t now,
+		      struct prep_job *out);
 void *peer_service_main(void *arg);
 void *peer_watchdog_main(void *arg);
 

@@ -48,8 +48,10 @@ void peer_wake_slot(struct request_slot *s)
 /* Called with the lock held: @s ends with @err (its bytes in s->buf). */
 static void finish_slot(struct dlc_peer *p, struct request_slot *s, int err)
 {
+	/* A prepared answer delivers the sample, whatever its bytes. */
 	peer_rate_end(&p->rate[s->peer], dlc_now_ns(), p->size[s->id],
-		      s->buf ? s->buf->len : 0);
+		      !s->buf ? 0 : s->buf->prepared ? p->size[s->id] :
+		      s->buf->len);
 	s->err = err;
 	if (s->abandoned) {
 		dlc_buf_put(s->buf);
@@ -155,19 +157,73 @@ static int send_msg(struct dlc_peer *p, uint32_t peer, int tag, void *mem,
 	return 0;
 }
 
-/* A peer asked for a sample: answer from the share. */
+/*
+ * Answer @peer's request @seq for sample @id: @mem (a rep_msg's room,
+ * then @len bytes: ours, freed) prepared for it, else the share's bytes
+ * @b, or none (NULL).
+ */
+static void send_answer(struct dlc_peer *p, uint32_t peer, uint32_t seq,
+			uint32_t id, uint8_t *mem, size_t len,
+			const struct dlc_buf *b)
+{
+	struct rep_msg a = { .seq = seq, .id = id };
+
+	pthread_mutex_lock(&p->lock);
+	a.err = mem || b ? 0 : -ENOENT;
+	a.flags = (p->full ? REP_FULL : 0) | (p->no_spare ? REP_NO_SPARE : 0) |
+		  (mem ? REP_PREPARED : 0);
+	if (!mem && b)
+		len = b->len;
+	else if (!mem)
+		len = 0;
+	p->c.served++;
+	if (mem || b) {
+		p->c.served_hits++;
+		p->c.served_bytes += len;
+	}
+	if (mem)
+		p->c.prepared_out++;
+	if (p->dead[peer]) {
+		pthread_mutex_unlock(&p->lock);
+		free(mem);
+		return;
+	}
+	pthread_mutex_unlock(&p->lock);
+	if (!mem) {
+		mem = malloc(sizeof(a) + len);
+		if (!mem)
+			return;
+		if (b)
+			memcpy(mem + sizeof(a), b->data, len);
+	}
+	memcpy(mem, &a, sizeof(a));
+	send_msg(p, peer, TAG_REP, mem, sizeof(a) + len);
+}
+
+/* Answers prepared, or late for it (peer_prepare.c). */
+static int prepared_answers(struct dlc_peer *p, uint64_t now)
+{
+	struct prep_job j;
+	int any = 0;
+
+	while (peer_prepare_next(p, now, &j)) {
+		send_answer(p, j.peer, j.seq, j.id, j.mem, p->prep.out_bytes,
+			    j.b);
+		dlc_buf_put(j.b);
+		any = 1;
+	}
+	return any;
+}
+
+/* A peer asked for a sample: answer from the share, or prepare it. */
 static void answer(struct dlc_peer *p, uint32_t peer, const struct dlc_buf *m)
 {
 	struct req_msg q;
-	struct rep_msg a = { 0 };
 	struct dlc_buf *b = NULL;
-	uint8_t *mem;
 
 	if (m->len < sizeof(q))
 		return;
 	memcpy(&q, m->data, sizeof(q));
-	a.seq = q.seq;
-	a.id = q.id;
 	pthread_mutex_lock(&p->lock);
 	if (q.id < p->n && p->share[q.id])
 		b = dlc_buf_get(p->share[q.id]);
@@ -180,27 +236,8 @@ static void answer(struct dlc_peer *p, uint32_t peer, const struct dlc_buf *m)
 		dlc_buf_put(b);
 		b = NULL;
 	}
-	pthread_mutex_lock(&p->lock);
-	a.err = b ? 0 : -ENOENT;
-	a.flags = (p->full ? REP_FULL : 0) | (p->no_spare ? REP_NO_SPARE : 0);
-	p->c.served++;
-	if (b) {
-		p->c.served_hits++;
-		p->c.served_bytes += b->len;
-	}
-	if (p->dead[peer]) {
-		pthread_mutex_unlock(&p->lock);
-		dlc_buf_put(b);
-		return;
-	}
-	pthread_mutex_unlock(&p->lock);
-	mem = malloc(sizeof(a) + (b ? b->len : 0));
-	if (mem) {
-		memcpy(mem, &a, sizeof(a));
-		if (b)
-			memcpy(mem + sizeof(a), b->data, b->len);
-		send_msg(p, peer, TAG_REP, mem, sizeof(a) + (b ? b->len : 0));
-	}
+	if (!b || !peer_prepare_take(p, peer, &q, b))
+		send_answer(p, peer, q.seq, q.id, NULL, 0, b);
 	dlc_buf_put(b);
 }
 
@@ -232,13 +269,20 @@ static void answered(struct dlc_peer *p, uint32_t peer, struct dlc_buf *m)
 	if (a.flags & REP_NO_SPARE)
 		p->peer_no_spare[peer] = 1;
 	if (s && s->peer == peer && s->id == a.id) {
-		if (a.err == 0) {
+		/* Prepared: only if asked, and exactly a sample's output. */
+		if (a.err == 0 && (a.flags & REP_PREPARED) &&
+		    (!s->prepared_ok || m->len != p->prep.out_bytes)) {
+			p->c.peer_failures++;
+			finish_slot(p, s, -EBADMSG);
+		} else if (a.err == 0) {
+			m->prepared = !!(a.flags & REP_PREPARED);
 			s->buf = m;
 			m = NULL;
+			finish_slot(p, s, 0);
 		} else {
 			p->c.peer_misses++;
+			finish_slot(p, s, -ENOENT);
 		}
-		finish_slot(p, s, a.err ? -ENOENT : 0);
 	}
 	pthread_mutex_unlock(&p->lock);
 	dlc_buf_put(m);	/* a late answer, to a request that timed out */
@@ -320,7 +364,9 @@ static int size_allowed(const struct dlc_peer *p, int src, int tag,
 		return n == sizeof(struct req_msg);
 	case TAG_REP:
 		return n >= sizeof(struct rep_msg) &&
-		       n - sizeof(struct rep_msg) <= p->max_owned[src];
+		       (n - sizeof(struct rep_msg) <= p->max_owned[src] ||
+			(p->prep_on &&
+			 n - sizeof(struct rep_msg) == p->prep.out_bytes));
 	case TAG_PUT:
 		return n >= sizeof(struct put_msg) &&
 		       n - sizeof(struct put_msg) <= p->max_size;
@@ -529,7 +575,10 @@ static int outgoing(struct dlc_peer *p, uint64_t now)
 			continue;
 		s->state = REQ_SENT;
 		s->deadline = now + p->timeout_ns;
-		q[nreq] = (struct req_msg){ s->seq, s->id };
+		q[nreq] = (struct req_msg){
+			s->seq, s->id, s->epoch,
+			s->prepared_ok ? REQ_PREPARED_OK : 0,
+		};
 		peer[nreq++] = s->peer;
 	}
 	pthread_mutex_unlock(&p->lock);
@@ -639,6 +688,7 @@ void *peer_service_main(void *arg)
 		}
 		any = outgoing(p, now);
 		any |= receive(p);
+		any |= prepared_answers(p, dlc_now_ns());
 		any |= progress(p, dlc_now_ns());
 		if (orphaned(p) ||
 		    (stopping && all_done(p, dlc_now_ns()) && !p->nops))

@@ -541,6 +541,8 @@ void peer_free(struct dlc_peer *p)
 	free(p->cap);
 	free(p->spare);
 	pthread_cond_destroy(&p->done_cv);
+	pthread_cond_destroy(&p->prep_cv);
+	peer_prepare_free(p);
 	pthread_cond_destroy(&p->wd_cv);
 	pthread_cond_destroy(&p->cv);
 	pthread_mutex_destroy(&p->lock);

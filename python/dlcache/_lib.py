@@ -145,6 +145,7 @@ STATS_FIELDS = [
     "form_saved_ns", "forms_regime",
     "cluster_backup_asked", "cluster_backup_hits", "cluster_backup_used",
     "forms_displaced",
+    "cluster_prepared", "cluster_prepared_served", "cluster_prepare_late",
 ]
 
 

@@ -22,6 +22,9 @@
 #     alone without cluster mode (digests).
 #   - cluster-mismatch: rank 3 with another seed: every rank refuses to
 #     start, naming the rank and the settings.
+#   - cluster-prepared: owners prepare samples for their askers
+#     (DLCACHE_CLUSTER_PREPARE=1), a training step of 150 ms: some
+#     samples come prepared, and the batches are those of each rank alone.
 #   - cluster-peer-killed: rank 3 killed (SIGKILL) in the middle of epoch
 #     2; ranks 0-2 finish every epoch with the same batches, in bounded
 #     time, and say a peer died (or, where Open MPI blocked a survivor's
@@ -277,6 +280,37 @@ for r in 0 1 2 3; do
 	[ -s "$tmp/mismatch.$r" ] && fail "rank $r wrote results: $(head -c 200 "$tmp/mismatch.$r")"
 done
 echo "  rank 0: $(grep -m1 "every rank needs" "$tmp/mismatch.0.err")"
+end
+
+begin cluster-prepared
+# Owners prepare samples for their askers (DLCACHE_CLUSTER_PREPARE=1):
+# decoded, cropped and resized there for the asker's use, on a thread
+# that takes only idle CPU. A training step of 150 ms leaves some. The
+# batches must be those of each rank alone, whichever way each sample
+# came.
+sum_key() {	# NAME KEY: KEY summed over the run's ranks and epochs
+	local r t=0
+	for r in 0 1 2 3; do
+		t=$(( t + $(field "$tmp/$1.$r" "sum(e['$2'] for e in j['epochs'])") ))
+	done
+	echo $t
+}
+for how in prep plain; do
+	[ $how = prep ] && mpi_extra=(-x DLCACHE_CLUSTER_PREPARE=1)
+	cluster $how 180 --epochs 3 --cache $(( bytes / world )) --step-ms 150 ||
+		fail "$how: mpirun: $(tail -n 5 "$tmp/$how.mpirun")"
+	mpi_extra=()
+done
+same_batches prep 3 0 1 2 3
+same_batches plain 3 0 1 2 3
+got=$(sum_key prep cluster_prepared)
+made=$(sum_key prep cluster_prepared_served)
+late=$(sum_key prep cluster_prepare_late)
+b1=$(sum_key prep cluster_peer_bytes) b0=$(sum_key plain cluster_peer_bytes)
+echo "  $got samples came prepared ($made prepared by owners, $late answered encoded though welcome); bytes from peers $b1 prepared, $b0 not ($($py -c "print('%.2f' % ($b1 / max($b0, 1)))")x)"
+[ "${got:-0}" -gt 0 ] 2> /dev/null || fail "no sample came prepared"
+[ "${got:-0}" -le "${made:-0}" ] 2> /dev/null ||
+	fail "$got samples came prepared, but owners prepared $made"
 end
 
 begin cluster-peer-killed

@@ -14,6 +14,9 @@
  * communicator:
  *   - mismatch: a rank with another seed, or another index, fails every
  *     rank's open with -EINVAL and a log line naming it and what differs.
+ *   - prepared: answers prepared for the asker (peer_prepare.c) come
+ *     only when welcome, are exactly the owner's preparation for the
+ *     epoch asked, and are the encoded bytes when it fails or is late.
  *   - peer_messages: short, oversized (64 MiB announced) and foreign-tag
  *     messages are refused before any memory is taken for them (counted;
  *     rank 0's peak RSS does not grow by their size; received whole into
@@ -128,12 +131,13 @@ static void not_available(void)
 
 /* The peer tier's wire format (peer_int.h), as a foreign peer speaks it. */
 enum { TAG_REQ = 1, TAG_REP, TAG_PUT, TAG_BYE };
-struct req_msg { uint32_t seq, id; };
+struct req_msg { uint32_t seq, id, epoch, flags; };
 struct rep_msg { uint32_t seq, id; int32_t err; uint32_t flags; };
 struct put_msg { uint32_t id, pad; };
 struct join_msg {
 	uint64_t capacity, key[2], seed;
 	uint32_t shuffle, drop_last, shard_drop_last, pad;
+	uint64_t prepare_fp;
 };
 
 #define BIG		(64U << 20)	/* an oversized message's bytes */
@@ -298,15 +302,19 @@ struct picks {
 	char path[NPICK][512];
 };
 
-/* Rank 0: open the tier on @idx (collective with rank 1's fake_open). */
-static struct dlc_peer *tier_open(const struct dlc_index *idx,
-				  const struct dlc_logger *lg,
-				  uint32_t timeout_ms, struct picks *pk)
+/*
+ * Rank 0: open the tier on @idx (collective with rank 1's fake_open),
+ * preparing answers as @pp says (NULL: none).
+ */
+static struct dlc_peer *tier_open_prep(const struct dlc_index *idx,
+				       const struct dlc_logger *lg,
+				       uint32_t timeout_ms, struct picks *pk,
+				       const struct dlc_peer_prepare *pp)
 {
 	struct dlc_peer_opts o = {
 		.idx = idx, .log = lg, .rank = 0, .world = 2,
 		.capacity = 64 << 20, .timeout_ms = timeout_ms,
-		.queue_depth = 16,
+		.queue_depth = 16, .prepare = pp,
 	};
 	struct dlc_peer *p = NULL;
 	uint64_t key[2];
@@ -330,6 +338,13 @@ static struct dlc_peer *tier_open(const struct dlc_index *idx,
 	CHECK_EQ(pk->n, NPICK);
 	MPI_Send(pk, sizeof(*pk), MPI_BYTE, 1, 0, MPI_COMM_WORLD);
 	return p;
+}
+
+static struct dlc_peer *tier_open(const struct dlc_index *idx,
+				   const struct dlc_logger *lg,
+				   uint32_t timeout_ms, struct picks *pk)
+{
+	return tier_open_prep(idx, lg, timeout_ms, pk, NULL);
 }
 
 /*
@@ -356,9 +371,10 @@ static MPI_Comm fake_join(void (*change)(struct join_msg *))
 	return comm;
 }
 
-static MPI_Comm fake_open(struct picks *pk)
+static MPI_Comm fake_open_as(struct picks *pk,
+			     void (*change)(struct join_msg *))
 {
-	MPI_Comm comm = fake_join(NULL);
+	MPI_Comm comm = fake_join(change);
 
 	MPI_Recv(pk, sizeof(*pk), MPI_BYTE, 0, 0, MPI_COMM_WORLD,
 		 MPI_STATUS_IGNORE);
@@ -416,6 +432,11 @@ static void mismatch1(void)
 	MPI_Comm_free(&comm);
 }
 
+static MPI_Comm fake_open(struct picks *pk)
+{
+	return fake_open_as(pk, NULL);
+}
+
 /* Rank 1: goodbyes both ways, so that rank 0's close ends at once. */
 static void fake_close(MPI_Comm *comm)
 {
@@ -437,12 +458,16 @@ static void fake_push(MPI_Comm comm, uint32_t id, const void *data,
 	free(m);
 }
 
-/* Rank 1: ask rank 0 for @id; its answer's error, the bytes in @out. */
-static int fake_ask(MPI_Comm comm, uint32_t id, uint8_t *out, size_t cap,
-		    size_t *len)
+/*
+ * Rank 1: ask rank 0 for @id for a use in @epoch with @flags; its
+ * answer's error, the bytes in @out, its flags in *@rflags.
+ */
+static int fake_ask_as(MPI_Comm comm, uint32_t id, uint32_t epoch,
+		       uint32_t flags, uint8_t *out, size_t cap, size_t *len,
+		       uint32_t *rflags)
 {
 	static uint32_t seq = 100;
-	struct req_msg q = { ++seq, id };
+	struct req_msg q = { ++seq, id, epoch, flags };
 	uint8_t *m = malloc(sizeof(struct rep_msg) + cap);
 	struct rep_msg a;
 	MPI_Status st;
@@ -457,7 +482,154 @@ static int fake_ask(MPI_Comm comm, uint32_t id, uint8_t *out, size_t cap,
 	*len = (size_t)n - sizeof(a);
 	memcpy(out, m + sizeof(a), *len);
 	free(m);
+	*rflags = a.flags;
 	return a.err;
+}
+
+/* Rank 1: ask rank 0 for @id; its answer's error, the bytes in @out. */
+static int fake_ask(MPI_Comm comm, uint32_t id, uint8_t *out, size_t cap,
+		    size_t *len)
+{
+	uint32_t rflags;
+
+	return fake_ask_as(comm, id, 0, 0, out, cap, len, &rflags);
+}
+
+/*
+ * Prepared answers, the owner's side: rank 1 (the same fingerprint)
+ * pushes a sample, then asks for it welcoming a prepared answer, for
+ * epoch 5 (rank 0's fake preparation: a pattern of the sample and the
+ * epoch) and epoch 6 (its preparation fails), and without welcoming one.
+ * Welcome and prepared in time: REP_PREPARED and exactly the pattern;
+ * else the encoded bytes as they were pushed; never prepared unasked.
+ * Rank 0's prepare thread runs at SCHED_IDLE beside rank 1's busy MPI
+ * polling, so in time is not every time: of PREP_ASKS, at least one.
+ */
+#define PREP_OUT	48
+#define PREP_FP		0x5eedULL
+#define PREP_ASKS	50
+#define REQ_PREPARED_OK	1U
+#define REP_PREPARED	4U
+
+static void prep_pattern(uint32_t id, uint32_t epoch, uint8_t *dst)
+{
+	uint32_t i;
+
+	for (i = 0; i < PREP_OUT; i++)
+		dst[i] = (uint8_t)(id * 31 + epoch * 7 + i);
+}
+
+static int fake_epoch_of(void *arg, uint64_t tag, uint32_t *epoch)
+{
+	(void)arg;
+	(void)tag;
+	*epoch = 0;
+	return 0;
+}
+
+static int fake_prepare(void *arg, struct dlc_decoder *dec, uint32_t id,
+			uint32_t epoch, const struct dlc_buf *b, uint8_t *dst)
+{
+	(void)arg;
+	(void)dec;
+	(void)b;
+	if (epoch == 6)
+		return -EIO;
+	prep_pattern(id, epoch, dst);
+	return 0;
+}
+
+static void prepared0(struct dlc_index *idx)
+{
+	struct dlc_logger lg = { t_log_capture, NULL, DLC_LOG_INFO };
+	struct dlc_peer_prepare pp = {
+		.out_bytes = PREP_OUT, .fingerprint = PREP_FP,
+		.epoch_of = fake_epoch_of, .prepare = fake_prepare,
+	};
+	struct dlc_peer_counters c;
+	struct dlc_peer *p;
+	struct picks pk;
+	int fails1 = 0;
+
+	t_log_clear();
+	p = tier_open_prep(idx, &lg, 2000, &pk, &pp);
+	if (!p)
+		return;
+	CHECK(log_has("prepared answers on"), "log: %s", t_logbuf);
+	MPI_Recv(&fails1, 1, MPI_INT, 1, 0, MPI_COMM_WORLD,
+		 MPI_STATUS_IGNORE);
+	CHECK(fails1 == 0, "rank 1 saw %d failures", fails1);
+	dlc_peer_counters(p, &c);
+	CHECK(c.prepared_out >= 1, "%llu answers prepared",
+	      (unsigned long long)c.prepared_out);
+	printf("  prepared: %llu answers prepared, %llu encoded though welcome\n",
+	       (unsigned long long)c.prepared_out,
+	       (unsigned long long)c.prepare_late);
+	dlc_peer_close(p);
+}
+
+static void prep_fp(struct join_msg *m)
+{
+	m->prepare_fp = PREP_FP;
+}
+
+static void prepared1(void)
+{
+	struct picks pk;
+	MPI_Comm comm = fake_open_as(&pk, prep_fp);
+	uint8_t *file, *got, want[PREP_OUT];
+	uint32_t rflags = 0, k, prepared = 0;
+	size_t len = 0, n = 0;
+	int i, err = -1, f0 = t_failures;
+
+	file = t_read_file(pk.path[0], &len);
+	got = malloc(len + PREP_OUT);
+	if (!file || !got)
+		exit(1);
+	fake_push(comm, pk.id[0], file, len);
+	for (i = 0; i < WAIT_MS / 5 && err; i++) {
+		err = fake_ask(comm, pk.id[0], got, len, &n);
+		if (err)
+			t_sleep_ms(5);
+	}
+	CHECK_EQ(err, 0);
+	prep_pattern(pk.id[0], 5, want);
+	for (k = 0; k < PREP_ASKS; k++) {
+		err = fake_ask_as(comm, pk.id[0], 5, REQ_PREPARED_OK, got,
+				  len + PREP_OUT, &n, &rflags);
+		CHECK_EQ(err, 0);
+		if (rflags & REP_PREPARED) {
+			prepared++;
+			CHECK(n == PREP_OUT && !memcmp(got, want, PREP_OUT),
+			      "a prepared answer of %zu bytes, not the pattern",
+			      n);
+		} else {
+			CHECK(n == len && !memcmp(got, file, len),
+			      "an encoded answer of %zu bytes", n);
+		}
+	}
+	CHECK(prepared >= 1, "none of %u welcome asks came prepared",
+	      PREP_ASKS);
+	/* The owner's preparation fails: the encoded bytes. */
+	err = fake_ask_as(comm, pk.id[0], 6, REQ_PREPARED_OK, got,
+			  len + PREP_OUT, &n, &rflags);
+	CHECK(!err && !(rflags & REP_PREPARED) && n == len &&
+	      !memcmp(got, file, len), "a failed preparation: %d, %zu bytes",
+	      err, n);
+	/* Not welcome: never prepared. */
+	for (k = 0; k < 5; k++) {
+		err = fake_ask_as(comm, pk.id[0], 5, 0, got, len + PREP_OUT,
+				  &n, &rflags);
+		CHECK(!err && !(rflags & REP_PREPARED) && n == len,
+		      "unasked: %d, flags %u, %zu bytes", err, rflags, n);
+	}
+	printf("  prepared: %u of %u welcome asks came prepared\n", prepared,
+	       PREP_ASKS);
+	f0 = t_failures - f0;
+	MPI_Send(&f0, 1, MPI_INT, 0, 0, MPI_COMM_WORLD);
+	fake_close(&comm);
+	free(file);
+	free(got);
 }
 
 static void peer_messages0(struct dlc_index *idx)
@@ -508,7 +680,7 @@ static void peer_messages1(void)
 	MPI_Comm comm = fake_open(&pk);
 	uint8_t *file, *got, *bad, *huge = calloc(1, BIG);
 	size_t len = 0, n = 0;
-	uint8_t small[16] = { 0 };
+	uint8_t small[32] = { 0 };
 	struct put_msg h = { pk.id[0], 0 };
 	int i, err, f0 = t_failures;
 
@@ -525,7 +697,7 @@ static void peer_messages1(void)
 	MPI_Send(small, 4, MPI_BYTE, 0, TAG_PUT, comm);
 	MPI_Isend(huge, BIG, MPI_BYTE, 0, TAG_PUT, comm, &big[0]);
 	MPI_Send(small, 4, MPI_BYTE, 0, TAG_REQ, comm);
-	MPI_Send(small, 16, MPI_BYTE, 0, TAG_REQ, comm);
+	MPI_Send(small, 24, MPI_BYTE, 0, TAG_REQ, comm);
 	MPI_Isend(huge, BIG, MPI_BYTE, 0, TAG_REP, comm, &big[1]);
 	MPI_Send(small, 8, MPI_BYTE, 0, TAG_BYE, comm);
 	MPI_Isend(huge, BIG, MPI_BYTE, 0, 77, comm, &big[2]);
@@ -792,6 +964,7 @@ static int mpi_main(const char *dir)
 	}
 	if (g_rank == 1) {
 		mismatch1();
+		prepared1();
 		peer_messages1();
 		stuck1(1);
 		busy1();
@@ -803,6 +976,7 @@ static int mpi_main(const char *dir)
 	}
 	T_RUN(bad_values);
 	T_RUN_AS("mismatch", mismatch0, g_idx);
+	T_RUN_AS("prepared", prepared0, g_idx);
 	T_RUN_AS("peer_messages", peer_messages0, g_idx);
 	T_RUN_AS("stuck_clears", stuck_clears0, g_idx);
 	T_RUN_AS("busy_not_stuck", busy_not_stuck0, g_idx);

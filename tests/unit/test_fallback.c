@@ -165,6 +165,8 @@ static void check_stats(void)
 	CHECK_EQ(offsetof(struct dlc_stats, cluster_backup_asked),
 		 offsetof(struct dlc_stats, forms_regime) + 8);
 	CHECK_EQ(sizeof(struct dlc_stats),
+		 offsetof(struct dlc_stats, cluster_prepare_late) + 8);
+	CHECK_EQ(offsetof(struct dlc_stats, cluster_prepared),
 		 offsetof(struct dlc_stats, forms_displaced) + 8);
 	config(&cfg);
 	cfg.cache_bytes = 1 << 20;

@@ -572,7 +572,7 @@ static void print_epoch_row(const struct bench_args *a,
 		       (unsigned long long)d->staging_prefetched,
 		       (double)d->staging_used / 1e6);
 	if (a->o.cfg.cluster)
-		printf("      cluster: %llu of %llu misses from the own share, %llu from peers (%llu not held, %llu failed, %llu sent to storage as faster; %llu of %llu asked of a backup), %llu peer requests answered, %.1f MB held, %.1f MB as backups\n",
+		printf("      cluster: %llu of %llu misses from the own share, %llu from peers (%llu not held, %llu failed, %llu sent to storage as faster; %llu of %llu asked of a backup; %llu prepared), %llu peer requests answered (%llu prepared, %llu encoded though welcome), %.1f MB held, %.1f MB as backups\n",
 		       (unsigned long long)d->cluster_local_hits,
 		       (unsigned long long)d->misses,
 		       (unsigned long long)d->cluster_peer_hits,
@@ -581,7 +581,10 @@ static void print_epoch_row(const struct bench_args *a,
 		       (unsigned long long)d->cluster_peer_diverted,
 		       (unsigned long long)d->cluster_backup_hits,
 		       (unsigned long long)d->cluster_backup_asked,
+		       (unsigned long long)d->cluster_prepared,
 		       (unsigned long long)d->cluster_served,
+		       (unsigned long long)d->cluster_prepared_served,
+		       (unsigned long long)d->cluster_prepare_late,
 		       (double)d->cluster_used / 1e6,
 		       (double)d->cluster_backup_used / 1e6);
 	if (a->o.cfg.node_group)
@@ -804,7 +807,10 @@ static void print_epoch_json(const struct bench_args *a,
 		       "\"cluster_peer_diverted\": %llu, "
 		       "\"cluster_backup_asked\": %llu, "
 		       "\"cluster_backup_hits\": %llu, "
-		       "\"cluster_backup_used\": %llu",
+		       "\"cluster_backup_used\": %llu, "
+		       "\"cluster_prepared\": %llu, "
+		       "\"cluster_prepared_served\": %llu, "
+		       "\"cluster_prepare_late\": %llu",
 		       (unsigned long long)d->cluster_local_hits,
 		       (unsigned long long)d->cluster_local_bytes,
 		       (unsigned long long)d->cluster_peer_hits,
@@ -824,7 +830,10 @@ static void print_epoch_json(const struct bench_args *a,
 		       (unsigned long long)d->cluster_peer_diverted,
 		       (unsigned long long)d->cluster_backup_asked,
 		       (unsigned long long)d->cluster_backup_hits,
-		       (unsigned long long)d->cluster_backup_used);
+		       (unsigned long long)d->cluster_backup_used,
+		       (unsigned long long)d->cluster_prepared,
+		       (unsigned long long)d->cluster_prepared_served,
+		       (unsigned long long)d->cluster_prepare_late);
 	if (a->digest)
 		printf(", \"digest\": \"%016llx\"",
 		       (unsigned long long)r->digest);

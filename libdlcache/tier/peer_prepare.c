@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Prepared answers (SOPHON: preprocessing where it costs least). An
+ * owner may answer a peer's request with the sample already decoded,
+ * cropped, resized and flipped for the asker's use, instead of its
+ * encoded bytes: the asker then decodes nothing, and a large photograph
+ * crosses the link as its output's bytes.
+ *
+ * Exactness. Every rank's loader sends, at open, a fingerprint of what
+ * decides a sample's pixels (its transform, seed and layout: the
+ * loader's); prepared answers are on only when all of them are the
+ * same (peer.c, check_join()). The owner prepares with the function its
+ * own decoders run (dlc_peer_prepare's @prepare), for the asker's epoch:
+ * the pixels are those the asker would have made.
+ *
+ * Who asks. The asker welcomes a prepared answer (REQ_PREPARED_OK) when
+ * it is smaller than the encoded bytes, or when its own decode, not
+ * reads, sets its pace (peer.c, peer_queue()).
+ *
+ * Who answers. A request that welcomes one, for a sample this rank
+ * holds, is queued (at most PREP_JOBS) for this rank's prepare thread.
+ * The thread runs at SCHED_IDLE: it takes only the CPU time the node's
+ * own work leaves, so no owner becomes the straggler by preparing for
+ * others. A job it has not begun within PREP_WAIT_NS, one whose decode
+ * fails (the asker then meets the failure itself, with its own message),
+ * and one that finds the queue full are answered with the encoded
+ * bytes, as without preparing.
+ *
+ * Threads and lifetimes: the service thread queues jobs and sends their
+ * answers; the prepare thread takes a QUEUED job to BUSY, decodes
+ * outside the lock, and leaves it DONE. dlc_peer_cancel() (the loader
+ * winding down) and dlc_peer_close() stop and join the prepare thread
+ * (it makes no MPI call, and a decode is bounded by the loader's decode
+ * budget), so the loader's decode and decoder are never called after;
+ * the jobs it had not begun are answered encoded by the service thread,
+ * which answers peers until close. Jobs left at the state's end are
+ * freed with it (peer_prepare_free()).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "peer_int.h"
+
+static struct prep_job *oldest(struct dlc_peer *p, enum prep_state state)
+{
+	struct prep_job *j = NULL;
+	uint32_t i;
+
+	for (i = 0; i < PREP_JOBS; i++)
+		if (p->prep_job[i].state == state &&
+		    (!j || p->prep_job[i].queued < j->queued))
+			j = &p->prep_job[i];
+	return j;
+}
+
+static void *prepare_main(void *arg)
+{
+	struct dlc_peer *p = arg;
+	struct sched_param sp = { 0 };
+	struct prep_job *j;
+
+	/* Only the CPU time this node's own threads leave. */
+	pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		struct dlc_buf *b;
+		uint32_t id, epoch;
+		uint8_t *mem;
+		int err;
+
+		while (!p->prep_stop && !(j = oldest(p, PREP_QUEUED)))
+			pthread_cond_wait(&p->prep_cv, &p->lock);
+		if (p->prep_stop)
+			break;
+		j->state = PREP_BUSY;
+		b = j->b;
+		id = j->id;
+		epoch = j->epoch;
+		pthread_mutex_unlock(&p->lock);
+		mem = malloc(sizeof(struct rep_msg) + p->prep.out_bytes);
+		err = mem ? p->prep.prepare(p->prep.arg, p->prep.dec, id, epoch,
+					    b, mem + sizeof(struct rep_msg)) :
+			    -ENOMEM;
+		if (err) {
+			free(mem);
+			mem = NULL;
+		}
+		pthread_mutex_lock(&p->lock);
+		j->mem = mem;
+		j->state = PREP_DONE;
+		p->kick = 1;
+		pthread_cond_signal(&p->cv);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+int peer_prepare_start(struct dlc_peer *p)
+{
+	int ret;
+
+	if (!p->prep_on)
+		return 0;
+	ret = pthread_create(&p->prep_thread, NULL, prepare_main, p);
+	if (ret)
+		return -ret;
+	p->prep_started = 1;
+	return 0;
+}
+
+void peer_prepare_stop(struct dlc_peer *p)
+{
+	uint32_t i;
+
+	if (!p->prep_started)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->prep_stop = 1;
+	pthread_cond_broadcast(&p->prep_cv);
+	pthread_mutex_unlock(&p->lock);
+	pthread_join(p->prep_thread, NULL);
+	p->prep_started = 0;
+	/*
+	 * Jobs not begun are answered encoded: the service thread answers
+	 * the peers until close, and a request left unanswered would make
+	 * its asker take this rank for dead.
+	 */
+	pthread_mutex_lock(&p->lock);
+	for (i = 0; i < PREP_JOBS; i++)
+		if (p->prep_job[i].state == PREP_QUEUED)
+			p->prep_job[i].state = PREP_DONE;
+	pthread_mutex_unlock(&p->lock);
+}
+
+void peer_prepare_free(struct dlc_peer *p)
+{
+	uint32_t i;
+
+	for (i = 0; i < PREP_JOBS; i++) {
+		struct prep_job *j = &p->prep_job[i];
+
+		if (j->state == PREP_FREE)
+			continue;
+		dlc_buf_put(j->b);
+		free(j->mem);
+		memset(j, 0, sizeof(*j));
+	}
+}
+
+int peer_prepare_take(struct dlc_peer *p, uint32_t peer,
+		      const struct req_msg *q, struct dlc_buf *b)
+{
+	struct prep_job *j;
+
+	if (!(q->flags & REQ_PREPARED_OK))
+		return 0;
+	pthread_mutex_lock(&p->lock);
+	if (!p->prep_on) {
+		pthread_mutex_unlock(&p->lock);
+		return 0;
+	}
+	j = p->prep_started && !p->prep_stop ? oldest(p, PREP_FREE) : NULL;
+	if (!j) {
+		p->c.prepare_late++;
+		pthread_mutex_unlock(&p->lock);
+		return 0;
+	}
+	*j = (struct prep_job){
+		.state = PREP_QUEUED, .peer = peer, .seq = q->seq,
+		.id = q->id, .epoch = q->epoch, .queued = dlc_now_ns(),
+		.b = dlc_buf_get(b),
+	};
+	pthread_cond_signal(&p->prep_cv);
+	pthread_mutex_unlock(&p->lock);
+	return 1;
+}
+
+int peer_prepare_next(struct dlc_peer *p, uint64_t now, struct prep_job *out)
+{
+	struct prep_job *j = NULL;
+
+	pthread_mutex_lock(&p->lock);
+	j = oldest(p, PREP_DONE);
+	if (!j) {
+		j = oldest(p, PREP_QUEUED);
+		if (j && now - j->queued < PREP_WAIT_NS)
+			j = NULL;
+	}
+	if (j) {
+		*out = *j;
+		if (!j->mem)
+			p->c.prepare_late++;
+		memset(j, 0, sizeof(*j));
+	}
+	pthread_mutex_unlock(&p->lock);
+	return j != NULL;
+}
