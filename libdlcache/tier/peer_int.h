@@ -152,6 +152,11 @@ struct prep_job {
  * for it (the thread runs at SCHED_IDLE), and the asker waits.
  */
 #define PREP_WAIT_NS	(20ULL * 1000000)
+/*
+ * A queue whose oldest job has waited this long to begin takes no more:
+ * the thread finds no idle CPU, and a request queued then only waits.
+ */
+#define PREP_BEHIND_NS	(5ULL * 1000000)
 
 /* peer_backup() and peer_route_locked(): no rank. */
 #define NO_RANK		UINT32_MAX

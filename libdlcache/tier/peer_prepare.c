@@ -154,7 +154,8 @@ void peer_prepare_free(struct dlc_peer *p)
 int peer_prepare_take(struct dlc_peer *p, uint32_t peer,
 		      const struct req_msg *q, struct dlc_buf *b)
 {
-	struct prep_job *j;
+	struct prep_job *j, *w;
+	uint64_t now;
 
 	if (!(q->flags & REQ_PREPARED_OK))
 		return 0;
@@ -163,7 +164,16 @@ int peer_prepare_take(struct dlc_peer *p, uint32_t peer,
 		pthread_mutex_unlock(&p->lock);
 		return 0;
 	}
-	j = p->prep_started && !p->prep_stop ? oldest(p, PREP_FREE) : NULL;
+	/*
+	 * A thread whose oldest job waited PREP_BEHIND_NS to begin has no
+	 * idle CPU now: every request queued behind it would wait
+	 * PREP_WAIT_NS for nothing, so it is answered encoded at once.
+	 */
+	now = dlc_now_ns();
+	w = oldest(p, PREP_QUEUED);
+	j = p->prep_started && !p->prep_stop &&
+	    (!w || now - w->queued < PREP_BEHIND_NS) ?
+	    oldest(p, PREP_FREE) : NULL;
 	if (!j) {
 		p->c.prepare_late++;
 		pthread_mutex_unlock(&p->lock);
@@ -171,7 +181,7 @@ int peer_prepare_take(struct dlc_peer *p, uint32_t peer,
 	}
 	*j = (struct prep_job){
 		.state = PREP_QUEUED, .peer = peer, .seq = q->seq,
-		.id = q->id, .epoch = q->epoch, .queued = dlc_now_ns(),
+		.id = q->id, .epoch = q->epoch, .queued = now,
 		.b = dlc_buf_get(b),
 	};
 	pthread_cond_signal(&p->prep_cv);
