@@ -26,7 +26,8 @@
 # over the first three); epoch time = the slowest rank's (a DDP step waits
 # for it), median of epochs 3 and 4 of the 5-epoch run. Then large
 # photographs (issue 32, part 3): the wallpapers `make deps` installs cut
-# into 1024 x 768 tiles at quality 95 (photo_tiles.py), output 224 x 224,
+# into 1280 x 960 tiles at quality 100 (photo_tiles.py: about 0.5 MB
+# each, larger than a 224 x 224 output's 147 KiB), output 224 x 224,
 # sum of caches = N, cluster mode with prepared answers off and on
 # (DLCACHE_CLUSTER_PREPARE); skipped, and said so, without the wallpapers.
 # PHOTOS_ONLY=1 runs that part alone. Output:
@@ -143,7 +144,7 @@ run torch.5 local "$py" "$here/../../tools/torch_baseline.py" "$data" --json --w
 }
 
 photos=$work/mnt/photos
-if $py "$here/photo_tiles.py" "$photos" 1024 768 95 > "$raw/photo.tiles" \
+if $py "$here/photo_tiles.py" "$photos" 1280 960 100 > "$raw/photo.tiles" \
 	2> "$raw/photo.tiles.err"; then
 	"$ctl" index "$photos" -o "$work/photos.idx" > /dev/null
 	sync

@@ -103,8 +103,45 @@ for row in rows:
               row["served"], max(row["served"]) / max(1, min(row["served"])),
               row["peer_hits"]))
 L.append("")
+photo = None
+if os.path.exists(os.path.join(raw, "photo.prepared.5.0")):
+    photo = {}
+    with open(os.path.join(raw, "photo.bytes")) as f:
+        pbytes = int(f.read())
+    with open(os.path.join(raw, "photo.tiles")) as f:
+        tiles = int(f.read())
+    for how in ("plain", "prepared"):
+        five = ranks("photo.%s.5" % how)
+        photo[how] = dict(
+            epoch_s=statistics.median(epoch_s(five, e) for e in STEADY),
+            peer_bytes=sum(r["epochs"][e]["cluster_peer_bytes"]
+                           for r in five for e in STEADY) / len(STEADY),
+            prepared=sum(r["epochs"][e]["cluster_prepared"]
+                         for r in five for e in STEADY) / len(STEADY),
+            late=sum(r["epochs"][e]["cluster_prepare_late"]
+                     for r in five for e in STEADY) / len(STEADY))
+    p, q = photo["plain"], photo["prepared"]
+    rb = q["peer_bytes"] / max(1, p["peer_bytes"])
+    re = q["epoch_s"] / p["epoch_s"]
+    L += ["## Large photographs: prepared answers off and on", "",
+          "%d tiles of 1280 x 960 (%.1f MB) cut from the wallpapers, output "
+          "224 x 224, sum of caches = N, cluster mode; steady epochs 3-4."
+          % (tiles, pbytes / 1e6), "",
+          "| prepared answers | steady epoch s | bytes from peers MB / epoch "
+          "| samples prepared / epoch | welcome, answered encoded |",
+          "|---|---|---|---|---|"]
+    for how in ("plain", "prepared"):
+        r = photo[how]
+        L.append("| %s | %.2f | %.2f | %.0f | %.0f |" %
+                 ("off" if how == "plain" else "on", r["epoch_s"],
+                  r["peer_bytes"] / 1e6, r["prepared"], r["late"]))
+    L += ["", "- link bytes %.2fx (target <= 0.5: %s), steady epoch %.2fx "
+          "(target <= 0.75: %s)" %
+          (rb, "met" if rb <= 0.5 else "MISSED", re,
+           "met" if re <= 0.75 else "MISSED"), ""]
 with open(os.path.join(out, "cluster.md"), "w") as f:
     f.write("\n".join(L) + "\n")
 with open(os.path.join(out, "cluster.json"), "w") as f:
-    json.dump(dict(rows=rows, pytorch=torch, images=images, bytes=nbytes,
+    json.dump(dict(rows=rows, pytorch=torch, photos=photo, images=images,
+                   bytes=nbytes,
                    storage_mbps=mbps, link=link, world=world), f, indent=1)
