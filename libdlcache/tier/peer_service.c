@@ -602,10 +602,22 @@ static int outgoing(struct dlc_peer *p, uint64_t now)
 	}
 	pthread_mutex_lock(&p->lock);
 	while (p->plen && p->pushing + npush < PUSHES_SENDING) {
-		sending[npush++] = p->push[p->phead];
-		p->pbytes -= p->push[p->phead].b->len;
+		struct push *next = &p->push[p->phead];
+
+		p->pbytes -= next->b->len;
 		p->phead = (p->phead + 1) % PUSHES;
 		p->plen--;
+		/*
+		 * Queued before its rank was taken for dead: a send to it
+		 * would hold a sending slot for the whole timeout, and the
+		 * pushes behind it (a dead rank's samples to their new
+		 * owners) would wait.
+		 */
+		if (p->dead[next->to]) {
+			dlc_buf_put(next->b);
+			continue;
+		}
+		sending[npush++] = *next;
 	}
 	pthread_mutex_unlock(&p->lock);
 	for (i = 0; i < npush; i++) {
