@@ -12,12 +12,12 @@
  * a decoder waits too while the I/O thread decodes the sample it would
  * have taken (the controller lends it when the window is full).
  *
- * So, over the loader's pace windows (window.h, 250 ms): decoders starved for more than
- * GROW_PERMILLE of their time while storage was busy for more than
- * BUSY_PERMILLE double the budget (up to the default's), and
- * CALM_WINDOWS windows in a row with either under its CALM_ share take
- * a quarter off it (down to the floor: the reads a full queue keeps
- * in flight). It starts at the maximum, so a loader never begins short.
+ * So, over the loader's pace windows (window.h, 250 ms): decoders
+ * starved for more than GROW_PERMILLE of their time while storage was
+ * busy for more than BUSY_PERMILLE double the budget (up to the
+ * default's), and CALM_WINDOWS windows in a row with either under its
+ * CALM_ share take a quarter off it (down to the floor: the reads a
+ * full queue keeps in flight). It starts at the maximum, so a loader never begins short.
  * Growth is fast and shrinking slow: a storage-bound loader that the
  * read-ahead had fed well finds its budget again within a window of
  * starving, and comes back down only a quarter each CALM_WINDOWS calm

@@ -651,10 +651,8 @@ static int join(struct dlc_peer *p, const struct dlc_peer_opts *o,
 	mine.shuffle = o->shuffle;
 	mine.drop_last = o->drop_last;
 	mine.shard_drop_last = o->shard_drop_last;
-	if (o->prepare) {
-		p->prep = *o->prepare;
+	if (o->prepare)
 		mine.prepare_fp = o->prepare->fingerprint;
-	}
 	all = malloc(sizeof(*all) * p->world);
 	ret = all ? join_mpi(p, &mine, all) : -ENOMEM;
 	if (!ret) {
@@ -711,6 +709,8 @@ int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
 	p->world = o->world;
 	p->n = dlc_index_count(o->idx);
 	p->c.capacity = o->capacity;
+	if (o->prepare)
+		p->prep = *o->prepare;
 	p->timeout_ns = (uint64_t)(o->timeout_ms ? o->timeout_ms : 2000) *
 			1000000ULL;
 	p->comm = MPI_COMM_NULL;
@@ -772,21 +772,20 @@ int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
 	if (ret)
 		goto err_free_comm;
 	p->beat = dlc_now_ns();
+	/* Before the service thread: prep_on is final when it starts. */
+	if (peer_prepare_start(p)) {
+		peer_log(p, DLC_LOG_WARN,
+			 "cluster: cannot start the thread that prepares answers: encoded bytes only");
+		p->prep_on = 0;
+	}
 	p->refs = 2;	/* the service thread's */
 	ret = start_thread(&p->thread, peer_service_main, p);
 	if (ret) {
 		p->refs = 1;
 		ret = -ret;
-		goto err_free_comm;
+		goto err_stop_prepare;
 	}
 	p->thread_started = 1;
-	if (peer_prepare_start(p)) {
-		peer_log(p, DLC_LOG_WARN,
-			 "cluster: cannot start the thread that prepares answers: encoded bytes only");
-		pthread_mutex_lock(&p->lock);
-		p->prep_on = 0;
-		pthread_mutex_unlock(&p->lock);
-	}
 	ret = start_thread(&p->watchdog, peer_watchdog_main, p);
 	if (ret) {
 		dlc_peer_close(p);
@@ -803,6 +802,8 @@ int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
 	*out = p;
 	return 0;
 
+err_stop_prepare:
+	peer_prepare_stop(p);
 err_free_comm:
 	free_comm(p);
 err_free:

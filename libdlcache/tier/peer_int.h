@@ -368,8 +368,9 @@ struct dlc_peer {
 	int reads_bound;
 	/*
 	 * Prepared answers (peer_prepare.c): prep as the loader gave it,
-	 * prep_on when every rank's fingerprint is this one's (set at open);
-	 * the jobs and prep_stop under the lock.
+	 * prep_on when every rank's fingerprint is this one's and the
+	 * prepare thread started (set at open, before the service thread
+	 * starts; read-only after); the jobs and prep_stop under the lock.
 	 */
 	struct dlc_peer_prepare prep;
 	int prep_on;

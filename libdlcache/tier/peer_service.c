@@ -206,6 +206,9 @@ static int prepared_answers(struct dlc_peer *p, uint64_t now)
 	struct prep_job j;
 	int any = 0;
 
+	/* Off: nothing is ever queued; no lock taken every turn. */
+	if (!p->prep_on)
+		return 0;
 	while (peer_prepare_next(p, now, &j)) {
 		send_answer(p, j.peer, j.seq, j.id, j.mem, p->prep.out_bytes,
 			    j.b);

@@ -196,37 +196,21 @@ static uint8_t *libjpeg_rgb(const uint8_t *buf, size_t len, uint32_t *w,
 /* A libjpeg-made progressive JPEG (jpeg_simple_progression: 10 scans). */
 static uint8_t *progressive(uint32_t w, uint32_t h, size_t *len)
 {
-	struct jpeg_compress_struct c;
-	struct jpeg_error_mgr e;
-	unsigned char *out = NULL;
-	unsigned long n = 0;
-	uint8_t *row = malloc((size_t)w * 3);
+	uint8_t *px = malloc((size_t)w * h * 3), *out;
 	uint32_t x, y;
-	JSAMPROW r = row;
 
-	c.err = jpeg_std_error(&e);
-	jpeg_create_compress(&c);
-	jpeg_mem_dest(&c, &out, &n);
-	c.image_width = w;
-	c.image_height = h;
-	c.input_components = 3;
-	c.in_color_space = JCS_RGB;
-	jpeg_set_defaults(&c);
-	jpeg_set_quality(&c, 85, TRUE);
-	jpeg_simple_progression(&c);
-	jpeg_start_compress(&c, TRUE);
-	for (y = 0; y < h; y++) {
+	if (!px)
+		return NULL;
+	for (y = 0; y < h; y++)
 		for (x = 0; x < w; x++) {
-			row[3 * x] = (uint8_t)(x * 255 / w);
-			row[3 * x + 1] = (uint8_t)((x ^ y) & 0xff);
-			row[3 * x + 2] = (uint8_t)(y * 255 / h);
+			uint8_t *q = px + ((size_t)y * w + x) * 3;
+
+			q[0] = (uint8_t)(x * 255 / w);
+			q[1] = (uint8_t)((x ^ y) & 0xff);
+			q[2] = (uint8_t)(y * 255 / h);
 		}
-		jpeg_write_scanlines(&c, &r, 1);
-	}
-	jpeg_finish_compress(&c);
-	jpeg_destroy_compress(&c);
-	free(row);
-	*len = n;
+	out = t_encode_jpeg(px, w, h, 85, T_JPEG_PROGRESSIVE, len);
+	free(px);
 	return out;
 }
 

@@ -73,39 +73,14 @@ static int write_ppm(const char *path, uint32_t seed)
  */
 static uint8_t *noise_jpeg(uint32_t seed, size_t *len)
 {
-	struct jpeg_compress_struct c;
-	struct jpeg_error_mgr jerr;
-	unsigned char *out = NULL;
-	unsigned long outlen = 0;
-	uint8_t *px = malloc(FORM);
-	uint32_t y;
-	int k;
+	uint8_t *px = malloc(FORM), *out;
 
 	if (!px)
 		return NULL;
 	noise(px, seed);
-	c.err = jpeg_std_error(&jerr);
-	jpeg_create_compress(&c);
-	jpeg_mem_dest(&c, &out, &outlen);
-	c.image_width = SIDE;
-	c.image_height = SIDE;
-	c.input_components = 3;
-	c.in_color_space = JCS_RGB;
-	jpeg_set_defaults(&c);
-	jpeg_set_quality(&c, 100, TRUE);
-	for (k = 0; k < 3; k++)
-		c.comp_info[k].h_samp_factor = c.comp_info[k].v_samp_factor = 1;
-	jpeg_simple_progression(&c);
-	jpeg_start_compress(&c, TRUE);
-	for (y = 0; y < SIDE; y++) {
-		JSAMPROW rp = px + (size_t)y * SIDE * 3;
-
-		jpeg_write_scanlines(&c, &rp, 1);
-	}
-	jpeg_finish_compress(&c);
-	jpeg_destroy_compress(&c);
+	out = t_encode_jpeg(px, SIDE, SIDE, 100,
+			    T_JPEG_PROGRESSIVE | T_JPEG_444, len);
 	free(px);
-	*len = outlen;
 	return out;
 }
 

@@ -339,6 +339,42 @@ uint8_t *t_make_jpeg_scans(uint32_t w, uint32_t h, uint32_t seed, int gray,
 	return out;
 }
 
+uint8_t *t_encode_jpeg(const uint8_t *rgb, uint32_t w, uint32_t h,
+		       int quality, unsigned int flags, size_t *len)
+{
+	struct jpeg_compress_struct c;
+	struct jpeg_error_mgr jerr;
+	unsigned char *out = NULL;
+	unsigned long outlen = 0;
+	int k;
+
+	c.err = jpeg_std_error(&jerr);
+	jpeg_create_compress(&c);
+	jpeg_mem_dest(&c, &out, &outlen);
+	c.image_width = w;
+	c.image_height = h;
+	c.input_components = 3;
+	c.in_color_space = JCS_RGB;
+	jpeg_set_defaults(&c);
+	jpeg_set_quality(&c, quality, TRUE);
+	if (flags & T_JPEG_444)
+		for (k = 0; k < 3; k++)
+			c.comp_info[k].h_samp_factor =
+				c.comp_info[k].v_samp_factor = 1;
+	if (flags & T_JPEG_PROGRESSIVE)
+		jpeg_simple_progression(&c);
+	jpeg_start_compress(&c, TRUE);
+	while (c.next_scanline < h) {
+		JSAMPROW rp = (JSAMPROW)(rgb + (size_t)c.next_scanline * w * 3);
+
+		jpeg_write_scanlines(&c, &rp, 1);
+	}
+	jpeg_finish_compress(&c);
+	jpeg_destroy_compress(&c);
+	*len = outlen;
+	return out;
+}
+
 int t_make_dataset(const char *root, uint32_t classes, uint32_t per_class)
 {
 	uint32_t c, i;

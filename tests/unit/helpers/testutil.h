@@ -163,6 +163,15 @@ uint8_t *t_make_jpeg(uint32_t w, uint32_t h, uint32_t seed, int gray,
 uint8_t *t_make_jpeg_scans(uint32_t w, uint32_t h, uint32_t seed, int gray,
 			   int quality, const jpeg_scan_info *scans,
 			   int nscans, size_t *len);
+/*
+ * Encode the @w x @h RGB pixels @rgb (rows of 3 * @w bytes) at @quality,
+ * with T_JPEG_* @flags: libjpeg's defaults (4:2:0, sequential) unless
+ * they say otherwise. A malloc'd buffer and its length, or NULL.
+ */
+#define T_JPEG_PROGRESSIVE	0x1	/* jpeg_simple_progression() */
+#define T_JPEG_444		0x2	/* no chroma subsampling */
+uint8_t *t_encode_jpeg(const uint8_t *rgb, uint32_t w, uint32_t h,
+		       int quality, unsigned int flags, size_t *len);
 
 /*
  * An ImageFolder data set under @root: @classes classes of @per_class
