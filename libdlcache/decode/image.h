@@ -45,6 +45,14 @@ struct dlc_image {
 
 /* The format of the @len bytes at @buf by their magic; DLC_IMG_UNKNOWN. */
 enum dlc_image_format dlc_image_sniff(const uint8_t *buf, size_t len);
+/*
+ * The pixel size of the image at @buf, @len (any format: JPEG's too) from
+ * its header alone (dims.c), without decoding it: 0, -ENOENT for no known
+ * format, or -EBADMSG for a header too short or not well formed. A
+ * header's word only: its decode may still fail, or refuse the size.
+ */
+int dlc_image_dims(const uint8_t *buf, size_t len, uint32_t *width,
+		   uint32_t *height);
 /* "PNG", "WebP", ...: for messages. */
 const char *dlc_image_format_name(enum dlc_image_format f);
 

@@ -72,11 +72,11 @@ struct dlc_cache_tier_ops {
 			 uint32_t *last_pos);
 	/*
 	 * Under l->lock, by the I/O thread: whether the decode of sample
-	 * @id (@enc_bytes encoded) should make its decoded form (forms.h),
-	 * its estimated bytes in *@est.
+	 * @id from its encoded bytes @enc should make its decoded form
+	 * (forms.h), its estimated bytes in *@est.
 	 */
 	int (*form_wanted)(struct dlc_cache_tier *t, uint32_t id,
-			   uint64_t enc_bytes, uint32_t *est);
+			   const struct dlc_buf *enc, uint32_t *est);
 	/*
 	 * The shares of the loader's pace window (window.h) that just
 	 * ended: what sets the pace now, for its choice of forms.
@@ -180,10 +180,9 @@ static inline int dlc_ct_last_uses(struct dlc_cache_tier *t, uint32_t epoch,
 }
 
 static inline int dlc_ct_form_wanted(struct dlc_cache_tier *t, uint32_t id,
-				     uint64_t enc_bytes, uint32_t *est)
+				     const struct dlc_buf *enc, uint32_t *est)
 {
-	return t->ops->form_wanted &&
-	       t->ops->form_wanted(t, id, enc_bytes, est);
+	return t->ops->form_wanted && t->ops->form_wanted(t, id, enc, est);
 }
 
 static inline void dlc_ct_pace(struct dlc_cache_tier *t,

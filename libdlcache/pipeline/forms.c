@@ -52,6 +52,7 @@
 #include "cache.h"
 #include "dlcache.h"
 #include "forms.h"
+#include "image.h"
 
 enum { FORMS_UNDECIDED, FORMS_DECODE_BOUND, FORMS_STORAGE_BOUND };
 
@@ -116,24 +117,38 @@ static uint32_t value_us(struct dlc_forms *f, uint32_t id)
 			   ~DEC_WHOLE : 0;
 }
 
+uint64_t dlc_form_bytes(const struct dlc_buf *enc)
+{
+	uint32_t w, h;
+
+	if (!enc || enc->form_w ||
+	    dlc_image_dims(enc->data, enc->len, &w, &h))
+		return 0;
+	return (uint64_t)w * h * 3;
+}
+
 /*
- * Whether a form of @enc_bytes encoded may be wanted now, but for the
- * cache's say: decode-bound, room in the queue. Its estimate in *@e.
+ * Whether a form of @enc_bytes encoded, @form_bytes decoded (0: not
+ * known), may be wanted now, but for the cache's say: decode-bound, room
+ * in the queue. Its estimate in *@e: @form_bytes, else by the ratio
+ * measured (one for all samples: a JPEG's form is 5-25x its bytes by
+ * its quality and content, a PPM's 1x).
  */
 static int forms_may_want(const struct dlc_forms *f, uint64_t enc_bytes,
-			  uint64_t *e)
+			  uint64_t form_bytes, uint64_t *e)
 {
-	*e = enc_bytes * f->ratio16 / 16;
+	*e = form_bytes ? form_bytes : enc_bytes * f->ratio16 / 16;
 	return f->regime == FORMS_DECODE_BOUND && f->qlen < f->qcap &&
 	       *e <= UINT32_MAX && f->inflight + *e <= f->inflight_max;
 }
 
 int dlc_forms_want(struct dlc_forms *f, struct dlc_cache *c,
-		   uint32_t id, uint64_t enc_bytes, uint32_t *est)
+		   uint32_t id, uint64_t enc_bytes, uint64_t form_bytes,
+		   uint32_t *est)
 {
 	uint64_t e;
 
-	if (!forms_may_want(f, enc_bytes, &e) ||
+	if (!forms_may_want(f, enc_bytes, form_bytes, &e) ||
 	    !dlc_cache_would_keep(c, id, e + f->inflight + f->promised,
 				  e ? (double)value_us(f, id) / (double)e : 0))
 		return 0;
@@ -143,11 +158,11 @@ int dlc_forms_want(struct dlc_forms *f, struct dlc_cache *c,
 }
 
 int dlc_forms_want_room(struct dlc_forms *f, uint64_t room,
-			uint64_t enc_bytes, uint32_t *est)
+			uint64_t enc_bytes, uint64_t form_bytes, uint32_t *est)
 {
 	uint64_t e;
 
-	if (!forms_may_want(f, enc_bytes, &e) ||
+	if (!forms_may_want(f, enc_bytes, form_bytes, &e) ||
 	    e + f->inflight + f->promised > room)
 		return 0;
 	f->promised += e;

@@ -40,7 +40,8 @@ struct dlc_forms {
 	uint32_t *dec_us;		/* per sample: its last decode, us */
 	struct dlc_form_made *q;	/* made, not yet offered: a ring */
 	uint32_t qcap, qhead, qlen;
-	uint32_t ratio16;		/* form bytes / encoded bytes, x16 */
+	/* form bytes / encoded bytes, x16: for a header that says no size */
+	uint32_t ratio16;
 	uint64_t inflight;		/* bytes of the forms queued */
 	uint64_t promised;		/* estimated bytes of those being made */
 	uint64_t inflight_max;
@@ -62,23 +63,31 @@ int dlc_forms_init(struct dlc_forms *f, uint32_t mode, uint32_t n,
 void dlc_forms_fini(struct dlc_forms *f);
 
 /*
+ * The bytes of the form the encoded sample @enc would make (its pixels,
+ * by its header: dlc_image_dims()), or 0 when its header does not say.
+ */
+uint64_t dlc_form_bytes(const struct dlc_buf *enc);
+
+/*
  * I/O thread, under the loader's lock: whether to make the decoded form
- * of sample @id (@enc_bytes encoded) at its decode: the regime says
- * forms, the queue has room, and cache @c would keep it with the forms
- * queued and promised (in the room of pinned forms worth less per byte,
- * by the decode of @id last measured: dlc_cache_would_keep()). If so,
- * *@est is its estimated bytes, promised until dlc_forms_made() or
- * dlc_forms_unwant() gives them back.
+ * of sample @id (@enc_bytes encoded; its form @form_bytes by
+ * dlc_form_bytes(), 0: estimated by the form-to-encoded ratio measured)
+ * at its decode: the regime says forms, the queue has room, and cache @c
+ * would keep it with the forms queued and promised (in the room of
+ * pinned forms worth less per byte, by the decode of @id last measured:
+ * dlc_cache_would_keep()). If so, *@est is its estimated bytes, promised
+ * until dlc_forms_made() or dlc_forms_unwant() gives them back.
  */
 int dlc_forms_want(struct dlc_forms *f, struct dlc_cache *c,
-		   uint32_t id, uint64_t enc_bytes, uint32_t *est);
+		   uint32_t id, uint64_t enc_bytes, uint64_t form_bytes,
+		   uint32_t *est);
 
 /*
  * dlc_forms_want() for a cache that says how many bytes it has free,
  * @room (dlcache.ko: kforms.c), rather than which it would keep.
  */
 int dlc_forms_want_room(struct dlc_forms *f, uint64_t room,
-			uint64_t enc_bytes, uint32_t *est);
+			uint64_t enc_bytes, uint64_t form_bytes, uint32_t *est);
 
 /* Under the loader's lock: a wanted form (@est) will not be made. */
 void dlc_forms_unwant(struct dlc_forms *f, uint32_t est);

@@ -115,15 +115,16 @@ static void inproc_pace(struct dlc_cache_tier *t,
  * epochs alone: in the job's last known epoch (cfg.epochs) none is made.
  */
 static int inproc_form_wanted(struct dlc_cache_tier *t, uint32_t id,
-			      uint64_t enc_bytes, uint32_t *est)
+			      const struct dlc_buf *enc, uint32_t *est)
 {
 	struct dlc_inproc *ip = to_inproc(t);
 	const struct dlc_loader *l = t->l;
 
 	if (l->cfg.epochs && l->epoch + 1 >= l->cfg.epochs)
 		return 0;
-	return ip->have_forms && dlc_forms_want(&ip->forms, ip->c, id,
-						enc_bytes, est);
+	return ip->have_forms &&
+	       dlc_forms_want(&ip->forms, ip->c, id, enc->len,
+			      dlc_form_bytes(enc), est);
 }
 
 static void inproc_read_done(struct dlc_cache_tier *t, uint32_t id,

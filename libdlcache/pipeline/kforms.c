@@ -357,12 +357,16 @@ void dlc_kforms_window(struct dlc_kforms *kf,
 	dlc_forms_window(&kf->forms, NULL, w);
 }
 
-int dlc_kforms_want(struct dlc_kforms *kf, uint32_t id, uint64_t enc_bytes,
-		    uint32_t *est)
+int dlc_kforms_want(struct dlc_kforms *kf, uint32_t id,
+		    const struct dlc_buf *enc, uint32_t *est)
 {
+	uint64_t form = dlc_form_bytes(enc);
+
 	(void)id;
-	return kf->kc && dlc_forms_want_room(&kf->forms, kf->room, enc_bytes,
-					     est);
+	/* It leaves, and is charged, with its trailer. */
+	return kf->kc &&
+	       dlc_forms_want_room(&kf->forms, kf->room, enc->len,
+				   form ? form + DLC_FORM_TRAILER : 0, est);
 }
 
 int dlc_kforms_known(const struct dlc_kforms *kf, uint32_t id)

@@ -52,8 +52,8 @@ int dlc_kforms_round(struct dlc_kforms *kf, pthread_mutex_t *lock);
 void dlc_kforms_window(struct dlc_kforms *kf,
 		       const struct dlc_window_shares *w);
 /* Under the loader's lock: whether sample @id's decode makes its form. */
-int dlc_kforms_want(struct dlc_kforms *kf, uint32_t id, uint64_t enc_bytes,
-		    uint32_t *est);
+int dlc_kforms_want(struct dlc_kforms *kf, uint32_t id,
+		    const struct dlc_buf *enc, uint32_t *est);
 /*
  * Whether sample @id's form is held, as far as this loader knows (it PUT
  * or found it, and no GET missed it since): its bytes need no read ahead.

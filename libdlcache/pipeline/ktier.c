@@ -1364,11 +1364,11 @@ static void ktier_op_publish(struct dlc_cache_tier *t)
 
 /* Under l->lock: forms on, whether this decode makes the form. */
 static int ktier_op_form_wanted(struct dlc_cache_tier *t, uint32_t id,
-				uint64_t enc_bytes, uint32_t *est)
+				const struct dlc_buf *enc, uint32_t *est)
 {
 	struct ktier *kt = to_ktier(t);
 
-	return kt->kc && kt->kf && dlc_kforms_want(kt->kf, id, enc_bytes, est);
+	return kt->kc && kt->kf && dlc_kforms_want(kt->kf, id, enc, est);
 }
 
 /* The module's view of this data set, across processes. */

@@ -130,7 +130,7 @@ void loader_push_item(struct dlc_loader *l, const struct decode_item *it)
 	*q = *it;
 	q->form_est = 0;
 	q->make_form = it->buf && !it->buf->form_w && !it->buf->prepared &&
-		       dlc_ct_form_wanted(l->ct, it->sample, it->buf->len,
+		       dlc_ct_form_wanted(l->ct, it->sample, it->buf,
 					  &q->form_est);
 	l->qlen++;
 	pthread_cond_signal(&l->work_cv);

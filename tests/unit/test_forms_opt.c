@@ -122,7 +122,6 @@ static double policy_cost(const struct inst *in, int forms, int informed)
 		printf("FAIL: cache or forms\n");
 		exit(1);
 	}
-	f.ratio16 = 8 * 16;	/* F = 8 E: its estimate is exact */
 	dlc_cache_pin_forms(c, 1);
 	for (e = 0; e < EPOCHS; e++) {
 		/* inproc.c's prepare_epoch */
@@ -146,7 +145,8 @@ static double policy_cost(const struct inst *in, int forms, int informed)
 			}
 			/* None in the last epoch (inproc.c's form_wanted). */
 			if (forms && st != 2 && e + 1 < EPOCHS &&
-			    dlc_forms_want(&f, c, s, in->e[s], &est)) {
+			    dlc_forms_want(&f, c, s, in->e[s], in->f[s],
+					   &est)) {
 				struct dlc_buf *fb = dlc_buf_alloc(in->f[s]);
 
 				fb->form_w = fb->form_h = 1;

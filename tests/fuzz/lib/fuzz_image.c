@@ -3,10 +3,12 @@
  * Fuzz harness: the formats besides JPEG (image.h: PNG, WebP, BMP,
  * PPM/PGM/PBM, TIFF) through the decoder's entry points:
  * dlc_decoder_full(), and dlc_decoder_sample_method() with a train and an
- * eval transform. Besides the sanitizers: every error keeps the contract
+ * eval transform; and dlc_image_dims(), the header's size (dims.c), for
+ * the sanitizers alone. Besides the sanitizers: every error keeps the contract
  * (jpeg_common.h), a full decode's size is the sample's image, and a file
  * the full decode rejects fails as a sample too (both decode it whole).
  */
+#include "image.h"
 #include "jpeg_common.h"
 
 static struct dlc_transform train, eval;
@@ -27,6 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint32_t w, h;
 	int full, ret;
 
+	(void)dlc_image_dims(data, size, &w, &h);
 	full = dlc_decoder_full(dec, data, size, &rgb, &w, &h);
 	check_error(full);
 	free(rgb);

@@ -5,9 +5,11 @@
  * dlc_decoder_sample_method() with a train and an eval transform by every
  * method (crop-first checked, full then crop, crop-first unchecked).
  * Besides the sanitizers: every error keeps the contract (jpeg_common.h),
- * and a file dlc_decoder_full() calls corrupt fails the checked
- * crop-first decode too, whatever the crop (dlcache.h says so).
+ * a file dlc_decoder_full() calls corrupt fails the checked crop-first
+ * decode too, whatever the crop (dlcache.h says so), and the size
+ * dlc_image_dims() reads from the header alone (dims.c) is libjpeg's.
  */
+#include "image.h"
 #include "jpeg_common.h"
 
 static struct dlc_transform train, eval;
@@ -25,12 +27,19 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct dlc_jpeg_info info;
-	uint32_t w, h, m;
+	uint32_t w, h, m, dw = 0, dh = 0;
 	uint8_t *rgb = NULL;
-	int full, ret;
+	int full, ret, dims;
 
+	dims = dlc_image_dims(data, size, &dw, &dh);
 	ret = dlc_decoder_header(dec, data, size, &info);
 	check_error(ret);
+	/* The header's frame is the one libjpeg reads. */
+	if (!ret && !dims && (dw != info.width || dh != info.height)) {
+		fprintf(stderr, "dlc_image_dims %ux%u, libjpeg %ux%u\n", dw,
+			dh, info.width, info.height);
+		abort();
+	}
 	if (ret)
 		return 0;
 	full = dlc_decoder_full(dec, data, size, &rgb, &w, &h);
