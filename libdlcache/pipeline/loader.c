@@ -80,6 +80,15 @@ static void thread_up(struct dlc_loader *l, int err, const char *what)
  * shares go to every controller that reads what sets the pace, so that
  * all of them judge the same 250 ms. I/O thread.
  */
+/* The mean decode of a sample from its encoded bytes so far; 0: none. */
+static uint64_t loader_mean_decode_ns(struct dlc_loader *l)
+{
+	uint64_t n = __atomic_load_n(&l->stats.decoded, __ATOMIC_RELAXED);
+
+	return n ? __atomic_load_n(&l->stats.decode_ns, __ATOMIC_RELAXED) / n :
+		   0;
+}
+
 static void pace_tick(struct dlc_loader *l, uint64_t now)
 {
 	struct dlc_window_shares w;
@@ -93,7 +102,7 @@ static void pace_tick(struct dlc_loader *l, uint64_t now)
 		dlc_rasize_window(&l->rasize, &w);
 	dlc_ct_pace(l->ct, &w);
 	if (l->peer)
-		dlc_peer_window(l->peer, &w);
+		dlc_peer_window(l->peer, &w, loader_mean_decode_ns(l));
 }
 
 /* A decoding thread's setup: its decoder, said with thread_up(). */

@@ -152,12 +152,11 @@ static int peer_queue(void *tier, struct dlc_reader *r, uint32_t id,
 	s->id = id;
 	s->peer = to;
 	s->tag = tag & ~DLC_TIER_TAG_MASK;
-	/*
-	 * A prepared answer saves this rank's decode; welcome when it is
-	 * also fewer bytes, or when decode, not reads, sets the pace.
-	 */
+	/* A prepared answer saves this rank's decode, maybe at more bytes. */
 	s->prepared_ok = p->prep_on &&
-			 (p->prep.out_bytes < p->size[id] || !p->reads_bound) &&
+			 dlc_peer_prepared_pays(p->prep.out_bytes, p->size[id],
+						p->mean_size, p->reads_bound,
+						p->rate[to].bps, p->decode_ns) &&
 			 !p->prep.epoch_of(p->prep.arg, s->tag, &s->epoch);
 	s->seq = (++p->gen * p->nslots) + (uint32_t)(s - p->slot);
 	s->buf = NULL;
@@ -384,9 +383,27 @@ void dlc_peer_counters(struct dlc_peer *p, struct dlc_peer_counters *out)
 	pthread_mutex_unlock(&p->lock);
 }
 
-void dlc_peer_window(struct dlc_peer *p, const struct dlc_window_shares *w)
+void dlc_peer_window(struct dlc_peer *p, const struct dlc_window_shares *w,
+		     uint64_t decode_ns)
 {
 	p->reads_bound = w->starved > STARVED_PERMILLE;
+	p->decode_ns = decode_ns;
+}
+
+int dlc_peer_prepared_pays(uint64_t out, uint64_t in, uint64_t mean_in,
+			   int reads_bound, uint64_t bps, uint64_t decode_ns)
+{
+	double extra_ns, saved_ns;
+
+	if (out <= in)
+		return 1;
+	if (reads_bound)
+		return 0;
+	if (!bps || !decode_ns || !mean_in)
+		return 1;
+	extra_ns = (double)(out - in) * 1e9 / (double)bps;
+	saved_ns = (double)decode_ns * (double)in / (double)mean_in;
+	return extra_ns < saved_ns;
 }
 
 uint32_t dlc_peer_owner(const struct dlc_peer *p, uint32_t id)
@@ -752,8 +769,10 @@ int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
 		p->size[i] = dlc_index_size(o->idx, i);
 		if (p->size[i] > p->max_size)
 			p->max_size = p->size[i];
+		p->mean_size += p->size[i];
 		p->has_crc[i] = !dlc_index_crc32c(o->idx, i, &p->crc[i]);
 	}
+	p->mean_size /= p->n;
 	for (i = 0; i < p->nslots; i++) {
 		p->slot[i].efd = eventfd(0, EFD_CLOEXEC);
 		if (p->slot[i].efd < 0) {

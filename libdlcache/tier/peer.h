@@ -152,9 +152,24 @@ void dlc_peer_counters(struct dlc_peer *p, struct dlc_peer_counters *out);
  * The shares of each of the loader's pace windows (window.h) as it ends:
  * the balancing sends a straggler's reads to storage only while reads
  * set this rank's pace, by its decoders' starved share (peer_int.h,
- * "Lobster's balancing"). The I/O thread's.
+ * "Lobster's balancing"); @decode_ns, the loader's mean decode of a
+ * sample so far (0: none yet), weighs a prepared answer larger than the
+ * encoded bytes (dlc_peer_prepared_pays()). The I/O thread's.
  */
-void dlc_peer_window(struct dlc_peer *p, const struct dlc_window_shares *w);
+void dlc_peer_window(struct dlc_peer *p, const struct dlc_window_shares *w,
+		     uint64_t decode_ns);
+/*
+ * Whether to welcome an owner's prepared answer (@out bytes) for a
+ * sample of @in encoded bytes, the mean sample being @mean_in: when it
+ * is no larger, always (nothing to decode, no more to carry); larger,
+ * only while decode, not reads, sets this rank's pace (!@reads_bound),
+ * and the extra bytes take the link (measured from that owner at @bps
+ * bytes/s) less time than the decode they save (@decode_ns a mean
+ * sample, scaled by the sample's bytes). Unmeasured (@bps or
+ * @decode_ns 0), by the pace alone.
+ */
+int dlc_peer_prepared_pays(uint64_t out, uint64_t in, uint64_t mean_in,
+			   int reads_bound, uint64_t bps, uint64_t decode_ns);
 /* The rank that owns sample @id (tests); 0 without MPI. */
 uint32_t dlc_peer_owner(const struct dlc_peer *p, uint32_t id);
 

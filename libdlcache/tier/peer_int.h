@@ -286,6 +286,7 @@ struct dlc_peer {
 	 */
 	uint64_t *max_owned;
 	uint64_t max_size;	/* the index's largest sample's bytes */
+	uint64_t mean_size;	/* and its mean sample's */
 	/*
 	 * Per rank: its capacity, sent at open; this rank's own is the
 	 * c.capacity it sent, which its share's admission reads.
@@ -363,9 +364,10 @@ struct dlc_peer {
 	int balancing;		/* DLCACHE_CLUSTER_BALANCE is not 0 */
 	/*
 	 * The I/O thread's (dlc_peer_window()): reads set this rank's pace
-	 * (1 until measured).
+	 * (1 until measured); the loader's mean decode of a sample, ns.
 	 */
 	int reads_bound;
+	uint64_t decode_ns;
 	/*
 	 * Prepared answers (peer_prepare.c): prep as the loader gave it,
 	 * prep_on when every rank's fingerprint is this one's and the

@@ -34,7 +34,8 @@ void dlc_peer_counters(struct dlc_peer *p, struct dlc_peer_counters *out)
 	*out = (struct dlc_peer_counters){ 0 };
 }
 
-void dlc_peer_window(struct dlc_peer *p, const struct dlc_window_shares *w)
+void dlc_peer_window(struct dlc_peer *p, const struct dlc_window_shares *w,
+		     uint64_t decode_ns)
 {
 }
 

@@ -14,8 +14,9 @@
  * the pixels are those the asker would have made.
  *
  * Who asks. The asker welcomes a prepared answer (REQ_PREPARED_OK) when
- * it is smaller than the encoded bytes, or when its own decode, not
- * reads, sets its pace (peer.c, peer_queue()).
+ * it is no larger than the encoded bytes, or when its own decode, not
+ * reads, sets its pace and the extra bytes cost the link less time than
+ * the decode they save (peer.c, dlc_peer_prepared_pays()).
  *
  * Who answers. A request that welcomes one, for a sample this rank
  * holds, is queued (at most PREP_JOBS) for this rank's prepare thread.

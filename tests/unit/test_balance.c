@@ -249,17 +249,47 @@ static void test_decode_bound(void)
 	source(&p->rate[WORLD], 16 * MB, 0);
 	source(&p->rate[3], MB / 10, 20);
 	/* Decoders starved 20 % of a window: decode sets the pace. */
-	dlc_peer_window(p, &(struct dlc_window_shares){ .starved = 200 });
+	dlc_peer_window(p, &(struct dlc_window_shares){ .starved = 200 }, 0);
 	CHECK_EQ(p->reads_bound, 0);
 	CHECK(!peer_divert_locked(p, 3, 0), "decode-bound: no storage read");
 	/* Starved 40 % in the next: reads set it. */
-	dlc_peer_window(p, &(struct dlc_window_shares){ .starved = 400 });
+	dlc_peer_window(p, &(struct dlc_window_shares){ .starved = 400 }, 0);
 	CHECK_EQ(p->reads_bound, 1);
 	CHECK(peer_divert_locked(p, 3, 0), "reads-bound: storage sooner");
 	/* At 30 % itself: decode (reads set it over STARVED_PERMILLE). */
-	dlc_peer_window(p, &(struct dlc_window_shares){ .starved = 300 });
+	dlc_peer_window(p, &(struct dlc_window_shares){ .starved = 300 }, 0);
 	CHECK_EQ(p->reads_bound, 0);
 	peer_del(p);
+}
+
+/*
+ * The asker's choice of a prepared answer, worked by hand: a 150 KB
+ * output against samples of 100 KB (the mean) and 300 KB, a 25 MB/s
+ * link (200 Mbit/s: the extra 50 KB take 2 ms), a mean decode of 1 and
+ * of 3 ms.
+ */
+static void test_prepared_pays(void)
+{
+	const uint64_t out = 150000, mean = 100000, bps = 25000000;
+
+	/* No larger: always, even reads-bound, even unmeasured. */
+	CHECK_EQ(dlc_peer_prepared_pays(out, 300000, mean, 1, bps, MS), 1);
+	CHECK_EQ(dlc_peer_prepared_pays(out, out, mean, 1, 0, 0), 1);
+	/* Larger and reads-bound: the link is what is short. */
+	CHECK_EQ(dlc_peer_prepared_pays(out, mean, mean, 1, bps, 3 * MS), 0);
+	/* Decode-bound: 2 ms more on the link against 1 ms of decode saved. */
+	CHECK_EQ(dlc_peer_prepared_pays(out, mean, mean, 0, bps, MS), 0);
+	/* ... against 3 ms saved. */
+	CHECK_EQ(dlc_peer_prepared_pays(out, mean, mean, 0, bps, 3 * MS), 1);
+	/*
+	 * A 50 KB sample decodes in half the mean (1.5 ms of 3), and its
+	 * answer is 100 KB more (4 ms): not worth it.
+	 */
+	CHECK_EQ(dlc_peer_prepared_pays(out, 50000, mean, 0, bps, 3 * MS), 0);
+	/* Unmeasured link or decode: by the pace alone. */
+	CHECK_EQ(dlc_peer_prepared_pays(out, mean, mean, 0, 0, MS), 1);
+	CHECK_EQ(dlc_peer_prepared_pays(out, mean, mean, 0, bps, 0), 1);
+	CHECK_EQ(dlc_peer_prepared_pays(out, mean, mean, 1, 0, 0), 0);
 }
 
 #define NB	1200	/* samples in the backup tests */
@@ -567,6 +597,7 @@ int main(void)
 	T_RUN(test_straggler_among_peers);
 	T_RUN(test_off_or_unmeasured);
 	T_RUN(test_decode_bound);
+	T_RUN(test_prepared_pays);
 	T_RUN(test_backup_choice);
 	T_RUN(test_backup_route);
 	T_RUN(test_backup_spare);
