@@ -96,7 +96,9 @@ static void pace_tick(struct dlc_loader *l, uint64_t now)
 	if (!dlc_window_end(&l->pace, now, DLC_PACE_WINDOW_NS,
 			    __atomic_load_n(&l->stats.decode_starved_ns,
 					    __ATOMIC_RELAXED),
-			    loader_io_busy_ns(l, now), l->ndecode, &w))
+			    loader_io_busy_ns(l, now),
+			    __atomic_load_n(&l->stats.wait_ns, __ATOMIC_RELAXED),
+			    l->ndecode, &w))
 		return;
 	if (l->rasize_on)
 		dlc_rasize_window(&l->rasize, &w);

@@ -158,6 +158,7 @@ static int peer_queue(void *tier, struct dlc_reader *r, uint32_t id,
 						p->mean_size, p->reads_bound,
 						p->rate[to].bps, p->decode_ns) &&
 			 !p->prep.epoch_of(p->prep.arg, s->tag, &s->epoch);
+	s->behind = p->behind;
 	s->seq = (++p->gen * p->nslots) + (uint32_t)(s - p->slot);
 	s->buf = NULL;
 	s->err = 0;
@@ -388,6 +389,7 @@ void dlc_peer_window(struct dlc_peer *p, const struct dlc_window_shares *w,
 {
 	p->reads_bound = w->starved > STARVED_PERMILLE;
 	p->decode_ns = decode_ns;
+	p->behind = w->wait > BEHIND_PERMILLE;
 }
 
 int dlc_peer_prepared_pays(uint64_t out, uint64_t in, uint64_t mean_in,

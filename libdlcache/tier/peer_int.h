@@ -49,10 +49,12 @@ struct req_msg {
 	uint32_t seq;		/* the asker's slot and generation */
 	uint32_t id;
 	uint32_t epoch;		/* of the use: a prepared answer's crop */
-	uint32_t flags;		/* REQ_PREPARED_OK */
+	uint32_t flags;		/* REQ_PREPARED_OK, REQ_BEHIND */
 };
 /* A prepared answer is welcome (peer_prepare.c). */
 #define REQ_PREPARED_OK	1U
+/* The asker's consumer waits for its loader: its prepared answers first. */
+#define REQ_BEHIND	2U
 
 struct rep_msg {
 	uint32_t seq;		/* the request's */
@@ -103,6 +105,7 @@ struct request_slot {
 	uint32_t id, peer, seq;
 	uint32_t epoch;		/* of the use (a prepared answer's) */
 	int prepared_ok;	/* REQ_PREPARED_OK asked */
+	int behind;		/* REQ_BEHIND said */
 	uint64_t tag;		/* the read's, without the tier's bits */
 	uint64_t deadline;	/* ns: the peer is dead after it */
 	struct dlc_buf *buf;	/* DONE: the peer's bytes, or NULL */
@@ -139,13 +142,20 @@ enum prep_state { PREP_FREE, PREP_QUEUED, PREP_BUSY, PREP_DONE };
 struct prep_job {
 	enum prep_state state;
 	uint32_t peer, seq, id, epoch;
+	int urgent;		/* its asker said REQ_BEHIND: begun first */
+	int answered;		/* BUSY, but answered encoded: PREP_LATE_NS */
 	uint64_t queued;	/* ns */
 	struct dlc_buf *b;
 	uint8_t *mem;
 };
 
-/* Prepared answers in the making at most. */
+/*
+ * Prepared answers in the making at most, of which the last
+ * PREP_URGENT_ROOM only for askers behind their consumers (REQ_BEHIND):
+ * the jobs of ranks that are ahead never crowd out the straggler's.
+ */
 #define PREP_JOBS	16
+#define PREP_URGENT_ROOM	4
 /*
  * A job the prepare thread has not begun this long after it was queued
  * is answered with the encoded bytes: the node's own work leaves no CPU
@@ -157,6 +167,13 @@ struct prep_job {
  * the thread finds no idle CPU, and a request queued then only waits.
  */
 #define PREP_BEHIND_NS	(5ULL * 1000000)
+/*
+ * A job begun but not done a quarter of the peer timeout after it was
+ * queued is answered encoded all the same (the thread, at SCHED_IDLE,
+ * lost the CPU in the middle of it): its asker takes this rank for dead
+ * at the timeout. What the thread makes of it after is dropped.
+ */
+#define PREP_LATE_NS(p)	((p)->timeout_ns / 4)
 
 /* peer_backup() and peer_route_locked(): no rank. */
 #define NO_RANK		UINT32_MAX
@@ -247,6 +264,14 @@ struct rate {
  * waiting on a slow link 63-112 %.
  */
 #define STARVED_PERMILLE	300
+/*
+ * A loader is behind its consumer when the consumer waited for batches
+ * over this share of a pace window. Measured in test_cluster.sh's slow
+ * node, in lockstep: the rank at 3 % of a CPU waits on its loader for
+ * most of each window, the others (waiting on it, not on their loaders)
+ * for almost none.
+ */
+#define BEHIND_PERMILLE	100
 
 /*
  * Lifetimes. The watchdog is joined by dlc_peer_close(), always. The
@@ -368,6 +393,11 @@ struct dlc_peer {
 	 */
 	int reads_bound;
 	uint64_t decode_ns;
+	/*
+	 * Its consumer waited for it over BEHIND_PERMILLE of the last
+	 * window: the straggler's prepared answers go first (REQ_BEHIND).
+	 */
+	int behind;
 	/*
 	 * Prepared answers (peer_prepare.c): prep as the loader gave it,
 	 * prep_on when every rank's fingerprint is this one's and the

@@ -16,20 +16,28 @@
  * Who asks. The asker welcomes a prepared answer (REQ_PREPARED_OK) when
  * it is no larger than the encoded bytes, or when its own decode, not
  * reads, sets its pace and the extra bytes cost the link less time than
- * the decode they save (peer.c, dlc_peer_prepared_pays()).
+ * the decode they save (peer.c, dlc_peer_prepared_pays()). It says too
+ * whether its consumer waits on its loader (REQ_BEHIND: over
+ * BEHIND_PERMILLE of the last pace window): the straggler of the job.
  *
  * Who answers. A request that welcomes one, for a sample this rank
- * holds, is queued (at most PREP_JOBS) for this rank's prepare thread.
- * The thread runs at SCHED_IDLE: it takes only the CPU time the node's
- * own work leaves, so no owner becomes the straggler by preparing for
- * others. A job it has not begun within PREP_WAIT_NS, one whose decode
- * fails (the asker then meets the failure itself, with its own message),
- * and one that finds the queue full are answered with the encoded
- * bytes, as without preparing.
+ * holds, is queued (at most PREP_JOBS, the last PREP_URGENT_ROOM for a
+ * straggler's) for this rank's prepare thread, which begins a
+ * straggler's jobs first: the ranks that are ahead need none, and the
+ * job's steps wait for the straggler. The thread runs at SCHED_IDLE: it
+ * takes only the CPU time the node's own work leaves, so no owner
+ * becomes the straggler by preparing for others. A job it has not begun
+ * within PREP_WAIT_NS, one begun but not done within PREP_LATE_NS (a
+ * quarter of the peer timeout: the thread lost the CPU in the middle),
+ * one whose decode fails (the asker then meets the failure itself, with
+ * its own message), and one that finds the queue full are answered with
+ * the encoded bytes, as without preparing.
  *
  * Threads and lifetimes: the service thread queues jobs and sends their
  * answers; the prepare thread takes a QUEUED job to BUSY, decodes
- * outside the lock, and leaves it DONE. dlc_peer_cancel() (the loader
+ * outside the lock, and leaves it DONE, or frees it when the service
+ * thread answered it encoded meanwhile ("answered": the thread's until
+ * then, with the job's reference to the bytes). dlc_peer_cancel() (the loader
  * winding down) and dlc_peer_close() stop and join the prepare thread
  * (it makes no MPI call, and a decode is bounded by the loader's decode
  * budget), so the loader's decode and decoder are never called after;
@@ -46,16 +54,37 @@
 #include "buf.h"
 #include "peer_int.h"
 
-static struct prep_job *oldest(struct dlc_peer *p, enum prep_state state)
+/* The job in @state queued first; with @urgent, of the urgent ones. */
+static struct prep_job *oldest(struct dlc_peer *p, enum prep_state state,
+			       int urgent)
 {
 	struct prep_job *j = NULL;
 	uint32_t i;
 
 	for (i = 0; i < PREP_JOBS; i++)
 		if (p->prep_job[i].state == state &&
+		    (!urgent || p->prep_job[i].urgent) &&
+		    !p->prep_job[i].answered &&
 		    (!j || p->prep_job[i].queued < j->queued))
 			j = &p->prep_job[i];
 	return j;
+}
+
+/* The next job to begin: a straggler's first, then by age. */
+static struct prep_job *next_queued(struct dlc_peer *p)
+{
+	struct prep_job *j = oldest(p, PREP_QUEUED, 1);
+
+	return j ? j : oldest(p, PREP_QUEUED, 0);
+}
+
+static uint32_t free_jobs(struct dlc_peer *p)
+{
+	uint32_t i, n = 0;
+
+	for (i = 0; i < PREP_JOBS; i++)
+		n += p->prep_job[i].state == PREP_FREE;
+	return n;
 }
 
 static void *prepare_main(void *arg)
@@ -73,7 +102,7 @@ static void *prepare_main(void *arg)
 		uint8_t *mem;
 		int err;
 
-		while (!p->prep_stop && !(j = oldest(p, PREP_QUEUED)))
+		while (!p->prep_stop && !(j = next_queued(p)))
 			pthread_cond_wait(&p->prep_cv, &p->lock);
 		if (p->prep_stop)
 			break;
@@ -91,6 +120,13 @@ static void *prepare_main(void *arg)
 			mem = NULL;
 		}
 		pthread_mutex_lock(&p->lock);
+		if (j->answered) {
+			/* Too late: its asker has the encoded bytes. */
+			dlc_buf_put(j->b);
+			free(mem);
+			memset(j, 0, sizeof(*j));
+			continue;
+		}
 		j->mem = mem;
 		j->state = PREP_DONE;
 		p->kick = 1;
@@ -157,6 +193,7 @@ int peer_prepare_take(struct dlc_peer *p, uint32_t peer,
 {
 	struct prep_job *j, *w;
 	uint64_t now;
+	int urgent = !!(q->flags & REQ_BEHIND);
 
 	if (!(q->flags & REQ_PREPARED_OK))
 		return 0;
@@ -166,15 +203,18 @@ int peer_prepare_take(struct dlc_peer *p, uint32_t peer,
 		return 0;
 	}
 	/*
-	 * A thread whose oldest job waited PREP_BEHIND_NS to begin has no
-	 * idle CPU now: every request queued behind it would wait
-	 * PREP_WAIT_NS for nothing, so it is answered encoded at once.
+	 * A thread whose oldest job (of those that would begin before this
+	 * one) waited PREP_BEHIND_NS to begin has no idle CPU now: every
+	 * request queued behind it would wait PREP_WAIT_NS for nothing, so
+	 * it is answered encoded at once. The last PREP_URGENT_ROOM jobs
+	 * are a straggler's.
 	 */
 	now = dlc_now_ns();
-	w = oldest(p, PREP_QUEUED);
+	w = oldest(p, PREP_QUEUED, urgent);
 	j = p->prep_started && !p->prep_stop &&
-	    (!w || now - w->queued < PREP_BEHIND_NS) ?
-	    oldest(p, PREP_FREE) : NULL;
+	    (!w || now - w->queued < PREP_BEHIND_NS) &&
+	    (urgent || free_jobs(p) > PREP_URGENT_ROOM) ?
+	    oldest(p, PREP_FREE, 0) : NULL;
 	if (!j) {
 		p->c.prepare_late++;
 		pthread_mutex_unlock(&p->lock);
@@ -183,7 +223,7 @@ int peer_prepare_take(struct dlc_peer *p, uint32_t peer,
 	*j = (struct prep_job){
 		.state = PREP_QUEUED, .peer = peer, .seq = q->seq,
 		.id = q->id, .epoch = q->epoch, .queued = now,
-		.b = dlc_buf_get(b),
+		.urgent = urgent, .b = dlc_buf_get(b),
 	};
 	pthread_cond_signal(&p->prep_cv);
 	pthread_mutex_unlock(&p->lock);
@@ -195,11 +235,25 @@ int peer_prepare_next(struct dlc_peer *p, uint64_t now, struct prep_job *out)
 	struct prep_job *j = NULL;
 
 	pthread_mutex_lock(&p->lock);
-	j = oldest(p, PREP_DONE);
+	j = oldest(p, PREP_DONE, 0);
 	if (!j) {
-		j = oldest(p, PREP_QUEUED);
+		j = oldest(p, PREP_QUEUED, 0);
 		if (j && now - j->queued < PREP_WAIT_NS)
 			j = NULL;
+	}
+	if (!j) {
+		/* Begun, but the thread lost the CPU: answered encoded now. */
+		j = oldest(p, PREP_BUSY, 0);
+		if (j && now - j->queued >= PREP_LATE_NS(p)) {
+			*out = *j;
+			out->mem = NULL;
+			out->b = dlc_buf_get(j->b);
+			j->answered = 1;
+			p->c.prepare_late++;
+			pthread_mutex_unlock(&p->lock);
+			return 1;
+		}
+		j = NULL;
 	}
 	if (j) {
 		*out = *j;

@@ -580,7 +580,8 @@ static int outgoing(struct dlc_peer *p, uint64_t now)
 		s->deadline = now + p->timeout_ns;
 		q[nreq] = (struct req_msg){
 			s->seq, s->id, s->epoch,
-			s->prepared_ok ? REQ_PREPARED_OK : 0,
+			(s->prepared_ok ? REQ_PREPARED_OK : 0) |
+			(s->behind ? REQ_BEHIND : 0),
 		};
 		peer[nreq++] = s->peer;
 	}

@@ -43,9 +43,11 @@
 #   - cluster-slow-node: rank 3 at 3 % of a CPU (a cgroup's CPU quota,
 #     tests/cpuquota.sh), caches of 0.4 N, 8 epochs: the balancing against
 #     it off, the job's steady epoch and the others', printed with no
-#     bound (noisy both ways); the balanced storage bytes in epochs 4-6
-#     within 5 % of N of the optimum (0), no slow peer taken for dead, and
-#     the batches the same.
+#     bound (noisy both ways); then in step after every batch (as DDP),
+#     prepared answers against no balancing, printed too; the balanced
+#     storage bytes in epochs 4-6 within 5 % of N of the optimum (0),
+#     samples prepared for rank 3, no slow peer taken for dead, and the
+#     batches the same.
 #     ONLY_SLOW=1 runs the two slow cases alone, NO_LINK=1 skips the link.
 #   - mpi-release/*, mpi-asan/*: the peer protocol's boundaries, two ranks
 #     on this host, no root needed (tests/unit/test_cluster.c built with
@@ -455,6 +457,28 @@ balance_pair() {
 	same_batches "$name-on" $slow_epochs 0 1 2 3
 	same_batches "$name-off" $slow_epochs 0 1 2 3
 }
+# balance_prep NAME: the 4 ranks in step after every batch (--lockstep,
+# as DDP's all-reduce keeps them), with the balancing off (NAME-stepoff)
+# and on with prepared answers (NAME-prep); neither run takes a slow peer
+# for dead, and the batches are the same.
+balance_prep() {
+	local name=$1 r side
+	for side in stepoff prep; do
+		if [ $side = prep ]; then
+			mpi_extra=(-x DLCACHE_CLUSTER_PREPARE=1)
+		else
+			mpi_extra=(-x DLCACHE_CLUSTER_BALANCE=0)
+		fi
+		cluster "$name-$side" 300 --epochs $slow_epochs --cache $slow_cache --peer-timeout 60000 -v --lockstep "$tmp/$name-$side.ls" ||
+			fail "$side: mpirun: $(tail -n 5 "$tmp/$name-$side.mpirun")"
+		mpi_extra=()
+		for r in 0 1 2 3; do
+			[ "$(field "$tmp/$name-$side.$r" "j['epochs'][-1]['cluster_dead_peers']")" = 0 ] ||
+				fail "$side: rank $r took a slow peer for dead"
+		done
+		same_batches "$name-$side" $slow_epochs 0 1 2 3
+	done
+}
 # steady_pct NAME RANKS: the storage bytes of an epoch, RANKS' (the
 # loaders' count), in % of N, over the storage epochs; the optimum is
 # max(0, N - sum of caches): 0 in both cases.
@@ -534,12 +558,19 @@ begin cluster-slow-node
 # epochs are the ones the balancing could change. Both are printed, with
 # no bound on the ratio (stop 61, 11 runs: the job 0.98x-1.18x, the
 # others 1.04x-3.03x; stop 60's 17 runs without backups moved both ways).
+# Then the ranks in step after every batch, as DDP keeps them, so that
+# the others wait on rank 3 with idle CPUs: the balancing off, against
+# prepared answers on (DLCACHE_CLUSTER_PREPARE=1: the others decode rank
+# 3's samples for it in their idle time, its requests first, as its
+# consumer waits on its loader), printed with no bound either (stop 64,
+# 4 runs: 1.37x-1.90x).
 # What is checked: nobody takes rank 3 for dead, the batches are the
-# same, and the balanced run's storage bytes an epoch (4-6) are within 5 %
-# of N of the optimum, 0: the others ask rank 3's samples of their
-# backups, and rank 3, whose decode sets its pace, reads nothing from
-# storage for speed (1.0-2.8 % of N measured; 8-24 % without backups at
-# a sum of N, where there is no room for them).
+# same, samples came prepared to rank 3, and the balanced run's storage
+# bytes an epoch (4-6) are within 5 % of N of the optimum, 0: the others
+# ask rank 3's samples of their backups, and rank 3, whose decode sets
+# its pace, reads nothing from storage for speed (1.0-2.8 % of N
+# measured; 8-24 % without backups at a sum of N, where there is no room
+# for them).
 # Caches of 0.4 N (sum 1.6 N: room for the backups of rank 3's share
 # above each rank's own), 8 epochs: the backups fill in epochs 1-3, as
 # rank 3's samples come by.
@@ -547,10 +578,15 @@ slow_setup 8 $(( bytes * 2 / 5 )) "2 3 4 5 6 7" "4 5 6"
 if cpuquota_up 3000 100000; then
 	echo "$cpuquota_procs" > "$tmp/slowcpu"
 	balance_pair node
+	balance_prep node
 	rm -f "$tmp/slowcpu"
 	cpuquota_down
 	balance_report node "rank 3 at 3 % of a CPU, the job" 0 1 2 3
 	balance_report node "rank 3 at 3 % of a CPU, the others" 0 1 2
+	off_s=$(steady_s node-stepoff 0 1 2 3) prep_s=$(steady_s node-prep 0 1 2 3)
+	got=$(field "$tmp/node-prep.3" "sum(e['cluster_prepared'] for e in j['epochs'])")
+	echo "  in step: steady epoch $prep_s s with prepared answers, $off_s s with no balancing ($($py -c "print(round($off_s / $prep_s, 2))")x); rank 3 got $got of its $(field "$tmp/node-prep.3" "sum(e['images'] for e in j['epochs'])") samples prepared ($(field "$tmp/node-prep.3" "sum(e['cluster_peer_hits'] for e in j['epochs'])") from peers; the owners prepared $(all_sum node-prep cluster_prepared_served), answered $(all_sum node-prep cluster_prepare_late) encoded though welcome); epochs ${slow_stored// /,} read $(steady_pct node-prep 0 1 2 3) % of N an epoch from storage"
+	[ "${got:-0}" -gt 0 ] 2> /dev/null || fail "prepared answers: none came to rank 3"
 	[ "$($py -c "print(int($pct_on <= 5))")" = 1 ] || {
 		fail "balanced, $pct_on % of N an epoch from storage, optimum 0 (+5 %)"
 		epoch_table node
