@@ -757,6 +757,7 @@ int dlc_peer_open(const struct dlc_peer_opts *o, struct dlc_peer **out)
 	env = getenv("DLCACHE_CLUSTER_BALANCE");
 	p->balancing = !env || strcmp(env, "0");
 	p->reads_bound = 1;
+	p->behind = 1;
 	if (!p->n || !p->owner || !p->home || !p->placed ||
 	    !p->home_bytes || !p->re_bytes || !p->share || !p->backup ||
 	    !p->ours || !p->dead || !p->peer_full || !p->peer_no_spare ||

@@ -194,11 +194,16 @@ struct prep_job {
  * their outstanding bytes with this sample's, over their rates. So
  * storage takes none while it is busy with this rank's own reads (the
  * cold epoch), and the straggler keeps what it can answer in time. And
- * only while reads set this rank's pace: its decoders starved for over
- * STARVED_PERMILLE of their time in the last window. A rank whose decode
- * sets it (a slow CPU, whose own service thread makes every peer look
- * slow) gains nothing from a sooner source, and storage's bytes are
- * everyone's. It is
+ * only while reads hold this rank's consumer up (peer_reads_hold_up()):
+ * its decoders starved for over STARVED_PERMILLE of their time in the
+ * last window, and its consumer waited for batches over
+ * BEHIND_PERMILLE of it. A rank whose decode sets its pace (a slow CPU,
+ * whose own service thread makes every peer look slow), or whose
+ * consumer is slower than its loader (a training step longer than a
+ * batch's reads: measured in test_cluster.sh, 40 ms steps with a small
+ * window starved the decoders over 30 %, and a rank diverted 10-20 reads
+ * an epoch, 2-6 % of N), gains nothing from a sooner source, and
+ * storage's bytes are everyone's. It is
  * always asked while it has fewer than BAL_PROBES reads of ours
  * outstanding: its rate stays measured, and a rank that hangs is still
  * asked, times out and is taken for dead (its share re-placed), however
@@ -395,7 +400,8 @@ struct dlc_peer {
 	uint64_t decode_ns;
 	/*
 	 * Its consumer waited for it over BEHIND_PERMILLE of the last
-	 * window: the straggler's prepared answers go first (REQ_BEHIND).
+	 * window (1 until measured): the straggler's prepared answers go
+	 * first (REQ_BEHIND), and only then is any read diverted.
 	 */
 	int behind;
 	/*
@@ -428,6 +434,12 @@ struct dlc_peer {
 	/* What a dropped message is received into, whole (sink_recv()). */
 	char sink[SINK_BYTES];
 };
+
+/* Called with the lock held: reads hold this rank's consumer up. */
+static inline int peer_reads_hold_up(const struct dlc_peer *p)
+{
+	return p->reads_bound && p->behind;
+}
 
 /*
  * Atomic: a peer died, or the service thread was stuck in MPI

@@ -378,7 +378,7 @@ int peer_slow_locked(const struct dlc_peer *p, uint32_t owner)
 /*
  * Called with the lock held: whether storage would complete sample @id
  * sooner than peer @owner, a straggler past its probes, by their
- * expected completion times, while reads set this rank's pace;
+ * expected completion times, while reads hold this rank's consumer up;
  * counted as a divert when it would. Called by peer_divert_locked() and
  * peer_route_locked(), after their straggler test.
  */
@@ -389,7 +389,7 @@ static int storage_sooner_locked(struct dlc_peer *p, uint32_t owner,
 	const struct rate *s = &p->rate[p->world];
 	double len = (double)p->size[id];
 
-	if (!s->bps || !p->reads_bound || !r->bps ||
+	if (!s->bps || !peer_reads_hold_up(p) || !r->bps ||
 	    ((double)s->out + len) / (double)s->bps >=
 	    ((double)r->out + len) / (double)r->bps)
 		return 0;
@@ -408,7 +408,7 @@ static int storage_sooner_locked(struct dlc_peer *p, uint32_t owner,
 int peer_divert_locked(struct dlc_peer *p, uint32_t owner, uint32_t id)
 {
 	/* The straggler test, O(world), after the cheap ones. */
-	return p->rate[p->world].bps && p->reads_bound &&
+	return p->rate[p->world].bps && peer_reads_hold_up(p) &&
 	       p->rate[owner].inflight >= BAL_PROBES &&
 	       peer_slow_locked(p, owner) &&
 	       storage_sooner_locked(p, owner, id);

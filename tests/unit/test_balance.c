@@ -57,6 +57,7 @@ static struct dlc_peer *peer_new(void)
 	p->size = size;
 	p->balancing = 1;
 	p->reads_bound = 1;
+	p->behind = 1;
 	p->rate = calloc(WORLD + 1, sizeof(*p->rate));
 	p->dead = calloc(WORLD, 1);
 	if (!p->rate || !p->dead) {
@@ -249,15 +250,28 @@ static void test_decode_bound(void)
 	source(&p->rate[WORLD], 16 * MB, 0);
 	source(&p->rate[3], MB / 10, 20);
 	/* Decoders starved 20 % of a window: decode sets the pace. */
-	dlc_peer_window(p, &(struct dlc_window_shares){ .starved = 200 }, 0);
+	dlc_peer_window(p, &(struct dlc_window_shares){ .starved = 200,
+							.wait = 500 }, 0);
 	CHECK_EQ(p->reads_bound, 0);
 	CHECK(!peer_divert_locked(p, 3, 0), "decode-bound: no storage read");
-	/* Starved 40 % in the next: reads set it. */
-	dlc_peer_window(p, &(struct dlc_window_shares){ .starved = 400 }, 0);
+	/* Starved 40 % in the next, the consumer waiting: reads set it. */
+	dlc_peer_window(p, &(struct dlc_window_shares){ .starved = 400,
+							.wait = 500 }, 0);
 	CHECK_EQ(p->reads_bound, 1);
+	CHECK_EQ(p->behind, 1);
 	CHECK(peer_divert_locked(p, 3, 0), "reads-bound: storage sooner");
+	/*
+	 * Starved as much, but the consumer waited 10 % of it (a training
+	 * step slower than the reads): nothing to gain, no storage read.
+	 */
+	dlc_peer_window(p, &(struct dlc_window_shares){ .starved = 400,
+							.wait = 100 }, 0);
+	CHECK_EQ(p->behind, 0);
+	CHECK(!peer_divert_locked(p, 3, 0),
+	      "consumer-paced: no storage read");
 	/* At 30 % itself: decode (reads set it over STARVED_PERMILLE). */
-	dlc_peer_window(p, &(struct dlc_window_shares){ .starved = 300 }, 0);
+	dlc_peer_window(p, &(struct dlc_window_shares){ .starved = 300,
+							.wait = 500 }, 0);
 	CHECK_EQ(p->reads_bound, 0);
 	peer_del(p);
 }
@@ -313,6 +327,7 @@ static struct dlc_peer *peer_placed(uint32_t rank, uint64_t cap)
 	p->n = NB;
 	p->balancing = 1;
 	p->reads_bound = 1;
+	p->behind = 1;
 	p->c.capacity = cap;
 	p->size = calloc(NB, sizeof(*p->size));
 	p->owner = calloc(NB, sizeof(*p->owner));
