@@ -360,12 +360,14 @@ void dlc_kforms_window(struct dlc_kforms *kf,
 int dlc_kforms_want(struct dlc_kforms *kf, uint32_t id,
 		    const struct dlc_buf *enc, uint32_t *est)
 {
-	uint64_t form = dlc_form_bytes(enc);
+	uint64_t form;
 
 	(void)id;
+	if (!kf->kc)
+		return 0;
 	/* It leaves, and is charged, with its trailer. */
-	return kf->kc &&
-	       dlc_forms_want_room(&kf->forms, kf->room, enc->len,
+	form = dlc_form_bytes(enc);
+	return dlc_forms_want_room(&kf->forms, kf->room, enc->len,
 				   form ? form + DLC_FORM_TRAILER : 0, est);
 }
 

@@ -75,11 +75,6 @@ static void thread_up(struct dlc_loader *l, int err, const char *what)
 	pthread_mutex_unlock(&l->lock);
 }
 
-/*
- * Each turn, at @now: at the end of each pace window (window.h) its
- * shares go to every controller that reads what sets the pace, so that
- * all of them judge the same 250 ms. I/O thread.
- */
 /* The mean decode of a sample from its encoded bytes so far; 0: none. */
 static uint64_t loader_mean_decode_ns(struct dlc_loader *l)
 {
@@ -89,6 +84,11 @@ static uint64_t loader_mean_decode_ns(struct dlc_loader *l)
 		   0;
 }
 
+/*
+ * Each turn, at @now: at the end of each pace window (window.h) its
+ * shares go to every controller that reads what sets the pace, so that
+ * all of them judge the same 250 ms. I/O thread.
+ */
 static void pace_tick(struct dlc_loader *l, uint64_t now)
 {
 	struct dlc_window_shares w;
