@@ -221,6 +221,12 @@ for r in $(seq 0 $((world - 1))); do
 		fail "rank $r alone: $(tail -n 3 "$tmp/alone.$r.err")"
 done
 digests() { field "$1" "[e['digest'] for e in j['epochs']][:$2]"; }
+all_sum() {	# NAME KEY: KEY over the run's ranks and epochs
+	local r
+	for r in 0 1 2 3; do
+		field "$tmp/$1.$r" "sum(e['$2'] for e in j['epochs'])"
+	done | paste -sd+ | bc
+}
 same_batches() {	# NAME EPOCHS RANKS...
 	local name=$1 e=$2 r
 	shift 2
@@ -290,13 +296,6 @@ begin cluster-prepared
 # that takes only idle CPU. A training step of 150 ms leaves some. The
 # batches must be those of each rank alone, whichever way each sample
 # came.
-sum_key() {	# NAME KEY: KEY summed over the run's ranks and epochs
-	local r t=0
-	for r in 0 1 2 3; do
-		t=$(( t + $(field "$tmp/$1.$r" "sum(e['$2'] for e in j['epochs'])") ))
-	done
-	echo $t
-}
 for how in prep plain; do
 	[ $how = prep ] && mpi_extra=(-x DLCACHE_CLUSTER_PREPARE=1)
 	cluster $how 180 --epochs 3 --cache $(( bytes / world )) --step-ms 150 ||
@@ -305,10 +304,10 @@ for how in prep plain; do
 done
 same_batches prep 3 0 1 2 3
 same_batches plain 3 0 1 2 3
-got=$(sum_key prep cluster_prepared)
-made=$(sum_key prep cluster_prepared_served)
-late=$(sum_key prep cluster_prepare_late)
-b1=$(sum_key prep cluster_peer_bytes) b0=$(sum_key plain cluster_peer_bytes)
+got=$(all_sum prep cluster_prepared)
+made=$(all_sum prep cluster_prepared_served)
+late=$(all_sum prep cluster_prepare_late)
+b1=$(all_sum prep cluster_peer_bytes) b0=$(all_sum plain cluster_peer_bytes)
 echo "  $got samples came prepared ($made prepared by owners, $late answered encoded though welcome); bytes from peers $b1 prepared, $b0 not ($($py -c "print('%.2f' % ($b1 / max($b0, 1)))")x)"
 [ "${got:-0}" -gt 0 ] 2> /dev/null || fail "no sample came prepared"
 [ "${got:-0}" -le "${made:-0}" ] 2> /dev/null ||
@@ -494,12 +493,6 @@ print("%.1f" % (100.0 * b / len(es) / int(sys.argv[2])))' "$tmp/$name" "$bytes" 
 # balance_report NAME WHAT RANKS...: the steady epochs of the slowest of
 # RANKS, balanced against not, and their storage bytes, printed; the
 # ratio in $ratio (unbalanced over balanced).
-all_sum() {	# NAME KEY: KEY over the run's ranks and epochs
-	local r
-	for r in 0 1 2 3; do
-		field "$tmp/$1.$r" "sum(e['$2'] for e in j['epochs'])"
-	done | paste -sd+ | bc
-}
 # epoch_table NAME: each rank's seconds and storage bytes (% of N) per
 # epoch, balanced and not, and the rates each balanced rank measured,
 # after a bound failed: what a failure in CI leaves to find its cause by
